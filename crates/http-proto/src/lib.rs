@@ -1,0 +1,34 @@
+//! Sans-IO HTTP/1.0 and HTTP/1.1 for Stoa.
+//!
+//! This crate turns bytes into request heads and response heads into bytes. It never
+//! touches a socket, a file or a clock: callers hand it buffers and the current time,
+//! and it hands back parsed values, "need more bytes", or a typed [`Error`] that knows
+//! the status code the peer should get. That keeps every parsing rule testable with
+//! plain byte strings and fuzzable (see `fuzz/`).
+//!
+//! # Layout
+//!
+//! - [`request`]: the request-head parser ([`parse_request`]) on top of `httparse`,
+//!   with the size limits of [`Limits`] and the framing rules of RFC 9112 (§6:
+//!   `Transfer-Encoding` against `Content-Length`, bare LF, duplicate `Host`, ...).
+//! - [`chunked`]: an incremental decoder for `Transfer-Encoding: chunked` bodies.
+//! - [`response`]: status reasons and the response-head writer.
+//! - [`date`]: IMF-fixdate and Common Log Format timestamps, cached per second.
+//! - [`target`]: request-target decoding (percent-decoding once, dot-segment removal
+//!   that never climbs above `/`).
+//! - [`precondition`]: `Range`, `If-None-Match` and `If-Modified-Since` evaluation.
+//!
+//! # What it does not do
+//!
+//! No I/O, no timeouts (the caller owns the clock), no routing, no file access.
+
+pub mod chunked;
+pub mod date;
+mod error;
+pub mod precondition;
+pub mod request;
+pub mod response;
+pub mod target;
+
+pub use error::Error;
+pub use request::{BodyKind, Limits, Method, RequestHead, Status, Version, parse_request};
