@@ -1,1 +1,22 @@
-//! placeholder
+//! Runtime plumbing shared by Stoa's servers. It knows sockets, threads, signals and
+//! time, and nothing about any protocol.
+//!
+//! # Layout
+//!
+//! - [`listener`]: TCP listeners with `SO_REUSEPORT`, one per worker on one port
+//!   ([`listener::bind_group`]), so the kernel spreads connections across workers and
+//!   no connection is ever handed from one thread to another.
+//! - [`worker`]: the thread-per-core model: N threads, each running its own
+//!   single-threaded tokio runtime ([`worker::spawn`]).
+//! - [`accept`]: accept with backoff, so a full file table slows the accept loop
+//!   down instead of spinning it.
+//! - [`shutdown`]: a cloneable shutdown signal ([`shutdown::channel`]).
+//! - [`signals`]: SIGTERM, SIGINT and SIGHUP as a stream of [`signals::Signal`]s.
+//! - [`limits`]: process limits (`RLIMIT_NOFILE`).
+
+pub mod accept;
+pub mod limits;
+pub mod listener;
+pub mod shutdown;
+pub mod signals;
+pub mod worker;

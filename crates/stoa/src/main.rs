@@ -1,1 +1,47 @@
-fn main() {}
+//! The `stoa` binary: one command for the web server (and, as they land, the mail
+//! server and the benchmark harnesses).
+//!
+//! It stays thin: it parses the command line and configuration (`cli`, `config`),
+//! builds the servers from the library crates, and turns signals and errors into
+//! process behaviour. Everything that serves lives in `stoa-web` and below.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod config;
+mod serve;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_tracing(&cli.log_level);
+    let result = match &cli.command {
+        cli::Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<serve::InvalidConfig>() => {
+            eprintln!("stoa: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("stoa: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error log: human-readable lines on standard error. `RUST_LOG` wins over
+/// `--log-level` when set.
+fn init_tracing(level: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

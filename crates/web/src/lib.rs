@@ -1,1 +1,40 @@
-//! placeholder
+//! Stoa's HTTP/1.0 and HTTP/1.1 server.
+//!
+//! It serves static files the way TUX and Zeus did: one event loop per core, each with
+//! its own `SO_REUSEPORT` listener, no hand-off between threads, small files from
+//! memory in one `writev`, large ones with `sendfile`, and a per-worker cache of open
+//! files revalidated about once a second.
+//!
+//! # Layout
+//!
+//! - [`Server`] (`server.rs`): binds, starts the workers, drains on shutdown.
+//! - `conn.rs`: the connection loop: keep-alive, pipelining, timeouts, lingering
+//!   close. It owns the socket and its buffers.
+//! - `output.rs`: the write queue that turns a batch of responses into few
+//!   system calls.
+//! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories.
+//! - `cache.rs`: the per-worker open-file cache (`openat2(RESOLVE_BENEATH)`).
+//! - `response.rs`: response heads and generated status pages.
+//! - `access_log.rs`: Common/combined log lines, batched to a writer thread.
+//! - `local.rs`: the per-thread state (caches, pools, log buffer).
+//! - [`config`]: the plain configuration structs.
+//!
+//! # What it does not do
+//!
+//! Parse configuration files (the `stoa` binary does), parse HTTP (the
+//! `stoa-http-proto` crate does), or handle signals (the binary hands it a
+//! [`stoa_netkit::shutdown::Shutdown`] and calls [`LogReopener::reopen`]).
+
+mod access_log;
+mod cache;
+pub mod config;
+mod conn;
+mod local;
+mod output;
+mod response;
+mod server;
+mod static_files;
+
+pub use access_log::LogReopener;
+pub use config::Config;
+pub use server::{Error, Server};

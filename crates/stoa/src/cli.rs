@@ -1,0 +1,74 @@
+//! The command line. Flags that take numbers, durations or addresses are read as
+//! text here and checked by [`crate::config`] together with the configuration file,
+//! so one run reports every mistake at once.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Stoa: a web server, a mail server and SPEC-style benchmarks in one binary.
+#[derive(Debug, Parser)]
+#[command(name = "stoa", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Error-log level: error, warn, info, debug or trace (RUST_LOG overrides).
+    #[arg(long, global = true, default_value = "info", value_name = "LEVEL")]
+    pub(crate) log_level: String,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the web server.
+    Serve(ServeArgs),
+}
+
+/// `stoa serve`: flags override the configuration file.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ServeArgs {
+    /// TOML configuration file (see docs/configuration.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Directory to serve files from.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) docroot: Option<PathBuf>,
+
+    /// Address to listen on for HTTP; repeat for several. Replaces the file's
+    /// listeners. Default 127.0.0.1:8080.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) listen: Vec<String>,
+
+    /// Worker threads, each with its own event loop. Default: one per core.
+    #[arg(long, value_name = "N")]
+    pub(crate) workers: Option<String>,
+
+    /// Access log: a file, `-` for standard output, or `off`.
+    #[arg(long, value_name = "FILE|-|off")]
+    pub(crate) access_log: Option<String>,
+
+    /// Access-log format: `common` or `combined`.
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) log_format: Option<String>,
+
+    /// Time allowed for a request head (e.g. `20s`, `200ms`).
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) head_timeout: Option<String>,
+
+    /// Idle time allowed between requests on a kept-alive connection.
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) keepalive_timeout: Option<String>,
+
+    /// Longest wait for a client to accept more response bytes.
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) send_timeout: Option<String>,
+
+    /// Most connections per worker.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_connections: Option<String>,
+
+    /// Event-loop model: `per-core` (default) or `multi-thread` (for measurement).
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) runtime: Option<String>,
+}

@@ -1,0 +1,383 @@
+//! Configuration: the TOML file, then the command-line flags over it, then one
+//! validation of the result. Every problem is collected and reported together;
+//! unknown keys are warnings (a typo should not go unnoticed, nor stop a server).
+//!
+//! The file is read into `toml::Table` and walked by hand instead of derived with
+//! serde, because serde stops at the first error and cannot name every bad key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use stoa_web::config::{AccessLogTarget, LogFormat, RuntimeModel};
+use toml::{Table, Value};
+
+use crate::cli::ServeArgs;
+
+mod units;
+
+pub(crate) use units::{parse_duration, parse_size};
+
+/// The default listen address when neither file nor flags name one: loopback, so a
+/// first run exposes nothing.
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// Most workers accepted; far above any machine Stoa runs on, low enough to catch a
+/// typo before it spawns a million threads.
+const MAX_WORKERS: usize = 1024;
+
+/// The outcome of loading: a configuration and its warnings, or every error.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) web: stoa_web::Config,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Collects errors and warnings while reading.
+#[derive(Debug, Default)]
+struct Report {
+    errors: Vec<String>,
+    warnings: Vec<String>,
+}
+
+/// Builds the web server's configuration from the file named by `--config` (read
+/// with `read`, so tests need no files) and the flags.
+pub(crate) fn load(
+    args: &ServeArgs,
+    read: impl Fn(&Path) -> std::io::Result<String>,
+) -> Result<Loaded, Vec<String>> {
+    let mut report = Report::default();
+    let mut web = stoa_web::Config::new(PathBuf::new(), Vec::new());
+    let mut docroot = None;
+    if let Some(path) = &args.config {
+        match read(path) {
+            Ok(text) => match text.parse::<Table>() {
+                Ok(table) => read_file(&table, &mut web, &mut docroot, &mut report),
+                Err(e) => report.errors.push(format!("{}: {}", path.display(), e.to_string().trim_end())),
+            },
+            Err(e) => report.errors.push(format!("{}: {e}", path.display())),
+        }
+        if let Some(dir) = docroot.as_mut().filter(|d: &&mut PathBuf| d.is_relative()) {
+            // A relative docroot in a file is relative to the file, as in nginx's
+            // prefix-relative paths.
+            if let Some(base) = path.parent() {
+                *dir = base.join(&*dir);
+            }
+        }
+    }
+    apply_flags(args, &mut web, &mut docroot, &mut report);
+    match docroot {
+        Some(d) => web.docroot = d,
+        None => report
+            .errors
+            .push("no document root: give --docroot DIR or web.docroot in the configuration file".into()),
+    }
+    if web.listen.is_empty() {
+        web.listen.push(DEFAULT_LISTEN.parse().expect("invariant: valid default address"));
+    }
+    validate(&web, &mut report);
+    if report.errors.is_empty() {
+        Ok(Loaded {
+            web,
+            warnings: report.warnings,
+        })
+    } else {
+        Err(report.errors)
+    }
+}
+
+fn read_file(table: &Table, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>, r: &mut Report) {
+    r.known_keys(table, "", &["listener", "web"]);
+    if let Some(listeners) = table.get("listener") {
+        read_listeners(listeners, web, r);
+    }
+    let Some(section) = r.table(table, "", "web") else {
+        return;
+    };
+    r.known_keys(
+        section,
+        "web.",
+        &["docroot", "workers", "runtime", "access_log", "log_format", "shutdown_grace", "limits", "cache"],
+    );
+    if let Some(v) = r.string(section, "web.", "docroot") {
+        *docroot = Some(PathBuf::from(v));
+    }
+    if let Some(n) = r.integer(section, "web.", "workers") {
+        web.workers = n;
+    }
+    r.parsed(section, "web.", "runtime", parse_runtime, &mut web.runtime);
+    r.parsed(section, "web.", "access_log", parse_access_log, &mut web.access_log);
+    r.parsed(section, "web.", "log_format", parse_log_format, &mut web.log_format);
+    r.duration(section, "web.", "shutdown_grace", &mut web.shutdown_grace);
+    if let Some(limits) = r.table(section, "web.", "limits") {
+        read_limits(limits, &mut web.limits, r);
+    }
+    if let Some(cache) = r.table(section, "web.", "cache") {
+        read_cache(cache, &mut web.cache, r);
+    }
+}
+
+fn read_listeners(value: &Value, web: &mut stoa_web::Config, r: &mut Report) {
+    let Some(items) = value.as_array() else {
+        r.errors.push("listener: expected [[listener]] blocks".into());
+        return;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("listener[{i}].");
+        let Some(block) = item.as_table() else {
+            r.errors.push(format!("listener[{i}]: expected a table"));
+            continue;
+        };
+        r.known_keys(block, &path, &["address", "protocol"]);
+        match r.string(block, &path, "protocol").as_deref() {
+            None | Some("http") => {}
+            Some(other) => r.errors.push(format!(
+                "{path}protocol: unsupported protocol {other:?} (supported: \"http\")"
+            )),
+        }
+        match r.string(block, &path, "address") {
+            Some(text) => match parse_addr(&text) {
+                Ok(addr) => web.listen.push(addr),
+                Err(e) => r.errors.push(format!("{path}address: {e}")),
+            },
+            None => r.errors.push(format!("{path}address: missing")),
+        }
+    }
+}
+
+fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
+    const P: &str = "web.limits.";
+    r.known_keys(
+        t,
+        P,
+        &[
+            "max_request_line", "max_header_line", "max_head", "max_headers", "head_timeout",
+            "head_timeout_per_500b", "head_timeout_max", "body_timeout", "max_discard_body",
+            "keepalive_timeout", "keepalive_requests", "keepalive_max_age", "send_timeout",
+            "max_connections", "max_pipeline", "linger_timeout", "linger_idle",
+        ],
+    );
+    r.size(t, P, "max_request_line", &mut l.head.max_request_line);
+    r.size(t, P, "max_header_line", &mut l.head.max_header_line);
+    r.size(t, P, "max_head", &mut l.head.max_head);
+    r.integer_into(t, P, "max_headers", &mut l.head.max_headers);
+    r.duration(t, P, "head_timeout", &mut l.head_timeout);
+    r.duration(t, P, "head_timeout_per_500b", &mut l.head_timeout_per_500b);
+    r.duration(t, P, "head_timeout_max", &mut l.head_timeout_max);
+    r.duration(t, P, "body_timeout", &mut l.body_timeout);
+    r.size(t, P, "max_discard_body", &mut l.max_discard_body);
+    r.duration(t, P, "keepalive_timeout", &mut l.keepalive_timeout);
+    r.integer_into(t, P, "keepalive_requests", &mut l.keepalive_requests);
+    r.duration(t, P, "keepalive_max_age", &mut l.keepalive_max_age);
+    r.duration(t, P, "send_timeout", &mut l.send_timeout);
+    r.integer_into(t, P, "max_connections", &mut l.max_connections);
+    r.integer_into(t, P, "max_pipeline", &mut l.max_pipeline);
+    r.duration(t, P, "linger_timeout", &mut l.linger_timeout);
+    r.duration(t, P, "linger_idle", &mut l.linger_idle);
+}
+
+fn read_cache(t: &Table, c: &mut stoa_web::config::CacheConfig, r: &mut Report) {
+    const P: &str = "web.cache.";
+    r.known_keys(t, P, &["revalidate", "max_entries", "max_memory_file", "memory_budget"]);
+    r.duration(t, P, "revalidate", &mut c.revalidate);
+    r.integer_into(t, P, "max_entries", &mut c.max_entries);
+    r.size(t, P, "max_memory_file", &mut c.max_memory_file);
+    r.size(t, P, "memory_budget", &mut c.memory_budget);
+}
+
+fn apply_flags(args: &ServeArgs, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>, r: &mut Report) {
+    if let Some(d) = &args.docroot {
+        *docroot = Some(d.clone());
+    }
+    if !args.listen.is_empty() {
+        web.listen.clear();
+        for text in &args.listen {
+            match parse_addr(text) {
+                Ok(addr) => web.listen.push(addr),
+                Err(e) => r.errors.push(format!("--listen {text}: {e}")),
+            }
+        }
+    }
+    r.flag("--workers", args.workers.as_deref(), parse_count, &mut web.workers);
+    r.flag("--access-log", args.access_log.as_deref(), parse_access_log, &mut web.access_log);
+    r.flag("--log-format", args.log_format.as_deref(), parse_log_format, &mut web.log_format);
+    r.flag("--head-timeout", args.head_timeout.as_deref(), parse_duration, &mut web.limits.head_timeout);
+    let keepalive = &mut web.limits.keepalive_timeout;
+    r.flag("--keepalive-timeout", args.keepalive_timeout.as_deref(), parse_duration, keepalive);
+    r.flag("--send-timeout", args.send_timeout.as_deref(), parse_duration, &mut web.limits.send_timeout);
+    let max = &mut web.limits.max_connections;
+    r.flag("--max-connections", args.max_connections.as_deref(), parse_count, max);
+    r.flag("--runtime", args.runtime.as_deref(), parse_runtime, &mut web.runtime);
+}
+
+fn validate(web: &stoa_web::Config, r: &mut Report) {
+    let mut check = |ok: bool, msg: &str| {
+        if !ok {
+            r.errors.push(msg.to_owned());
+        }
+    };
+    if !web.docroot.as_os_str().is_empty() && !web.docroot.is_dir() {
+        check(false, &format!("document root {}: not a directory", web.docroot.display()));
+    }
+    check((1..=MAX_WORKERS).contains(&web.workers), &format!("workers: must be 1 to {MAX_WORKERS}"));
+    let l = &web.limits;
+    let cap = stoa_http_proto::request::MAX_HEADERS_CAP;
+    check(
+        (1..=cap).contains(&l.head.max_headers),
+        &format!("web.limits.max_headers: must be 1 to {cap}"),
+    );
+    check(l.head.max_request_line >= 16, "web.limits.max_request_line: must be at least 16 bytes");
+    check(l.head.max_header_line >= 16, "web.limits.max_header_line: must be at least 16 bytes");
+    check(
+        l.head.max_head >= l.head.max_request_line.max(l.head.max_header_line),
+        "web.limits.max_head: must be at least max_request_line and max_header_line",
+    );
+    for (name, d) in [
+        ("head_timeout", l.head_timeout),
+        ("head_timeout_max", l.head_timeout_max),
+        ("body_timeout", l.body_timeout),
+        ("keepalive_timeout", l.keepalive_timeout),
+        ("send_timeout", l.send_timeout),
+        ("linger_idle", l.linger_idle),
+    ] {
+        check(!d.is_zero(), &format!("web.limits.{name}: must be more than zero"));
+    }
+    check(l.head_timeout_max >= l.head_timeout, "web.limits.head_timeout_max: must be at least head_timeout");
+    check(l.keepalive_requests >= 1, "web.limits.keepalive_requests: must be at least 1");
+    check(l.max_connections >= 1, "web.limits.max_connections: must be at least 1");
+    check(l.max_pipeline >= 1, "web.limits.max_pipeline: must be at least 1");
+    check(web.cache.max_entries >= 1, "web.cache.max_entries: must be at least 1");
+}
+
+impl Report {
+    fn known_keys(&mut self, table: &Table, path: &str, known: &[&str]) {
+        for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
+            self.warnings.push(format!("{path}{key}: unknown key, ignored"));
+        }
+    }
+
+    fn table<'t>(&mut self, t: &'t Table, path: &str, key: &str) -> Option<&'t Table> {
+        match t.get(key)? {
+            Value::Table(inner) => Some(inner),
+            other => {
+                self.errors.push(format!("{path}{key}: expected a table, found {}", other.type_str()));
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, t: &Table, path: &str, key: &str) -> Option<String> {
+        match t.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            other => {
+                self.errors.push(format!("{path}{key}: expected a string, found {}", other.type_str()));
+                None
+            }
+        }
+    }
+
+    fn integer(&mut self, t: &Table, path: &str, key: &str) -> Option<usize> {
+        match t.get(key)? {
+            Value::Integer(n) if *n >= 0 => usize::try_from(*n).ok(),
+            other => {
+                self.errors
+                    .push(format!("{path}{key}: expected a non-negative integer, found {other}"));
+                None
+            }
+        }
+    }
+
+    fn integer_into<T: TryFrom<usize>>(&mut self, t: &Table, path: &str, key: &str, into: &mut T) {
+        if let Some(n) = self.integer(t, path, key) {
+            match T::try_from(n) {
+                Ok(v) => *into = v,
+                Err(_) => self.errors.push(format!("{path}{key}: {n} is out of range")),
+            }
+        }
+    }
+
+    /// A value given as a string and parsed with `parse`.
+    fn parsed<T>(&mut self, t: &Table, path: &str, key: &str, parse: fn(&str) -> Result<T, String>, into: &mut T) {
+        if let Some(text) = self.string(t, path, key) {
+            match parse(&text) {
+                Ok(v) => *into = v,
+                Err(e) => self.errors.push(format!("{path}{key}: {e}")),
+            }
+        }
+    }
+
+    /// A duration: a string with a unit (`"20s"`, `"200ms"`) or whole seconds.
+    fn duration(&mut self, t: &Table, path: &str, key: &str, into: &mut Duration) {
+        match t.get(key) {
+            None => {}
+            Some(Value::Integer(n)) if *n >= 0 => *into = Duration::from_secs(n.unsigned_abs()),
+            Some(Value::String(s)) => match parse_duration(s) {
+                Ok(d) => *into = d,
+                Err(e) => self.errors.push(format!("{path}{key}: {e}")),
+            },
+            Some(other) => self.errors.push(format!(
+                "{path}{key}: expected a duration like \"20s\" or \"200ms\", found {other}"
+            )),
+        }
+    }
+
+    /// A size: bytes as an integer, or a string with a unit (`"32KiB"`).
+    fn size<T: TryFrom<u64>>(&mut self, t: &Table, path: &str, key: &str, into: &mut T) {
+        let bytes = match t.get(key) {
+            None => return,
+            Some(Value::Integer(n)) if *n >= 0 => Ok(n.unsigned_abs()),
+            Some(Value::String(s)) => parse_size(s),
+            Some(other) => Err(format!("expected a size like 8192 or \"32KiB\", found {other}")),
+        };
+        match bytes.and_then(|b| T::try_from(b).map_err(|_| format!("{b} is out of range"))) {
+            Ok(v) => *into = v,
+            Err(e) => self.errors.push(format!("{path}{key}: {e}")),
+        }
+    }
+
+    fn flag<T>(&mut self, name: &str, text: Option<&str>, parse: fn(&str) -> Result<T, String>, into: &mut T) {
+        if let Some(text) = text {
+            match parse(text) {
+                Ok(v) => *into = v,
+                Err(e) => self.errors.push(format!("{name} {text}: {e}")),
+            }
+        }
+    }
+}
+
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not an address like 127.0.0.1:8080 or [::1]:8080"))
+}
+
+fn parse_count(text: &str) -> Result<usize, String> {
+    text.parse().map_err(|_| format!("{text:?} is not a whole number"))
+}
+
+fn parse_runtime(text: &str) -> Result<RuntimeModel, String> {
+    match text {
+        "per-core" => Ok(RuntimeModel::PerCore),
+        "multi-thread" => Ok(RuntimeModel::MultiThread),
+        _ => Err(format!("{text:?} is not a runtime model (per-core, multi-thread)")),
+    }
+}
+
+fn parse_access_log(text: &str) -> Result<AccessLogTarget, String> {
+    match text {
+        "" => Err("empty; use a file name, \"-\" or \"off\"".into()),
+        "off" => Ok(AccessLogTarget::Off),
+        "-" => Ok(AccessLogTarget::Stdout),
+        path => Ok(AccessLogTarget::File(PathBuf::from(path))),
+    }
+}
+
+fn parse_log_format(text: &str) -> Result<LogFormat, String> {
+    match text {
+        "common" => Ok(LogFormat::Common),
+        "combined" => Ok(LogFormat::Combined),
+        _ => Err(format!("{text:?} is not a log format (common, combined)")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

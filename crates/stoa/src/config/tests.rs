@@ -1,0 +1,170 @@
+use std::collections::HashMap;
+use std::io;
+
+use super::*;
+
+fn load_with(file: Option<&str>, args: ServeArgs) -> Result<Loaded, Vec<String>> {
+    let files: HashMap<PathBuf, String> = file
+        .map(|text| (PathBuf::from("/etc/stoa/stoa.toml"), text.to_owned()))
+        .into_iter()
+        .collect();
+    let args = ServeArgs {
+        config: file.map(|_| PathBuf::from("/etc/stoa/stoa.toml")),
+        ..args
+    };
+    load(&args, |p| {
+        files
+            .get(p)
+            .cloned()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    })
+}
+
+fn tmp_docroot() -> String {
+    std::env::temp_dir().display().to_string()
+}
+
+#[test]
+fn flags_alone_are_enough() {
+    let args = ServeArgs {
+        docroot: Some(std::env::temp_dir()),
+        listen: vec!["127.0.0.1:0".into(), "[::1]:0".into()],
+        workers: Some("3".into()),
+        access_log: Some("-".into()),
+        head_timeout: Some("200ms".into()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_with(None, args).expect("valid");
+    assert_eq!(loaded.web.listen.len(), 2);
+    assert_eq!(loaded.web.workers, 3);
+    assert_eq!(loaded.web.access_log, AccessLogTarget::Stdout);
+    assert_eq!(loaded.web.limits.head_timeout, Duration::from_millis(200));
+}
+
+#[test]
+fn defaults_to_loopback_8080() {
+    let args = ServeArgs {
+        docroot: Some(std::env::temp_dir()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_with(None, args).expect("valid");
+    assert_eq!(loaded.web.listen, vec![DEFAULT_LISTEN.parse::<SocketAddr>().expect("addr")]);
+}
+
+#[test]
+fn file_is_read_and_flags_override_it() {
+    let file = format!(
+        r#"
+[[listener]]
+address = "127.0.0.1:9000"
+
+[web]
+docroot = "{}"
+workers = 2
+access_log = "/var/log/stoa/access.log"
+log_format = "combined"
+
+[web.limits]
+head_timeout = "5s"
+max_head = "16KiB"
+keepalive_requests = 50
+
+[web.cache]
+max_memory_file = 4096
+"#,
+        tmp_docroot()
+    );
+    let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
+    assert_eq!(loaded.web.listen, vec!["127.0.0.1:9000".parse::<SocketAddr>().expect("addr")]);
+    assert_eq!(loaded.web.workers, 2);
+    assert_eq!(loaded.web.log_format, LogFormat::Combined);
+    assert_eq!(loaded.web.limits.head_timeout, Duration::from_secs(5));
+    assert_eq!(loaded.web.limits.head.max_head, 16 * 1024);
+    assert_eq!(loaded.web.limits.keepalive_requests, 50);
+    assert_eq!(loaded.web.cache.max_memory_file, 4096);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+
+    let flags = ServeArgs {
+        listen: vec!["127.0.0.1:9001".into()],
+        workers: Some("1".into()),
+        access_log: Some("off".into()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_with(Some(&file), flags).expect("valid");
+    assert_eq!(loaded.web.listen, vec!["127.0.0.1:9001".parse::<SocketAddr>().expect("addr")]);
+    assert_eq!(loaded.web.workers, 1);
+    assert_eq!(loaded.web.access_log, AccessLogTarget::Off);
+}
+
+#[test]
+fn every_error_is_reported_at_once() {
+    let file = r#"
+[[listener]]
+address = "localhost"
+protocol = "gopher"
+
+[web]
+docroot = "/nonexistent/stoa-docroot"
+workers = "many"
+runtime = "green-threads"
+log_format = "fancy"
+colour = "blue"
+
+[web.limits]
+head_timeout = "soon"
+max_headers = 1000
+max_head = "lots"
+send_timeout = 0
+"#;
+    let flags = ServeArgs {
+        listen: vec!["nowhere".into()],
+        max_connections: Some("-1".into()),
+        ..ServeArgs::default()
+    };
+    let errors = load_with(Some(file), flags).expect_err("invalid");
+    let all = errors.join("\n");
+    for needle in [
+        "listener[0].address",
+        "listener[0].protocol",
+        "web.workers",
+        "web.runtime",
+        "web.log_format",
+        "web.limits.head_timeout",
+        "web.limits.max_head",
+        "web.limits.max_headers",
+        "web.limits.send_timeout",
+        "--listen nowhere",
+        "--max-connections -1",
+        "/nonexistent/stoa-docroot: not a directory",
+    ] {
+        assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+    }
+}
+
+#[test]
+fn unknown_keys_are_warnings() {
+    let file = format!("[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[smtp]\n", tmp_docroot());
+    let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
+    assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+    assert!(loaded.warnings.iter().any(|w| w.contains("web.colour")));
+}
+
+#[test]
+fn syntax_errors_and_missing_files_are_errors() {
+    let errors = load_with(Some("[web\n"), ServeArgs::default()).expect_err("invalid");
+    assert!(errors[0].starts_with("/etc/stoa/stoa.toml"), "{errors:?}");
+    let args = ServeArgs {
+        config: Some(PathBuf::from("/missing.toml")),
+        ..ServeArgs::default()
+    };
+    let errors = load(&args, |_| Err(io::Error::from(io::ErrorKind::NotFound))).expect_err("missing");
+    assert!(errors.iter().any(|e| e.starts_with("/missing.toml")), "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("no document root")), "{errors:?}");
+}
+
+#[test]
+fn relative_docroot_is_relative_to_the_file() {
+    let file = "[web]\ndocroot = \"www\"\n";
+    let errors = load_with(Some(file), ServeArgs::default()).expect_err("no such dir");
+    assert!(errors.iter().any(|e| e.contains("/etc/stoa/www")), "{errors:?}");
+}

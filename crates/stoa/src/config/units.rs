@@ -1,0 +1,75 @@
+//! Durations and sizes as people write them in configuration files.
+
+use std::time::Duration;
+
+/// `"200ms"`, `"20s"`, `"5m"`, `"1h"`; a bare number is seconds.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like \"20s\" or \"200ms\""))?;
+    let per_unit = match unit.trim() {
+        "ms" => Duration::from_millis(1),
+        "" | "s" => Duration::from_secs(1),
+        "m" | "min" => Duration::from_secs(60),
+        "h" => Duration::from_secs(3600),
+        other => return Err(format!("{other:?} is not a time unit (ms, s, m, h)")),
+    };
+    per_unit
+        .checked_mul(u32::try_from(n).map_err(|_| format!("{text:?} is too long"))?)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+/// `"8192"`, `"8k"`, `"8KiB"`, `"64MiB"`, `"1GiB"` (binary units; `k`, `m`, `g`
+/// are read as KiB, MiB, GiB, as nginx does).
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 8192 or \"32KiB\""))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => return Err(format!("{other:?} is not a size unit (KiB, MiB, GiB)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("20"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("99999999999h").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8192"), Ok(8192));
+        assert_eq!(parse_size("8k"), Ok(8192));
+        assert_eq!(parse_size("32KiB"), Ok(32 * 1024));
+        assert_eq!(parse_size("64 MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("1.5k").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("18014398509481984k").is_err());
+    }
+}

@@ -1,0 +1,283 @@
+//! The per-worker open-file cache: path → open descriptor, metadata, pre-encoded
+//! header lines and, for small files, the contents.
+//!
+//! Like nginx's `open_file_cache`, a lookup is trusted for
+//! [`CacheConfig::revalidate`] (1 s); after that the path is opened again and compared
+//! by device, inode, size and modification time, so a replaced or edited file is
+//! picked up within a second and an unchanged one keeps its cached contents.
+//! Misses (404, 403, directories) are cached the same way, which also keeps a flood
+//! of requests for missing files from costing a system call each.
+//!
+//! Every open goes through `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` from a
+//! descriptor of the document root: the kernel refuses any resolution, `..` or
+//! symlink, that leaves the root, with no check-then-open race. Files are opened
+//! `O_NONBLOCK` so a FIFO cannot stall the worker, and only regular files are served.
+
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use lru::LruCache;
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::io::Errno;
+
+use crate::config::CacheConfig;
+
+/// What a path resolved to.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// A regular file to serve.
+    File(FileInfo),
+    /// A directory named without its trailing slash: redirect.
+    Directory,
+    /// Nothing there, or outside the root.
+    NotFound,
+    /// There, but not servable: no permission, not a regular file, a directory
+    /// without an index.
+    Forbidden,
+    /// The server could not look (descriptor table full, I/O error).
+    Unavailable,
+}
+
+/// A servable file.
+#[derive(Debug)]
+pub(crate) struct FileInfo {
+    pub(crate) file: Arc<File>,
+    pub(crate) len: u64,
+    pub(crate) mtime: u64,
+    /// `"<mtime hex>-<size hex>"`, nginx's entity-tag shape.
+    pub(crate) etag: Box<[u8]>,
+    /// `Content-Type`, `Last-Modified`, `ETag` and `Accept-Ranges` lines, CRLF-ended.
+    pub(crate) header_lines: Box<[u8]>,
+    /// The contents, when small enough to keep in memory.
+    pub(crate) content: Option<Bytes>,
+}
+
+/// Device, inode, size, modification time: what tells a changed file apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    mtime: i64,
+    mtime_nsec: i64,
+    mode: u32,
+}
+
+impl Identity {
+    fn of(st: &Stat) -> Identity {
+        Identity {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: st.st_mtime,
+            mtime_nsec: st.st_mtime_nsec as i64,
+            mode: st.st_mode,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) kind: Kind,
+    identity: Option<Identity>,
+    checked: Instant,
+}
+
+impl Entry {
+    fn memory(&self) -> usize {
+        match &self.kind {
+            Kind::File(f) => f.content.as_ref().map_or(0, Bytes::len),
+            _ => 0,
+        }
+    }
+}
+
+/// One worker's cache.
+#[derive(Debug)]
+pub(crate) struct FileCache {
+    entries: LruCache<Box<[u8]>, Entry>,
+    memory: usize,
+    config: CacheConfig,
+}
+
+impl FileCache {
+    pub(crate) fn new(config: CacheConfig) -> FileCache {
+        FileCache {
+            entries: LruCache::unbounded(),
+            memory: 0,
+            config,
+        }
+    }
+
+    /// Resolves `path` (normalised, starting with `/`) beneath `root`.
+    pub(crate) fn lookup(&mut self, root: &OwnedFd, path: &[u8], now: Instant) -> &Entry {
+        let stale = match self.entries.get(path) {
+            Some(e) => now.duration_since(e.checked) >= self.config.revalidate,
+            None => true,
+        };
+        if stale {
+            self.refresh(root, path, now);
+        }
+        self.entries
+            .get(path)
+            .expect("invariant: refresh leaves an entry for the path")
+    }
+
+    fn refresh(&mut self, root: &OwnedFd, path: &[u8], now: Instant) {
+        let (opened, identity) = open(root, path);
+        if let Some(old) = self.entries.get_mut(path)
+            && old.identity.is_some()
+            && old.identity == identity
+        {
+            // Unchanged: keep the cached descriptor and contents.
+            old.checked = now;
+            return;
+        }
+        let kind = match opened {
+            Opened::File(file, st) => Kind::File(self.file_info(file, &st, path)),
+            Opened::Other(kind) => kind,
+        };
+        let entry = Entry {
+            kind,
+            identity,
+            checked: now,
+        };
+        self.memory += entry.memory();
+        if let Some(old) = self.entries.put(path.into(), entry) {
+            self.memory -= old.memory();
+        }
+        self.evict();
+    }
+
+    fn file_info(&self, file: File, st: &Stat, path: &[u8]) -> FileInfo {
+        let len = st.st_size as u64;
+        let mtime = st.st_mtime.max(0) as u64;
+        let content = (len <= self.config.max_memory_file
+            && (len as usize) <= self.config.memory_budget)
+            .then(|| read_all(&file, len))
+            .flatten();
+        let etag = format!("\"{mtime:x}-{len:x}\"").into_bytes().into_boxed_slice();
+        FileInfo {
+            header_lines: header_lines(path, mtime, &etag),
+            file: Arc::new(file),
+            len,
+            mtime,
+            etag,
+            content,
+        }
+    }
+
+    fn evict(&mut self) {
+        while self.entries.len() > self.config.max_entries || self.memory > self.config.memory_budget {
+            match self.entries.pop_lru() {
+                Some((_, old)) => self.memory -= old.memory(),
+                None => break,
+            }
+        }
+    }
+}
+
+fn read_all(file: &File, len: u64) -> Option<Bytes> {
+    let mut buf = vec![0; usize::try_from(len).ok()?];
+    file.read_exact_at(&mut buf, 0).ok()?;
+    Some(Bytes::from(buf))
+}
+
+fn header_lines(path: &[u8], mtime: u64, etag: &[u8]) -> Box<[u8]> {
+    let mut lines = Vec::with_capacity(160);
+    lines.extend_from_slice(b"Content-Type: ");
+    lines.extend_from_slice(content_type(path).as_bytes());
+    lines.extend_from_slice(b"\r\nLast-Modified: ");
+    stoa_http_proto::date::write_http_date(&mut lines, mtime);
+    lines.extend_from_slice(b"\r\nETag: ");
+    lines.extend_from_slice(etag);
+    lines.extend_from_slice(b"\r\nAccept-Ranges: bytes\r\n");
+    lines.into_boxed_slice()
+}
+
+/// The media type for a file name's extension; `application/octet-stream` when
+/// unknown (nginx's `default_type` in Debian's configuration).
+pub(crate) fn content_type(path: &[u8]) -> &'static str {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+    let ext = match memchr::memrchr(b'.', name) {
+        Some(i) if i > 0 => &name[i + 1..],
+        _ => return "application/octet-stream",
+    };
+    std::str::from_utf8(ext)
+        .ok()
+        .and_then(|ext| mime_guess::from_ext(ext).first_raw())
+        .unwrap_or("application/octet-stream")
+}
+
+enum Opened {
+    File(File, Stat),
+    Other(Kind),
+}
+
+const OPEN_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOCTTY);
+const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
+
+fn open_beneath(root: &OwnedFd, rel: &[u8]) -> Result<(OwnedFd, Stat), Errno> {
+    let fd = rustix::fs::openat2(root.as_fd(), rel, OPEN_FLAGS, Mode::empty(), RESOLVE)?;
+    let st = rustix::fs::fstat(&fd)?;
+    Ok((fd, st))
+}
+
+/// Opens `path` beneath `root`: the file itself, or `index.html` for a path ending
+/// in `/`.
+fn open(root: &OwnedFd, path: &[u8]) -> (Opened, Option<Identity>) {
+    let rel = path.strip_prefix(b"/").unwrap_or(path);
+    let wants_dir = rel.is_empty() || rel.ends_with(b"/");
+    let result = if wants_dir {
+        let index = [rel, b"index.html"].concat();
+        match open_beneath(root, &index) {
+            Err(Errno::NOENT) => {
+                // No index: 403 if the directory exists (nginx), 404 if not.
+                let dir = if rel.is_empty() { &b"."[..] } else { rel };
+                return match open_beneath(root, dir) {
+                    Ok(_) => (Opened::Other(Kind::Forbidden), None),
+                    Err(e) => (Opened::Other(kind_of_error(e, path)), None),
+                };
+            }
+            other => other,
+        }
+    } else {
+        open_beneath(root, rel)
+    };
+    match result {
+        Ok((fd, st)) => {
+            let identity = Some(Identity::of(&st));
+            let opened = match FileType::from_raw_mode(st.st_mode) {
+                FileType::RegularFile => Opened::File(File::from(fd), st),
+                FileType::Directory if !wants_dir => Opened::Other(Kind::Directory),
+                _ => Opened::Other(Kind::Forbidden),
+            };
+            (opened, identity)
+        }
+        Err(e) => (Opened::Other(kind_of_error(e, path)), None),
+    }
+}
+
+fn kind_of_error(e: Errno, path: &[u8]) -> Kind {
+    match e {
+        // EXDEV: RESOLVE_BENEATH refused a path leaving the root.
+        Errno::NOENT | Errno::NOTDIR | Errno::XDEV | Errno::LOOP | Errno::NAMETOOLONG => {
+            Kind::NotFound
+        }
+        Errno::ACCESS | Errno::PERM => Kind::Forbidden,
+        e => {
+            tracing::error!("open {}: {e}", String::from_utf8_lossy(path));
+            Kind::Unavailable
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

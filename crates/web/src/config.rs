@@ -1,0 +1,171 @@
+//! The web server's plain configuration structs. Parsing files and flags into them is
+//! the binary's job (`stoa::config`); this crate only consumes them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything [`crate::Server`] needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Directory whose regular files are served. Nothing outside it ever is.
+    pub docroot: PathBuf,
+    /// Addresses to listen on; each gets one `SO_REUSEPORT` listener per worker.
+    pub listen: Vec<SocketAddr>,
+    /// Worker threads, each with its own event loop and listeners.
+    pub workers: usize,
+    /// Event-loop model. [`RuntimeModel::PerCore`] is the default and the one Stoa is
+    /// tuned for; the other exists so the choice can be re-measured (ARCHITECTURE.md).
+    pub runtime: RuntimeModel,
+    /// Where the access log goes.
+    pub access_log: AccessLogTarget,
+    /// Common Log Format or the combined format (with referer and user agent).
+    pub log_format: LogFormat,
+    /// Limits and timeouts.
+    pub limits: Limits,
+    /// Open-file and content cache.
+    pub cache: CacheConfig,
+    /// How long SIGTERM waits for in-flight requests before dropping them.
+    pub shutdown_grace: Duration,
+}
+
+impl Config {
+    /// A configuration with every default, serving `docroot` on `listen`.
+    pub fn new(docroot: PathBuf, listen: Vec<SocketAddr>) -> Config {
+        Config {
+            docroot,
+            listen,
+            workers: default_workers(),
+            runtime: RuntimeModel::PerCore,
+            access_log: AccessLogTarget::Off,
+            log_format: LogFormat::Common,
+            limits: Limits::default(),
+            cache: CacheConfig::default(),
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// Default drain time on SIGTERM: long enough for any response a paced SPECweb99
+/// client is receiving (a 900 KiB class-3 file at 400 kbit/s takes ~18 s).
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// One worker per core.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// How the event loops are arranged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeModel {
+    /// One thread per worker, each with a current-thread runtime and its own
+    /// `SO_REUSEPORT` listener; connections never change threads.
+    PerCore,
+    /// One tokio multi-thread (work-stealing) runtime with `workers` threads sharing
+    /// the listeners. Kept for measurement only.
+    MultiThread,
+}
+
+/// Where access-log lines go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessLogTarget {
+    /// No access log.
+    Off,
+    /// Standard output.
+    Stdout,
+    /// Appended to this file; reopened on SIGHUP.
+    File(PathBuf),
+}
+
+/// Access-log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// `host ident authuser [date] "request" status bytes`
+    Common,
+    /// Common plus `"referer" "user-agent"` (Apache/nginx "combined").
+    Combined,
+}
+
+/// Limits and timeouts; defaults from robustness.md §3.7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Request-head size limits.
+    pub head: stoa_http_proto::Limits,
+    /// Time allowed for a request head, from its first byte (from accept for the
+    /// first request): this much plus [`Limits::head_timeout_per_500b`] for every 500
+    /// bytes received, capped at [`Limits::head_timeout_max`] (Apache mod_reqtimeout).
+    pub head_timeout: Duration,
+    /// Extra head time granted per 500 bytes received.
+    pub head_timeout_per_500b: Duration,
+    /// Hard cap on the head time.
+    pub head_timeout_max: Duration,
+    /// Time allowed to read (and discard) a request body, plus 1 s per 500 bytes.
+    pub body_timeout: Duration,
+    /// Largest body the static server reads and throws away to keep a connection
+    /// (a GET with a body, a POST answered 405); larger ones close it.
+    pub max_discard_body: u64,
+    /// Idle time allowed between requests on a kept-alive connection.
+    pub keepalive_timeout: Duration,
+    /// Requests per connection before it is closed.
+    pub keepalive_requests: u32,
+    /// Age after which a connection is closed at its next response.
+    pub keepalive_max_age: Duration,
+    /// Longest wait for the socket to accept more bytes of a response.
+    pub send_timeout: Duration,
+    /// Most connections per worker; beyond it the worker stops accepting.
+    pub max_connections: usize,
+    /// Most responses encoded ahead from one batch of pipelined requests before they
+    /// are written out.
+    pub max_pipeline: usize,
+    /// After an error response, how long to keep reading (and discarding) what the
+    /// client still sends, so the response is not lost to a TCP reset.
+    pub linger_timeout: Duration,
+    /// Idle limit while lingering.
+    pub linger_idle: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            head: stoa_http_proto::Limits::default(),
+            head_timeout: Duration::from_secs(20),
+            head_timeout_per_500b: Duration::from_secs(1),
+            head_timeout_max: Duration::from_secs(40),
+            body_timeout: Duration::from_secs(20),
+            max_discard_body: 64 * 1024,
+            keepalive_timeout: Duration::from_secs(15),
+            keepalive_requests: 1000,
+            keepalive_max_age: Duration::from_secs(3600),
+            send_timeout: Duration::from_secs(60),
+            max_connections: 20_000,
+            max_pipeline: 64,
+            linger_timeout: Duration::from_secs(30),
+            linger_idle: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The per-worker file cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// How long a cached lookup is trusted before the file is checked again.
+    pub revalidate: Duration,
+    /// Most cached paths per worker (open descriptors included).
+    pub max_entries: usize,
+    /// Files up to this size are kept in memory and sent with `writev`; larger ones
+    /// go out with `sendfile`.
+    pub max_memory_file: u64,
+    /// Memory for file contents per worker.
+    pub memory_budget: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            revalidate: Duration::from_secs(1),
+            max_entries: 10_000,
+            max_memory_file: 32 * 1024,
+            memory_budget: 64 * 1024 * 1024,
+        }
+    }
+}

@@ -1,0 +1,537 @@
+//! One connection: the read → parse → respond → write loop, keep-alive, pipelining,
+//! timeouts and lingering close.
+//!
+//! [`Conn`] owns the socket and both buffers; handlers only see a parsed request head
+//! and append to the [`Output`]. The loop in [`Conn::run`]:
+//!
+//! 1. parses every complete request in the read buffer and queues its response,
+//!    up to [`Limits::max_pipeline`] at a time (bounded look-ahead);
+//! 2. writes the whole batch, memory parts in one `sendmsg`, files with `sendfile`;
+//! 3. logs each response once its bytes are out (or the connection died);
+//! 4. reads more only when no complete request is left.
+//!
+//! An idle kept-alive connection gives its buffers back to the worker's pool, so it
+//! costs little more than its socket while it waits.
+
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use rustix::net::{SendAncillaryBuffer, SendFlags};
+use stoa_http_proto::chunked::ChunkedDecoder;
+use stoa_http_proto::request::header_storage;
+use stoa_http_proto::{BodyKind, Method, Status, parse_request};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::access_log;
+use crate::config::Limits;
+use crate::local::{self, Local};
+use crate::output::{MAX_SENDFILE_CHUNK, Output};
+use crate::response::Reply;
+use crate::server::Shared;
+use crate::static_files;
+
+/// Serves one accepted connection until it closes.
+pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, permit: OwnedSemaphorePermit) {
+    let now = Instant::now();
+    let mut conn = Conn {
+        stream,
+        peer,
+        shared,
+        buf: Vec::new(),
+        pos: 0,
+        out: Output::default(),
+        served: 0,
+        born: now,
+        head_started: now,
+        busy: false,
+        discard: None,
+    };
+    conn.run().await;
+    conn.set_busy(false);
+    conn.release_buffers();
+    drop(permit);
+}
+
+/// A request body being read and thrown away.
+#[derive(Debug)]
+struct Discard {
+    framing: Framing,
+    started: Instant,
+    seen: u64,
+}
+
+#[derive(Debug)]
+enum Framing {
+    Length(u64),
+    Chunked(ChunkedDecoder),
+}
+
+/// What the connection needs after processing its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Read more: the next head (or part of it).
+    NeedHead,
+    /// Read more of a body being discarded.
+    NeedBody,
+    /// Write the queued batch, then process the rest of the buffer.
+    Flush,
+    /// Write the queued batch, then close (after lingering if input may be unread).
+    Close { linger: bool },
+}
+
+/// How a read ended when it brought no bytes.
+#[derive(Debug)]
+enum ReadEnd {
+    /// The peer closed its side.
+    Eof,
+    /// The deadline for this phase passed.
+    Timeout,
+    /// The server is draining; close without another request.
+    Draining,
+    /// A socket error.
+    Failed(io::Error),
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    /// Read buffer; `buf[pos..]` is unprocessed input. Empty and unallocated while
+    /// idle.
+    buf: Vec<u8>,
+    pos: usize,
+    out: Output,
+    /// Requests answered so far.
+    served: u32,
+    born: Instant,
+    /// When the first byte of the current head arrived (accept time for the first).
+    head_started: Instant,
+    /// Counted in the server's in-flight total (for draining).
+    busy: bool,
+    discard: Option<Discard>,
+}
+
+impl Conn {
+    async fn run(&mut self) {
+        loop {
+            let step = self.process();
+            if self.out.responses() > 0 {
+                let flushed = self.flush().await;
+                self.log_batch();
+                if let Err(e) = flushed {
+                    tracing::debug!("{}: write failed: {e}", self.peer);
+                    return;
+                }
+            }
+            match step {
+                Step::Flush => continue,
+                Step::Close { linger } => {
+                    if linger {
+                        self.linger().await;
+                    }
+                    return;
+                }
+                Step::NeedHead | Step::NeedBody => {}
+            }
+            match self.read(step).await {
+                Ok(()) => {}
+                Err(ReadEnd::Timeout) if self.has_partial_head(step) => {
+                    return self.answer_and_close(408).await;
+                }
+                Err(ReadEnd::Eof) if self.has_partial_head(step) => {
+                    // The client gave up mid-head: log it, there is no one to answer.
+                    self.reject(400);
+                    self.log_batch();
+                    return;
+                }
+                Err(ReadEnd::Failed(e)) => {
+                    tracing::debug!("{}: read failed: {e}", self.peer);
+                    return;
+                }
+                Err(ReadEnd::Timeout | ReadEnd::Eof | ReadEnd::Draining) => return,
+            }
+        }
+    }
+
+    fn has_partial_head(&self, step: Step) -> bool {
+        step == Step::NeedHead && self.pos < self.buf.len()
+    }
+
+    /// Parses and answers every complete request in the buffer (up to the
+    /// pipelining bound).
+    fn process(&mut self) -> Step {
+        let shared = Arc::clone(&self.shared);
+        let limits = &shared.config.limits;
+        local::with(&shared, |local| {
+            local.tick();
+            let now = Instant::now();
+            loop {
+                if self.discard.is_some() {
+                    match self.discard_body(limits) {
+                        Ok(true) => self.discard = None,
+                        Ok(false) => return Step::NeedBody,
+                        // The body is malformed or too big; what was answered stands,
+                        // the connection cannot continue.
+                        Err(()) => return Step::Close { linger: true },
+                    }
+                }
+                if self.out.responses() >= limits.max_pipeline {
+                    return Step::Flush;
+                }
+                if self.pos == self.buf.len() {
+                    return Step::NeedHead;
+                }
+                if let Some(step) = self.process_one(local, &shared, now) {
+                    return step;
+                }
+            }
+        })
+    }
+
+    /// Parses and answers one request; `Some` when the loop must stop.
+    fn process_one(&mut self, local: &mut Local, shared: &Shared, now: Instant) -> Option<Step> {
+        let limits = &shared.config.limits;
+        let mut storage = header_storage();
+        let head = match parse_request(&self.buf[self.pos..], &mut storage, &limits.head) {
+            Ok(Status::Complete(head)) => head,
+            Ok(Status::Partial) => return Some(Step::NeedHead),
+            Err(e) => {
+                tracing::debug!("{}: {} for a malformed head: {e}", self.peer, e.status());
+                self.reject_with(local, e.status());
+                return Some(Step::Close { linger: true });
+            }
+        };
+        let body_ok = match head.body {
+            BodyKind::None => true,
+            BodyKind::Length(n) => n <= limits.max_discard_body && !head.expect_continue,
+            BodyKind::Chunked => !head.expect_continue,
+        };
+        let keep_alive = head.keep_alive
+            && body_ok
+            && self.served + 1 < limits.keepalive_requests
+            && now.duration_since(self.born) < limits.keepalive_max_age
+            && !shared.draining.load(Ordering::Relaxed);
+        let log = capture_log(&mut self.out, shared, |text, format| {
+            access_log::capture_request(text, &head, format);
+        });
+        let reply = Reply {
+            date: local.date.http(),
+            keep_alive,
+            version: head.version,
+            head_only: head.method == Method::Head,
+            log,
+        };
+        let (consumed, body) = (head.len, head.body);
+        static_files::serve(&head, reply, &mut self.out, &mut local.cache, shared, now);
+        self.served += 1;
+        self.pos += consumed;
+        self.head_started = now;
+        if !keep_alive {
+            return Some(Step::Close { linger: body != BodyKind::None });
+        }
+        self.discard = match body {
+            BodyKind::None => None,
+            BodyKind::Length(n) => Some(Framing::Length(n)),
+            BodyKind::Chunked => Some(Framing::Chunked(ChunkedDecoder::new())),
+        }
+        .map(|framing| Discard {
+            framing,
+            started: now,
+            seen: 0,
+        });
+        None
+    }
+
+    /// Queues an error answer for the unparsable head at `buf[pos..]`; the
+    /// connection closes after it.
+    fn reject_with(&mut self, local: &Local, status: u16) {
+        let shared = Arc::clone(&self.shared);
+        let (buf, pos) = (&self.buf, self.pos);
+        let log = capture_log(&mut self.out, &shared, |text, format| {
+            access_log::capture_raw(text, &buf[pos..], format);
+        });
+        self.pos = self.buf.len();
+        let reply = Reply {
+            date: local.date.http(),
+            keep_alive: false,
+            version: stoa_http_proto::Version::Http11,
+            head_only: false,
+            log,
+        };
+        reply.status_page(&mut self.out, status, b"");
+    }
+
+    fn reject(&mut self, status: u16) {
+        let shared = Arc::clone(&self.shared);
+        local::with(&shared, |local| {
+            local.tick();
+            self.reject_with(local, status);
+        });
+    }
+
+    /// Answers `status` to the partial head in the buffer and closes.
+    async fn answer_and_close(&mut self, status: u16) {
+        self.reject(status);
+        let flushed = self.flush().await;
+        self.log_batch();
+        if flushed.is_ok() {
+            self.linger().await;
+        }
+    }
+
+    /// Consumes body bytes from the buffer; `Ok(true)` once the body is complete.
+    fn discard_body(&mut self, limits: &Limits) -> Result<bool, ()> {
+        let Some(d) = &mut self.discard else {
+            return Ok(true);
+        };
+        let input = &self.buf[self.pos..];
+        match &mut d.framing {
+            Framing::Length(left) => {
+                let n = (*left).min(input.len() as u64);
+                *left -= n;
+                self.pos += n as usize;
+                d.seen += n;
+                Ok(*left == 0)
+            }
+            Framing::Chunked(decoder) => {
+                let mut used = 0;
+                loop {
+                    let step = decoder.decode(&input[used..]).map_err(|_| ())?;
+                    used += step.consumed;
+                    d.seen += step.data.len() as u64;
+                    if d.seen > limits.max_discard_body {
+                        return Err(());
+                    }
+                    if step.done || step.consumed == 0 {
+                        self.pos += used;
+                        return Ok(step.done);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the queued responses.
+    async fn flush(&mut self) -> io::Result<()> {
+        let send_timeout = self.shared.config.limits.send_timeout;
+        while !self.out.is_done() {
+            let result = if let Some(file) = self.out.file_at_cursor() {
+                let (fd, mut offset) = (Arc::clone(file.fd), file.offset);
+                let chunk = file.len.min(MAX_SENDFILE_CHUNK as u64) as usize;
+                self.stream.try_io(Interest::WRITABLE, || {
+                    rustix::fs::sendfile(&self.stream, &*fd, Some(&mut offset), chunk).map_err(io::Error::from)
+                })
+            } else {
+                self.stream.try_io(Interest::WRITABLE, || self.send_memory())
+            };
+            match result {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.out.advance(n as u64),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    match tokio::time::timeout(send_timeout, self.stream.writable()).await {
+                        Ok(ready) => ready?,
+                        Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// One `sendmsg` of the memory segments at the cursor, with `MSG_MORE` when a
+    /// file follows so the head and the first file bytes share packets.
+    fn send_memory(&self) -> io::Result<usize> {
+        let mut iov = [IoSlice::new(&[]); 64];
+        let (n, file_next) = self.out.fill_iovecs(&mut iov);
+        let mut flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
+        if file_next {
+            flags |= SendFlags::MORE;
+        }
+        rustix::net::sendmsg(&self.stream, &iov[..n], &mut SendAncillaryBuffer::default(), flags)
+            .map_err(io::Error::from)
+    }
+
+    /// Logs every response of the batch just written (or cut short) and empties
+    /// the queue.
+    fn log_batch(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        let Some(sink) = &shared.log else {
+            self.out.reset();
+            return;
+        };
+        let ip = self.peer.ip();
+        local::with(&shared, |local| {
+            let now = Instant::now();
+            let Local { date, log, .. } = local;
+            self.out.drain_written(|q, text, body_bytes| {
+                log.append(sink, now, |line| {
+                    access_log::write_line(line, ip, date.clf(), text, q.status, body_bytes);
+                });
+            });
+        });
+    }
+
+    /// Reads more input for `step`, within that phase's deadline.
+    async fn read(&mut self, step: Step) -> Result<(), ReadEnd> {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        if step == Step::NeedHead && self.buf.is_empty() {
+            self.wait_for_request().await?;
+        } else {
+            self.make_room();
+        }
+        loop {
+            match self.stream.try_read_buf(&mut self.buf) {
+                Ok(0) => return Err(ReadEnd::Eof),
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(ReadEnd::Failed(e)),
+            }
+            let deadline = self.deadline(step);
+            match tokio::time::timeout_at(deadline.into(), self.stream.readable()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
+                Err(_) => return Err(ReadEnd::Timeout),
+            }
+        }
+    }
+
+    /// Idles until the next request starts: buffers go back to the pool and the
+    /// connection stops counting as in flight.
+    async fn wait_for_request(&mut self) -> Result<(), ReadEnd> {
+        self.release_buffers();
+        self.set_busy(false);
+        let limits = &self.shared.config.limits;
+        let deadline = if self.served == 0 {
+            self.born + limits.head_timeout
+        } else {
+            Instant::now() + limits.keepalive_timeout
+        };
+        match tokio::time::timeout_at(deadline.into(), self.stream.readable()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
+            Err(_) => return Err(ReadEnd::Timeout),
+        }
+        if self.shared.draining.load(Ordering::Relaxed) {
+            return Err(ReadEnd::Draining);
+        }
+        self.set_busy(true);
+        if self.served > 0 {
+            self.head_started = Instant::now();
+        }
+        let shared = Arc::clone(&self.shared);
+        local::with(&shared, |local| {
+            self.buf = local.take_buffer();
+            self.out = local.take_output();
+        });
+        Ok(())
+    }
+
+    /// The deadline of the current read phase.
+    fn deadline(&self, step: Step) -> Instant {
+        let limits = &self.shared.config.limits;
+        let grace = |base: Duration, bytes: u64| {
+            base + limits.head_timeout_per_500b * u32::try_from(bytes / 500).unwrap_or(u32::MAX)
+        };
+        match (&self.discard, step) {
+            (Some(d), Step::NeedBody) => d.started + grace(limits.body_timeout, d.seen),
+            _ => {
+                let bytes = (self.buf.len() - self.pos) as u64;
+                self.head_started + grace(limits.head_timeout, bytes).min(limits.head_timeout_max)
+            }
+        }
+    }
+
+    /// Ensures spare capacity for a read: moves unprocessed bytes to the front,
+    /// and grows the buffer only as far as the head limit requires.
+    fn make_room(&mut self) {
+        if self.buf.capacity() == 0 {
+            let shared = Arc::clone(&self.shared);
+            local::with(&shared, |local| self.buf = local.take_buffer());
+        }
+        if self.buf.capacity() - self.buf.len() >= 1024 {
+            return;
+        }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let max = self.shared.config.limits.head.max_head + local::READ_BUFFER;
+        if self.buf.capacity() - self.buf.len() < 1024 && self.buf.capacity() < max {
+            self.buf.reserve(self.buf.capacity());
+        }
+    }
+
+    /// After an error answer: stop sending, read and discard what the client still
+    /// sends for a while, so our response is not destroyed by a reset (nginx's
+    /// lingering close).
+    async fn linger(&mut self) {
+        let limits = &self.shared.config.limits;
+        let (idle, total) = (limits.linger_idle, limits.linger_timeout);
+        if rustix::net::shutdown(&self.stream, rustix::net::Shutdown::Write).is_err() {
+            return;
+        }
+        let end = Instant::now() + total;
+        self.buf.clear();
+        self.pos = 0;
+        self.make_room();
+        loop {
+            let deadline = end.min(Instant::now() + idle);
+            if tokio::time::timeout_at(deadline.into(), self.stream.readable()).await.is_err() {
+                return;
+            }
+            self.buf.clear();
+            match self.stream.try_read_buf(&mut self.buf) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn set_busy(&mut self, busy: bool) {
+        if busy != self.busy {
+            self.busy = busy;
+            if busy {
+                self.shared.busy.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.shared.busy.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Gives the buffers back to the worker's pool.
+    fn release_buffers(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        let out = std::mem::take(&mut self.out);
+        self.pos = 0;
+        let shared = Arc::clone(&self.shared);
+        local::with(&shared, |local| {
+            local.give_buffer(buf);
+            local.give_output(out);
+        });
+    }
+}
+
+/// Saves the access-log text of a request, when the log is on.
+fn capture_log(
+    out: &mut Output,
+    shared: &Shared,
+    capture: impl FnOnce(&mut Vec<u8>, crate::config::LogFormat),
+) -> Option<Range<usize>> {
+    shared.log.as_ref()?;
+    let text = out.log_text_mut();
+    let start = text.len();
+    capture(text, shared.config.log_format);
+    Some(start..text.len())
+}

@@ -1,0 +1,114 @@
+//! Per-thread worker state: the date cache, the file cache, the access-log buffer and
+//! a pool of read buffers.
+//!
+//! It lives in a thread-local rather than in the connection tasks so that the tasks
+//! stay `Send` (the same connection code runs on the per-core runtimes and, for
+//! comparison, on tokio's multi-thread runtime) while every worker still gets its own
+//! lock-free caches. Accessors are synchronous: nothing borrows this state across an
+//! `.await`.
+
+use std::cell::RefCell;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use stoa_http_proto::date::DateCache;
+
+use crate::access_log::LogBuffer;
+use crate::cache::FileCache;
+use crate::output::Output;
+use crate::server::Shared;
+
+/// Size of a pooled read buffer: a typical request head many times over, and the
+/// unit in which pipelined requests are read.
+pub(crate) const READ_BUFFER: usize = 8 * 1024;
+/// Most idle read buffers kept per worker.
+const MAX_POOLED: usize = 1024;
+/// Write queues holding more memory than this are freed rather than pooled.
+const MAX_POOLED_OUTPUT: usize = 64 * 1024;
+
+pub(crate) struct Local {
+    /// Which server this state belongs to (tests run several in one process).
+    server: u64,
+    pub(crate) date: DateCache,
+    pub(crate) cache: FileCache,
+    pub(crate) log: LogBuffer,
+    buffers: Vec<Vec<u8>>,
+    outputs: Vec<Output>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's state for `shared`'s server.
+pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
+    LOCAL.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let local = match &mut *slot {
+            Some(local) if local.server == shared.id => local,
+            _ => slot.insert(Local {
+                server: shared.id,
+                date: DateCache::new(),
+                cache: FileCache::new(shared.config.cache),
+                log: LogBuffer::default(),
+                buffers: Vec::new(),
+                outputs: Vec::new(),
+            }),
+        };
+        f(local)
+    })
+}
+
+impl Local {
+    /// Moves the cached dates to the current second.
+    pub(crate) fn tick(&mut self) {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.date.update(secs);
+    }
+
+    /// A read buffer with [`READ_BUFFER`] capacity.
+    pub(crate) fn take_buffer(&mut self) -> Vec<u8> {
+        self.buffers
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(READ_BUFFER))
+    }
+
+    /// Returns a buffer to the pool (grown ones are freed instead).
+    pub(crate) fn give_buffer(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() == READ_BUFFER && self.buffers.len() < MAX_POOLED {
+            buf.clear();
+            self.buffers.push(buf);
+        }
+    }
+
+    /// A write queue, with memory from an earlier connection when one is pooled.
+    pub(crate) fn take_output(&mut self) -> Output {
+        self.outputs.pop().unwrap_or_default()
+    }
+
+    /// Returns a write queue to the pool (large ones are freed instead).
+    pub(crate) fn give_output(&mut self, mut out: Output) {
+        let cap = out.capacity();
+        if cap > 0 && cap <= MAX_POOLED_OUTPUT && self.outputs.len() < MAX_POOLED {
+            out.reset();
+            self.outputs.push(out);
+        }
+    }
+
+    /// Hands the access-log buffer over if its lines are old enough.
+    pub(crate) fn flush_log_if_stale(&mut self, shared: &Shared, now: Instant) {
+        if let Some(sink) = &shared.log
+            && self.log.is_stale(now)
+        {
+            self.log.flush(sink);
+        }
+    }
+}
+
+/// Flushes this thread's access-log buffer (worker exit, idle ticks).
+pub(crate) fn flush_log(shared: &Shared) {
+    if let Some(sink) = &shared.log {
+        with(shared, |local| local.log.flush(sink));
+    }
+}

@@ -1,0 +1,301 @@
+//! The write queue of one connection: the responses to a batch of pipelined requests,
+//! written with as few system calls as possible.
+//!
+//! Heads (and small generated bodies) are encoded back to back into one buffer; file
+//! contents are referenced, never copied: cached contents as [`Bytes`], larger files
+//! as an open descriptor for `sendfile`. [`Output::fill_iovecs`] gathers every memory
+//! segment up to the next file into one `writev`/`sendmsg`, so a batch of small
+//! responses leaves in a single system call, and a head followed by a file goes out
+//! with `MSG_MORE` so the kernel merges it with the first file bytes.
+
+use std::io::IoSlice;
+use std::ops::Range;
+use std::fs::File;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// Most iovecs per `sendmsg` (Linux allows 1024; hyper uses 64 too).
+const MAX_IOVECS: usize = 64;
+
+/// Largest slice handed to one `sendfile` call, so one connection cannot hog the
+/// event loop with a multi-gigabyte transfer.
+pub(crate) const MAX_SENDFILE_CHUNK: usize = 1 << 20;
+
+#[derive(Debug)]
+enum Segment {
+    /// A range of [`Output::heads`].
+    Heads(Range<usize>),
+    /// Shared bytes (a cached file).
+    Body(Bytes),
+    /// `len` bytes of a file from `offset`.
+    File {
+        fd: Arc<File>,
+        offset: u64,
+        len: u64,
+    },
+}
+
+impl Segment {
+    fn len(&self) -> u64 {
+        match self {
+            Segment::Heads(r) => (r.end - r.start) as u64,
+            Segment::Body(b) => b.len() as u64,
+            Segment::File { len, .. } => *len,
+        }
+    }
+}
+
+/// One queued response, for byte accounting and the access log.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    /// Status code sent.
+    pub(crate) status: u16,
+    /// Bytes of head.
+    pub(crate) head_len: u64,
+    /// Bytes of body.
+    pub(crate) body_len: u64,
+    /// The access-log text of the request (escaped request line, referer, user
+    /// agent), as a range of [`Output::log_text`]; `None` when logging is off.
+    pub(crate) log: Option<Range<usize>>,
+}
+
+/// A file to send with `sendfile`.
+pub(crate) struct FileSlice<'a> {
+    pub(crate) fd: &'a Arc<File>,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+}
+
+/// The queue. Empty and allocation-free while a connection is idle.
+#[derive(Debug, Default)]
+pub(crate) struct Output {
+    heads: Vec<u8>,
+    segments: Vec<Segment>,
+    /// First segment not completely written, and bytes of it already written.
+    cursor: usize,
+    cursor_offset: u64,
+    queued: Vec<Queued>,
+    log_text: Vec<u8>,
+    /// Bytes written since the queue was last cleared.
+    written: u64,
+}
+
+impl Output {
+    /// The head buffer, for encoding the next response head into.
+    pub(crate) fn heads_mut(&mut self) -> &mut Vec<u8> {
+        if self.heads.capacity() == 0 {
+            // One allocation that fits a batch of typical heads.
+            self.heads.reserve(2048);
+        }
+        &mut self.heads
+    }
+
+    /// The log-text buffer, for escaping the next request's log fields into.
+    pub(crate) fn log_text_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.log_text
+    }
+
+    /// Queues a response: its head (a range of the head buffer), then `body`.
+    pub(crate) fn push(
+        &mut self,
+        status: u16,
+        head: Range<usize>,
+        body: Body,
+        log: Option<Range<usize>>,
+    ) {
+        let head_len = (head.end - head.start) as u64;
+        self.push_heads(head);
+        let body_len = match body {
+            Body::Empty => 0,
+            Body::Heads(range) => {
+                let n = (range.end - range.start) as u64;
+                self.push_heads(range);
+                n
+            }
+            Body::Bytes(b) => {
+                let n = b.len() as u64;
+                if n > 0 {
+                    self.segments.push(Segment::Body(b));
+                }
+                n
+            }
+            Body::File { fd, offset, len } => {
+                if len > 0 {
+                    self.segments.push(Segment::File { fd, offset, len });
+                }
+                len
+            }
+        };
+        self.queued.push(Queued {
+            status,
+            head_len,
+            body_len,
+            log,
+        });
+    }
+
+    /// Appends a head-buffer range, merged with the previous segment when adjacent.
+    fn push_heads(&mut self, range: Range<usize>) {
+        if let Some(Segment::Heads(last)) = self.segments.last_mut()
+            && last.end == range.start
+        {
+            last.end = range.end;
+            return;
+        }
+        self.segments.push(Segment::Heads(range));
+    }
+
+    /// Number of responses queued.
+    pub(crate) fn responses(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Nothing left to write.
+    pub(crate) fn is_done(&self) -> bool {
+        self.cursor == self.segments.len()
+    }
+
+    /// Fills `iov` with the memory segments from the cursor up to the next file
+    /// segment. Returns how many were filled and whether a file segment follows.
+    pub(crate) fn fill_iovecs<'a>(&'a self, iov: &mut [IoSlice<'a>; MAX_IOVECS]) -> (usize, bool) {
+        let mut n = 0;
+        for (i, seg) in self.segments[self.cursor..].iter().enumerate() {
+            let skip = if i == 0 { self.cursor_offset as usize } else { 0 };
+            let bytes: &[u8] = match seg {
+                Segment::Heads(r) => &self.heads[r.start + skip..r.end],
+                Segment::Body(b) => &b[skip..],
+                Segment::File { .. } => return (n, true),
+            };
+            iov[n] = IoSlice::new(bytes);
+            n += 1;
+            if n == MAX_IOVECS {
+                break;
+            }
+        }
+        (n, false)
+    }
+
+    /// The file segment at the cursor, if that is what comes next.
+    pub(crate) fn file_at_cursor(&self) -> Option<FileSlice<'_>> {
+        match self.segments.get(self.cursor)? {
+            Segment::File { fd, offset, len } => Some(FileSlice {
+                fd,
+                offset: offset + self.cursor_offset,
+                len: len - self.cursor_offset,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Records that `n` more bytes were written.
+    pub(crate) fn advance(&mut self, mut n: u64) {
+        self.written += n;
+        while n > 0 {
+            let Some(seg) = self.segments.get(self.cursor) else {
+                return;
+            };
+            let left = seg.len() - self.cursor_offset;
+            if n < left {
+                self.cursor_offset += n;
+                return;
+            }
+            n -= left;
+            self.cursor += 1;
+            self.cursor_offset = 0;
+        }
+    }
+
+    /// The queued responses with the bytes of each that were written (all of them
+    /// after a complete flush, a prefix after an abort), then empties the queue.
+    pub(crate) fn drain_written(&mut self, mut each: impl FnMut(&Queued, &[u8], u64)) {
+        let mut written = self.written;
+        for q in &self.queued {
+            let total = q.head_len + q.body_len;
+            let sent = written.min(total);
+            written -= sent;
+            let text = q.log.clone().map_or(&[][..], |r| &self.log_text[r]);
+            each(q, text, sent.saturating_sub(q.head_len));
+        }
+        self.reset();
+    }
+
+    /// Empties the queue, keeping its memory for the next batch.
+    pub(crate) fn reset(&mut self) {
+        self.heads.clear();
+        self.segments.clear();
+        self.queued.clear();
+        self.log_text.clear();
+        self.cursor = 0;
+        self.cursor_offset = 0;
+        self.written = 0;
+    }
+
+    /// Memory held, to decide whether it is worth pooling.
+    pub(crate) fn capacity(&self) -> usize {
+        self.heads.capacity() + self.log_text.capacity()
+    }
+}
+
+/// The body of a queued response.
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// No body (HEAD, 304, or an empty file).
+    Empty,
+    /// Bytes already appended to the head buffer (generated error pages).
+    Heads(Range<usize>),
+    /// Shared bytes.
+    Bytes(Bytes),
+    /// A file range for `sendfile`.
+    File {
+        fd: Arc<File>,
+        offset: u64,
+        len: u64,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iov_bytes(out: &Output) -> (Vec<u8>, bool) {
+        let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+        let (n, file_next) = out.fill_iovecs(&mut iov);
+        (iov[..n].iter().flat_map(|s| s.iter().copied()).collect(), file_next)
+    }
+
+    #[test]
+    fn heads_merge_and_partial_writes_resume() {
+        let mut out = Output::default();
+        for body in [&b"one"[..], b"two"] {
+            let start = out.heads_mut().len();
+            out.heads_mut().extend_from_slice(b"HEAD|");
+            let head = start..out.heads_mut().len();
+            out.push(200, head, Body::Bytes(Bytes::copy_from_slice(body)), None);
+        }
+        assert_eq!(iov_bytes(&out), (b"HEAD|oneHEAD|two".to_vec(), false));
+        out.advance(7);
+        assert_eq!(iov_bytes(&out), (b"eHEAD|two".to_vec(), false));
+        out.advance(9);
+        assert!(out.is_done());
+        let mut seen = Vec::new();
+        out.drain_written(|q, _, body| seen.push((q.status, body)));
+        assert_eq!(seen, vec![(200, 3), (200, 3)]);
+        assert_eq!(out.responses(), 0);
+    }
+
+    #[test]
+    fn aborted_flush_accounts_bytes_per_response() {
+        let mut out = Output::default();
+        for _ in 0..3 {
+            let start = out.heads_mut().len();
+            out.heads_mut().extend_from_slice(b"12345");
+            let head = start..out.heads_mut().len();
+            out.push(200, head, Body::Bytes(Bytes::from_static(b"abcdefghij")), None);
+        }
+        out.advance(5 + 10 + 5 + 4);
+        let mut seen = Vec::new();
+        out.drain_written(|_, _, body| seen.push(body));
+        assert_eq!(seen, vec![10, 4, 0]);
+    }
+}

@@ -1,0 +1,87 @@
+//! Response heads and generated responses, shared by every handler.
+//!
+//! All responses go through [`Reply`]: it writes the status line, `Server` and the
+//! cached `Date`, closes the head with the right `Connection` header, and queues the
+//! response on the connection's [`Output`] together with its access-log text.
+
+use std::ops::Range;
+
+use stoa_http_proto::Version;
+use stoa_http_proto::response::HeadWriter;
+
+use crate::output::{Body, Output};
+
+/// The `Server` header line.
+pub(crate) const SERVER_LINE: &[u8] = concat!("Server: stoa/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
+
+/// What every response to one request shares.
+#[derive(Debug)]
+pub(crate) struct Reply<'a> {
+    /// The cached `Date` value.
+    pub(crate) date: &'a [u8],
+    /// Whether the connection stays open after this response.
+    pub(crate) keep_alive: bool,
+    /// The request's version (HTTP/1.0 needs an explicit `keep-alive`).
+    pub(crate) version: Version,
+    /// HEAD: send the head only.
+    pub(crate) head_only: bool,
+    /// The request's access-log text.
+    pub(crate) log: Option<Range<usize>>,
+}
+
+impl Reply<'_> {
+    /// Starts a head in `out`; returns where it starts and the writer.
+    pub(crate) fn begin<'o>(&self, out: &'o mut Output, status: u16) -> (usize, HeadWriter<'o>) {
+        let buf = out.heads_mut();
+        let start = buf.len();
+        let w = HeadWriter::new(buf, status)
+            .raw(SERVER_LINE)
+            .header("Date", self.date);
+        (start, w)
+    }
+
+    /// Ends a head started with [`Reply::begin`].
+    pub(crate) fn end(&self, w: HeadWriter<'_>) {
+        let w = match (self.keep_alive, self.version) {
+            (false, _) => w.raw(b"Connection: close\r\n"),
+            (true, Version::Http10) => w.raw(b"Connection: keep-alive\r\n"),
+            (true, Version::Http11) => w,
+        };
+        w.finish();
+    }
+
+    /// Queues a finished head and its body (dropped for HEAD).
+    pub(crate) fn send(self, out: &mut Output, status: u16, head_start: usize, body: Body) {
+        let body = if self.head_only { Body::Empty } else { body };
+        let head = head_start..out.heads_mut().len();
+        out.push(status, head, body, self.log);
+    }
+
+    /// Queues a small generated response: `status`, extra header lines (CRLF-ended),
+    /// and a one-line text body naming the status.
+    pub(crate) fn status_page(self, out: &mut Output, status: u16, extra: &[u8]) {
+        let reason = stoa_http_proto::response::reason(status);
+        let body_len = if status == 304 { 0 } else { 3 + 1 + reason.len() + 1 };
+        let (start, w) = self.begin(out, status);
+        let mut w = w.raw(extra);
+        if status != 304 {
+            w = w
+                .header("Content-Type", b"text/plain")
+                .content_length(body_len as u64);
+        }
+        self.end(w);
+        if status == 304 || self.head_only {
+            return self.send(out, status, start, Body::Empty);
+        }
+        let heads = out.heads_mut();
+        let body_start = heads.len();
+        let head = start..body_start;
+        let mut digits = itoa::Buffer::new();
+        heads.extend_from_slice(digits.format(status).as_bytes());
+        heads.push(b' ');
+        heads.extend_from_slice(reason.as_bytes());
+        heads.push(b'\n');
+        let body = Body::Heads(body_start..heads.len());
+        out.push(status, head, body, self.log);
+    }
+}

@@ -1,0 +1,271 @@
+//! Binding, the worker loops, and shutdown.
+
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+use stoa_netkit::shutdown::Shutdown;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::access_log::{AccessLog, LogReopener, LogSink};
+use crate::config::{Config, RuntimeModel};
+use crate::{conn, local};
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The document root cannot be opened as a directory.
+    #[error("document root {path}: {source}")]
+    Docroot {
+        /// The configured path.
+        path: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// A listen address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// The access log cannot be opened.
+    #[error("access log: {0}")]
+    AccessLog(std::io::Error),
+    /// Worker threads or runtimes cannot be created.
+    #[error("cannot start workers: {0}")]
+    Workers(std::io::Error),
+}
+
+/// State shared by every worker of one server. Everything mutable in it is atomic;
+/// per-worker mutable state lives in [`crate::local`].
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// Distinguishes servers in one process (tests), for the thread-local state.
+    pub(crate) id: u64,
+    pub(crate) config: Config,
+    /// The document root, opened once; every file is opened beneath it.
+    pub(crate) docroot: OwnedFd,
+    pub(crate) log: Option<LogSink>,
+    /// Set on shutdown: answers carry `Connection: close` and idle connections end.
+    pub(crate) draining: AtomicBool,
+    /// Connections in the middle of a request or response.
+    pub(crate) busy: AtomicUsize,
+}
+
+/// A bound web server, ready to [`Server::run`].
+#[derive(Debug)]
+pub struct Server {
+    shared: Arc<Shared>,
+    /// One group of listeners per worker, one listener per address in each.
+    listeners: Vec<Vec<std::net::TcpListener>>,
+    addrs: Vec<SocketAddr>,
+    log: Option<AccessLog>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Server {
+    /// Opens the document root and the access log and binds every listener, so
+    /// that every start-up error surfaces here.
+    pub fn bind(config: Config) -> Result<Server, Error> {
+        let docroot = rustix::fs::open(
+            &config.docroot,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::Docroot {
+            path: config.docroot.clone(),
+            source: e.into(),
+        })?;
+        let workers = config.workers.max(1);
+        let mut listeners: Vec<Vec<std::net::TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut addrs = Vec::new();
+        for &addr in &config.listen {
+            let group = stoa_netkit::listener::bind_group(addr, workers, stoa_netkit::listener::DEFAULT_BACKLOG)
+                .map_err(|source| Error::Listen { addr, source })?;
+            if let Some(bound) = group.first().and_then(|l| l.local_addr().ok()) {
+                addrs.push(bound);
+            }
+            for (worker, listener) in group.into_iter().enumerate() {
+                listeners[worker].push(listener);
+            }
+        }
+        let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            docroot,
+            log: log.as_ref().map(AccessLog::sink),
+            config,
+            draining: AtomicBool::new(false),
+            busy: AtomicUsize::new(0),
+        });
+        Ok(Server {
+            shared,
+            listeners,
+            addrs,
+            log,
+        })
+    }
+
+    /// The bound addresses (port 0 resolved), one per configured address.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// A handle that reopens the access log (for SIGHUP).
+    pub fn log_reopener(&self) -> LogReopener {
+        self.log.as_ref().map_or_else(LogReopener::none, AccessLog::reopener)
+    }
+
+    /// Serves until `shutdown` fires, then drains: stops accepting, lets requests in
+    /// flight finish (up to the configured grace), closes idle connections, and
+    /// writes out the access log. Blocks the calling thread.
+    pub fn run(self, shutdown: Shutdown) -> Result<(), Error> {
+        let Server {
+            shared,
+            listeners,
+            log,
+            ..
+        } = self;
+        let result = match shared.config.runtime {
+            RuntimeModel::PerCore => run_per_core(&shared, listeners, &shutdown),
+            RuntimeModel::MultiThread => run_multi_thread(&shared, listeners, shutdown),
+        };
+        drop(shared);
+        if let Some(log) = log {
+            log.finish();
+        }
+        result
+    }
+}
+
+fn run_per_core(
+    shared: &Arc<Shared>,
+    listeners: Vec<Vec<std::net::TcpListener>>,
+    shutdown: &Shutdown,
+) -> Result<(), Error> {
+    let groups = Arc::new(Mutex::new(listeners.into_iter().map(Some).collect::<Vec<_>>()));
+    let (shared, shutdown) = (Arc::clone(shared), shutdown.clone());
+    let handles = stoa_netkit::worker::spawn(groups.lock().map_or(0, |g| g.len()), "stoa-web", move |index| {
+        let group = groups
+            .lock()
+            .ok()
+            .and_then(|mut g| g.get_mut(index).and_then(Option::take))
+            .unwrap_or_default();
+        let (shared, shutdown) = (Arc::clone(&shared), shutdown.clone());
+        async move {
+            let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections));
+            let ticker = tokio::spawn(tick(Arc::clone(&shared)));
+            serve_until(&shared, group, limit, shutdown).await;
+            ticker.abort();
+            local::flush_log(&shared);
+        }
+    })
+    .map_err(Error::Workers)?;
+    for h in handles {
+        if h.join().is_err() {
+            tracing::error!("a web worker panicked");
+        }
+    }
+    Ok(())
+}
+
+fn run_multi_thread(
+    shared: &Arc<Shared>,
+    listeners: Vec<Vec<std::net::TcpListener>>,
+    shutdown: Shutdown,
+) -> Result<(), Error> {
+    let (park, stop) = (Arc::clone(shared), Arc::clone(shared));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(shared.config.workers.max(1))
+        .thread_name("stoa-web-mt")
+        .enable_all()
+        .on_thread_park(move || {
+            local::with(&park, |l| l.flush_log_if_stale(&park, Instant::now()));
+        })
+        .on_thread_stop(move || local::flush_log(&stop))
+        .build()
+        .map_err(Error::Workers)?;
+    let shared = Arc::clone(shared);
+    runtime.block_on(async move {
+        let limit = Arc::new(Semaphore::new(
+            shared.config.limits.max_connections * shared.config.workers.max(1),
+        ));
+        let group = listeners.into_iter().flatten().collect();
+        serve_until(&shared, group, limit, shutdown).await;
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(())
+}
+
+/// Accepts on `group` until shutdown, then drains.
+async fn serve_until(
+    shared: &Arc<Shared>,
+    group: Vec<std::net::TcpListener>,
+    limit: Arc<Semaphore>,
+    mut shutdown: Shutdown,
+) {
+    let mut accepts = Vec::new();
+    for listener in group {
+        match TcpListener::from_std(listener) {
+            Ok(l) => accepts.push(tokio::spawn(accept_loop(l, Arc::clone(shared), Arc::clone(&limit)))),
+            Err(e) => tracing::error!("cannot register listener: {e}"),
+        }
+    }
+    shutdown.wait().await;
+    shared.draining.store(true, Ordering::Relaxed);
+    for a in &accepts {
+        a.abort();
+    }
+    drain(shared).await;
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limit: Arc<Semaphore>) {
+    loop {
+        // Wait for a free slot before accepting: beyond the limit, connections wait
+        // in the kernel's backlog instead of costing memory here.
+        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
+        // Responses leave whole (one sendmsg per batch), so Nagle only adds delay.
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(conn::serve(stream, peer, Arc::clone(&shared), permit));
+    }
+}
+
+/// Waits until no connection is mid-request, or the grace period ends.
+async fn drain(shared: &Shared) {
+    let deadline = Instant::now() + shared.config.shutdown_grace;
+    let mut poll = tokio::time::interval(Duration::from_millis(10));
+    while shared.busy.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+        poll.tick().await;
+    }
+    let left = shared.busy.load(Ordering::Relaxed);
+    if left > 0 {
+        tracing::warn!("shutdown grace over; dropping {left} connections mid-request");
+    }
+}
+
+/// Once a second: move the cached dates on and hand the access-log buffer over.
+async fn tick(shared: Arc<Shared>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        every.tick().await;
+        local::with(&shared, |l| {
+            l.tick();
+            if let Some(sink) = &shared.log {
+                l.log.flush(sink);
+            }
+        });
+    }
+}

@@ -1,0 +1,140 @@
+//! The static-file handler: GET and HEAD of regular files beneath the document root,
+//! with conditional requests (304), one byte range (206/416), and the directory
+//! rules (`index.html`, 301 to add the slash).
+
+use std::time::Instant;
+
+use stoa_http_proto::precondition::{ByteRange, if_none_match, if_range, parse_range};
+use stoa_http_proto::{Method, RequestHead, target};
+
+use crate::cache::{FileCache, FileInfo, Kind};
+use crate::output::{Body, Output};
+use crate::response::Reply;
+use crate::server::Shared;
+
+/// Answers one request for a file; returns the status sent.
+pub(crate) fn serve(
+    head: &RequestHead<'_, '_>,
+    reply: Reply<'_>,
+    out: &mut Output,
+    cache: &mut FileCache,
+    shared: &Shared,
+    now: Instant,
+) -> u16 {
+    if !matches!(head.method, Method::Get | Method::Head) {
+        reply.status_page(out, 405, b"Allow: GET, HEAD\r\n");
+        return 405;
+    }
+    let target = match target::decode(head.target) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::debug!("400 for {:?}: {e}", String::from_utf8_lossy(head.target));
+            reply.status_page(out, 400, b"");
+            return 400;
+        }
+    };
+    let entry = cache.lookup(&shared.docroot, &target.path, now);
+    match &entry.kind {
+        Kind::File(info) => send_file(head, reply, out, info),
+        Kind::Directory => {
+            let mut location = b"Location: ".to_vec();
+            encode_path(&mut location, &target.path);
+            location.push(b'/');
+            if let Some(q) = target.query {
+                location.push(b'?');
+                location.extend_from_slice(q);
+            }
+            location.extend_from_slice(b"\r\n");
+            reply.status_page(out, 301, &location);
+            301
+        }
+        Kind::NotFound => status(reply, out, 404),
+        Kind::Forbidden => status(reply, out, 403),
+        Kind::Unavailable => status(reply, out, 503),
+    }
+}
+
+fn status(reply: Reply<'_>, out: &mut Output, code: u16) -> u16 {
+    reply.status_page(out, code, b"");
+    code
+}
+
+fn send_file(head: &RequestHead<'_, '_>, reply: Reply<'_>, out: &mut Output, info: &FileInfo) -> u16 {
+    if not_modified(head, info) {
+        let (start, w) = reply.begin(out, 304);
+        let w = w.header("ETag", &info.etag);
+        reply.end(w);
+        reply.send(out, 304, start, Body::Empty);
+        return 304;
+    }
+    let range = match head.header("Range") {
+        Some(r) if head.method == Method::Get && validates(head, info) => parse_range(r, info.len),
+        _ => ByteRange::Full,
+    };
+    let (status, start, end) = match range {
+        ByteRange::Full => (200, 0, info.len),
+        ByteRange::Partial { start, end } => (206, start, end + 1),
+        ByteRange::Unsatisfiable => {
+            let line = format!("Content-Range: bytes */{}\r\n", info.len);
+            reply.status_page(out, 416, line.as_bytes());
+            return 416;
+        }
+    };
+    let (head_start, w) = reply.begin(out, status);
+    let mut w = w.raw(&info.header_lines).content_length(end - start);
+    if status == 206 {
+        let value = format!("bytes {start}-{}/{}", end - 1, info.len);
+        w = w.header("Content-Range", value.as_bytes());
+    }
+    reply.end(w);
+    let body = match &info.content {
+        Some(bytes) if end > start => Body::Bytes(bytes.slice(start as usize..end as usize)),
+        _ if end > start => Body::File {
+            fd: info.file.clone(),
+            offset: start,
+            len: end - start,
+        },
+        _ => Body::Empty,
+    };
+    reply.send(out, status, head_start, body);
+    status
+}
+
+/// `If-None-Match` decides when present; otherwise `If-Modified-Since` (RFC 9110
+/// §13.2.2).
+fn not_modified(head: &RequestHead<'_, '_>, info: &FileInfo) -> bool {
+    if let Some(list) = head.header("If-None-Match") {
+        return if_none_match(list, &info.etag);
+    }
+    head.header("If-Modified-Since")
+        .and_then(stoa_http_proto::date::parse_http_date)
+        .is_some_and(|since| info.mtime <= since)
+}
+
+/// `If-Range` absent, or still matching.
+fn validates(head: &RequestHead<'_, '_>, info: &FileInfo) -> bool {
+    head.header("If-Range")
+        .is_none_or(|v| if_range(v, &info.etag, info.mtime))
+}
+
+/// Appends `path` percent-encoded for a `Location` header.
+fn encode_path(out: &mut Vec<u8>, path: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in path {
+        if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn location_encoding() {
+        let mut out = Vec::new();
+        super::encode_path(&mut out, b"/a b/\xc3\xa9\"x");
+        assert_eq!(out, b"/a%20b/%C3%A9%22x");
+    }
+}
