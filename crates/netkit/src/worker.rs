@@ -49,8 +49,14 @@ mod tests {
         let handles = super::spawn(3, "test", move |i| {
             let r = r.clone();
             async move {
-                assert!(std::thread::current().name().is_some_and(|n| n == format!("test-{i}")));
-                tokio::task::spawn_local(async {}).await.expect("local task");
+                assert!(
+                    std::thread::current()
+                        .name()
+                        .is_some_and(|n| n == format!("test-{i}"))
+                );
+                tokio::task::spawn_local(async {})
+                    .await
+                    .expect("local task");
                 r.fetch_add(1, Ordering::SeqCst);
             }
         })

@@ -43,7 +43,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the signal runtime")?;
-    let mut signals = runtime.block_on(async { Signals::new() }).context("cannot install signal handlers")?;
+    let mut signals = runtime
+        .block_on(async { Signals::new() })
+        .context("cannot install signal handlers")?;
 
     let server = stoa_web::Server::bind(loaded.web).context("cannot start the web server")?;
     for addr in server.local_addrs() {
@@ -73,11 +75,12 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     });
     std::thread::spawn(move || {
         // A second SIGTERM/SIGINT while draining means "now".
-        runtime.block_on(async {
-            while signals.recv().await != Signal::Terminate {}
-        });
+        runtime.block_on(async { while signals.recv().await != Signal::Terminate {} });
         tracing::warn!("second signal: exiting without draining");
-        #[allow(clippy::exit, reason = "the user asked twice; nothing is left to clean up")]
+        #[allow(
+            clippy::exit,
+            reason = "the user asked twice; nothing is left to clean up"
+        )]
         std::process::exit(1);
     });
     match worker.join() {

@@ -180,7 +180,12 @@ pub(crate) struct LogBuffer {
 
 impl LogBuffer {
     /// Appends one line with `write`, then hands the buffer over if it is full or old.
-    pub(crate) fn append(&mut self, sink: &LogSink, now: Instant, write: impl FnOnce(&mut Vec<u8>)) {
+    pub(crate) fn append(
+        &mut self,
+        sink: &LogSink,
+        now: Instant,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) {
         self.oldest.get_or_insert(now);
         write(&mut self.buf);
         if self.buf.len() >= BATCH_BYTES || self.oldest.is_some_and(|t| now - t >= BATCH_AGE) {
@@ -212,8 +217,13 @@ impl LogBuffer {
 pub(crate) fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in bytes.iter().take(MAX_FIELD) {
-        if b < 0x20 || b >= 0x7f || b == b'"' || b == b'\\' {
-            out.extend_from_slice(&[b'\\', b'x', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        if !(0x20..0x7f).contains(&b) || b == b'"' || b == b'\\' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ]);
         } else {
             out.push(b);
         }
@@ -244,7 +254,10 @@ pub(crate) fn capture_request(out: &mut Vec<u8>, head: &RequestHead<'_, '_>, for
 /// Saves the log text of a request whose head could not be parsed: its first line,
 /// as far as it got.
 pub(crate) fn capture_raw(out: &mut Vec<u8>, raw: &[u8], format: LogFormat) {
-    let start = raw.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(raw.len());
+    let start = raw
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(raw.len());
     let line = &raw[start..];
     let line = &line[..memchr::memchr2(b'\r', b'\n', line).unwrap_or(line.len())];
     if line.is_empty() {
@@ -346,7 +359,11 @@ mod tests {
     #[test]
     fn raw_capture_of_a_broken_head() {
         let mut text = Vec::new();
-        capture_raw(&mut text, b"\r\nGET /\x7f HTTP/9\r\nX: y", LogFormat::Common);
+        capture_raw(
+            &mut text,
+            b"\r\nGET /\x7f HTTP/9\r\nX: y",
+            LogFormat::Common,
+        );
         assert_eq!(text, b"GET /\\x7F HTTP/9");
         let mut text = Vec::new();
         capture_raw(&mut text, b"", LogFormat::Common);

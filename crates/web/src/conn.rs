@@ -37,7 +37,12 @@ use crate::server::Shared;
 use crate::static_files;
 
 /// Serves one accepted connection until it closes.
-pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, permit: OwnedSemaphorePermit) {
+pub(crate) async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    permit: OwnedSemaphorePermit,
+) {
     let now = Instant::now();
     let mut conn = Conn {
         stream,
@@ -51,6 +56,8 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
         head_started: now,
         busy: false,
         discard: None,
+        fresh: true,
+        nodelay: false,
     };
     conn.run().await;
     conn.set_busy(false);
@@ -115,6 +122,13 @@ struct Conn {
     /// Counted in the server's in-flight total (for draining).
     busy: bool,
     discard: Option<Discard>,
+    /// No readiness has been learned from epoll yet: the first read and write are
+    /// tried directly instead of waiting for an event (the request usually arrived
+    /// with the connection, and a new socket can always take a small response).
+    fresh: bool,
+    /// `TCP_NODELAY` is set (only once the connection is kept alive: a single
+    /// response in one write never waits for Nagle).
+    nodelay: bool,
 }
 
 impl Conn {
@@ -127,6 +141,12 @@ impl Conn {
                 if let Err(e) = flushed {
                     tracing::debug!("{}: write failed: {e}", self.peer);
                     return;
+                }
+                if !self.nodelay && !matches!(step, Step::Close { .. }) {
+                    // Kept alive: pipelined answers and file tails must not wait
+                    // for the peer's delayed ACK.
+                    self.nodelay = true;
+                    let _ = self.stream.set_nodelay(true);
                 }
             }
             match step {
@@ -233,7 +253,9 @@ impl Conn {
         self.pos += consumed;
         self.head_started = now;
         if !keep_alive {
-            return Some(Step::Close { linger: body != BodyKind::None });
+            return Some(Step::Close {
+                linger: body != BodyKind::None,
+            });
         }
         self.discard = match body {
             BodyKind::None => None,
@@ -318,22 +340,25 @@ impl Conn {
     }
 
     /// Writes the queued responses.
+    ///
+    /// The first attempt is a plain system call: a socket that has room (the usual
+    /// case) takes the bytes without a trip through the readiness machinery. Once a
+    /// write would block, writes go through tokio's readiness tracking until the
+    /// batch is out.
     async fn flush(&mut self) -> io::Result<()> {
         let send_timeout = self.shared.config.limits.send_timeout;
+        let mut direct = true;
         while !self.out.is_done() {
-            let result = if let Some(file) = self.out.file_at_cursor() {
-                let (fd, mut offset) = (Arc::clone(file.fd), file.offset);
-                let chunk = file.len.min(MAX_SENDFILE_CHUNK as u64) as usize;
-                self.stream.try_io(Interest::WRITABLE, || {
-                    rustix::fs::sendfile(&self.stream, &*fd, Some(&mut offset), chunk).map_err(io::Error::from)
-                })
+            let result = if direct {
+                self.write_some()
             } else {
-                self.stream.try_io(Interest::WRITABLE, || self.send_memory())
+                self.stream.try_io(Interest::WRITABLE, || self.write_some())
             };
             match result {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.out.advance(n as u64),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    direct = false;
                     match tokio::time::timeout(send_timeout, self.stream.writable()).await {
                         Ok(ready) => ready?,
                         Err(_) => return Err(io::ErrorKind::TimedOut.into()),
@@ -345,6 +370,18 @@ impl Conn {
         Ok(())
     }
 
+    /// One system call writing from the cursor: `sendfile` for a file segment,
+    /// `sendmsg` for the memory segments before the next file.
+    fn write_some(&self) -> io::Result<usize> {
+        let Some(file) = self.out.file_at_cursor() else {
+            return self.send_memory();
+        };
+        let mut offset = file.offset;
+        let chunk = file.len.min(MAX_SENDFILE_CHUNK as u64) as usize;
+        rustix::fs::sendfile(&self.stream, &**file.fd, Some(&mut offset), chunk)
+            .map_err(io::Error::from)
+    }
+
     /// One `sendmsg` of the memory segments at the cursor, with `MSG_MORE` when a
     /// file follows so the head and the first file bytes share packets.
     fn send_memory(&self) -> io::Result<usize> {
@@ -354,8 +391,13 @@ impl Conn {
         if file_next {
             flags |= SendFlags::MORE;
         }
-        rustix::net::sendmsg(&self.stream, &iov[..n], &mut SendAncillaryBuffer::default(), flags)
-            .map_err(io::Error::from)
+        rustix::net::sendmsg(
+            &self.stream,
+            &iov[..n],
+            &mut SendAncillaryBuffer::default(),
+            flags,
+        )
+        .map_err(io::Error::from)
     }
 
     /// Logs every response of the batch just written (or cut short) and empties
@@ -385,6 +427,12 @@ impl Conn {
             self.pos = 0;
         }
         if step == Step::NeedHead && self.buf.is_empty() {
+            if self.fresh {
+                self.fresh = false;
+                if self.read_direct()? {
+                    return Ok(());
+                }
+            }
             self.wait_for_request().await?;
         } else {
             self.make_room();
@@ -403,6 +451,34 @@ impl Conn {
                 Err(_) => return Err(ReadEnd::Timeout),
             }
         }
+    }
+
+    /// The first read of a new connection, as a plain system call (see
+    /// [`Conn::fresh`]). `Ok(false)` when nothing has arrived yet.
+    fn read_direct(&mut self) -> Result<bool, ReadEnd> {
+        self.take_buffers();
+        let spare = rustix::buffer::spare_capacity(&mut self.buf);
+        match rustix::net::recv(&self.stream, spare, rustix::net::RecvFlags::DONTWAIT) {
+            Ok((0, _)) => Err(ReadEnd::Eof),
+            Ok(_) => {
+                self.set_busy(true);
+                Ok(true)
+            }
+            Err(rustix::io::Errno::AGAIN) => Ok(false),
+            Err(e) => Err(ReadEnd::Failed(e.into())),
+        }
+    }
+
+    fn take_buffers(&mut self) {
+        let shared = Arc::clone(&self.shared);
+        local::with(&shared, |local| {
+            if self.buf.capacity() == 0 {
+                self.buf = local.take_buffer();
+            }
+            if self.out.capacity() == 0 {
+                self.out = local.take_output();
+            }
+        });
     }
 
     /// Idles until the next request starts: buffers go back to the pool and the
@@ -428,11 +504,7 @@ impl Conn {
         if self.served > 0 {
             self.head_started = Instant::now();
         }
-        let shared = Arc::clone(&self.shared);
-        local::with(&shared, |local| {
-            self.buf = local.take_buffer();
-            self.out = local.take_output();
-        });
+        self.take_buffers();
         Ok(())
     }
 
@@ -486,7 +558,10 @@ impl Conn {
         self.make_room();
         loop {
             let deadline = end.min(Instant::now() + idle);
-            if tokio::time::timeout_at(deadline.into(), self.stream.readable()).await.is_err() {
+            if tokio::time::timeout_at(deadline.into(), self.stream.readable())
+                .await
+                .is_err()
+            {
                 return;
             }
             self.buf.clear();

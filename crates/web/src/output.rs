@@ -8,9 +8,9 @@
 //! responses leaves in a single system call, and a head followed by a file goes out
 //! with `MSG_MORE` so the kernel merges it with the first file bytes.
 
+use std::fs::File;
 use std::io::IoSlice;
 use std::ops::Range;
-use std::fs::File;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -161,7 +161,11 @@ impl Output {
     pub(crate) fn fill_iovecs<'a>(&'a self, iov: &mut [IoSlice<'a>; MAX_IOVECS]) -> (usize, bool) {
         let mut n = 0;
         for (i, seg) in self.segments[self.cursor..].iter().enumerate() {
-            let skip = if i == 0 { self.cursor_offset as usize } else { 0 };
+            let skip = if i == 0 {
+                self.cursor_offset as usize
+            } else {
+                0
+            };
             let bytes: &[u8] = match seg {
                 Segment::Heads(r) => &self.heads[r.start + skip..r.end],
                 Segment::Body(b) => &b[skip..],
@@ -261,7 +265,10 @@ mod tests {
     fn iov_bytes(out: &Output) -> (Vec<u8>, bool) {
         let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
         let (n, file_next) = out.fill_iovecs(&mut iov);
-        (iov[..n].iter().flat_map(|s| s.iter().copied()).collect(), file_next)
+        (
+            iov[..n].iter().flat_map(|s| s.iter().copied()).collect(),
+            file_next,
+        )
     }
 
     #[test]
@@ -291,7 +298,12 @@ mod tests {
             let start = out.heads_mut().len();
             out.heads_mut().extend_from_slice(b"12345");
             let head = start..out.heads_mut().len();
-            out.push(200, head, Body::Bytes(Bytes::from_static(b"abcdefghij")), None);
+            out.push(
+                200,
+                head,
+                Body::Bytes(Bytes::from_static(b"abcdefghij")),
+                None,
+            );
         }
         out.advance(5 + 10 + 5 + 4);
         let mut seen = Vec::new();

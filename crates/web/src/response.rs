@@ -12,7 +12,8 @@ use stoa_http_proto::response::HeadWriter;
 use crate::output::{Body, Output};
 
 /// The `Server` header line.
-pub(crate) const SERVER_LINE: &[u8] = concat!("Server: stoa/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
+pub(crate) const SERVER_LINE: &[u8] =
+    concat!("Server: stoa/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
 
 /// What every response to one request shares.
 #[derive(Debug)]
@@ -61,7 +62,11 @@ impl Reply<'_> {
     /// and a one-line text body naming the status.
     pub(crate) fn status_page(self, out: &mut Output, status: u16, extra: &[u8]) {
         let reason = stoa_http_proto::response::reason(status);
-        let body_len = if status == 304 { 0 } else { 3 + 1 + reason.len() + 1 };
+        let body_len = if status == 304 {
+            0
+        } else {
+            3 + 1 + reason.len() + 1
+        };
         let (start, w) = self.begin(out, status);
         let mut w = w.raw(extra);
         if status != 304 {

@@ -86,11 +86,16 @@ impl Server {
             source: e.into(),
         })?;
         let workers = config.workers.max(1);
-        let mut listeners: Vec<Vec<std::net::TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut listeners: Vec<Vec<std::net::TcpListener>> =
+            (0..workers).map(|_| Vec::new()).collect();
         let mut addrs = Vec::new();
         for &addr in &config.listen {
-            let group = stoa_netkit::listener::bind_group(addr, workers, stoa_netkit::listener::DEFAULT_BACKLOG)
-                .map_err(|source| Error::Listen { addr, source })?;
+            let group = stoa_netkit::listener::bind_group(
+                addr,
+                workers,
+                stoa_netkit::listener::DEFAULT_BACKLOG,
+            )
+            .map_err(|source| Error::Listen { addr, source })?;
             if let Some(bound) = group.first().and_then(|l| l.local_addr().ok()) {
                 addrs.push(bound);
             }
@@ -122,7 +127,9 @@ impl Server {
 
     /// A handle that reopens the access log (for SIGHUP).
     pub fn log_reopener(&self) -> LogReopener {
-        self.log.as_ref().map_or_else(LogReopener::none, AccessLog::reopener)
+        self.log
+            .as_ref()
+            .map_or_else(LogReopener::none, AccessLog::reopener)
     }
 
     /// Serves until `shutdown` fires, then drains: stops accepting, lets requests in
@@ -152,23 +159,29 @@ fn run_per_core(
     listeners: Vec<Vec<std::net::TcpListener>>,
     shutdown: &Shutdown,
 ) -> Result<(), Error> {
-    let groups = Arc::new(Mutex::new(listeners.into_iter().map(Some).collect::<Vec<_>>()));
+    let groups = Arc::new(Mutex::new(
+        listeners.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
     let (shared, shutdown) = (Arc::clone(shared), shutdown.clone());
-    let handles = stoa_netkit::worker::spawn(groups.lock().map_or(0, |g| g.len()), "stoa-web", move |index| {
-        let group = groups
-            .lock()
-            .ok()
-            .and_then(|mut g| g.get_mut(index).and_then(Option::take))
-            .unwrap_or_default();
-        let (shared, shutdown) = (Arc::clone(&shared), shutdown.clone());
-        async move {
-            let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections));
-            let ticker = tokio::spawn(tick(Arc::clone(&shared)));
-            serve_until(&shared, group, limit, shutdown).await;
-            ticker.abort();
-            local::flush_log(&shared);
-        }
-    })
+    let handles = stoa_netkit::worker::spawn(
+        groups.lock().map_or(0, |g| g.len()),
+        "stoa-web",
+        move |index| {
+            let group = groups
+                .lock()
+                .ok()
+                .and_then(|mut g| g.get_mut(index).and_then(Option::take))
+                .unwrap_or_default();
+            let (shared, shutdown) = (Arc::clone(&shared), shutdown.clone());
+            async move {
+                let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections));
+                let ticker = tokio::spawn(tick(Arc::clone(&shared)));
+                serve_until(&shared, group, limit, shutdown).await;
+                ticker.abort();
+                local::flush_log(&shared);
+            }
+        },
+    )
     .map_err(Error::Workers)?;
     for h in handles {
         if h.join().is_err() {
@@ -216,7 +229,11 @@ async fn serve_until(
     let mut accepts = Vec::new();
     for listener in group {
         match TcpListener::from_std(listener) {
-            Ok(l) => accepts.push(tokio::spawn(accept_loop(l, Arc::clone(shared), Arc::clone(&limit)))),
+            Ok(l) => accepts.push(tokio::spawn(accept_loop(
+                l,
+                Arc::clone(shared),
+                Arc::clone(&limit),
+            ))),
             Err(e) => tracing::error!("cannot register listener: {e}"),
         }
     }
@@ -236,8 +253,6 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limit: Arc<Sema
             return;
         };
         let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
-        // Responses leave whole (one sendmsg per batch), so Nagle only adds delay.
-        let _ = stream.set_nodelay(true);
         tokio::spawn(conn::serve(stream, peer, Arc::clone(&shared), permit));
     }
 }

@@ -59,7 +59,12 @@ fn status(reply: Reply<'_>, out: &mut Output, code: u16) -> u16 {
     code
 }
 
-fn send_file(head: &RequestHead<'_, '_>, reply: Reply<'_>, out: &mut Output, info: &FileInfo) -> u16 {
+fn send_file(
+    head: &RequestHead<'_, '_>,
+    reply: Reply<'_>,
+    out: &mut Output,
+    info: &FileInfo,
+) -> u16 {
     if not_modified(head, info) {
         let (start, w) = reply.begin(out, 304);
         let w = w.header("ETag", &info.etag);

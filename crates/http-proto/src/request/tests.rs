@@ -1,13 +1,13 @@
 use super::*;
 
-fn parse(input: &[u8]) -> Result<Option<(Method, Version, BodyKind, bool, usize)>, Error> {
+/// Method, version, body framing, keep-alive, head length.
+type Summary = (Method, Version, BodyKind, bool, usize);
+
+fn parse(input: &[u8]) -> Result<Option<Summary>, Error> {
     parse_with(input, &Limits::default())
 }
 
-fn parse_with(
-    input: &[u8],
-    limits: &Limits,
-) -> Result<Option<(Method, Version, BodyKind, bool, usize)>, Error> {
+fn parse_with(input: &[u8], limits: &Limits) -> Result<Option<Summary>, Error> {
     let mut storage = header_storage();
     match parse_request(input, &mut storage, limits)? {
         Status::Complete(h) => Ok(Some((h.method, h.version, h.body, h.keep_alive, h.len))),

@@ -53,7 +53,11 @@ pub(crate) fn load(
         match read(path) {
             Ok(text) => match text.parse::<Table>() {
                 Ok(table) => read_file(&table, &mut web, &mut docroot, &mut report),
-                Err(e) => report.errors.push(format!("{}: {}", path.display(), e.to_string().trim_end())),
+                Err(e) => {
+                    report
+                        .errors
+                        .push(format!("{}: {}", path.display(), e.to_string().trim_end()))
+                }
             },
             Err(e) => report.errors.push(format!("{}: {e}", path.display())),
         }
@@ -68,12 +72,16 @@ pub(crate) fn load(
     apply_flags(args, &mut web, &mut docroot, &mut report);
     match docroot {
         Some(d) => web.docroot = d,
-        None => report
-            .errors
-            .push("no document root: give --docroot DIR or web.docroot in the configuration file".into()),
+        None => report.errors.push(
+            "no document root: give --docroot DIR or web.docroot in the configuration file".into(),
+        ),
     }
     if web.listen.is_empty() {
-        web.listen.push(DEFAULT_LISTEN.parse().expect("invariant: valid default address"));
+        web.listen.push(
+            DEFAULT_LISTEN
+                .parse()
+                .expect("invariant: valid default address"),
+        );
     }
     validate(&web, &mut report);
     if report.errors.is_empty() {
@@ -86,7 +94,12 @@ pub(crate) fn load(
     }
 }
 
-fn read_file(table: &Table, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>, r: &mut Report) {
+fn read_file(
+    table: &Table,
+    web: &mut stoa_web::Config,
+    docroot: &mut Option<PathBuf>,
+    r: &mut Report,
+) {
     r.known_keys(table, "", &["listener", "web"]);
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);
@@ -97,7 +110,16 @@ fn read_file(table: &Table, web: &mut stoa_web::Config, docroot: &mut Option<Pat
     r.known_keys(
         section,
         "web.",
-        &["docroot", "workers", "runtime", "access_log", "log_format", "shutdown_grace", "limits", "cache"],
+        &[
+            "docroot",
+            "workers",
+            "runtime",
+            "access_log",
+            "log_format",
+            "shutdown_grace",
+            "limits",
+            "cache",
+        ],
     );
     if let Some(v) = r.string(section, "web.", "docroot") {
         *docroot = Some(PathBuf::from(v));
@@ -106,8 +128,20 @@ fn read_file(table: &Table, web: &mut stoa_web::Config, docroot: &mut Option<Pat
         web.workers = n;
     }
     r.parsed(section, "web.", "runtime", parse_runtime, &mut web.runtime);
-    r.parsed(section, "web.", "access_log", parse_access_log, &mut web.access_log);
-    r.parsed(section, "web.", "log_format", parse_log_format, &mut web.log_format);
+    r.parsed(
+        section,
+        "web.",
+        "access_log",
+        parse_access_log,
+        &mut web.access_log,
+    );
+    r.parsed(
+        section,
+        "web.",
+        "log_format",
+        parse_log_format,
+        &mut web.log_format,
+    );
     r.duration(section, "web.", "shutdown_grace", &mut web.shutdown_grace);
     if let Some(limits) = r.table(section, "web.", "limits") {
         read_limits(limits, &mut web.limits, r);
@@ -119,7 +153,8 @@ fn read_file(table: &Table, web: &mut stoa_web::Config, docroot: &mut Option<Pat
 
 fn read_listeners(value: &Value, web: &mut stoa_web::Config, r: &mut Report) {
     let Some(items) = value.as_array() else {
-        r.errors.push("listener: expected [[listener]] blocks".into());
+        r.errors
+            .push("listener: expected [[listener]] blocks".into());
         return;
     };
     for (i, item) in items.iter().enumerate() {
@@ -151,10 +186,23 @@ fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
         t,
         P,
         &[
-            "max_request_line", "max_header_line", "max_head", "max_headers", "head_timeout",
-            "head_timeout_per_500b", "head_timeout_max", "body_timeout", "max_discard_body",
-            "keepalive_timeout", "keepalive_requests", "keepalive_max_age", "send_timeout",
-            "max_connections", "max_pipeline", "linger_timeout", "linger_idle",
+            "max_request_line",
+            "max_header_line",
+            "max_head",
+            "max_headers",
+            "head_timeout",
+            "head_timeout_per_500b",
+            "head_timeout_max",
+            "body_timeout",
+            "max_discard_body",
+            "keepalive_timeout",
+            "keepalive_requests",
+            "keepalive_max_age",
+            "send_timeout",
+            "max_connections",
+            "max_pipeline",
+            "linger_timeout",
+            "linger_idle",
         ],
     );
     r.size(t, P, "max_request_line", &mut l.head.max_request_line);
@@ -178,14 +226,28 @@ fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
 
 fn read_cache(t: &Table, c: &mut stoa_web::config::CacheConfig, r: &mut Report) {
     const P: &str = "web.cache.";
-    r.known_keys(t, P, &["revalidate", "max_entries", "max_memory_file", "memory_budget"]);
+    r.known_keys(
+        t,
+        P,
+        &[
+            "revalidate",
+            "max_entries",
+            "max_memory_file",
+            "memory_budget",
+        ],
+    );
     r.duration(t, P, "revalidate", &mut c.revalidate);
     r.integer_into(t, P, "max_entries", &mut c.max_entries);
     r.size(t, P, "max_memory_file", &mut c.max_memory_file);
     r.size(t, P, "memory_budget", &mut c.memory_budget);
 }
 
-fn apply_flags(args: &ServeArgs, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>, r: &mut Report) {
+fn apply_flags(
+    args: &ServeArgs,
+    web: &mut stoa_web::Config,
+    docroot: &mut Option<PathBuf>,
+    r: &mut Report,
+) {
     if let Some(d) = &args.docroot {
         *docroot = Some(d.clone());
     }
@@ -198,16 +260,56 @@ fn apply_flags(args: &ServeArgs, web: &mut stoa_web::Config, docroot: &mut Optio
             }
         }
     }
-    r.flag("--workers", args.workers.as_deref(), parse_count, &mut web.workers);
-    r.flag("--access-log", args.access_log.as_deref(), parse_access_log, &mut web.access_log);
-    r.flag("--log-format", args.log_format.as_deref(), parse_log_format, &mut web.log_format);
-    r.flag("--head-timeout", args.head_timeout.as_deref(), parse_duration, &mut web.limits.head_timeout);
+    r.flag(
+        "--workers",
+        args.workers.as_deref(),
+        parse_count,
+        &mut web.workers,
+    );
+    r.flag(
+        "--access-log",
+        args.access_log.as_deref(),
+        parse_access_log,
+        &mut web.access_log,
+    );
+    r.flag(
+        "--log-format",
+        args.log_format.as_deref(),
+        parse_log_format,
+        &mut web.log_format,
+    );
+    r.flag(
+        "--head-timeout",
+        args.head_timeout.as_deref(),
+        parse_duration,
+        &mut web.limits.head_timeout,
+    );
     let keepalive = &mut web.limits.keepalive_timeout;
-    r.flag("--keepalive-timeout", args.keepalive_timeout.as_deref(), parse_duration, keepalive);
-    r.flag("--send-timeout", args.send_timeout.as_deref(), parse_duration, &mut web.limits.send_timeout);
+    r.flag(
+        "--keepalive-timeout",
+        args.keepalive_timeout.as_deref(),
+        parse_duration,
+        keepalive,
+    );
+    r.flag(
+        "--send-timeout",
+        args.send_timeout.as_deref(),
+        parse_duration,
+        &mut web.limits.send_timeout,
+    );
     let max = &mut web.limits.max_connections;
-    r.flag("--max-connections", args.max_connections.as_deref(), parse_count, max);
-    r.flag("--runtime", args.runtime.as_deref(), parse_runtime, &mut web.runtime);
+    r.flag(
+        "--max-connections",
+        args.max_connections.as_deref(),
+        parse_count,
+        max,
+    );
+    r.flag(
+        "--runtime",
+        args.runtime.as_deref(),
+        parse_runtime,
+        &mut web.runtime,
+    );
 }
 
 fn validate(web: &stoa_web::Config, r: &mut Report) {
@@ -217,17 +319,29 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
         }
     };
     if !web.docroot.as_os_str().is_empty() && !web.docroot.is_dir() {
-        check(false, &format!("document root {}: not a directory", web.docroot.display()));
+        check(
+            false,
+            &format!("document root {}: not a directory", web.docroot.display()),
+        );
     }
-    check((1..=MAX_WORKERS).contains(&web.workers), &format!("workers: must be 1 to {MAX_WORKERS}"));
+    check(
+        (1..=MAX_WORKERS).contains(&web.workers),
+        &format!("workers: must be 1 to {MAX_WORKERS}"),
+    );
     let l = &web.limits;
     let cap = stoa_http_proto::request::MAX_HEADERS_CAP;
     check(
         (1..=cap).contains(&l.head.max_headers),
         &format!("web.limits.max_headers: must be 1 to {cap}"),
     );
-    check(l.head.max_request_line >= 16, "web.limits.max_request_line: must be at least 16 bytes");
-    check(l.head.max_header_line >= 16, "web.limits.max_header_line: must be at least 16 bytes");
+    check(
+        l.head.max_request_line >= 16,
+        "web.limits.max_request_line: must be at least 16 bytes",
+    );
+    check(
+        l.head.max_header_line >= 16,
+        "web.limits.max_header_line: must be at least 16 bytes",
+    );
     check(
         l.head.max_head >= l.head.max_request_line.max(l.head.max_header_line),
         "web.limits.max_head: must be at least max_request_line and max_header_line",
@@ -240,19 +354,38 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
         ("send_timeout", l.send_timeout),
         ("linger_idle", l.linger_idle),
     ] {
-        check(!d.is_zero(), &format!("web.limits.{name}: must be more than zero"));
+        check(
+            !d.is_zero(),
+            &format!("web.limits.{name}: must be more than zero"),
+        );
     }
-    check(l.head_timeout_max >= l.head_timeout, "web.limits.head_timeout_max: must be at least head_timeout");
-    check(l.keepalive_requests >= 1, "web.limits.keepalive_requests: must be at least 1");
-    check(l.max_connections >= 1, "web.limits.max_connections: must be at least 1");
-    check(l.max_pipeline >= 1, "web.limits.max_pipeline: must be at least 1");
-    check(web.cache.max_entries >= 1, "web.cache.max_entries: must be at least 1");
+    check(
+        l.head_timeout_max >= l.head_timeout,
+        "web.limits.head_timeout_max: must be at least head_timeout",
+    );
+    check(
+        l.keepalive_requests >= 1,
+        "web.limits.keepalive_requests: must be at least 1",
+    );
+    check(
+        l.max_connections >= 1,
+        "web.limits.max_connections: must be at least 1",
+    );
+    check(
+        l.max_pipeline >= 1,
+        "web.limits.max_pipeline: must be at least 1",
+    );
+    check(
+        web.cache.max_entries >= 1,
+        "web.cache.max_entries: must be at least 1",
+    );
 }
 
 impl Report {
     fn known_keys(&mut self, table: &Table, path: &str, known: &[&str]) {
         for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-            self.warnings.push(format!("{path}{key}: unknown key, ignored"));
+            self.warnings
+                .push(format!("{path}{key}: unknown key, ignored"));
         }
     }
 
@@ -260,7 +393,10 @@ impl Report {
         match t.get(key)? {
             Value::Table(inner) => Some(inner),
             other => {
-                self.errors.push(format!("{path}{key}: expected a table, found {}", other.type_str()));
+                self.errors.push(format!(
+                    "{path}{key}: expected a table, found {}",
+                    other.type_str()
+                ));
                 None
             }
         }
@@ -270,7 +406,10 @@ impl Report {
         match t.get(key)? {
             Value::String(s) => Some(s.clone()),
             other => {
-                self.errors.push(format!("{path}{key}: expected a string, found {}", other.type_str()));
+                self.errors.push(format!(
+                    "{path}{key}: expected a string, found {}",
+                    other.type_str()
+                ));
                 None
             }
         }
@@ -280,8 +419,9 @@ impl Report {
         match t.get(key)? {
             Value::Integer(n) if *n >= 0 => usize::try_from(*n).ok(),
             other => {
-                self.errors
-                    .push(format!("{path}{key}: expected a non-negative integer, found {other}"));
+                self.errors.push(format!(
+                    "{path}{key}: expected a non-negative integer, found {other}"
+                ));
                 None
             }
         }
@@ -291,13 +431,22 @@ impl Report {
         if let Some(n) = self.integer(t, path, key) {
             match T::try_from(n) {
                 Ok(v) => *into = v,
-                Err(_) => self.errors.push(format!("{path}{key}: {n} is out of range")),
+                Err(_) => self
+                    .errors
+                    .push(format!("{path}{key}: {n} is out of range")),
             }
         }
     }
 
     /// A value given as a string and parsed with `parse`.
-    fn parsed<T>(&mut self, t: &Table, path: &str, key: &str, parse: fn(&str) -> Result<T, String>, into: &mut T) {
+    fn parsed<T>(
+        &mut self,
+        t: &Table,
+        path: &str,
+        key: &str,
+        parse: fn(&str) -> Result<T, String>,
+        into: &mut T,
+    ) {
         if let Some(text) = self.string(t, path, key) {
             match parse(&text) {
                 Ok(v) => *into = v,
@@ -327,7 +476,9 @@ impl Report {
             None => return,
             Some(Value::Integer(n)) if *n >= 0 => Ok(n.unsigned_abs()),
             Some(Value::String(s)) => parse_size(s),
-            Some(other) => Err(format!("expected a size like 8192 or \"32KiB\", found {other}")),
+            Some(other) => Err(format!(
+                "expected a size like 8192 or \"32KiB\", found {other}"
+            )),
         };
         match bytes.and_then(|b| T::try_from(b).map_err(|_| format!("{b} is out of range"))) {
             Ok(v) => *into = v,
@@ -335,7 +486,13 @@ impl Report {
         }
     }
 
-    fn flag<T>(&mut self, name: &str, text: Option<&str>, parse: fn(&str) -> Result<T, String>, into: &mut T) {
+    fn flag<T>(
+        &mut self,
+        name: &str,
+        text: Option<&str>,
+        parse: fn(&str) -> Result<T, String>,
+        into: &mut T,
+    ) {
         if let Some(text) = text {
             match parse(text) {
                 Ok(v) => *into = v,
@@ -351,14 +508,17 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 }
 
 fn parse_count(text: &str) -> Result<usize, String> {
-    text.parse().map_err(|_| format!("{text:?} is not a whole number"))
+    text.parse()
+        .map_err(|_| format!("{text:?} is not a whole number"))
 }
 
 fn parse_runtime(text: &str) -> Result<RuntimeModel, String> {
     match text {
         "per-core" => Ok(RuntimeModel::PerCore),
         "multi-thread" => Ok(RuntimeModel::MultiThread),
-        _ => Err(format!("{text:?} is not a runtime model (per-core, multi-thread)")),
+        _ => Err(format!(
+            "{text:?} is not a runtime model (per-core, multi-thread)"
+        )),
     }
 }
 

@@ -48,7 +48,10 @@ fn defaults_to_loopback_8080() {
         ..ServeArgs::default()
     };
     let loaded = load_with(None, args).expect("valid");
-    assert_eq!(loaded.web.listen, vec![DEFAULT_LISTEN.parse::<SocketAddr>().expect("addr")]);
+    assert_eq!(
+        loaded.web.listen,
+        vec![DEFAULT_LISTEN.parse::<SocketAddr>().expect("addr")]
+    );
 }
 
 #[test]
@@ -75,7 +78,10 @@ max_memory_file = 4096
         tmp_docroot()
     );
     let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
-    assert_eq!(loaded.web.listen, vec!["127.0.0.1:9000".parse::<SocketAddr>().expect("addr")]);
+    assert_eq!(
+        loaded.web.listen,
+        vec!["127.0.0.1:9000".parse::<SocketAddr>().expect("addr")]
+    );
     assert_eq!(loaded.web.workers, 2);
     assert_eq!(loaded.web.log_format, LogFormat::Combined);
     assert_eq!(loaded.web.limits.head_timeout, Duration::from_secs(5));
@@ -91,7 +97,10 @@ max_memory_file = 4096
         ..ServeArgs::default()
     };
     let loaded = load_with(Some(&file), flags).expect("valid");
-    assert_eq!(loaded.web.listen, vec!["127.0.0.1:9001".parse::<SocketAddr>().expect("addr")]);
+    assert_eq!(
+        loaded.web.listen,
+        vec!["127.0.0.1:9001".parse::<SocketAddr>().expect("addr")]
+    );
     assert_eq!(loaded.web.workers, 1);
     assert_eq!(loaded.web.access_log, AccessLogTarget::Off);
 }
@@ -143,7 +152,10 @@ send_timeout = 0
 
 #[test]
 fn unknown_keys_are_warnings() {
-    let file = format!("[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[smtp]\n", tmp_docroot());
+    let file = format!(
+        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[smtp]\n",
+        tmp_docroot()
+    );
     let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
     assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
     assert!(loaded.warnings.iter().any(|w| w.contains("web.colour")));
@@ -157,14 +169,24 @@ fn syntax_errors_and_missing_files_are_errors() {
         config: Some(PathBuf::from("/missing.toml")),
         ..ServeArgs::default()
     };
-    let errors = load(&args, |_| Err(io::Error::from(io::ErrorKind::NotFound))).expect_err("missing");
-    assert!(errors.iter().any(|e| e.starts_with("/missing.toml")), "{errors:?}");
-    assert!(errors.iter().any(|e| e.contains("no document root")), "{errors:?}");
+    let errors =
+        load(&args, |_| Err(io::Error::from(io::ErrorKind::NotFound))).expect_err("missing");
+    assert!(
+        errors.iter().any(|e| e.starts_with("/missing.toml")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("no document root")),
+        "{errors:?}"
+    );
 }
 
 #[test]
 fn relative_docroot_is_relative_to_the_file() {
     let file = "[web]\ndocroot = \"www\"\n";
     let errors = load_with(Some(file), ServeArgs::default()).expect_err("no such dir");
-    assert!(errors.iter().any(|e| e.contains("/etc/stoa/www")), "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.contains("/etc/stoa/www")),
+        "{errors:?}"
+    );
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 /// `"200ms"`, `"20s"`, `"5m"`, `"1h"`; a bare number is seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     let n: u64 = digits
         .parse()
@@ -26,7 +28,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 /// are read as KiB, MiB, GiB, as nginx does).
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     let n: u64 = digits
         .parse()

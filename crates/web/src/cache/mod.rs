@@ -160,7 +160,9 @@ impl FileCache {
             && (len as usize) <= self.config.memory_budget)
             .then(|| read_all(&file, len))
             .flatten();
-        let etag = format!("\"{mtime:x}-{len:x}\"").into_bytes().into_boxed_slice();
+        let etag = format!("\"{mtime:x}-{len:x}\"")
+            .into_bytes()
+            .into_boxed_slice();
         FileInfo {
             header_lines: header_lines(path, mtime, &etag),
             file: Arc::new(file),
@@ -172,7 +174,9 @@ impl FileCache {
     }
 
     fn evict(&mut self) {
-        while self.entries.len() > self.config.max_entries || self.memory > self.config.memory_budget {
+        while self.entries.len() > self.config.max_entries
+            || self.memory > self.config.memory_budget
+        {
             match self.entries.pop_lru() {
                 Some((_, old)) => self.memory -= old.memory(),
                 None => break,

@@ -28,7 +28,8 @@ fn root() -> Root {
         0,
     )
     .expect("mkfifo");
-    let fd = rustix::fs::open(&docroot, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).expect("open root");
+    let fd = rustix::fs::open(&docroot, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+        .expect("open root");
     Root { dir, fd }
 }
 
@@ -84,11 +85,20 @@ fn headers_and_tags() {
         panic!("file expected");
     };
     let lines = String::from_utf8(f.header_lines.to_vec()).expect("ascii");
-    assert!(lines.starts_with("Content-Type: text/plain\r\nLast-Modified: "), "{lines}");
-    assert!(lines.contains(&format!("ETag: \"{:x}-5\"\r\n", f.mtime)), "{lines}");
+    assert!(
+        lines.starts_with("Content-Type: text/plain\r\nLast-Modified: "),
+        "{lines}"
+    );
+    assert!(
+        lines.contains(&format!("ETag: \"{:x}-5\"\r\n", f.mtime)),
+        "{lines}"
+    );
     assert!(lines.ends_with("Accept-Ranges: bytes\r\n"), "{lines}");
     assert_eq!(content_type(b"/x/y.html"), "text/html");
-    assert_eq!(content_type(b"/file_set/dir00001/class1_2"), "application/octet-stream");
+    assert_eq!(
+        content_type(b"/file_set/dir00001/class1_2"),
+        "application/octet-stream"
+    );
     assert_eq!(content_type(b"/.hidden"), "application/octet-stream");
 }
 
@@ -121,9 +131,15 @@ fn trusted_within_the_revalidation_interval() {
     let r = root();
     let mut c = cache(Duration::from_secs(3600));
     let t0 = Instant::now();
-    assert_eq!(kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind), "file 5 bytes, in memory: true");
+    assert_eq!(
+        kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind),
+        "file 5 bytes, in memory: true"
+    );
     std::fs::remove_file(r.dir.path().join("www/a.txt")).expect("rm");
-    assert_eq!(kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind), "file 5 bytes, in memory: true");
+    assert_eq!(
+        kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind),
+        "file 5 bytes, in memory: true"
+    );
 }
 
 #[test]
