@@ -36,33 +36,91 @@ use crate::response::Reply;
 use crate::server::Shared;
 use crate::static_files;
 
-/// Serves one accepted connection until it closes.
+/// Where a connection stands when its task starts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Origin {
+    pub(crate) peer: SocketAddr,
+    /// Requests answered before (non-zero for a connection woken from parking).
+    pub(crate) served: u32,
+    pub(crate) born: Instant,
+}
+
+impl Origin {
+    /// A connection just accepted.
+    pub(crate) fn accepted(peer: SocketAddr) -> Origin {
+        Origin {
+            peer,
+            served: 0,
+            born: Instant::now(),
+        }
+    }
+}
+
+/// Serves a connection until it closes or parks.
 pub(crate) async fn serve(
     stream: TcpStream,
-    peer: SocketAddr,
+    origin: Origin,
     shared: Arc<Shared>,
     permit: OwnedSemaphorePermit,
 ) {
-    let now = Instant::now();
     let mut conn = Conn {
         stream,
-        peer,
+        peer: origin.peer,
         shared,
         buf: Vec::new(),
         pos: 0,
         out: Output::default(),
-        served: 0,
-        born: now,
-        head_started: now,
+        served: origin.served,
+        born: origin.born,
+        head_started: Instant::now(),
         busy: false,
         discard: None,
         fresh: true,
         nodelay: false,
     };
-    conn.run().await;
+    let exit = conn.run().await;
     conn.set_busy(false);
     conn.release_buffers();
-    drop(permit);
+    if let Exit::Park(deadline) = exit {
+        park(conn, permit, deadline);
+    }
+}
+
+/// Moves an idle connection from its task to the worker's [`crate::idle::IdleSet`].
+fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
+    let Conn {
+        stream,
+        peer,
+        shared,
+        served,
+        born,
+        ..
+    } = conn;
+    match stream.into_std() {
+        Ok(stream) => local::with(&shared, |l| {
+            if let Some(idle) = &mut l.idle {
+                let parked = crate::idle::Parked {
+                    stream,
+                    peer,
+                    served,
+                    born,
+                    permit,
+                };
+                idle.park(parked, deadline);
+            }
+        }),
+        Err(e) => tracing::debug!("{peer}: cannot park: {e}"),
+    }
+}
+
+/// How a connection task ends.
+#[derive(Debug)]
+enum Exit {
+    /// The connection is closed (or about to be, when the socket drops).
+    Close,
+    /// Idle past [`crate::idle::PARK_AFTER`]: hand the socket to the idle set until
+    /// this deadline.
+    Park(Instant),
 }
 
 /// A request body being read and thrown away.
@@ -101,6 +159,8 @@ enum ReadEnd {
     Timeout,
     /// The server is draining; close without another request.
     Draining,
+    /// Idle long enough to park; the connection's idle deadline.
+    Park(Instant),
     /// A socket error.
     Failed(io::Error),
 }
@@ -132,7 +192,7 @@ struct Conn {
 }
 
 impl Conn {
-    async fn run(&mut self) {
+    async fn run(&mut self) -> Exit {
         loop {
             let step = self.process();
             if self.out.responses() > 0 {
@@ -140,7 +200,7 @@ impl Conn {
                 self.log_batch();
                 if let Err(e) = flushed {
                     tracing::debug!("{}: write failed: {e}", self.peer);
-                    return;
+                    return Exit::Close;
                 }
                 if !self.nodelay && !matches!(step, Step::Close { .. }) {
                     // Kept alive: pipelined answers and file tails must not wait
@@ -155,26 +215,28 @@ impl Conn {
                     if linger {
                         self.linger().await;
                     }
-                    return;
+                    return Exit::Close;
                 }
                 Step::NeedHead | Step::NeedBody => {}
             }
             match self.read(step).await {
                 Ok(()) => {}
+                Err(ReadEnd::Park(deadline)) => return Exit::Park(deadline),
                 Err(ReadEnd::Timeout) if self.has_partial_head(step) => {
-                    return self.answer_and_close(408).await;
+                    self.answer_and_close(408).await;
+                    return Exit::Close;
                 }
                 Err(ReadEnd::Eof) if self.has_partial_head(step) => {
                     // The client gave up mid-head: log it, there is no one to answer.
                     self.reject(400);
                     self.log_batch();
-                    return;
+                    return Exit::Close;
                 }
                 Err(ReadEnd::Failed(e)) => {
                     tracing::debug!("{}: read failed: {e}", self.peer);
-                    return;
+                    return Exit::Close;
                 }
-                Err(ReadEnd::Timeout | ReadEnd::Eof | ReadEnd::Draining) => return,
+                Err(ReadEnd::Timeout | ReadEnd::Eof | ReadEnd::Draining) => return Exit::Close,
             }
         }
     }
@@ -433,10 +495,9 @@ impl Conn {
                     return Ok(());
                 }
             }
-            self.wait_for_request().await?;
-        } else {
-            self.make_room();
+            return self.wait_for_request().await;
         }
+        self.make_room();
         loop {
             match self.stream.try_read_buf(&mut self.buf) {
                 Ok(0) => return Err(ReadEnd::Eof),
@@ -481,30 +542,50 @@ impl Conn {
         });
     }
 
-    /// Idles until the next request starts: buffers go back to the pool and the
-    /// connection stops counting as in flight.
+    /// Idles until the next request starts, then reads its first bytes. While
+    /// idle the buffers are back in the worker's pool and the connection does not
+    /// count as in flight; past [`crate::idle::PARK_AFTER`] it asks to be parked.
     async fn wait_for_request(&mut self) -> Result<(), ReadEnd> {
         self.release_buffers();
         self.set_busy(false);
         let limits = &self.shared.config.limits;
+        let now = Instant::now();
         let deadline = if self.served == 0 {
             self.born + limits.head_timeout
         } else {
-            Instant::now() + limits.keepalive_timeout
+            now + limits.keepalive_timeout
         };
-        match tokio::time::timeout_at(deadline.into(), self.stream.readable()).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
-            Err(_) => return Err(ReadEnd::Timeout),
-        }
-        if self.shared.draining.load(Ordering::Relaxed) {
-            return Err(ReadEnd::Draining);
+        let parking = local::with(&self.shared, |l| l.idle.is_some());
+        let park_at = now + crate::idle::PARK_AFTER;
+        let wait_until = if parking && park_at < deadline {
+            park_at
+        } else {
+            deadline
+        };
+        loop {
+            match tokio::time::timeout_at(wait_until.into(), self.stream.readable()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
+                Err(_) if wait_until < deadline => return Err(ReadEnd::Park(deadline)),
+                Err(_) => return Err(ReadEnd::Timeout),
+            }
+            if self.shared.draining.load(Ordering::Relaxed) {
+                return Err(ReadEnd::Draining);
+            }
+            self.take_buffers();
+            match self.stream.try_read_buf(&mut self.buf) {
+                Ok(0) => return Err(ReadEnd::Eof),
+                Ok(_) => break,
+                // Readiness left over from the last request: now cleared, so the
+                // next wait is for real.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.release_buffers(),
+                Err(e) => return Err(ReadEnd::Failed(e)),
+            }
         }
         self.set_busy(true);
         if self.served > 0 {
             self.head_started = Instant::now();
         }
-        self.take_buffers();
         Ok(())
     }
 

@@ -10,6 +10,8 @@
 //! - [`Server`] (`server.rs`): binds, starts the workers, drains on shutdown.
 //! - `conn.rs`: the connection loop: keep-alive, pipelining, timeouts, lingering
 //!   close. It owns the socket and its buffers.
+//! - `idle.rs`: parking of connections idle for over a second outside tokio, so
+//!   an idle keep-alive connection costs under a hundred bytes.
 //! - `output.rs`: the write queue that turns a batch of responses into few
 //!   system calls.
 //! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories.
@@ -29,6 +31,7 @@ mod access_log;
 mod cache;
 pub mod config;
 mod conn;
+mod idle;
 mod local;
 mod output;
 mod response;

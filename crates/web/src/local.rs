@@ -14,6 +14,7 @@ use stoa_http_proto::date::DateCache;
 
 use crate::access_log::LogBuffer;
 use crate::cache::FileCache;
+use crate::idle::IdleSet;
 use crate::output::Output;
 use crate::server::Shared;
 
@@ -33,6 +34,8 @@ pub(crate) struct Local {
     pub(crate) log: LogBuffer,
     buffers: Vec<Vec<u8>>,
     outputs: Vec<Output>,
+    /// Parked connections (per-core runtime only).
+    pub(crate) idle: Option<IdleSet>,
 }
 
 thread_local! {
@@ -52,6 +55,7 @@ pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
                 log: LogBuffer::default(),
                 buffers: Vec::new(),
                 outputs: Vec::new(),
+                idle: None,
             }),
         };
         f(local)

@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 
 use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::config::{Config, RuntimeModel};
-use crate::{conn, local};
+use crate::{conn, idle, local};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -176,8 +176,10 @@ fn run_per_core(
             async move {
                 let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections));
                 let ticker = tokio::spawn(tick(Arc::clone(&shared)));
+                let parking = tokio::task::spawn_local(idle::run(Arc::clone(&shared)));
                 serve_until(&shared, group, limit, shutdown).await;
                 ticker.abort();
+                parking.abort();
                 local::flush_log(&shared);
             }
         },
@@ -253,7 +255,12 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limit: Arc<Sema
             return;
         };
         let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
-        tokio::spawn(conn::serve(stream, peer, Arc::clone(&shared), permit));
+        tokio::spawn(conn::serve(
+            stream,
+            conn::Origin::accepted(peer),
+            Arc::clone(&shared),
+            permit,
+        ));
     }
 }
 

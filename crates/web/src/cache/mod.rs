@@ -192,9 +192,11 @@ fn read_all(file: &File, len: u64) -> Option<Bytes> {
 }
 
 fn header_lines(path: &[u8], mtime: u64, etag: &[u8]) -> Box<[u8]> {
+    // A path ending in `/` was answered with the directory's index.
+    let served = if path.ends_with(b"/") { INDEX } else { path };
     let mut lines = Vec::with_capacity(160);
     lines.extend_from_slice(b"Content-Type: ");
-    lines.extend_from_slice(content_type(path).as_bytes());
+    lines.extend_from_slice(content_type(served).as_bytes());
     lines.extend_from_slice(b"\r\nLast-Modified: ");
     stoa_http_proto::date::write_http_date(&mut lines, mtime);
     lines.extend_from_slice(b"\r\nETag: ");
@@ -216,6 +218,9 @@ pub(crate) fn content_type(path: &[u8]) -> &'static str {
         .and_then(|ext| mime_guess::from_ext(ext).first_raw())
         .unwrap_or("application/octet-stream")
 }
+
+/// The file served for a directory path ending in `/`.
+const INDEX: &[u8] = b"index.html";
 
 enum Opened {
     File(File, Stat),
@@ -240,7 +245,7 @@ fn open(root: &OwnedFd, path: &[u8]) -> (Opened, Option<Identity>) {
     let rel = path.strip_prefix(b"/").unwrap_or(path);
     let wants_dir = rel.is_empty() || rel.ends_with(b"/");
     let result = if wants_dir {
-        let index = [rel, b"index.html"].concat();
+        let index = [rel, INDEX].concat();
         match open_beneath(root, &index) {
             Err(Errno::NOENT) => {
                 // No index: 403 if the directory exists (nginx), 404 if not.

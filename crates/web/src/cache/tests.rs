@@ -95,6 +95,14 @@ fn headers_and_tags() {
     );
     assert!(lines.ends_with("Accept-Ranges: bytes\r\n"), "{lines}");
     assert_eq!(content_type(b"/x/y.html"), "text/html");
+    let Kind::File(index) = &c.lookup(&r.fd, b"/sub/", Instant::now()).kind else {
+        panic!("index expected");
+    };
+    assert!(
+        index
+            .header_lines
+            .starts_with(b"Content-Type: text/html\r\n")
+    );
     assert_eq!(
         content_type(b"/file_set/dir00001/class1_2"),
         "application/octet-stream"

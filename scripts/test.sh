@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+#
+# Installs what the tests need first (Debian packages, only when missing, so a
+# second run installs nothing), then: format check, clippy with warnings as
+# errors, rustdoc with warnings as errors, and every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# command -> Debian package providing it
+declare -A needs=(
+  [curl]=curl
+  [python3]=python3
+  [setpriv]=util-linux
+)
+missing=()
+for cmd in "${!needs[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${needs[$cmd]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/test.sh: missing ${missing[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+cargo test --workspace --locked
