@@ -628,6 +628,8 @@ impl Conn {
     /// sends for a while, so our response is not destroyed by a reset (nginx's
     /// lingering close).
     async fn linger(&mut self) {
+        // The answer is out: shutdown need not wait for this.
+        self.set_busy(false);
         let limits = &self.shared.config.limits;
         let (idle, total) = (limits.linger_idle, limits.linger_timeout);
         if rustix::net::shutdown(&self.stream, rustix::net::Shutdown::Write).is_err() {

@@ -17,6 +17,7 @@ use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -233,10 +234,47 @@ const OPEN_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::NOCTTY);
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
 
+/// Set once `openat2` has failed with `ENOSYS` (Linux before 5.6, or valgrind).
+static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+
 fn open_beneath(root: &OwnedFd, rel: &[u8]) -> Result<(OwnedFd, Stat), Errno> {
-    let fd = rustix::fs::openat2(root.as_fd(), rel, OPEN_FLAGS, Mode::empty(), RESOLVE)?;
+    let fd = if NO_OPENAT2.load(Ordering::Relaxed) {
+        open_without_symlinks(root, rel)?
+    } else {
+        match rustix::fs::openat2(root.as_fd(), rel, OPEN_FLAGS, Mode::empty(), RESOLVE) {
+            Err(Errno::NOSYS) => {
+                tracing::warn!(
+                    "openat2 is unavailable: symlinks in the document root will not be followed"
+                );
+                NO_OPENAT2.store(true, Ordering::Relaxed);
+                open_without_symlinks(root, rel)?
+            }
+            other => other?,
+        }
+    };
     let st = rustix::fs::fstat(&fd)?;
     Ok((fd, st))
+}
+
+/// The fallback without `openat2`: one `openat(O_NOFOLLOW)` per component, so no
+/// symlink is followed at all (stricter than `RESOLVE_BENEATH`, never looser). The
+/// path has no `..` or `.` segments: the target decoder removed them.
+fn open_without_symlinks(root: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, Errno> {
+    let mut components = rel
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty())
+        .peekable();
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir: Option<OwnedFd> = None;
+    while let Some(name) = components.next() {
+        let at = dir.as_ref().map_or(root.as_fd(), AsFd::as_fd);
+        if components.peek().is_none() {
+            return rustix::fs::openat(at, name, OPEN_FLAGS | OFlags::NOFOLLOW, Mode::empty());
+        }
+        dir = Some(rustix::fs::openat(at, name, dir_flags, Mode::empty())?);
+    }
+    // Empty path or "." : the root itself.
+    rustix::fs::openat(root.as_fd(), ".", OPEN_FLAGS, Mode::empty())
 }
 
 /// Opens `path` beneath `root`: the file itself, or `index.html` for a path ending

@@ -187,3 +187,20 @@ fn unreadable_file_is_forbidden() {
         assert_eq!(got, "forbidden");
     }
 }
+
+#[test]
+fn fallback_without_openat2_follows_no_symlinks() {
+    let r = root();
+    let open = |p: &[u8]| {
+        open_without_symlinks(&r.fd, p).map(|fd| rustix::fs::fstat(&fd).expect("fstat").st_size)
+    };
+    assert_eq!(open(b"a.txt"), Ok(5));
+    assert_eq!(open(b"sub/index.html"), Ok(9));
+    assert!(open(b"sub").is_ok());
+    assert!(open(b"").is_ok());
+    assert_eq!(open(b"inside"), Err(Errno::LOOP));
+    assert_eq!(open(b"escape"), Err(Errno::LOOP));
+    assert_eq!(open(b"abs"), Err(Errno::LOOP));
+    assert_eq!(open(b"missing/x"), Err(Errno::NOENT));
+    assert_eq!(open(b"a.txt/x"), Err(Errno::NOTDIR));
+}
