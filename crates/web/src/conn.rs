@@ -96,6 +96,10 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
         born,
         ..
     } = conn;
+    if shared.draining.load(Ordering::Relaxed) {
+        // Shutting down: an idle connection just closes.
+        return;
+    }
     match stream.into_std() {
         Ok(stream) => local::with(&shared, |l| {
             if let Some(idle) = &mut l.idle {
@@ -212,7 +216,7 @@ impl Conn {
             match step {
                 Step::Flush => continue,
                 Step::Close { linger } => {
-                    if linger {
+                    if linger || self.input_pending() {
                         self.linger().await;
                     }
                     return Exit::Close;
@@ -236,9 +240,34 @@ impl Conn {
                     tracing::debug!("{}: read failed: {e}", self.peer);
                     return Exit::Close;
                 }
-                Err(ReadEnd::Timeout | ReadEnd::Eof | ReadEnd::Draining) => return Exit::Close,
+                Err(ReadEnd::Draining) => {
+                    // A request came in as the server began to drain: it goes
+                    // unanswered, but it must be read, or closing would reset the
+                    // connection and destroy the last response still in flight.
+                    self.linger().await;
+                    return Exit::Close;
+                }
+                Err(ReadEnd::Timeout | ReadEnd::Eof) => return Exit::Close,
             }
         }
+    }
+
+    /// Whether the client has sent bytes we have not read. Closing a socket with
+    /// unread input makes the kernel send a reset, which destroys responses still in
+    /// the send buffer (RFC 9112 §9.6); such connections linger instead. One
+    /// non-blocking `recv` when the buffer is empty.
+    fn input_pending(&mut self) -> bool {
+        if self.pos < self.buf.len() {
+            return true;
+        }
+        self.buf.clear();
+        self.pos = 0;
+        self.take_buffers();
+        let spare = rustix::buffer::spare_capacity(&mut self.buf);
+        matches!(
+            rustix::net::recv(&self.stream, spare, rustix::net::RecvFlags::DONTWAIT),
+            Ok((n, _)) if n > 0
+        )
     }
 
     fn has_partial_head(&self, step: Step) -> bool {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use rustix::event::epoll::{self, EventData, EventFlags};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use crate::server::Shared;
 use crate::{conn, local};
@@ -68,6 +68,8 @@ pub(crate) struct IdleSet {
     slots: Vec<Slot>,
     free: Vec<u32>,
     deadlines: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// Tells [`run`] that an earlier deadline than the one it sleeps for arrived.
+    rearm: Arc<Notify>,
 }
 
 fn key(slot: u32, generation: u32) -> u64 {
@@ -75,12 +77,13 @@ fn key(slot: u32, generation: u32) -> u64 {
 }
 
 impl IdleSet {
-    fn new(epoll: Arc<OwnedFd>) -> IdleSet {
+    fn new(epoll: Arc<OwnedFd>, rearm: Arc<Notify>) -> IdleSet {
         IdleSet {
             epoll,
             slots: Vec::new(),
             free: Vec::new(),
             deadlines: BinaryHeap::new(),
+            rearm,
         }
     }
 
@@ -109,6 +112,9 @@ impl IdleSet {
             return;
         }
         entry.conn = Some((conn, deadline));
+        if self.next_deadline().is_none_or(|next| deadline < next) {
+            self.rearm.notify_one();
+        }
         self.deadlines.push(Reverse((deadline, slot, generation)));
     }
 
@@ -140,6 +146,13 @@ impl IdleSet {
         }
     }
 
+    /// Closes every parked connection (the server is shutting down).
+    pub(crate) fn close_all(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+        self.deadlines.clear();
+    }
+
     fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.peek().map(|Reverse((t, _, _))| *t)
     }
@@ -155,7 +168,10 @@ pub(crate) async fn run(shared: Arc<Shared>) -> io::Result<()> {
                   the OwnedFd, so the descriptor stays open and unchanged while registered"
     )]
     let ready = AsyncFd::with_interest(Arc::clone(&epoll), Interest::READABLE)?;
-    local::with(&shared, |l| l.idle = Some(IdleSet::new(Arc::clone(&epoll))));
+    let rearm = Arc::new(Notify::new());
+    local::with(&shared, |l| {
+        l.idle = Some(IdleSet::new(Arc::clone(&epoll), Arc::clone(&rearm)))
+    });
     let mut events = Vec::with_capacity(EVENTS_PER_WAIT);
     loop {
         let next = local::with(&shared, |l| {
@@ -184,6 +200,7 @@ pub(crate) async fn run(shared: Arc<Shared>) -> io::Result<()> {
                     idle.expire(Instant::now());
                 }
             }),
+            () = rearm.notified() => {}
         }
     }
 }

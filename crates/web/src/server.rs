@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 
 use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::config::{Config, RuntimeModel};
+use crate::idle::IdleSet;
 use crate::{conn, idle, local};
 
 /// Why the server could not start.
@@ -241,6 +242,9 @@ async fn serve_until(
     }
     shutdown.wait().await;
     shared.draining.store(true, Ordering::Relaxed);
+    // Parked connections are idle: close them now. Those idle in their task close
+    // when they would park (within a second).
+    local::with(shared, |l| l.idle.as_mut().map(IdleSet::close_all));
     for a in &accepts {
         a.abort();
     }

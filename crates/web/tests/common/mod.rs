@@ -1,0 +1,625 @@
+//! Shared harness for the in-process protocol tests: a server on 127.0.0.1:0 with a
+//! temporary document root, and a small raw HTTP/1.1 client over `std::net::TcpStream`.
+//!
+//! Every wait is bounded: sockets get read and write timeouts, and the server guard
+//! triggers shutdown and joins the server thread when dropped.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the harness"
+)]
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use stoa_netkit::shutdown::Trigger;
+use stoa_web::config::{AccessLogTarget, LogFormat};
+use stoa_web::{Config, Server};
+
+/// What the file outside the document root holds; no response may ever contain it.
+pub(crate) const SECRET: &str = "TOP-SECRET-d41d8cd98f00b204";
+
+/// Default socket read timeout: long enough for a loaded machine, short enough that
+/// a hung test fails instead of hanging.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) const A_TXT: &[u8] = b"alpha\n";
+pub(crate) const B_TXT: &[u8] = b"bravo bravo\n";
+pub(crate) const C_HTML: &[u8] = b"<p>charlie</p>\n";
+pub(crate) const DIR_INDEX: &[u8] = b"<h1>dir index</h1>\n";
+/// Size of `big.bin`: above the 32 KiB in-memory threshold, so it goes out with
+/// `sendfile`.
+pub(crate) const BIG_LEN: usize = 300 * 1024;
+/// Size of `100k.bin`.
+pub(crate) const HUNDRED_K: usize = 100 * 1024;
+
+/// Waits `d` to pace a deliberately slow client (trickled bytes, requests spaced
+/// in time). Never used to wait for the server: that is always a bounded read.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "pacing a slow client is the behaviour under test, not synchronisation"
+)]
+pub(crate) fn pace(d: Duration) {
+    std::thread::sleep(d);
+}
+
+/// Deterministic, non-repeating-looking content for binary files.
+pub(crate) fn pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ (i >> 8) ^ (i >> 16)) as u8)
+        .collect()
+}
+
+/// A temporary directory: `root/` is the document root, `x`, `x.html` and
+/// `etc/passwd` next to it hold [`SECRET`].
+pub(crate) struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    pub(crate) fn new() -> Fixture {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = Fixture { dir };
+        for outside in ["x", "x.html", "etc/passwd", "secret.txt"] {
+            f.write_outside(outside, SECRET.as_bytes());
+        }
+        f.write("a.txt", A_TXT);
+        f.write("b.txt", B_TXT);
+        f.write("c.html", C_HTML);
+        f.write("empty.txt", b"");
+        f.write("big.bin", &pattern(BIG_LEN));
+        f.write("100k.bin", &pattern(HUNDRED_K));
+        f.write("dir/index.html", DIR_INDEX);
+        f.write("noindex/file.txt", b"in noindex\n");
+        f
+    }
+
+    /// The document root.
+    pub(crate) fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    /// The directory holding the document root.
+    pub(crate) fn outside(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `rel` (beneath the document root), creating parent directories.
+    pub(crate) fn write(&self, rel: &str, bytes: &[u8]) {
+        write_file(&self.root().join(rel), bytes);
+    }
+
+    fn write_outside(&self, rel: &str, bytes: &[u8]) {
+        write_file(&self.dir.path().join(rel), bytes);
+    }
+
+    /// Defaults for tests: two workers, short lingering and a bounded drain.
+    pub(crate) fn config(&self) -> Config {
+        let listen: SocketAddr = "127.0.0.1:0".parse().expect("address");
+        let mut c = Config::new(self.root(), vec![listen]);
+        c.workers = 2;
+        c.shutdown_grace = Duration::from_secs(10);
+        c.limits.linger_idle = Duration::from_secs(1);
+        c.limits.linger_timeout = Duration::from_secs(5);
+        c
+    }
+
+    /// Binds and runs a server on its own thread.
+    pub(crate) fn start(self, config: Config) -> TestServer {
+        let server = Server::bind(config).expect("bind the test server");
+        let addr = server.local_addrs()[0];
+        let (trigger, shutdown) = stoa_netkit::shutdown::channel();
+        let thread = std::thread::Builder::new()
+            .name("test-server".into())
+            .spawn(move || server.run(shutdown))
+            .expect("spawn server thread");
+        TestServer {
+            addr,
+            trigger: Some(trigger),
+            thread: Some(thread),
+            fixture: self,
+        }
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create directories");
+    }
+    std::fs::write(path, bytes).expect("write fixture file");
+}
+
+/// A running server; dropping it triggers shutdown and joins the server thread.
+pub(crate) struct TestServer {
+    addr: SocketAddr,
+    trigger: Option<Trigger>,
+    thread: Option<JoinHandle<Result<(), stoa_web::Error>>>,
+    fixture: Fixture,
+}
+
+impl TestServer {
+    /// A server with the test defaults.
+    pub(crate) fn start() -> TestServer {
+        TestServer::with(|_| {})
+    }
+
+    /// A server with the test defaults, adjusted by `edit`.
+    pub(crate) fn with(edit: impl FnOnce(&mut Config)) -> TestServer {
+        let fixture = Fixture::new();
+        let mut config = fixture.config();
+        edit(&mut config);
+        fixture.start(config)
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub(crate) fn root(&self) -> PathBuf {
+        self.fixture.root()
+    }
+
+    /// A new client connection.
+    pub(crate) fn connect(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// Starts the shutdown without waiting for it.
+    pub(crate) fn trigger(&self) {
+        if let Some(t) = &self.trigger {
+            t.trigger();
+        }
+    }
+
+    /// Triggers shutdown and waits for `run` to return; returns how long the wait
+    /// took. Panics if `run` failed or panicked.
+    pub(crate) fn shutdown(&mut self) -> Duration {
+        self.trigger();
+        let start = Instant::now();
+        let thread = self.thread.take().expect("server still running");
+        thread
+            .join()
+            .expect("server thread panicked")
+            .expect("Server::run failed");
+        start.elapsed()
+    }
+
+    /// Whether `run` has returned (without waiting).
+    pub(crate) fn has_stopped(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.trigger();
+        if let Some(thread) = self.thread.take() {
+            let result = thread.join();
+            if !std::thread::panicking() {
+                result
+                    .expect("server thread panicked")
+                    .expect("Server::run failed");
+            }
+        }
+    }
+}
+
+/// `GET path HTTP/1.1` with a `Host` header.
+pub(crate) fn get(path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
+}
+
+/// `METHOD path HTTP/1.1` with a `Host` header and extra header lines.
+pub(crate) fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> Vec<u8> {
+    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
+    for (name, value) in headers {
+        r.push_str(name);
+        r.push_str(": ");
+        r.push_str(value);
+        r.push_str("\r\n");
+    }
+    r.push_str("\r\n");
+    r.into_bytes()
+}
+
+/// One parsed response.
+#[derive(Debug, Clone)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) version: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Response {
+    /// The first header named `name` (ASCII case-insensitive).
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// How many headers are named `name`.
+    pub(crate) fn header_count(&self, name: &str) -> usize {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .count()
+    }
+
+    /// `Connection: close` was sent.
+    pub(crate) fn closes(&self) -> bool {
+        self.header("Connection")
+            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
+    }
+
+    pub(crate) fn content_length(&self) -> Option<u64> {
+        self.header("Content-Length")
+            .map(|v| v.trim().parse().expect("numeric Content-Length"))
+    }
+
+    pub(crate) fn body_str(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// How a read that brought no bytes ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// Orderly EOF (FIN).
+    Eof,
+    /// The peer reset the connection.
+    Reset,
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+    )
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// A raw client connection with its own read buffer, so that pipelined responses can
+/// be parsed one at a time.
+pub(crate) struct Client {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Client {
+    pub(crate) fn connect(addr: SocketAddr) -> Client {
+        Client::from_stream(TcpStream::connect(addr).expect("connect to the test server"))
+    }
+
+    /// Connects with a small receive buffer (set before `connect`, which disables
+    /// receive-buffer autotuning), so that a large response cannot be absorbed by the
+    /// client's kernel while the test is not reading.
+    pub(crate) fn connect_small_rcvbuf(addr: SocketAddr, bytes: usize) -> Client {
+        use rustix::net::{AddressFamily, SocketType};
+        let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None)
+            .expect("create socket");
+        rustix::net::sockopt::set_socket_recv_buffer_size(&fd, bytes).expect("SO_RCVBUF");
+        rustix::net::connect(&fd, &addr).expect("connect to the test server");
+        Client::from_stream(TcpStream::from(fd))
+    }
+
+    /// Enlarges the receive buffer (after [`Client::connect_small_rcvbuf`]), so the
+    /// rest of a large response arrives quickly.
+    pub(crate) fn grow_rcvbuf(&self, bytes: usize) {
+        rustix::net::sockopt::set_socket_recv_buffer_size(&self.stream, bytes).expect("SO_RCVBUF");
+    }
+
+    pub(crate) fn from_stream(stream: TcpStream) -> Client {
+        stream
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .expect("set read timeout");
+        stream
+            .set_write_timeout(Some(READ_TIMEOUT))
+            .expect("set write timeout");
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        Client {
+            stream,
+            buf: Vec::with_capacity(64 * 1024),
+            pos: 0,
+        }
+    }
+
+    /// A second handle on the socket, for writing from another thread.
+    pub(crate) fn writer(&self) -> TcpStream {
+        self.stream.try_clone().expect("clone socket")
+    }
+
+    pub(crate) fn set_read_timeout(&self, t: Duration) {
+        self.stream.set_read_timeout(Some(t)).expect("set timeout");
+    }
+
+    /// Writes all of `bytes`; panics on error.
+    #[track_caller]
+    pub(crate) fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write request");
+    }
+
+    /// Writes all of `bytes`, returning the error instead of panicking (the server
+    /// may legitimately close while a refused request is still being sent).
+    pub(crate) fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Half-closes: the server sees EOF after what was sent.
+    pub(crate) fn shutdown_write(&self) {
+        self.stream
+            .shutdown(Shutdown::Write)
+            .expect("shutdown(Write)");
+    }
+
+    /// Sends `GET path` and reads the response.
+    #[track_caller]
+    pub(crate) fn get(&mut self, path: &str) -> Response {
+        self.send(&get(path));
+        self.response()
+    }
+
+    /// Sends `req` and reads one response (`head`: the request was a HEAD).
+    #[track_caller]
+    pub(crate) fn roundtrip(&mut self, req: &[u8], head: bool) -> Response {
+        self.send(req);
+        self.read_response(head)
+    }
+
+    /// Reads one response to a GET; panics on EOF or a timeout.
+    #[track_caller]
+    pub(crate) fn response(&mut self) -> Response {
+        self.read_response(false)
+    }
+
+    /// Reads one response; panics on EOF, a reset or a timeout.
+    #[track_caller]
+    pub(crate) fn read_response(&mut self, head: bool) -> Response {
+        match self.try_read_response(head) {
+            Ok(Some(r)) => r,
+            Ok(None) => panic!("connection closed where a response was expected"),
+            Err(e) => panic!("reading a response: {e}"),
+        }
+    }
+
+    /// Reads one response. `Ok(None)`: the connection closed cleanly before any byte
+    /// of one. Responses to HEAD, 1xx, 204 and 304 have no body; others are framed
+    /// by `Content-Length`, or run to EOF without it.
+    pub(crate) fn try_read_response(&mut self, head: bool) -> io::Result<Option<Response>> {
+        let end = loop {
+            if let Some(i) = memchr::memmem::find(&self.buf[self.pos..], b"\r\n\r\n") {
+                break self.pos + i + 4;
+            }
+            if self.fill()? == 0 {
+                if self.pos == self.buf.len() {
+                    return Ok(None);
+                }
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "EOF inside a response head: {:?}",
+                        String::from_utf8_lossy(&self.buf[self.pos..])
+                    ),
+                ));
+            }
+        };
+        let text = String::from_utf8_lossy(&self.buf[self.pos..end - 4]).into_owned();
+        let mut lines = text.split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let mut parts = status_line.splitn(3, ' ');
+        let version = parts.next().unwrap_or_default().to_owned();
+        let status: u16 = parts
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad(format!("bad status line {status_line:?}")))?;
+        if !version.starts_with("HTTP/1.") {
+            return Err(bad(format!("bad status line {status_line:?}")));
+        }
+        let mut headers = Vec::new();
+        for line in lines {
+            let (name, value) = line
+                .split_once(':')
+                .ok_or_else(|| bad(format!("bad header line {line:?}")))?;
+            headers.push((name.to_owned(), value.trim().to_owned()));
+        }
+        self.pos = end;
+        let mut response = Response {
+            status,
+            version,
+            headers,
+            body: Vec::new(),
+        };
+        let no_body = head || status == 204 || status == 304 || (100..200).contains(&status);
+        if no_body {
+            return Ok(Some(response));
+        }
+        match response.content_length() {
+            Some(n) => {
+                let n = usize::try_from(n).map_err(|_| bad("huge Content-Length".into()))?;
+                while self.buf.len() - self.pos < n {
+                    if self.fill()? == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            format!(
+                                "EOF after {} of {n} body bytes (status {status})",
+                                self.buf.len() - self.pos
+                            ),
+                        ));
+                    }
+                }
+                response.body = self.buf[self.pos..self.pos + n].to_vec();
+                self.pos += n;
+            }
+            None => {
+                while self.fill()? > 0 {}
+                response.body = self.buf[self.pos..].to_vec();
+                self.pos = self.buf.len();
+            }
+        }
+        Ok(Some(response))
+    }
+
+    /// Reads more bytes into the buffer; `Ok(0)` on EOF.
+    fn fill(&mut self) -> io::Result<usize> {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else if self.pos > 1 << 20 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + 64 * 1024, 0);
+        let result = loop {
+            match self.stream.read(&mut self.buf[len..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        let n = *result.as_ref().unwrap_or(&0);
+        self.buf.truncate(len + n);
+        result
+    }
+
+    /// Reads exactly `n` raw bytes (from the buffer first).
+    #[track_caller]
+    pub(crate) fn read_exact_raw(&mut self, n: usize) -> Vec<u8> {
+        while self.buf.len() - self.pos < n {
+            match self.fill() {
+                Ok(0) => panic!("EOF after {} of {n} raw bytes", self.buf.len() - self.pos),
+                Ok(_) => {}
+                Err(e) => panic!("reading raw bytes: {e}"),
+            }
+        }
+        let out = self.buf[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        out
+    }
+
+    /// Reads a response head only; its body stays unread (in the buffer or the
+    /// socket) for [`Client::read_exact_raw`].
+    #[track_caller]
+    pub(crate) fn read_head_only(&mut self) -> Response {
+        self.read_response(true)
+    }
+
+    /// Waits for the connection to close with nothing more sent; panics on more
+    /// bytes or when it stays open past the read timeout.
+    #[track_caller]
+    pub(crate) fn expect_closed(&mut self) -> Closed {
+        if self.pos < self.buf.len() {
+            panic!(
+                "unexpected bytes where the connection should close: {:?}",
+                String::from_utf8_lossy(&self.buf[self.pos..])
+            );
+        }
+        match self.fill() {
+            Ok(0) => Closed::Eof,
+            Ok(_) => panic!(
+                "unexpected bytes where the connection should close: {:?}",
+                String::from_utf8_lossy(&self.buf[self.pos..])
+            ),
+            Err(e) if is_reset(&e) => Closed::Reset,
+            Err(e) if is_timeout(&e) => panic!("the connection was not closed by the server"),
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+
+    /// Reads and throws away bytes until the connection closes; returns how many
+    /// bytes came and how it ended. Panics if it stays open past the read timeout.
+    #[track_caller]
+    pub(crate) fn drain_until_closed(&mut self) -> (usize, Closed) {
+        let mut total = self.buf.len() - self.pos;
+        self.buf.clear();
+        self.pos = 0;
+        loop {
+            match self.fill() {
+                Ok(0) => return (total, Closed::Eof),
+                Ok(n) => {
+                    total += n;
+                    self.buf.clear();
+                }
+                Err(e) if is_reset(&e) => return (total, Closed::Reset),
+                Err(e) if is_timeout(&e) => {
+                    panic!("the connection was not closed by the server ({total} bytes read)")
+                }
+                Err(e) => panic!("read failed: {e}"),
+            }
+        }
+    }
+
+    /// Asserts that the connection is still open and idle: nothing arrives within
+    /// `wait`. (Only used where a wait is what is being tested.)
+    #[track_caller]
+    pub(crate) fn expect_open_and_silent(&mut self, wait: Duration) {
+        assert!(
+            self.pos == self.buf.len(),
+            "unexpected bytes: {:?}",
+            String::from_utf8_lossy(&self.buf[self.pos..])
+        );
+        self.set_read_timeout(wait);
+        let result = self.fill();
+        self.set_read_timeout(READ_TIMEOUT);
+        match result {
+            Err(e) if is_timeout(&e) => {}
+            Ok(0) => panic!("the connection was closed"),
+            Ok(_) => panic!(
+                "unexpected bytes: {:?}",
+                String::from_utf8_lossy(&self.buf[self.pos..])
+            ),
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+}
+
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// Asserts that `req` is refused with `status`, `Connection: close`, and that the
+/// connection is then closed without answering anything after it. A valid request
+/// is pipelined behind the bad one: it must never be answered.
+#[track_caller]
+pub(crate) fn assert_rejected(server: &TestServer, req: &[u8], status: u16) {
+    let mut c = server.connect();
+    let mut wire = req.to_vec();
+    wire.extend_from_slice(&get("/b.txt"));
+    // The server may close while we write; the response must still arrive.
+    let _ = c.try_send(&wire);
+    let what = String::from_utf8_lossy(req).into_owned();
+    let r = match c.try_read_response(false) {
+        Ok(Some(r)) => r,
+        Ok(None) => panic!("{what:?}: closed without a response"),
+        Err(e) => panic!("{what:?}: {e}"),
+    };
+    assert_eq!(
+        r.status,
+        status,
+        "{what:?}: status; body {:?}",
+        r.body_str()
+    );
+    assert!(
+        r.closes(),
+        "{what:?}: no Connection: close in {:?}",
+        r.headers
+    );
+    c.expect_closed();
+}
+
+/// Access-log target in `dir`, with the combined format.
+pub(crate) fn combined_log(config: &mut Config, path: PathBuf) {
+    config.access_log = AccessLogTarget::File(path);
+    config.log_format = LogFormat::Combined;
+}

@@ -1,0 +1,154 @@
+//! Kept-alive connections idle for longer than a second leave their task and are
+//! parked in the worker's own epoll set (`idle.rs`). Over real sockets: a parked
+//! connection wakes for its next request with its state intact, expires at its
+//! keep-alive deadline, and is closed at shutdown.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, Closed, TestServer, get, pattern};
+
+/// Longer than the server's park threshold (1 s).
+const PARKED: Duration = Duration::from_millis(1500);
+
+#[test]
+fn parked_connection_wakes_for_its_next_request() {
+    let s = TestServer::start();
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    // Idle long enough to be parked; nothing may arrive and it must stay open.
+    c.expect_open_and_silent(PARKED);
+    let r = c.get("/b.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, B_TXT));
+    assert!(!r.closes());
+    // Pipelined after waking, including a sendfile response.
+    c.send(&[get("/big.bin"), get("/c.html")].concat());
+    assert!(c.response().body == pattern(BIG_LEN));
+    assert_eq!(c.response().body, C_HTML);
+    // And it can park and wake again.
+    c.expect_open_and_silent(PARKED);
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+}
+
+#[test]
+fn parked_connection_woken_by_a_split_request() {
+    let s = TestServer::start();
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    c.expect_open_and_silent(PARKED);
+    // The first byte wakes it; the rest follows separately.
+    let req = get("/c.html");
+    c.send(&req[..1]);
+    c.send(&req[1..]);
+    assert_eq!(c.response().body, C_HTML);
+}
+
+#[test]
+fn parked_connection_expires_at_its_keepalive_deadline() {
+    let s = TestServer::with(|c| c.limits.keepalive_timeout = Duration::from_millis(1800));
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    // Nothing else happens on the server meanwhile: the expiry must not depend on
+    // some other connection's activity.
+    c.set_read_timeout(Duration::from_secs(6));
+    let idle = Instant::now();
+    assert_eq!(c.expect_closed(), Closed::Eof);
+    let waited = idle.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1500),
+        "closed after {waited:?}, before the keep-alive deadline"
+    );
+    assert!(waited < Duration::from_secs(6), "closed after {waited:?}");
+}
+
+#[test]
+fn parked_connection_keeps_its_request_count() {
+    let s = TestServer::with(|c| c.limits.keepalive_requests = 3);
+    let mut c = s.connect();
+    assert!(!c.get("/a.txt").closes());
+    assert!(!c.get("/a.txt").closes());
+    c.expect_open_and_silent(PARKED);
+    let r = c.get("/b.txt");
+    assert_eq!(r.body, B_TXT);
+    assert!(
+        r.closes(),
+        "the third request on the connection must close it, parked or not"
+    );
+    c.expect_closed();
+}
+
+#[test]
+fn parked_connection_with_a_partial_head_gets_408() {
+    let s = TestServer::with(|c| {
+        c.limits.head_timeout = Duration::from_millis(400);
+        c.limits.head_timeout_max = Duration::from_millis(800);
+    });
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    c.expect_open_and_silent(PARKED);
+    c.send(b"GET /b.txt HTTP/1.1\r\nHost: t\r\n");
+    let start = Instant::now();
+    let r = c.response();
+    assert_eq!(r.status, 408);
+    c.expect_closed();
+    assert!(start.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn parked_connection_closed_by_the_client_is_released() {
+    let s = TestServer::with(|c| c.limits.max_connections = 4);
+    // Fill the worker limits with parked connections, close them, and check the
+    // server still accepts as many new ones.
+    let mut first: Vec<_> = (0..4).map(|_| s.connect()).collect();
+    for c in &mut first {
+        assert_eq!(c.get("/a.txt").body, A_TXT);
+    }
+    first[0].expect_open_and_silent(PARKED);
+    for c in &first {
+        c.shutdown_write();
+    }
+    for c in &mut first {
+        c.expect_closed();
+    }
+    drop(first);
+    let mut next: Vec<_> = (0..4).map(|_| s.connect()).collect();
+    for c in &mut next {
+        assert_eq!(c.get("/b.txt").body, B_TXT);
+    }
+}
+
+#[test]
+fn many_parked_connections_all_wake() {
+    let s = TestServer::start();
+    let mut conns: Vec<_> = (0..200).map(|_| s.connect()).collect();
+    for c in &mut conns {
+        c.send(&get("/a.txt"));
+    }
+    for c in &mut conns {
+        assert_eq!(c.response().body, A_TXT);
+    }
+    conns[0].expect_open_and_silent(PARKED);
+    for c in &mut conns {
+        c.send(&get("/b.txt"));
+    }
+    for (i, c) in conns.iter_mut().enumerate() {
+        let r = c.response();
+        assert_eq!(r.body, B_TXT, "connection {i}");
+    }
+}
+
+#[test]
+fn parked_connection_is_closed_at_shutdown() {
+    let mut s = TestServer::with(|c| c.limits.keepalive_timeout = Duration::from_secs(60));
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    c.expect_open_and_silent(PARKED);
+    let took = s.shutdown();
+    assert!(
+        took < Duration::from_secs(3),
+        "run() returned after {took:?}"
+    );
+    c.set_read_timeout(Duration::from_secs(3));
+    c.expect_closed();
+}
