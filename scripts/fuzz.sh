@@ -7,7 +7,7 @@
 #
 # Needs the nightly toolchain (libFuzzer instrumentation); installs cargo-fuzz if it is
 # missing. New interesting inputs are added to fuzz/corpus/<target>/; shrink them
-# before committing with `cargo +nightly fuzz cmin <target>`. Crashes are saved under
+# before committing as fuzz/README.md says (`cargo fuzz cmin`). Crashes are saved under
 # fuzz/artifacts/<target>/ and make the script fail.
 set -euo pipefail
 

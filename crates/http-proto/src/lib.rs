@@ -25,6 +25,8 @@
 pub mod chunked;
 pub mod date;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod precondition;
 pub mod request;
 pub mod response;

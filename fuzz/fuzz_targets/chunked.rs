@@ -1,0 +1,6 @@
+//! Chunked body decoder on arbitrary bytes; see `stoa_http_proto::fuzzing::chunked`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| stoa_http_proto::fuzzing::chunked(data));
