@@ -386,7 +386,7 @@ fn framing(f: &Fields<'_>, version: Version) -> Result<BodyKind, Error> {
 /// and no overflow.
 fn parse_content_length(value: &[u8]) -> Result<u64, Error> {
     let digits = trim(value);
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return Err(Error::BadContentLength);
     }
     digits.iter().try_fold(0u64, |n, &d| {

@@ -65,6 +65,13 @@ fn valid_heads() {
             true,
         ),
         (
+            b"POST /p HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551615\r\n\r\n",
+            Post,
+            Http11,
+            Length(u64::MAX),
+            true,
+        ),
+        (
             b"POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
             Post,
             Http11,
