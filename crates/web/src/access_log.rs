@@ -14,9 +14,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,9 @@ enum Message {
 pub(crate) struct LogSink {
     tx: SyncSender<Message>,
     dropped: Arc<AtomicU64>,
+    /// Written batches come back here to be filled again, so steady logging
+    /// allocates nothing (and fresh buffers cannot pin the workers' heaps).
+    spare: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl std::fmt::Debug for Message {
@@ -93,13 +96,16 @@ impl AccessLog {
             AccessLogTarget::File(path) => Output::File(open(path)?, path.clone()),
         };
         let (tx, rx) = sync_channel(CHANNEL_BATCHES);
+        let spare = Arc::new(Mutex::new(Vec::new()));
+        let returns = Arc::clone(&spare);
         let thread = std::thread::Builder::new()
             .name("access-log".into())
-            .spawn(move || write_loop(out, &rx))?;
+            .spawn(move || write_loop(out, &rx, &returns))?;
         Ok(Some(AccessLog {
             sink: LogSink {
                 tx,
                 dropped: Arc::new(AtomicU64::new(0)),
+                spare,
             },
             thread,
         }))
@@ -145,17 +151,27 @@ fn open(path: &PathBuf) -> io::Result<File> {
     OpenOptions::new().append(true).create(true).open(path)
 }
 
-fn write_loop(mut out: Output, rx: &Receiver<Message>) {
+/// Spare batch buffers kept for reuse: enough for every worker to swap without
+/// waiting on the writer.
+const MAX_SPARE: usize = 64;
+
+fn write_loop(mut out: Output, rx: &Receiver<Message>, spare: &Mutex<Vec<Vec<u8>>>) {
     // Ends at Stop, or when every sender is gone.
     while let Ok(message) = rx.recv() {
         match message {
-            Message::Batch(batch) => {
+            Message::Batch(mut batch) => {
                 let result = match &mut out {
                     Output::Stdout(s) => s.lock().write_all(&batch).and_then(|()| s.flush()),
                     Output::File(f, _) => f.write_all(&batch),
                 };
                 if let Err(e) = result {
                     tracing::error!("access log write failed: {e}");
+                }
+                batch.clear();
+                if let Ok(mut spare) = spare.lock()
+                    && spare.len() < MAX_SPARE
+                {
+                    spare.push(batch);
                 }
             }
             Message::Reopen => {
@@ -199,7 +215,13 @@ impl LogBuffer {
             return;
         }
         self.oldest = None;
-        let batch = std::mem::replace(&mut self.buf, Vec::with_capacity(BATCH_BYTES));
+        let fresh = sink
+            .spare
+            .lock()
+            .ok()
+            .and_then(|mut spare| spare.pop())
+            .unwrap_or_else(|| Vec::with_capacity(BATCH_BYTES));
+        let batch = std::mem::replace(&mut self.buf, fresh);
         if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
             sink.tx.try_send(Message::Batch(batch))
         {

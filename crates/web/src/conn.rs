@@ -252,13 +252,20 @@ impl Conn {
         }
     }
 
-    /// Whether the client has sent bytes we have not read. Closing a socket with
-    /// unread input makes the kernel send a reset, which destroys responses still in
-    /// the send buffer (RFC 9112 §9.6); such connections linger instead. One
-    /// non-blocking `recv` when the buffer is empty.
+    /// Whether the client may have sent bytes we have not read. Closing a socket
+    /// with unread input makes the kernel send a reset, which destroys responses
+    /// still in the send buffer (RFC 9112 §9.6); such connections linger instead.
+    ///
+    /// Bytes left in our buffer say yes. Otherwise a kept-alive connection (the
+    /// client may be pipelining) costs one non-blocking `recv` to find out; a
+    /// connection closing after its first request, the common `Connection: close`
+    /// case, is taken at its word, as nginx does.
     fn input_pending(&mut self) -> bool {
         if self.pos < self.buf.len() {
             return true;
+        }
+        if self.served <= 1 {
+            return false;
         }
         self.buf.clear();
         self.pos = 0;

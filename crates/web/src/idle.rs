@@ -77,12 +77,16 @@ fn key(slot: u32, generation: u32) -> u64 {
 }
 
 impl IdleSet {
-    fn new(epoll: Arc<OwnedFd>, rearm: Arc<Notify>) -> IdleSet {
+    /// An empty set with room for `capacity` connections, reserved up front: the
+    /// tables then never move, and (being large) live in their own mappings, so
+    /// they cannot pin the heap and keep memory freed by a burst of connections
+    /// from returning to the system. Untouched pages cost nothing.
+    fn new(epoll: Arc<OwnedFd>, rearm: Arc<Notify>, capacity: usize) -> IdleSet {
         IdleSet {
             epoll,
-            slots: Vec::new(),
-            free: Vec::new(),
-            deadlines: BinaryHeap::new(),
+            slots: Vec::with_capacity(capacity),
+            free: Vec::with_capacity(capacity),
+            deadlines: BinaryHeap::with_capacity(capacity),
             rearm,
         }
     }
@@ -169,8 +173,13 @@ pub(crate) async fn run(shared: Arc<Shared>) -> io::Result<()> {
     )]
     let ready = AsyncFd::with_interest(Arc::clone(&epoll), Interest::READABLE)?;
     let rearm = Arc::new(Notify::new());
+    let capacity = shared.config.limits.max_connections;
     local::with(&shared, |l| {
-        l.idle = Some(IdleSet::new(Arc::clone(&epoll), Arc::clone(&rearm)))
+        l.idle = Some(IdleSet::new(
+            Arc::clone(&epoll),
+            Arc::clone(&rearm),
+            capacity,
+        ));
     });
     let mut events = Vec::with_capacity(EVENTS_PER_WAIT);
     loop {

@@ -22,7 +22,7 @@ use crate::server::Shared;
 /// unit in which pipelined requests are read.
 pub(crate) const READ_BUFFER: usize = 8 * 1024;
 /// Most idle read buffers kept per worker.
-const MAX_POOLED: usize = 1024;
+const MAX_POOLED: usize = 64;
 /// Write queues holding more memory than this are freed rather than pooled.
 const MAX_POOLED_OUTPUT: usize = 64 * 1024;
 
