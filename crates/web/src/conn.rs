@@ -77,6 +77,8 @@ pub(crate) async fn serve(
         discard: None,
         fresh: true,
         nodelay: false,
+        last_batch: false,
+        corked: false,
     };
     let exit = conn.run().await;
     conn.set_busy(false);
@@ -193,6 +195,12 @@ struct Conn {
     /// `TCP_NODELAY` is set (only once the connection is kept alive: a single
     /// response in one write never waits for Nagle).
     nodelay: bool,
+    /// The batch being written is the connection's last: it is corked (`MSG_MORE`,
+    /// `TCP_CORK` before a file) so the data leaves with the FIN of the close in as
+    /// few packets as possible, as nginx's `tcp_nopush` does.
+    last_batch: bool,
+    /// `TCP_CORK` is on.
+    corked: bool,
 }
 
 impl Conn {
@@ -200,6 +208,7 @@ impl Conn {
         loop {
             let step = self.process();
             if self.out.responses() > 0 {
+                self.last_batch = matches!(step, Step::Close { .. });
                 let flushed = self.flush().await;
                 self.log_batch();
                 if let Err(e) = flushed {
@@ -445,6 +454,10 @@ impl Conn {
     /// batch is out.
     async fn flush(&mut self) -> io::Result<()> {
         let send_timeout = self.shared.config.limits.send_timeout;
+        if self.last_batch && !self.corked && self.out.has_file() {
+            // Best effort: without the cork the bytes just leave sooner.
+            self.corked = rustix::net::sockopt::set_tcp_cork(&self.stream, true).is_ok();
+        }
         let mut direct = true;
         while !self.out.is_done() {
             let result = if direct {
@@ -481,12 +494,13 @@ impl Conn {
     }
 
     /// One `sendmsg` of the memory segments at the cursor, with `MSG_MORE` when a
-    /// file follows so the head and the first file bytes share packets.
+    /// file follows (so the head and the first file bytes share packets) or when the
+    /// connection closes next (the close pushes the data out with its FIN).
     fn send_memory(&self) -> io::Result<usize> {
         let mut iov = [IoSlice::new(&[]); 64];
         let (n, file_next) = self.out.fill_iovecs(&mut iov);
         let mut flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
-        if file_next {
+        if file_next || self.last_batch {
             flags |= SendFlags::MORE;
         }
         rustix::net::sendmsg(

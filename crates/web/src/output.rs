@@ -151,6 +151,13 @@ impl Output {
         self.queued.len()
     }
 
+    /// Whether a file segment is still to be written.
+    pub(crate) fn has_file(&self) -> bool {
+        self.segments[self.cursor..]
+            .iter()
+            .any(|s| matches!(s, Segment::File { .. }))
+    }
+
     /// Nothing left to write.
     pub(crate) fn is_done(&self) -> bool {
         self.cursor == self.segments.len()
