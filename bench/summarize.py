@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Summarise a wrk raw.csv written by compare-static.sh or compare-runtime.sh.
+
+    summarize.py RAW_CSV BASELINE CANDIDATE
+
+raw.csv columns: round,row,server,req_per_sec,transfer,errors[,other_cpu_pct]
+(transfer in bytes/s, errors = socket errors + non-2xx/3xx responses as counted by
+wrk, other_cpu_pct = % of all CPU used by other processes during the run).
+
+Per row it prints the median req/s of each server over the rounds, and the median,
+min and max of the per-round ratio CANDIDATE/BASELINE (each ratio pairs the two
+runs of the same round, which ran back to back). Rows with any error are flagged.
+"""
+
+import csv
+import statistics
+import sys
+
+
+def fmt_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f}{unit}"
+        n /= 1024
+    return f"{n:.1f}GiB"
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    path, base, cand = sys.argv[1:]
+    rows = []  # row names in first-seen order
+    data = {}  # (row, server) -> {round: (rps, transfer, errors)}
+    with open(path, newline="") as f:
+        for rec in csv.DictReader(f):
+            row, server = rec["row"], rec["server"]
+            if row not in rows:
+                rows.append(row)
+            data.setdefault((row, server), {})[int(rec["round"])] = (
+                float(rec["req_per_sec"]),
+                float(rec["transfer"]),
+                int(rec["errors"]),
+                float(rec.get("other_cpu_pct") or 0),
+            )
+
+    wr = max(12, len(base) + 6, len(cand) + 6)  # req/s columns
+    wx = max(12, len(base) + 7, len(cand) + 7)  # transfer columns
+    head = (
+        f"{'row':<22} {base + ' req/s':>{wr}} {cand + ' req/s':>{wr}} "
+        f"{'ratio med':>9} {'min':>6} {'max':>6} {'rounds':>6}  "
+        f"{base + ' xfer/s':>{wx}} {cand + ' xfer/s':>{wx}}  errors"
+    )
+    lines = [
+        f"ratio = {cand}/{base} per round (same round = back-to-back runs); medians over rounds",
+        "",
+        head,
+        "-" * len(head),
+    ]
+    flagged = []
+    for row in rows:
+        b = data.get((row, base), {})
+        c = data.get((row, cand), {})
+        rounds = sorted(set(b) & set(c))
+        ratios = [c[r][0] / b[r][0] for r in rounds if b[r][0] > 0]
+        med = lambda d, i: statistics.median(v[i] for v in d.values()) if d else float("nan")
+        errs_b = sum(v[2] for v in b.values())
+        errs_c = sum(v[2] for v in c.values())
+        err_txt = "-" if errs_b == 0 and errs_c == 0 else f"!!! {base}={errs_b} {cand}={errs_c}"
+        if err_txt != "-":
+            flagged.append(row)
+        if ratios:
+            rtxt = f"{statistics.median(ratios):>9.3f} {min(ratios):>6.3f} {max(ratios):>6.3f}"
+        else:
+            rtxt = f"{'n/a':>9} {'n/a':>6} {'n/a':>6}"
+        lines.append(
+            f"{row:<22} {med(b, 0):>{wr}.0f} {med(c, 0):>{wr}.0f} {rtxt} {len(ratios):>6}  "
+            f"{fmt_bytes(med(b, 1)):>{wx}} {fmt_bytes(med(c, 1)):>{wx}}  {err_txt}"
+        )
+    lines.append("")
+    others = sorted(v[3] for d in data.values() for v in d.values())
+    if others:
+        lines.append(
+            f"CPU used by other processes during the runs: median {statistics.median(others):.0f}%, max {others[-1]:.0f}% of all CPU"
+        )
+        busy = sorted(
+            (r, row, server, v[3]) for (row, server), d in data.items() for r, v in d.items() if v[3] > 10
+        )
+        if busy:
+            lines.append(f"!!! {len(busy)} runs disturbed by other work (>10% of all CPU):")
+            for r, row, server, pct in busy:
+                lines.append(f"!!!   round {r} {row} {server}: {pct:.0f}%")
+        lines.append("")
+    if flagged:
+        lines.append("!" * 78)
+        lines.append(f"!!! ERRORS (socket errors or non-2xx/3xx) in rows: {', '.join(flagged)}")
+        lines.append("!!! their req/s may be meaningless; see wrk.log for the details")
+        lines.append("!" * 78)
+    else:
+        lines.append("no socket errors and no non-2xx/3xx responses in any run")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
