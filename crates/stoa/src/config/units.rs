@@ -2,17 +2,21 @@
 
 use std::time::Duration;
 
-/// `"200ms"`, `"20s"`, `"5m"`, `"1h"`; a bare number is seconds.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
+/// `"32KiB"` → `(32, "KiB")`: the leading whole number and the trimmed rest.
+fn number_and_unit(text: &str) -> Option<(u64, &str)> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like \"20s\" or \"200ms\""))?;
-    let per_unit = match unit.trim() {
+    Some((digits.parse().ok()?, unit.trim()))
+}
+
+/// `"200ms"`, `"20s"`, `"5m"`, `"1h"`; a bare number is seconds.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (n, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("{text:?} is not a duration like \"20s\" or \"200ms\""))?;
+    let per_unit = match unit {
         "ms" => Duration::from_millis(1),
         "" | "s" => Duration::from_secs(1),
         "m" | "min" => Duration::from_secs(60),
@@ -28,14 +32,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 /// are read as KiB, MiB, GiB, as nginx does).
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 8192 or \"32KiB\""))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+    let (n, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("{text:?} is not a size like 8192 or \"32KiB\""))?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
