@@ -19,9 +19,44 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start-up; boxing would only obscure the clap derive"
+)]
 pub(crate) enum Command {
     /// Run the web server.
     Serve(ServeArgs),
+    /// Write (or verify) the SPECweb99 file set under a document root.
+    Fileset(FilesetArgs),
+}
+
+/// `stoa fileset`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct FilesetArgs {
+    /// Simultaneous connections the file set must carry; sets the number of
+    /// directories: int(25 + (400000/122000 × N) / 5).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) connections: u32,
+
+    /// Document root; the set is written to DIR/file_set.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: PathBuf,
+
+    /// Re-read and check every file; write nothing. Exits 1 if any is wrong.
+    #[arg(long)]
+    pub(crate) verify: bool,
+
+    /// Write into a non-empty directory that holds no file set.
+    #[arg(long)]
+    pub(crate) force: bool,
+
+    /// Threads to use (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub(crate) jobs: Option<usize>,
+
+    /// Seed of the random body bytes (the same seed writes the same files).
+    #[arg(long, value_name = "N", default_value_t = 1999)]
+    pub(crate) seed: u64,
 }
 
 /// `stoa serve`: flags override the configuration file.

@@ -11,6 +11,7 @@ use clap::Parser;
 
 mod cli;
 mod config;
+mod fileset;
 mod serve;
 
 fn main() -> ExitCode {
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
     init_tracing(&cli.log_level);
     let result = match &cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Fileset(args) => fileset::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
