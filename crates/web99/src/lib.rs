@@ -5,10 +5,19 @@
 //!
 //! - [`fileset`]: directory count for a load, file names and sizes, the exact file
 //!   contents `wafgen99` writes, and their verification.
+//! - [`ads`]: `upfgen99` and `cadgen99` (User.Personality, Custom.Ads), the ad
+//!   search and the in-place tag rewrite of a custom-ad-rotation GET.
+//! - [`postlog`]: the 139-byte POST log records, the count line, and the checks the
+//!   manager makes on a fetched log (also used to repair a torn tail).
+//! - [`request`]: the query string, `my_cookie`, the POST form, and the HTML
+//!   wrapper of every dynamic answer.
 //!
 //! # What it does not do
 //!
 //! No I/O beyond what callers hand it: writing files, serving requests and pacing
 //! clients live in `stoa` (the `fileset` command), `stoa-web` and the harness.
 
+pub mod ads;
 pub mod fileset;
+pub mod postlog;
+pub mod request;
