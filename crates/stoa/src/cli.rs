@@ -106,4 +106,14 @@ pub(crate) struct ServeArgs {
     /// Event-loop model: `per-core` (default) or `multi-thread` (for measurement).
     #[arg(long, value_name = "MODEL")]
     pub(crate) runtime: Option<String>,
+
+    /// Enable the SPECweb99 dynamic API at /web99.
+    #[arg(long)]
+    pub(crate) web99: bool,
+
+    /// Where the dynamic API keeps User.Personality, Custom.Ads and post.log
+    /// (outside the document root; implies --web99). Default /var/lib/stoa/web99
+    /// for root, ~/.local/state/stoa/web99 otherwise.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) web99_state: Option<PathBuf>,
 }

@@ -27,7 +27,35 @@ pub struct Config {
     pub cache: CacheConfig,
     /// How long SIGTERM waits for in-flight requests before dropping them.
     pub shutdown_grace: Duration,
+    /// The SPECweb99 dynamic API, when enabled.
+    pub web99: Option<Web99Config>,
 }
+
+/// The SPECweb99 dynamic API module (`web99.md` §6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Web99Config {
+    /// Where `User.Personality`, `Custom.Ads` and `post.log` live. Must be outside
+    /// the document root, so they are never served as files.
+    pub state_dir: PathBuf,
+    /// The one entry point: dynamic GET, CAD GET, POST and commands (`/web99`).
+    pub path: String,
+    /// Largest POST body accepted (413 beyond).
+    pub max_post_body: u64,
+}
+
+impl Web99Config {
+    /// The defaults, keeping state in `state_dir`.
+    pub fn new(state_dir: PathBuf) -> Web99Config {
+        Web99Config {
+            state_dir,
+            path: DEFAULT_WEB99_PATH.to_owned(),
+            max_post_body: 64 * 1024,
+        }
+    }
+}
+
+/// The dynamic API's default entry point, the path `stoa bench web` uses.
+pub const DEFAULT_WEB99_PATH: &str = "/web99";
 
 impl Config {
     /// A configuration with every default, serving `docroot` on `listen`.
@@ -42,6 +70,7 @@ impl Config {
             limits: Limits::default(),
             cache: CacheConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            web99: None,
         }
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use rustix::net::{SendAncillaryBuffer, SendFlags};
 use stoa_http_proto::chunked::ChunkedDecoder;
 use stoa_http_proto::request::header_storage;
-use stoa_http_proto::{BodyKind, Method, Status, parse_request};
+use stoa_http_proto::{BodyKind, Method, RequestHead, Status, parse_request};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
@@ -35,6 +35,7 @@ use crate::output::{MAX_SENDFILE_CHUNK, Output};
 use crate::response::Reply;
 use crate::server::Shared;
 use crate::static_files;
+use crate::web99::{self, Web99};
 
 /// Where a connection stands when its task starts.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +80,8 @@ pub(crate) async fn serve(
         nodelay: false,
         last_batch: false,
         corked: false,
+        continue_sent: false,
+        pending: None,
     };
     let exit = conn.run().await;
     conn.set_busy(false);
@@ -154,6 +157,9 @@ enum Step {
     Flush,
     /// Write the queued batch, then close (after lingering if input may be unread).
     Close { linger: bool },
+    /// Write the queued batch, wait for the dynamic API's state thread, queue its
+    /// answer; then go on, or close.
+    Wait { close: bool },
 }
 
 /// How a read ended when it brought no bytes.
@@ -201,13 +207,17 @@ struct Conn {
     last_batch: bool,
     /// `TCP_CORK` is on.
     corked: bool,
+    /// `100 Continue` was sent for the request whose body is being gathered.
+    continue_sent: bool,
+    /// A dynamic request waiting for the state thread.
+    pending: Option<Box<web99::Pending>>,
 }
 
 impl Conn {
     async fn run(&mut self) -> Exit {
         loop {
             let step = self.process();
-            if self.out.responses() > 0 {
+            if !self.out.is_done() {
                 self.last_batch = matches!(step, Step::Close { .. });
                 let flushed = self.flush().await;
                 self.log_batch();
@@ -224,6 +234,21 @@ impl Conn {
             }
             match step {
                 Step::Flush => continue,
+                Step::Wait { close } => {
+                    if let Some(pending) = self.pending.take() {
+                        web99::finish(pending, &mut self.out, &self.shared).await;
+                    }
+                    if close {
+                        self.last_batch = true;
+                        let flushed = self.flush().await;
+                        self.log_batch();
+                        if flushed.is_ok() && self.input_pending() {
+                            self.linger().await;
+                        }
+                        return Exit::Close;
+                    }
+                    continue;
+                }
                 Step::Close { linger } => {
                     if linger || self.input_pending() {
                         self.linger().await;
@@ -334,6 +359,28 @@ impl Conn {
                 return Some(Step::Close { linger: true });
             }
         };
+        if let Some(web99) = shared.web99.as_ref().filter(|w| w.matches(head.target)) {
+            let input = &self.buf[self.pos + head.len..];
+            let mut state = DynState {
+                out: &mut self.out,
+                continue_sent: &mut self.continue_sent,
+                peer: self.peer,
+                served: self.served,
+                born: self.born,
+            };
+            let (taken, step) = process_web99(&head, input, web99, local, shared, now, &mut state);
+            let head_len = head.len;
+            if let Some((body_len, pending)) = taken {
+                self.pos += head_len + body_len;
+                self.served += 1;
+                self.head_started = now;
+                self.continue_sent = false;
+                self.pending = pending;
+            } else if step == Some(Step::Close { linger: true }) {
+                self.pos = self.buf.len();
+            }
+            return step;
+        }
         let body_ok = match head.body {
             BodyKind::None => true,
             BodyKind::Length(n) => n <= limits.max_discard_body && !head.expect_continue,
@@ -668,7 +715,13 @@ impl Conn {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
-        let max = self.shared.config.limits.head.max_head + local::READ_BUFFER;
+        // A head, or a head and the dynamic API's whole request body.
+        let body = self
+            .shared
+            .web99
+            .as_ref()
+            .map_or(0, |w| w.config.max_post_body as usize);
+        let max = self.shared.config.limits.head.max_head + body + local::READ_BUFFER;
         if self.buf.capacity() - self.buf.len() < 1024 && self.buf.capacity() < max {
             self.buf.reserve(self.buf.capacity());
         }
@@ -742,4 +795,131 @@ fn capture_log(
     let start = text.len();
     capture(text, shared.config.log_format);
     Some(start..text.len())
+}
+
+/// The connection fields the dynamic API's request handling touches (the rest of
+/// the connection stays borrowed by the request head).
+struct DynState<'c> {
+    out: &'c mut Output,
+    continue_sent: &'c mut bool,
+    peer: SocketAddr,
+    served: u32,
+    born: Instant,
+}
+
+/// Handles a request for the dynamic API. Its body is gathered whole first (it
+/// stays in the buffer, unconsumed, until all of it has arrived); then the module
+/// answers at once, or hands the connection something to wait for. Returns, when
+/// the request was taken, the body bytes consumed and any wait; and the next step.
+#[allow(
+    clippy::type_complexity,
+    reason = "one call site, which unpacks it at once"
+)]
+fn process_web99(
+    head: &RequestHead<'_, '_>,
+    input: &[u8],
+    web99: &Web99,
+    local: &mut Local,
+    shared: &Shared,
+    now: Instant,
+    conn: &mut DynState<'_>,
+) -> (Option<(usize, Option<Box<web99::Pending>>)>, Option<Step>) {
+    let (body, body_len) = match gather_body(head, input, web99.config.max_post_body) {
+        Gathered::Complete(body, len) => (body, len),
+        Gathered::Incomplete => {
+            if head.expect_continue && !*conn.continue_sent {
+                *conn.continue_sent = true;
+                conn.out.push_interim(b"HTTP/1.1 100 Continue\r\n\r\n");
+            }
+            return (None, Some(Step::NeedHead));
+        }
+        Gathered::Refused(status, why) => {
+            let log = capture_log(conn.out, shared, |text, format| {
+                access_log::capture_request(text, head, format);
+            });
+            let reply = Reply {
+                date: local.date.http(),
+                keep_alive: false,
+                version: head.version,
+                head_only: false,
+                log,
+            };
+            reply.explained_page(conn.out, status, b"", why);
+            return (None, Some(Step::Close { linger: true }));
+        }
+    };
+    let limits = &shared.config.limits;
+    let keep_alive = head.keep_alive
+        && conn.served + 1 < limits.keepalive_requests
+        && now.duration_since(conn.born) < limits.keepalive_max_age
+        && !shared.draining.load(Ordering::Relaxed);
+    let log = capture_log(conn.out, shared, |text, format| {
+        access_log::capture_request(text, head, format);
+    });
+    let answer = web99::Answer {
+        keep_alive,
+        version: head.version,
+        head_only: head.method == Method::Head,
+        log,
+    };
+    let mut ctx = web99::Context {
+        web99,
+        shared,
+        cache: &mut local.cache,
+        peer: conn.peer.ip(),
+        now,
+    };
+    let outcome = web99::handle(head, &body, answer, conn.out, &mut ctx, local.date.http());
+    let (pending, step) = match outcome {
+        web99::Outcome::Done if keep_alive => (None, None),
+        web99::Outcome::Done => (None, Some(Step::Close { linger: false })),
+        web99::Outcome::Wait(p) => (Some(p), Some(Step::Wait { close: !keep_alive })),
+    };
+    (Some((body_len, pending)), step)
+}
+
+/// A request body, gathered whole from the buffer.
+enum Gathered<'a> {
+    /// The body and how many input bytes it took (with chunked framing).
+    Complete(std::borrow::Cow<'a, [u8]>, usize),
+    /// More bytes are needed.
+    Incomplete,
+    /// Refused: the status and why.
+    Refused(u16, &'static str),
+}
+
+/// Gathers the body of `head` from `input` (the bytes after the head), up to `max`
+/// bytes, whatever its framing.
+fn gather_body<'a>(head: &RequestHead<'_, '_>, input: &'a [u8], max: u64) -> Gathered<'a> {
+    match head.body {
+        BodyKind::None if head.method == Method::Post => {
+            Gathered::Refused(411, "POST without Content-Length")
+        }
+        BodyKind::None => Gathered::Complete(std::borrow::Cow::Borrowed(&[]), 0),
+        BodyKind::Length(n) if n > max => Gathered::Refused(413, "request body too large"),
+        BodyKind::Length(n) => match input.get(..n as usize) {
+            Some(body) => Gathered::Complete(std::borrow::Cow::Borrowed(body), n as usize),
+            None => Gathered::Incomplete,
+        },
+        BodyKind::Chunked => {
+            let mut decoder = ChunkedDecoder::new();
+            let (mut body, mut used) = (Vec::new(), 0);
+            loop {
+                let Ok(step) = decoder.decode(&input[used..]) else {
+                    return Gathered::Refused(400, "malformed chunked body");
+                };
+                used += step.consumed;
+                body.extend_from_slice(step.data);
+                if body.len() as u64 > max {
+                    return Gathered::Refused(413, "request body too large");
+                }
+                if step.done {
+                    return Gathered::Complete(std::borrow::Cow::Owned(body), used);
+                }
+                if step.consumed == 0 {
+                    return Gathered::Incomplete;
+                }
+            }
+        }
+    }
 }

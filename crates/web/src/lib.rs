@@ -17,6 +17,8 @@
 //! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories.
 //! - `cache.rs`: the per-worker open-file cache (`openat2(RESOLVE_BENEATH)`).
 //! - `response.rs`: response heads and generated status pages.
+//! - `web99/`: the SPECweb99 dynamic API (`--web99`): dynamic and custom-ad GETs,
+//!   POSTs with a durable post.log, Reset and Fetch, behind one entry point.
 //! - `access_log.rs`: Common/combined log lines, batched to a writer thread.
 //! - `local.rs`: the per-thread state (caches, pools, log buffer).
 //! - [`config`]: the plain configuration structs.
@@ -37,6 +39,7 @@ mod output;
 mod response;
 mod server;
 mod static_files;
+mod web99;
 
 pub use access_log::LogReopener;
 pub use config::Config;

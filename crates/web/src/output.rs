@@ -79,6 +79,8 @@ pub(crate) struct Output {
     log_text: Vec<u8>,
     /// Bytes written since the queue was last cleared.
     written: u64,
+    /// Bytes of interim responses (`100 Continue`) queued, not part of any response.
+    interim: u64,
 }
 
 impl Output {
@@ -107,6 +109,26 @@ impl Output {
         let head_len = (head.end - head.start) as u64;
         self.push_heads(head);
         let body_len = match body {
+            Body::Parts(parts) => parts.into_iter().map(|p| self.push_body(p)).sum(),
+            single => self.push_body(single),
+        };
+        self.queued.push(Queued {
+            status,
+            head_len,
+            body_len,
+            log,
+        });
+    }
+
+    /// Queues bytes that are not a response of their own (`100 Continue`).
+    pub(crate) fn push_interim(&mut self, bytes: &'static [u8]) {
+        self.segments.push(Segment::Body(Bytes::from_static(bytes)));
+        self.interim += bytes.len() as u64;
+    }
+
+    /// Appends one body part's segments; returns its length.
+    fn push_body(&mut self, body: Body) -> u64 {
+        match body {
             Body::Empty => 0,
             Body::Heads(range) => {
                 let n = (range.end - range.start) as u64;
@@ -126,13 +148,8 @@ impl Output {
                 }
                 len
             }
-        };
-        self.queued.push(Queued {
-            status,
-            head_len,
-            body_len,
-            log,
-        });
+            Body::Parts(parts) => parts.into_iter().map(|p| self.push_body(p)).sum(),
+        }
     }
 
     /// Appends a head-buffer range, merged with the previous segment when adjacent.
@@ -220,7 +237,7 @@ impl Output {
     /// The queued responses with the bytes of each that were written (all of them
     /// after a complete flush, a prefix after an abort), then empties the queue.
     pub(crate) fn drain_written(&mut self, mut each: impl FnMut(&Queued, &[u8], u64)) {
-        let mut written = self.written;
+        let mut written = self.written.saturating_sub(self.interim);
         for q in &self.queued {
             let total = q.head_len + q.body_len;
             let sent = written.min(total);
@@ -240,6 +257,7 @@ impl Output {
         self.cursor = 0;
         self.cursor_offset = 0;
         self.written = 0;
+        self.interim = 0;
     }
 
     /// Memory held, to decide whether it is worth pooling.
@@ -263,6 +281,8 @@ pub(crate) enum Body {
         offset: u64,
         len: u64,
     },
+    /// Several parts, in order (a dynamic page: wrapper, file, trailer).
+    Parts(Vec<Body>),
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@ use stoa_http_proto::response::HeadWriter;
 
 use crate::output::{Body, Output};
 
+/// The server's name and version, as in `Server` and the dynamic API's
+/// `SERVER_SOFTWARE`.
+pub(crate) const SERVER_SOFTWARE: &str = concat!("stoa/", env!("CARGO_PKG_VERSION"));
+
 /// The `Server` header line.
 pub(crate) const SERVER_LINE: &[u8] =
     concat!("Server: stoa/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes();
@@ -61,18 +65,25 @@ impl Reply<'_> {
     /// Queues a small generated response: `status`, extra header lines (CRLF-ended),
     /// and a one-line text body naming the status.
     pub(crate) fn status_page(self, out: &mut Output, status: u16, extra: &[u8]) {
+        self.explained_page(out, status, extra, "");
+    }
+
+    /// Like [`Reply::status_page`], with a reason after the status in the body
+    /// (`400 Bad Request: bad user_id in my_cookie`).
+    pub(crate) fn explained_page(self, out: &mut Output, status: u16, extra: &[u8], why: &str) {
         let reason = stoa_http_proto::response::reason(status);
-        let body_len = if status == 304 {
-            0
-        } else {
-            3 + 1 + reason.len() + 1
-        };
+        let mut text = format!("{status} {reason}");
+        if !why.is_empty() {
+            text.push_str(": ");
+            text.push_str(why);
+        }
+        text.push('\n');
         let (start, w) = self.begin(out, status);
         let mut w = w.raw(extra);
         if status != 304 {
             w = w
                 .header("Content-Type", b"text/plain")
-                .content_length(body_len as u64);
+                .content_length(text.len() as u64);
         }
         self.end(w);
         if status == 304 || self.head_only {
@@ -81,11 +92,7 @@ impl Reply<'_> {
         let heads = out.heads_mut();
         let body_start = heads.len();
         let head = start..body_start;
-        let mut digits = itoa::Buffer::new();
-        heads.extend_from_slice(digits.format(status).as_bytes());
-        heads.push(b' ');
-        heads.extend_from_slice(reason.as_bytes());
-        heads.push(b'\n');
+        heads.extend_from_slice(text.as_bytes());
         let body = Body::Heads(body_start..heads.len());
         out.push(status, head, body, self.log);
     }

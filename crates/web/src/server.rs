@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::config::{Config, RuntimeModel};
 use crate::idle::IdleSet;
+use crate::web99::Web99;
 use crate::{conn, idle, local};
 
 /// Why the server could not start.
@@ -43,6 +44,14 @@ pub enum Error {
     /// Worker threads or runtimes cannot be created.
     #[error("cannot start workers: {0}")]
     Workers(std::io::Error),
+    /// The dynamic API's state directory cannot be used.
+    #[error("web99 state directory {path}: {source}")]
+    Web99 {
+        /// The configured directory.
+        path: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
 }
 
 /// State shared by every worker of one server. Everything mutable in it is atomic;
@@ -59,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) draining: AtomicBool,
     /// Connections in the middle of a request or response.
     pub(crate) busy: AtomicUsize,
+    /// The SPECweb99 dynamic API, when enabled.
+    pub(crate) web99: Option<Web99>,
 }
 
 /// A bound web server, ready to [`Server::run`].
@@ -105,6 +116,13 @@ impl Server {
             }
         }
         let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
+        let web99 = match &config.web99 {
+            Some(c) => Some(Web99::start(c).map_err(|source| Error::Web99 {
+                path: c.state_dir.clone(),
+                source,
+            })?),
+            None => None,
+        };
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             docroot,
@@ -112,6 +130,7 @@ impl Server {
             config,
             draining: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
+            web99,
         });
         Ok(Server {
             shared,

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stoa_web::config::{AccessLogTarget, LogFormat, RuntimeModel};
+use stoa_web::config::{AccessLogTarget, LogFormat, RuntimeModel, Web99Config};
 use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
@@ -45,6 +45,7 @@ struct Report {
 pub(crate) fn load(
     args: &ServeArgs,
     read: impl Fn(&Path) -> std::io::Result<String>,
+    default_web99_state: &Path,
 ) -> Result<Loaded, Vec<String>> {
     let mut report = Report::default();
     let mut web = stoa_web::Config::new(PathBuf::new(), Vec::new());
@@ -52,7 +53,10 @@ pub(crate) fn load(
     if let Some(path) = &args.config {
         match read(path) {
             Ok(text) => match text.parse::<Table>() {
-                Ok(table) => read_file(&table, &mut web, &mut docroot, &mut report),
+                Ok(table) => {
+                    read_file(&table, &mut web, &mut docroot, &mut report);
+                    read_web99(&table, &mut web, default_web99_state, &mut report);
+                }
                 Err(e) => {
                     report
                         .errors
@@ -70,6 +74,14 @@ pub(crate) fn load(
         }
     }
     apply_flags(args, &mut web, &mut docroot, &mut report);
+    if args.web99 || args.web99_state.is_some() {
+        let config = web
+            .web99
+            .get_or_insert_with(|| Web99Config::new(default_web99_state.to_owned()));
+        if let Some(dir) = &args.web99_state {
+            config.state_dir = dir.clone();
+        }
+    }
     match docroot {
         Some(d) => web.docroot = d,
         None => report.errors.push(
@@ -100,7 +112,7 @@ fn read_file(
     docroot: &mut Option<PathBuf>,
     r: &mut Report,
 ) {
-    r.known_keys(table, "", &["listener", "web"]);
+    r.known_keys(table, "", &["listener", "web", "web99"]);
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);
     }
@@ -242,6 +254,40 @@ fn read_cache(t: &Table, c: &mut stoa_web::config::CacheConfig, r: &mut Report) 
     r.size(t, P, "memory_budget", &mut c.memory_budget);
 }
 
+fn read_web99(table: &Table, web: &mut stoa_web::Config, default_state: &Path, r: &mut Report) {
+    const P: &str = "web99.";
+    let Some(t) = r.table(table, "", "web99") else {
+        return;
+    };
+    r.known_keys(t, P, &["enabled", "state_dir", "path", "max_post_body"]);
+    let enabled = match t.get("enabled") {
+        None => true,
+        Some(Value::Boolean(b)) => *b,
+        Some(other) => {
+            r.errors
+                .push(format!("{P}enabled: expected true or false, found {other}"));
+            false
+        }
+    };
+    let mut config = Web99Config::new(default_state.to_owned());
+    if let Some(dir) = r.string(t, P, "state_dir") {
+        config.state_dir = PathBuf::from(dir);
+    }
+    if let Some(path) = r.string(t, P, "path") {
+        if path.starts_with('/') && !path.contains(['?', '#', ' ']) {
+            config.path = path;
+        } else {
+            r.errors.push(format!(
+                "{P}path: {path:?} is not a URL path like \"/web99\""
+            ));
+        }
+    }
+    r.size(t, P, "max_post_body", &mut config.max_post_body);
+    if enabled {
+        web.web99 = Some(config);
+    }
+}
+
 fn apply_flags(
     args: &ServeArgs,
     web: &mut stoa_web::Config,
@@ -379,6 +425,23 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
         web.cache.max_entries >= 1,
         "web.cache.max_entries: must be at least 1",
     );
+    if let Some(w) = &web.web99 {
+        // A lexical check (no symlinks resolved): the state must not be reachable
+        // through the document root.
+        let inside = std::path::absolute(&w.state_dir)
+            .ok()
+            .zip(std::path::absolute(&web.docroot).ok())
+            .is_some_and(|(state, root)| {
+                !web.docroot.as_os_str().is_empty() && state.starts_with(root)
+            });
+        check(
+            !inside,
+            &format!(
+                "web99 state directory {} is inside the document root: it would be served",
+                w.state_dir.display()
+            ),
+        );
+    }
 }
 
 impl Report {

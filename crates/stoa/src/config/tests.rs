@@ -1,5 +1,6 @@
 use std::collections::HashMap;
 use std::io;
+use std::path::Path;
 
 use super::*;
 
@@ -12,12 +13,16 @@ fn load_with(file: Option<&str>, args: ServeArgs) -> Result<Loaded, Vec<String>>
         config: file.map(|_| PathBuf::from("/etc/stoa/stoa.toml")),
         ..args
     };
-    load(&args, |p| {
-        files
-            .get(p)
-            .cloned()
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
-    })
+    load(
+        &args,
+        |p| {
+            files
+                .get(p)
+                .cloned()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+        },
+        Path::new("/var/lib/stoa/web99"),
+    )
 }
 
 fn tmp_docroot() -> String {
@@ -169,8 +174,12 @@ fn syntax_errors_and_missing_files_are_errors() {
         config: Some(PathBuf::from("/missing.toml")),
         ..ServeArgs::default()
     };
-    let errors =
-        load(&args, |_| Err(io::Error::from(io::ErrorKind::NotFound))).expect_err("missing");
+    let errors = load(
+        &args,
+        |_| Err(io::Error::from(io::ErrorKind::NotFound)),
+        Path::new("/var/lib/stoa/web99"),
+    )
+    .expect_err("missing");
     assert!(
         errors.iter().any(|e| e.starts_with("/missing.toml")),
         "{errors:?}"
@@ -187,6 +196,93 @@ fn relative_docroot_is_relative_to_the_file() {
     let errors = load_with(Some(file), ServeArgs::default()).expect_err("no such dir");
     assert!(
         errors.iter().any(|e| e.contains("/etc/stoa/www")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn web99_by_flag_or_file() {
+    let off = load_with(
+        None,
+        ServeArgs {
+            docroot: Some(std::env::temp_dir()),
+            ..ServeArgs::default()
+        },
+    )
+    .expect("valid");
+    assert_eq!(off.web.web99, None);
+
+    let on = ServeArgs {
+        docroot: Some(std::env::temp_dir()),
+        web99: true,
+        ..ServeArgs::default()
+    };
+    let loaded = load_with(None, on).expect("valid");
+    let w = loaded.web.web99.expect("enabled");
+    assert_eq!(w.state_dir, PathBuf::from("/var/lib/stoa/web99"));
+    assert_eq!(w.path, "/web99");
+    assert_eq!(w.max_post_body, 64 * 1024);
+
+    let file = format!(
+        "[web]\ndocroot = \"{}\"\n[web99]\nstate_dir = \"/srv/state\"\npath = \"/specweb99\"\nmax_post_body = \"8KiB\"\n",
+        tmp_docroot()
+    );
+    let w = load_with(Some(&file), ServeArgs::default())
+        .expect("valid")
+        .web
+        .web99
+        .expect("enabled");
+    assert_eq!(
+        (w.state_dir, w.path, w.max_post_body),
+        (PathBuf::from("/srv/state"), "/specweb99".into(), 8192)
+    );
+
+    let flag_state = ServeArgs {
+        web99_state: Some(PathBuf::from("/elsewhere")),
+        ..ServeArgs::default()
+    };
+    let w = load_with(Some(&file), flag_state)
+        .expect("valid")
+        .web
+        .web99
+        .expect("enabled");
+    assert_eq!(w.state_dir, PathBuf::from("/elsewhere"));
+
+    let disabled = format!(
+        "[web]\ndocroot = \"{}\"\n[web99]\nenabled = false\n",
+        tmp_docroot()
+    );
+    assert_eq!(
+        load_with(Some(&disabled), ServeArgs::default())
+            .expect("valid")
+            .web
+            .web99,
+        None
+    );
+}
+
+#[test]
+fn web99_state_inside_the_docroot_is_refused() {
+    let root = std::env::temp_dir();
+    let args = ServeArgs {
+        docroot: Some(root.clone()),
+        web99_state: Some(root.join("state")),
+        ..ServeArgs::default()
+    };
+    let errors = load_with(None, args).expect_err("inside");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("inside the document root")),
+        "{errors:?}"
+    );
+    let bad_path = format!(
+        "[web]\ndocroot = \"{}\"\n[web99]\npath = \"web99\"\n",
+        tmp_docroot()
+    );
+    let errors = load_with(Some(&bad_path), ServeArgs::default()).expect_err("bad path");
+    assert!(
+        errors.iter().any(|e| e.contains("web99.path")),
         "{errors:?}"
     );
 }

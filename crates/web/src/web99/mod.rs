@@ -1,0 +1,426 @@
+//! The SPECweb99 dynamic API as a module of the server (`web99.md` §6), the way TUX
+//! and Zeus loaded theirs: one entry point (`/web99` by default) that dispatches on
+//! the method, the query and the cookie.
+//!
+//! - `GET /web99?[prefix/]file_set/dirNNNNN/classC_F`: the file in the HTML wrapper
+//!   (§6.2); with `Cookie: my_cookie=user_id=U&last_ad=A` it is a custom-ad-rotation
+//!   GET (§6.3): the ad search, `Set-Cookie: found_cookie=…`, and the ad tags of
+//!   class 1 and 2 files rewritten in the copy sent.
+//! - `POST /web99` with the form of §6.5: one durable post.log record, then the
+//!   wrapped file and `Set-Cookie: my_cookie=U`.
+//! - `GET /web99?command/Reset&…`, `command/Fetch`: regenerate the tables and empty
+//!   the log; return the log.
+//!
+//! Dynamic GETs are answered at once from the worker's file cache (the file goes out
+//! from memory or with `sendfile`, between the wrapper and the trailer). POSTs and
+//! commands go to the state thread ([`service`]) and the connection waits for its
+//! answer before sending theirs. Malformed input gets a 400 naming the problem.
+
+mod service;
+
+use std::io;
+use std::net::IpAddr;
+
+use bytes::Bytes;
+use stoa_http_proto::{Method, RequestHead};
+use stoa_web99::ads;
+use stoa_web99::request::{self, Query, TRAILER};
+use tokio::sync::oneshot;
+
+use crate::cache::{FileCache, Kind};
+use crate::config::Web99Config;
+use crate::output::{Body, Output};
+use crate::response::{Reply, SERVER_SOFTWARE};
+use crate::server::Shared;
+
+pub(crate) use service::Service;
+use service::{Job, PostEntry};
+
+/// The module's state, shared by every worker.
+#[derive(Debug)]
+pub(crate) struct Web99 {
+    pub(crate) config: Web99Config,
+    service: Service,
+}
+
+impl Web99 {
+    /// Opens the state directory (repairing post.log) and starts the state thread.
+    pub(crate) fn start(config: &Web99Config) -> io::Result<Web99> {
+        Ok(Web99 {
+            config: config.clone(),
+            service: Service::start(&config.state_dir)?,
+        })
+    }
+
+    /// Whether a request target is for this module.
+    pub(crate) fn matches(&self, target: &[u8]) -> bool {
+        let path = target.split(|&b| b == b'?').next().unwrap_or(target);
+        path == self.config.path.as_bytes()
+    }
+}
+
+/// Everything a dynamic answer needs besides its body.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) keep_alive: bool,
+    pub(crate) version: stoa_http_proto::Version,
+    pub(crate) head_only: bool,
+    pub(crate) log: Option<std::ops::Range<usize>>,
+}
+
+impl Answer {
+    fn reply<'d>(&self, date: &'d [u8]) -> Reply<'d> {
+        Reply {
+            date,
+            keep_alive: self.keep_alive,
+            version: self.version,
+            head_only: self.head_only,
+            log: self.log.clone(),
+        }
+    }
+}
+
+/// A dynamic request the state thread must handle first.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    answer: Answer,
+    wait: Wait,
+}
+
+#[derive(Debug)]
+enum Wait {
+    Post {
+        done: oneshot::Receiver<Result<u64, String>>,
+        page: Page,
+        user_id: u32,
+    },
+    Reset(oneshot::Receiver<Result<(), String>>, Page),
+    Fetch(oneshot::Receiver<Result<Vec<u8>, String>>, Page),
+}
+
+/// The parts of a wrapped page: the HTML before the file, the file, its length.
+#[derive(Debug)]
+struct Page {
+    wrapper: String,
+    file: Body,
+    file_len: u64,
+}
+
+/// What the connection does next with a request for this module.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The answer is queued.
+    Done,
+    /// The answer depends on the state thread: await [`finish`].
+    Wait(Box<Pending>),
+}
+
+/// Request details the handlers need beyond the head.
+#[derive(Debug)]
+pub(crate) struct Context<'a> {
+    pub(crate) web99: &'a Web99,
+    pub(crate) shared: &'a Shared,
+    pub(crate) cache: &'a mut FileCache,
+    pub(crate) peer: IpAddr,
+    pub(crate) now: std::time::Instant,
+}
+
+/// Handles a request for the entry point. `body` is the complete request body
+/// (POST); the connection gathers it first.
+pub(crate) fn handle(
+    head: &RequestHead<'_, '_>,
+    body: &[u8],
+    answer: Answer,
+    out: &mut Output,
+    ctx: &mut Context<'_>,
+    date: &[u8],
+) -> Outcome {
+    let query = head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"");
+    let result = match head.method {
+        Method::Get | Method::Head => get(head, query, &answer, out, ctx, date),
+        Method::Post => post(head, body, ctx),
+        _ => {
+            answer
+                .reply(date)
+                .status_page(out, 405, b"Allow: GET, HEAD, POST\r\n");
+            return Outcome::Done;
+        }
+    };
+    match result {
+        Ok(None) => Outcome::Done,
+        Ok(Some(wait)) => Outcome::Wait(Box::new(Pending { answer, wait })),
+        Err((status, why)) => {
+            tracing::debug!(
+                "web99: {status} for {:?}: {why}",
+                String::from_utf8_lossy(head.target)
+            );
+            answer.reply(date).explained_page(out, status, b"", why);
+            Outcome::Done
+        }
+    }
+}
+
+type Handled = Result<Option<Wait>, (u16, &'static str)>;
+
+fn get(
+    head: &RequestHead<'_, '_>,
+    query: &[u8],
+    answer: &Answer,
+    out: &mut Output,
+    ctx: &mut Context<'_>,
+    date: &[u8],
+) -> Handled {
+    let parsed = request::parse_query(query).map_err(|e| (400, e))?;
+    let query_text = String::from_utf8_lossy(query);
+    let (rx_page, job) = match parsed {
+        Query::File { id, path } => {
+            let cookie = match head.header("Cookie") {
+                Some(value) => request::parse_cookie(value).map_err(|e| (400, e))?,
+                None => None,
+            };
+            let mut page = page(ctx, &path, &query_text)?;
+            let mut extra = String::new();
+            if let Some(cookie) = cookie {
+                let found = custom_ad(ctx, cookie)?;
+                extra = format!(
+                    "Set-Cookie: found_cookie=Ad_id={}&Ad_weight={}&Expired={}\r\n",
+                    found.ad,
+                    found.weight,
+                    u8::from(found.expired)
+                );
+                if id.tags() > 0 {
+                    page.file = rewritten(&page.file, found.ad)
+                        .map_err(|_| (500, "cannot read the file"))?;
+                }
+            }
+            send_page(answer.reply(date), out, &page, extra.as_bytes(), None);
+            return Ok(None);
+        }
+        Query::Finish => {
+            send_page(
+                answer.reply(date),
+                out,
+                &empty_page(ctx, &query_text),
+                b"",
+                None,
+            );
+            return Ok(None);
+        }
+        Query::Reset(params) => {
+            let (tx, rx) = oneshot::channel();
+            (
+                Wait::Reset(rx, empty_page(ctx, &query_text)),
+                Job::Reset(params, tx),
+            )
+        }
+        Query::Fetch => {
+            let (tx, rx) = oneshot::channel();
+            (
+                Wait::Fetch(rx, empty_page(ctx, &query_text)),
+                Job::Fetch(tx),
+            )
+        }
+    };
+    if !ctx.web99.service.submit(job) {
+        return Err((503, "state thread stopped"));
+    }
+    Ok(Some(rx_page))
+}
+
+fn post(head: &RequestHead<'_, '_>, body: &[u8], ctx: &mut Context<'_>) -> Handled {
+    let cookie = head
+        .header("Cookie")
+        .map(request::parse_cookie)
+        .transpose()
+        .map_err(|e| (400, e))?
+        .flatten()
+        .ok_or((400, "POST without my_cookie"))?;
+    let form = request::parse_form(body).map_err(|e| (400, e))?;
+    let query = head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"");
+    let page = page(ctx, &form.path, &String::from_utf8_lossy(query))?;
+    let (tx, rx) = oneshot::channel();
+    let entry = PostEntry {
+        dir: form.id.dir,
+        class: form.id.class,
+        num: form.id.num,
+        client: form.client,
+        file: format!(
+            "{}dir{:05}/class{}_{}",
+            form.urlroot, form.id.dir, form.id.class, form.id.num
+        ),
+        cookie: cookie.user_id,
+    };
+    if !ctx.web99.service.submit(Job::Post(entry, tx)) {
+        return Err((503, "state thread stopped"));
+    }
+    Ok(Some(Wait::Post {
+        done: rx,
+        page,
+        user_id: cookie.user_id,
+    }))
+}
+
+/// The wrapper and the file at `path` (beneath the document root).
+fn page(ctx: &mut Context<'_>, path: &str, query: &str) -> Result<Page, (u16, &'static str)> {
+    let wrapper = wrapper(ctx, query);
+    let entry = ctx
+        .cache
+        .lookup(&ctx.shared.docroot, format!("/{path}").as_bytes(), ctx.now);
+    let Kind::File(info) = &entry.kind else {
+        return Err((404, "no such file in the file set"));
+    };
+    let file = match &info.content {
+        Some(bytes) => Body::Bytes(bytes.clone()),
+        None => Body::File {
+            fd: info.file.clone(),
+            offset: 0,
+            len: info.len,
+        },
+    };
+    Ok(Page {
+        wrapper,
+        file,
+        file_len: info.len,
+    })
+}
+
+fn empty_page(ctx: &Context<'_>, query: &str) -> Page {
+    Page {
+        wrapper: wrapper(ctx, query),
+        file: Body::Empty,
+        file_len: 0,
+    }
+}
+
+fn wrapper(ctx: &Context<'_>, query: &str) -> String {
+    request::wrapper_head(
+        SERVER_SOFTWARE,
+        &ctx.peer.to_string(),
+        &ctx.web99.config.path,
+        query,
+    )
+}
+
+fn custom_ad(
+    ctx: &Context<'_>,
+    cookie: request::Cookie,
+) -> Result<ads::Found, (u16, &'static str)> {
+    let tables = ctx.web99.service.tables();
+    let user = *tables
+        .users
+        .get(cookie.user_index() as usize)
+        .ok_or((400, "unknown user_id"))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    ads::find_ad(user, cookie.last_ad, &tables.ads, now).ok_or((500, "no ad matches"))
+}
+
+/// A copy of the file with its ad tags rewritten for `ad`.
+fn rewritten(file: &Body, ad: u32) -> io::Result<Body> {
+    let mut bytes = match file {
+        Body::Bytes(b) => b.to_vec(),
+        Body::File { fd, len, .. } => {
+            let mut buf = vec![0; *len as usize];
+            std::os::unix::fs::FileExt::read_exact_at(&**fd, &mut buf, 0)?;
+            buf
+        }
+        _ => return Ok(Body::Empty),
+    };
+    ads::rewrite_tags(&mut bytes, ad);
+    Ok(Body::Bytes(Bytes::from(bytes)))
+}
+
+/// Queues `200 text/html` with the wrapper, the file (or `contents`), the trailer.
+fn send_page(
+    reply: Reply<'_>,
+    out: &mut Output,
+    page: &Page,
+    extra: &[u8],
+    contents: Option<Vec<u8>>,
+) {
+    let (file, file_len) = match contents {
+        Some(c) => {
+            let n = c.len() as u64;
+            (Body::Bytes(Bytes::from(c)), n)
+        }
+        None => (clone_body(&page.file), page.file_len),
+    };
+    let len = page.wrapper.len() as u64 + file_len + TRAILER.len() as u64;
+    let (start, w) = reply.begin(out, 200);
+    let w = w
+        .header("Content-Type", b"text/html")
+        .raw(extra)
+        .content_length(len);
+    reply.end(w);
+    let head_end = out.heads_mut().len();
+    let heads = out.heads_mut();
+    heads.extend_from_slice(page.wrapper.as_bytes());
+    let wrapper = Body::Heads(head_end..heads.len());
+    let body = Body::Parts(vec![
+        wrapper,
+        file,
+        Body::Bytes(Bytes::from_static(TRAILER)),
+    ]);
+    let head = start..head_end;
+    if reply.head_only {
+        out.push(200, head, Body::Empty, reply.log);
+    } else {
+        out.push(200, head, body, reply.log);
+    }
+}
+
+fn clone_body(body: &Body) -> Body {
+    match body {
+        Body::Bytes(b) => Body::Bytes(b.clone()),
+        Body::File { fd, offset, len } => Body::File {
+            fd: fd.clone(),
+            offset: *offset,
+            len: *len,
+        },
+        _ => Body::Empty,
+    }
+}
+
+/// How long a connection waits for the state thread before giving up with 503.
+const STATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits for the state thread, then queues the answer to `pending`.
+pub(crate) async fn finish(pending: Box<Pending>, out: &mut Output, shared: &Shared) {
+    let Pending { answer, wait } = *pending;
+    let outcome = match wait {
+        Wait::Post {
+            done,
+            page,
+            user_id,
+        } => match wait_for(done).await {
+            Ok(_) => Ok((page, format!("Set-Cookie: my_cookie={user_id}\r\n"), None)),
+            Err(e) => Err(e),
+        },
+        Wait::Reset(done, page) => wait_for(done).await.map(|()| (page, String::new(), None)),
+        Wait::Fetch(done, page) => wait_for(done)
+            .await
+            .map(|log| (page, String::new(), Some(log))),
+    };
+    crate::local::with(shared, |local| {
+        local.tick();
+        let reply = answer.reply(local.date.http());
+        match outcome {
+            Ok((page, extra, contents)) => send_page(reply, out, &page, extra.as_bytes(), contents),
+            Err((status, why)) => {
+                tracing::warn!("web99: {why}");
+                reply.explained_page(out, status, b"", &why);
+            }
+        }
+    });
+}
+
+async fn wait_for<T>(rx: oneshot::Receiver<Result<T, String>>) -> Result<T, (u16, String)> {
+    match tokio::time::timeout(STATE_TIMEOUT, rx).await {
+        Ok(Ok(Ok(v))) => Ok(v),
+        // The log could not be written (disk full, I/O error): nothing was recorded.
+        Ok(Ok(Err(e))) => Err((507, e)),
+        Ok(Err(_)) => Err((503, "state thread stopped".into())),
+        Err(_) => Err((503, "state thread did not answer in time".into())),
+    }
+}

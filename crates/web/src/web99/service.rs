@@ -1,0 +1,327 @@
+//! The state behind the dynamic API: one thread owns `post.log` and the ad tables'
+//! files, so POST numbering is serial across all workers, and every answer that
+//! depends on the disk waits for it.
+//!
+//! POSTs are group-committed: the thread takes every job waiting in its queue,
+//! writes their records in one `pwrite`, rewrites the count line, calls `fdatasync`
+//! once, and only then tells the connections, which only then send their 200. A
+//! write or sync error rolls the file back to its last good length and fails those
+//! POSTs (507), so the log never holds a record whose client was told otherwise, nor
+//! a torn one.
+//!
+//! At start the log is checked: bytes beyond the last whole record (a write cut by
+//! a crash or a full disk) are cut off, and the count line is rewritten to match.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use stoa_web99::ads::{self, Ad, ResetParams};
+use stoa_web99::postlog::{self, HEADER, RECORD};
+use tokio::sync::oneshot;
+
+const POST_LOG: &str = "post.log";
+const USERS: &str = "User.Personality";
+const ADS: &str = "Custom.Ads";
+/// Jobs taken per group commit.
+const MAX_BATCH: usize = 1024;
+
+/// Tables used when the state directory holds none yet: enough users for any
+/// load this machine serves, and ads valid for a year, so CAD works before the
+/// first Reset (the harness always sends one).
+const DEFAULT_TABLES: ResetParams = ResetParams {
+    maxload: 10_000,
+    pttime: 15_811_200,
+    maxthread: 10_000,
+    expired: [0, 100],
+};
+
+/// The ad tables a CAD GET searches.
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    /// Demographics by user index.
+    pub(crate) users: Vec<u32>,
+    pub(crate) ads: Vec<Ad>,
+}
+
+/// A POST to log.
+#[derive(Debug)]
+pub(crate) struct PostEntry {
+    pub(crate) dir: u32,
+    pub(crate) class: u8,
+    pub(crate) num: u8,
+    pub(crate) client: u32,
+    pub(crate) file: String,
+    pub(crate) cookie: u32,
+}
+
+/// Work for the state thread; each job carries where to send its outcome.
+#[derive(Debug)]
+pub(crate) enum Job {
+    /// Log a POST; replies with its record number.
+    Post(PostEntry, oneshot::Sender<Result<u64, String>>),
+    /// Regenerate the tables and empty the log.
+    Reset(ResetParams, oneshot::Sender<Result<(), String>>),
+    /// The whole log.
+    Fetch(oneshot::Sender<Result<Vec<u8>, String>>),
+}
+
+/// The handle the server keeps.
+#[derive(Debug)]
+pub(crate) struct Service {
+    tx: Option<Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+    tables: Arc<RwLock<Arc<Tables>>>,
+}
+
+impl Service {
+    /// Opens (and repairs) the state in `dir` and starts the thread.
+    pub(crate) fn start(dir: &Path) -> io::Result<Service> {
+        std::fs::create_dir_all(dir)?;
+        let log = PostLog::open(&dir.join(POST_LOG))?;
+        let tables = Arc::new(RwLock::new(Arc::new(load_or_create_tables(dir)?)));
+        let (tx, rx) = channel();
+        let state = State {
+            dir: dir.to_owned(),
+            log,
+            tables: Arc::clone(&tables),
+        };
+        let thread = std::thread::Builder::new()
+            .name("web99-state".into())
+            .spawn(move || state.run(&rx))?;
+        Ok(Service {
+            tx: Some(tx),
+            thread: Some(thread),
+            tables,
+        })
+    }
+
+    /// The current tables.
+    pub(crate) fn tables(&self) -> Arc<Tables> {
+        self.tables
+            .read()
+            .map(|t| Arc::clone(&t))
+            .unwrap_or_default()
+    }
+
+    /// Queues a job; `false` if the thread is gone.
+    pub(crate) fn submit(&self, job: Job) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok())
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::error!("web99 state thread panicked");
+        }
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn load_or_create_tables(dir: &Path) -> io::Result<Tables> {
+    let users = std::fs::read_to_string(dir.join(USERS))
+        .ok()
+        .and_then(|t| ads::parse_users(&t));
+    let ads = std::fs::read_to_string(dir.join(ADS))
+        .ok()
+        .and_then(|t| ads::parse_ads(&t));
+    if let (Some(users), Some(ads)) = (users, ads) {
+        return Ok(Tables { users, ads });
+    }
+    tracing::info!(
+        "web99: no valid ad tables in {}; generating defaults",
+        dir.display()
+    );
+    write_tables(dir, &DEFAULT_TABLES, now())
+}
+
+/// Writes both files (each to a temporary name, synced, renamed) and returns the
+/// tables they hold.
+fn write_tables(dir: &Path, params: &ResetParams, now: i64) -> io::Result<Tables> {
+    let users_text = ads::user_personality(params);
+    let ads = ads::generate_ads(params, now);
+    write_synced(&dir.join(USERS), users_text.as_bytes())?;
+    write_synced(&dir.join(ADS), ads::custom_ads(&ads).as_bytes())?;
+    File::open(dir)?.sync_all()?;
+    let users = ads::parse_users(&users_text).unwrap_or_default();
+    Ok(Tables { users, ads })
+}
+
+fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let file = File::create(&tmp)?;
+    file.write_all_at(data, 0)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// `post.log`, kept consistent: `HEADER + records × RECORD` bytes.
+#[derive(Debug)]
+struct PostLog {
+    file: File,
+    records: u64,
+}
+
+impl PostLog {
+    fn open(path: &Path) -> io::Result<PostLog> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        let records = postlog::whole_records(len);
+        let good = HEADER as u64 + records * RECORD as u64;
+        if len != good {
+            if len > HEADER as u64 {
+                tracing::warn!(
+                    "web99: {}: cutting a torn tail of {} bytes",
+                    path.display(),
+                    len - good
+                );
+            }
+            file.set_len(good)?;
+        }
+        let log = PostLog { file, records };
+        log.write_count()?;
+        log.file.sync_all()?;
+        Ok(log)
+    }
+
+    fn write_count(&self) -> io::Result<()> {
+        self.file
+            .write_all_at(postlog::count_line(self.records).as_bytes(), 0)
+    }
+
+    /// Appends `entries` durably; returns the first record number.
+    fn append(&mut self, entries: &[&PostEntry], time: i64) -> io::Result<u64> {
+        let first = self.records + 1;
+        let mut text = String::with_capacity(entries.len() * RECORD);
+        for (i, e) in entries.iter().enumerate() {
+            let record = postlog::Record {
+                number: first + i as u64,
+                time,
+                pid: std::process::id(),
+                dir: e.dir,
+                class: e.class,
+                num: e.num,
+                client: e.client,
+                file: e.file.clone(),
+                cookie: e.cookie,
+            };
+            postlog::write_record(&mut text, &record);
+        }
+        let end = HEADER as u64 + self.records * RECORD as u64;
+        let result = self.file.write_all_at(text.as_bytes(), end).and_then(|()| {
+            self.records += entries.len() as u64;
+            self.write_count()?;
+            self.file.sync_data()
+        });
+        if let Err(e) = result {
+            // Roll back to the last durable state; never leave a torn record.
+            self.records = first - 1;
+            let _ = self.file.set_len(end);
+            let _ = self.write_count();
+            return Err(e);
+        }
+        Ok(first)
+    }
+
+    fn truncate(&mut self) -> io::Result<()> {
+        self.file.set_len(HEADER as u64)?;
+        self.records = 0;
+        self.write_count()?;
+        self.file.sync_data()
+    }
+
+    fn contents(&self) -> io::Result<Vec<u8>> {
+        let len = HEADER + self.records as usize * RECORD;
+        let mut buf = vec![0; len];
+        self.file.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+}
+
+struct State {
+    dir: PathBuf,
+    log: PostLog,
+    tables: Arc<RwLock<Arc<Tables>>>,
+}
+
+impl State {
+    fn run(mut self, rx: &Receiver<Job>) {
+        while let Ok(first) = rx.recv() {
+            let mut jobs = vec![first];
+            jobs.extend(rx.try_iter().take(MAX_BATCH - 1));
+            let mut posts = Vec::new();
+            for job in jobs {
+                match job {
+                    Job::Post(entry, reply) => posts.push((entry, reply)),
+                    other => {
+                        self.commit(std::mem::take(&mut posts));
+                        self.handle(other);
+                    }
+                }
+            }
+            self.commit(posts);
+        }
+    }
+
+    fn commit(&mut self, posts: Vec<(PostEntry, oneshot::Sender<Result<u64, String>>)>) {
+        if posts.is_empty() {
+            return;
+        }
+        let entries: Vec<&PostEntry> = posts.iter().map(|(e, _)| e).collect();
+        match self.log.append(&entries, now()) {
+            Ok(first) => {
+                for (i, (_, reply)) in posts.into_iter().enumerate() {
+                    let _ = reply.send(Ok(first + i as u64));
+                }
+            }
+            Err(e) => {
+                tracing::error!("web99: cannot append to post.log: {e}");
+                for (_, reply) in posts {
+                    let _ = reply.send(Err(format!("post.log: {e}")));
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, job: Job) {
+        match job {
+            Job::Post(..) => {}
+            Job::Reset(params, reply) => {
+                let result = write_tables(&self.dir, &params, now())
+                    .and_then(|tables| {
+                        if let Ok(mut t) = self.tables.write() {
+                            *t = Arc::new(tables);
+                        }
+                        self.log.truncate()
+                    })
+                    .map_err(|e| format!("reset: {e}"));
+                let _ = reply.send(result);
+            }
+            Job::Fetch(reply) => {
+                let _ = reply.send(self.log.contents().map_err(|e| format!("post.log: {e}")));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,117 @@
+use std::sync::Arc;
+
+use super::*;
+
+fn entry(n: u32) -> PostEntry {
+    PostEntry {
+        dir: n % 100,
+        class: 1,
+        num: 3,
+        client: n,
+        file: format!("/file_set/dir{:05}/class1_3", n % 100),
+        cookie: 10_000 + n,
+    }
+}
+
+fn post(service: &Service, n: u32) -> Result<u64, String> {
+    let (tx, rx) = oneshot::channel();
+    assert!(service.submit(Job::Post(entry(n), tx)));
+    rx.blocking_recv().expect("answer")
+}
+
+fn fetch(service: &Service) -> String {
+    let (tx, rx) = oneshot::channel();
+    assert!(service.submit(Job::Fetch(tx)));
+    String::from_utf8(rx.blocking_recv().expect("answer").expect("log")).expect("ascii")
+}
+
+#[test]
+fn a_new_state_directory_gets_tables_and_an_empty_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let service = Service::start(&state).expect("start");
+    assert_eq!(fetch(&service), "         0\n");
+    let tables = service.tables();
+    assert_eq!(tables.users.len(), 10_000);
+    assert_eq!(tables.ads.len(), 360);
+    assert!(state.join(USERS).is_file() && state.join(ADS).is_file());
+}
+
+#[test]
+fn posts_are_numbered_across_threads_and_parse() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = Arc::new(Service::start(dir.path()).expect("start"));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let s = Arc::clone(&service);
+            std::thread::spawn(move || {
+                (0..250)
+                    .map(|i| post(&s, t * 1000 + i).expect("logged"))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut numbers: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("thread"))
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=1000).collect::<Vec<_>>());
+    let records = postlog::parse(&fetch(&service)).expect("a valid log");
+    assert_eq!(records.len(), 1000);
+}
+
+#[test]
+fn reset_regenerates_tables_and_empties_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let service = Service::start(dir.path()).expect("start");
+    post(&service, 1).expect("logged");
+    let params = ResetParams {
+        maxload: 50,
+        pttime: 100,
+        maxthread: 60,
+        expired: [1, 100],
+    };
+    let (tx, rx) = oneshot::channel();
+    assert!(service.submit(Job::Reset(params, tx)));
+    rx.blocking_recv().expect("answer").expect("reset");
+    assert_eq!(fetch(&service), "         0\n");
+    assert_eq!(service.tables().users.len(), 60);
+    let users = std::fs::read_to_string(dir.path().join(USERS)).expect("users");
+    assert_eq!(users, ads::user_personality(&params));
+    assert_eq!(post(&service, 2), Ok(1), "numbering restarts");
+}
+
+#[test]
+fn a_torn_tail_and_a_stale_count_are_repaired_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let service = Service::start(dir.path()).expect("start");
+        for n in 0..3 {
+            post(&service, n).expect("logged");
+        }
+    }
+    let path = dir.path().join(POST_LOG);
+    let mut bytes = std::fs::read(&path).expect("read");
+    // A crash after the records but before the count, and half of a fourth record.
+    bytes[..HEADER].copy_from_slice(postlog::count_line(2).as_bytes());
+    bytes.extend_from_within(HEADER..HEADER + 70);
+    std::fs::write(&path, &bytes).expect("write");
+
+    let service = Service::start(dir.path()).expect("restart");
+    let log = fetch(&service);
+    assert_eq!(postlog::parse(&log).map(|r| r.len()), Ok(3));
+    assert_eq!(post(&service, 9), Ok(4));
+    assert_eq!(
+        std::fs::metadata(&path).expect("meta").len(),
+        (HEADER + 4 * RECORD) as u64
+    );
+}
+
+#[test]
+fn corrupt_tables_are_regenerated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(USERS), "garbage").expect("write");
+    let service = Service::start(dir.path()).expect("start");
+    assert_eq!(service.tables().users.len(), 10_000);
+}
