@@ -28,6 +28,9 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Write (or verify) the SPECweb99 file set under a document root.
     Fileset(FilesetArgs),
+    /// Act as the SPECweb99 CGI program (run by the web server, not by hand).
+    #[command(name = "web99-cgi")]
+    Web99Cgi,
 }
 
 /// `stoa fileset`.
@@ -57,6 +60,11 @@ pub(crate) struct FilesetArgs {
     /// Seed of the random body bytes (the same seed writes the same files).
     #[arg(long, value_name = "N", default_value_t = 1999)]
     pub(crate) seed: u64,
+
+    /// Also install the SPECweb99 CGI program as DIR/web99 (serve DIR with
+    /// `stoa serve --cgi-dir DIR`, at /cgi-bin/web99).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cgi_dir: Option<PathBuf>,
 }
 
 /// `stoa serve`: flags override the configuration file.
@@ -110,6 +118,10 @@ pub(crate) struct ServeArgs {
     /// Enable the SPECweb99 dynamic API at /web99.
     #[arg(long)]
     pub(crate) web99: bool,
+
+    /// Run the executables of DIR as CGI scripts under /cgi-bin/.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cgi_dir: Option<PathBuf>,
 
     /// Where the dynamic API keeps User.Personality, Custom.Ads and post.log
     /// (outside the document root; implies --web99). Default /var/lib/stoa/web99

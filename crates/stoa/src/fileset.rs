@@ -89,7 +89,36 @@ pub(crate) fn run(args: &FilesetArgs) -> anyhow::Result<()> {
     if let Some(e) = job.first_error.lock().ok().and_then(|mut e| e.take()) {
         return Err(e);
     }
+    if let Some(dir) = &args.cgi_dir {
+        install_cgi(dir)?;
+    }
     report(args, &job, started.elapsed().as_secs_f64())
+}
+
+/// Installs `DIR/web99`, a script that runs this binary as the SPECweb99 CGI
+/// program.
+#[allow(
+    clippy::print_stdout,
+    reason = "the command's report goes to standard output"
+)]
+fn install_cgi(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let exe = std::env::current_exe().context("cannot find the stoa binary")?;
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("web99");
+    let quoted = exe.display().to_string().replace('\'', "'\\''");
+    let script = format!(
+        "#!/bin/sh\n# SPECweb99 CGI GET: see `stoa web99-cgi --help`.\nexec '{quoted}' web99-cgi\n"
+    );
+    write_atomically(&path, script.as_bytes())?;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("cannot make {} executable", path.display()))?;
+    println!(
+        "CGI program:       {} (serve with --cgi-dir {})",
+        path.display(),
+        dir.display()
+    );
+    Ok(())
 }
 
 /// Refuses a non-empty directory that does not already hold a file set.

@@ -13,6 +13,7 @@ mod cli;
 mod config;
 mod fileset;
 mod serve;
+mod web99_cgi;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Fileset(args) => fileset::run(args),
+        cli::Command::Web99Cgi => web99_cgi::run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

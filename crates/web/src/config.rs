@@ -29,6 +29,51 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// The SPECweb99 dynamic API, when enabled.
     pub web99: Option<Web99Config>,
+    /// CGI scripts, when any directory is mounted.
+    pub cgi: Option<CgiConfig>,
+}
+
+/// CGI/1.1: URL prefixes mapped to directories of executables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgiConfig {
+    /// The mounts, tried in order.
+    pub mounts: Vec<CgiMount>,
+    /// A script running longer is killed with its whole process group (504).
+    pub timeout: Duration,
+    /// Most scripts running at once; others wait (up to `timeout`) for a slot.
+    pub max_processes: usize,
+    /// Most bytes of output accepted from a script (502 beyond).
+    pub max_output: usize,
+    /// Largest request body passed to a script (413 beyond).
+    pub max_body: u64,
+}
+
+impl CgiConfig {
+    /// The defaults, with no mounts.
+    pub fn new() -> CgiConfig {
+        CgiConfig {
+            mounts: Vec::new(),
+            timeout: Duration::from_secs(30),
+            max_processes: 64,
+            max_output: 16 * 1024 * 1024,
+            max_body: 1024 * 1024,
+        }
+    }
+}
+
+impl Default for CgiConfig {
+    fn default() -> Self {
+        CgiConfig::new()
+    }
+}
+
+/// One URL prefix served by the executables of a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgiMount {
+    /// URL path prefix, ending in `/` (`/cgi-bin/`).
+    pub prefix: String,
+    /// Directory of the scripts.
+    pub dir: PathBuf,
 }
 
 /// The SPECweb99 dynamic API module (`web99.md` §6).
@@ -71,6 +116,7 @@ impl Config {
             cache: CacheConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             web99: None,
+            cgi: None,
         }
     }
 }

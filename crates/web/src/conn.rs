@@ -29,6 +29,7 @@ use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::access_log;
+use crate::cgi::{self, Cgi};
 use crate::config::Limits;
 use crate::local::{self, Local};
 use crate::output::{MAX_SENDFILE_CHUNK, Output};
@@ -209,8 +210,8 @@ struct Conn {
     corked: bool,
     /// `100 Continue` was sent for the request whose body is being gathered.
     continue_sent: bool,
-    /// A dynamic request waiting for the state thread.
-    pending: Option<Box<web99::Pending>>,
+    /// A dynamic request waiting for the web99 state thread or a CGI script.
+    pending: Option<Waiting>,
 }
 
 impl Conn {
@@ -235,8 +236,12 @@ impl Conn {
             match step {
                 Step::Flush => continue,
                 Step::Wait { close } => {
-                    if let Some(pending) = self.pending.take() {
-                        web99::finish(pending, &mut self.out, &self.shared).await;
+                    match self.pending.take() {
+                        Some(Waiting::Web99(p)) => {
+                            web99::finish(p, &mut self.out, &self.shared).await
+                        }
+                        Some(Waiting::Cgi(p)) => cgi::run(p, &mut self.out, &self.shared).await,
+                        None => {}
                     }
                     if close {
                         self.last_batch = true;
@@ -359,16 +364,22 @@ impl Conn {
                 return Some(Step::Close { linger: true });
             }
         };
-        if let Some(web99) = shared.web99.as_ref().filter(|w| w.matches(head.target)) {
+        if let Some(route) = dynamic_route(shared, &head) {
+            let local_addr = match route {
+                Dynamic::Cgi(..) => self.stream.local_addr().ok(),
+                Dynamic::Web99(_) => None,
+            };
             let input = &self.buf[self.pos + head.len..];
             let mut state = DynState {
                 out: &mut self.out,
                 continue_sent: &mut self.continue_sent,
                 peer: self.peer,
+                local: local_addr.unwrap_or(self.peer),
                 served: self.served,
                 born: self.born,
             };
-            let (taken, step) = process_web99(&head, input, web99, local, shared, now, &mut state);
+            let (taken, step) =
+                process_dynamic(&head, input, route, local, shared, now, &mut state);
             let head_len = head.len;
             if let Some((body_len, pending)) = taken {
                 self.pos += head_len + body_len;
@@ -797,34 +808,67 @@ fn capture_log(
     Some(start..text.len())
 }
 
-/// The connection fields the dynamic API's request handling touches (the rest of
-/// the connection stays borrowed by the request head).
+/// A request that is not for a static file.
+#[derive(Debug, Clone, Copy)]
+enum Dynamic<'s> {
+    /// The SPECweb99 entry point.
+    Web99(&'s Web99),
+    /// A CGI mount (its index).
+    Cgi(&'s Cgi, usize),
+}
+
+/// Something a connection waits for before it can answer.
+#[derive(Debug)]
+enum Waiting {
+    Web99(Box<web99::Pending>),
+    Cgi(Box<cgi::Pending>),
+}
+
+/// Which dynamic handler, if any, a request is for.
+fn dynamic_route<'s>(shared: &'s Shared, head: &RequestHead<'_, '_>) -> Option<Dynamic<'s>> {
+    if let Some(w) = shared.web99.as_ref().filter(|w| w.matches(head.target)) {
+        return Some(Dynamic::Web99(w));
+    }
+    let cgi = shared.cgi.as_ref()?;
+    let target = stoa_http_proto::target::decode(head.target).ok()?;
+    cgi.route(&target.path)
+        .map(|(mount, _)| Dynamic::Cgi(cgi, mount))
+}
+
+/// The connection fields the dynamic handlers touch (the rest of the connection
+/// stays borrowed by the request head).
 struct DynState<'c> {
     out: &'c mut Output,
     continue_sent: &'c mut bool,
     peer: SocketAddr,
+    local: SocketAddr,
     served: u32,
     born: Instant,
 }
 
-/// Handles a request for the dynamic API. Its body is gathered whole first (it
-/// stays in the buffer, unconsumed, until all of it has arrived); then the module
-/// answers at once, or hands the connection something to wait for. Returns, when
-/// the request was taken, the body bytes consumed and any wait; and the next step.
+/// Handles a request for the dynamic API or a CGI script. Its body is gathered
+/// whole first (it stays in the buffer, unconsumed, until all of it has arrived);
+/// then the handler answers at once, or hands the connection something to wait for.
+/// Returns, when the request was taken, the body bytes consumed and any wait; and
+/// the next step.
 #[allow(
     clippy::type_complexity,
     reason = "one call site, which unpacks it at once"
 )]
-fn process_web99(
+fn process_dynamic(
     head: &RequestHead<'_, '_>,
     input: &[u8],
-    web99: &Web99,
+    route: Dynamic<'_>,
     local: &mut Local,
     shared: &Shared,
     now: Instant,
     conn: &mut DynState<'_>,
-) -> (Option<(usize, Option<Box<web99::Pending>>)>, Option<Step>) {
-    let (body, body_len) = match gather_body(head, input, web99.config.max_post_body) {
+) -> (Option<(usize, Option<Waiting>)>, Option<Step>) {
+    let max_body = match route {
+        Dynamic::Web99(w) => w.config.max_post_body,
+        Dynamic::Cgi(c, _) => c.config.max_body,
+    };
+    let (body, body_len) = match gather_body(head, input, max_body, route) {
         Gathered::Complete(body, len) => (body, len),
         Gathered::Incomplete => {
             if head.expect_continue && !*conn.continue_sent {
@@ -862,20 +906,43 @@ fn process_web99(
         head_only: head.method == Method::Head,
         log,
     };
-    let mut ctx = web99::Context {
-        web99,
-        shared,
-        cache: &mut local.cache,
-        peer: conn.peer.ip(),
-        now,
+    let waiting = match route {
+        Dynamic::Web99(web99) => {
+            let mut ctx = web99::Context {
+                web99,
+                shared,
+                cache: &mut local.cache,
+                peer: conn.peer.ip(),
+                now,
+            };
+            match web99::handle(head, &body, answer, conn.out, &mut ctx, local.date.http()) {
+                web99::Outcome::Done => None,
+                web99::Outcome::Wait(p) => Some(Waiting::Web99(p)),
+            }
+        }
+        Dynamic::Cgi(cgi, mount) => {
+            let rest = stoa_http_proto::target::decode(head.target)
+                .ok()
+                .and_then(|t| cgi.route(&t.path).map(|(_, rest)| rest.to_vec()))
+                .unwrap_or_default();
+            let addrs = (conn.local, conn.peer);
+            match cgi::prepare(cgi, mount, &rest, head, &body, answer, shared, addrs) {
+                Ok(p) => Some(Waiting::Cgi(p)),
+                Err((answer, (status, why))) => {
+                    answer
+                        .reply(local.date.http())
+                        .explained_page(conn.out, status, b"", why);
+                    None
+                }
+            }
+        }
     };
-    let outcome = web99::handle(head, &body, answer, conn.out, &mut ctx, local.date.http());
-    let (pending, step) = match outcome {
-        web99::Outcome::Done if keep_alive => (None, None),
-        web99::Outcome::Done => (None, Some(Step::Close { linger: false })),
-        web99::Outcome::Wait(p) => (Some(p), Some(Step::Wait { close: !keep_alive })),
+    let step = match &waiting {
+        Some(_) => Some(Step::Wait { close: !keep_alive }),
+        None if keep_alive => None,
+        None => Some(Step::Close { linger: false }),
     };
-    (Some((body_len, pending)), step)
+    (Some((body_len, waiting)), step)
 }
 
 /// A request body, gathered whole from the buffer.
@@ -890,9 +957,15 @@ enum Gathered<'a> {
 
 /// Gathers the body of `head` from `input` (the bytes after the head), up to `max`
 /// bytes, whatever its framing.
-fn gather_body<'a>(head: &RequestHead<'_, '_>, input: &'a [u8], max: u64) -> Gathered<'a> {
+fn gather_body<'a>(
+    head: &RequestHead<'_, '_>,
+    input: &'a [u8],
+    max: u64,
+    route: Dynamic<'_>,
+) -> Gathered<'a> {
     match head.body {
-        BodyKind::None if head.method == Method::Post => {
+        // The dynamic API needs its form; a CGI script may take a bodiless POST.
+        BodyKind::None if head.method == Method::Post && matches!(route, Dynamic::Web99(_)) => {
             Gathered::Refused(411, "POST without Content-Length")
         }
         BodyKind::None => Gathered::Complete(std::borrow::Cow::Borrowed(&[]), 0),

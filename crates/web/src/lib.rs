@@ -19,6 +19,8 @@
 //! - `response.rs`: response heads and generated status pages.
 //! - `web99/`: the SPECweb99 dynamic API (`--web99`): dynamic and custom-ad GETs,
 //!   POSTs with a durable post.log, Reset and Fetch, behind one entry point.
+//! - `cgi/`: CGI/1.1 scripts, one process per request, in their own process group,
+//!   with a timeout and a cap on concurrent scripts.
 //! - `access_log.rs`: Common/combined log lines, batched to a writer thread.
 //! - `local.rs`: the per-thread state (caches, pools, log buffer).
 //! - [`config`]: the plain configuration structs.
@@ -31,6 +33,7 @@
 
 mod access_log;
 mod cache;
+mod cgi;
 pub mod config;
 mod conn;
 mod idle;

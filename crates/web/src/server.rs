@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::access_log::{AccessLog, LogReopener, LogSink};
+use crate::cgi::Cgi;
 use crate::config::{Config, RuntimeModel};
 use crate::idle::IdleSet;
 use crate::web99::Web99;
@@ -70,6 +71,26 @@ pub(crate) struct Shared {
     pub(crate) busy: AtomicUsize,
     /// The SPECweb99 dynamic API, when enabled.
     pub(crate) web99: Option<Web99>,
+    /// The CGI gateway, when directories are mounted.
+    pub(crate) cgi: Option<Cgi>,
+}
+
+#[cfg(test)]
+impl Shared {
+    /// A server's shared state without listeners, for unit tests.
+    pub(crate) fn for_tests(config: Config) -> Shared {
+        Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            docroot: rustix::fs::open(".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+                .expect("open the current directory"),
+            log: None,
+            config,
+            draining: AtomicBool::new(false),
+            busy: AtomicUsize::new(0),
+            web99: None,
+            cgi: None,
+        }
+    }
 }
 
 /// A bound web server, ready to [`Server::run`].
@@ -123,6 +144,11 @@ impl Server {
             })?),
             None => None,
         };
+        let cgi = config
+            .cgi
+            .as_ref()
+            .filter(|c| !c.mounts.is_empty())
+            .map(Cgi::new);
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             docroot,
@@ -131,6 +157,7 @@ impl Server {
             draining: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
             web99,
+            cgi,
         });
         Ok(Server {
             shared,

@@ -9,7 +9,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stoa_web::config::{AccessLogTarget, LogFormat, RuntimeModel, Web99Config};
+use stoa_web::config::{
+    AccessLogTarget, CgiConfig, CgiMount, LogFormat, RuntimeModel, Web99Config,
+};
 use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
@@ -56,6 +58,7 @@ pub(crate) fn load(
                 Ok(table) => {
                     read_file(&table, &mut web, &mut docroot, &mut report);
                     read_web99(&table, &mut web, default_web99_state, &mut report);
+                    read_cgi(&table, &mut web, &mut report);
                 }
                 Err(e) => {
                     report
@@ -74,6 +77,14 @@ pub(crate) fn load(
         }
     }
     apply_flags(args, &mut web, &mut docroot, &mut report);
+    if let Some(dir) = &args.cgi_dir {
+        let cgi = web.cgi.get_or_insert_with(CgiConfig::new);
+        cgi.mounts.retain(|m| m.prefix != "/cgi-bin/");
+        cgi.mounts.push(CgiMount {
+            prefix: "/cgi-bin/".into(),
+            dir: dir.clone(),
+        });
+    }
     if args.web99 || args.web99_state.is_some() {
         let config = web
             .web99
@@ -112,7 +123,7 @@ fn read_file(
     docroot: &mut Option<PathBuf>,
     r: &mut Report,
 ) {
-    r.known_keys(table, "", &["listener", "web", "web99"]);
+    r.known_keys(table, "", &["listener", "web", "web99", "cgi"]);
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);
     }
@@ -288,6 +299,48 @@ fn read_web99(table: &Table, web: &mut stoa_web::Config, default_state: &Path, r
     }
 }
 
+fn read_cgi(table: &Table, web: &mut stoa_web::Config, r: &mut Report) {
+    const P: &str = "cgi.";
+    let Some(t) = r.table(table, "", "cgi") else {
+        return;
+    };
+    r.known_keys(
+        t,
+        P,
+        &[
+            "timeout",
+            "max_processes",
+            "max_output",
+            "max_body",
+            "mounts",
+        ],
+    );
+    let mut cgi = CgiConfig::new();
+    r.duration(t, P, "timeout", &mut cgi.timeout);
+    r.integer_into(t, P, "max_processes", &mut cgi.max_processes);
+    r.size(t, P, "max_output", &mut cgi.max_output);
+    r.size(t, P, "max_body", &mut cgi.max_body);
+    if let Some(mounts) = r.table(t, P, "mounts") {
+        for (prefix, dir) in mounts {
+            match dir.as_str() {
+                Some(dir) if prefix.starts_with('/') && prefix.ends_with('/') => {
+                    cgi.mounts.push(CgiMount {
+                        prefix: prefix.clone(),
+                        dir: PathBuf::from(dir),
+                    })
+                }
+                Some(_) => r
+                    .errors
+                    .push(format!("{P}mounts: {prefix:?} must start and end with /")),
+                None => r
+                    .errors
+                    .push(format!("{P}mounts.{prefix}: expected a directory path")),
+            }
+        }
+    }
+    web.cgi = Some(cgi);
+}
+
 fn apply_flags(
     args: &ServeArgs,
     web: &mut stoa_web::Config,
@@ -425,6 +478,12 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
         web.cache.max_entries >= 1,
         "web.cache.max_entries: must be at least 1",
     );
+    for m in web.cgi.iter().flat_map(|c| &c.mounts) {
+        check(
+            m.dir.is_dir(),
+            &format!("CGI directory {}: not a directory", m.dir.display()),
+        );
+    }
     if let Some(w) = &web.web99 {
         // A lexical check (no symlinks resolved): the state must not be reachable
         // through the document root.

@@ -69,7 +69,7 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    fn reply<'d>(&self, date: &'d [u8]) -> Reply<'d> {
+    pub(crate) fn reply<'d>(&self, date: &'d [u8]) -> Reply<'d> {
         Reply {
             date,
             keep_alive: self.keep_alive,

@@ -1,0 +1,279 @@
+//! CGI/1.1 (RFC 3875): URL prefixes mapped to directories of executables, one
+//! process per request.
+//!
+//! `GET /cgi-bin/script/extra/path?query` runs `DIR/script` with the standard
+//! meta-variables (plus `DOCUMENT_ROOT` and `REQUEST_URI`, as Apache and nginx pass
+//! them, and `HTTP_*` for the request's headers), the request body on its standard
+//! input, in its own process group. Its output is a CGI response: header lines
+//! (`Status`, `Content-Type`, `Location` and any others), a blank line, the body.
+//! The server computes `Content-Length`; hop-by-hop headers from the script are
+//! dropped. A `Location` without `Status` becomes a 302 (a local path is also sent
+//! to the client as a redirect rather than followed inside the server).
+//!
+//! Bounds: at most [`CgiConfig::max_processes`] scripts run at once (others wait,
+//! up to the timeout, then get 503); a script that outlives
+//! [`CgiConfig::timeout`] has its whole process group killed (504); output beyond
+//! [`CgiConfig::max_output`] is refused (502). Whatever the script writes to
+//! standard error goes to the error log, line by line.
+
+mod response;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+
+use stoa_http_proto::RequestHead;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Semaphore;
+
+use crate::config::CgiConfig;
+use crate::output::Output;
+use crate::response::{Reply, SERVER_SOFTWARE};
+use crate::server::Shared;
+use crate::web99::Answer;
+
+/// The CGI gateway's shared state.
+#[derive(Debug)]
+pub(crate) struct Cgi {
+    pub(crate) config: CgiConfig,
+    slots: Arc<Semaphore>,
+}
+
+impl Cgi {
+    pub(crate) fn new(config: &CgiConfig) -> Cgi {
+        Cgi {
+            slots: Arc::new(Semaphore::new(config.max_processes.max(1))),
+            config: config.clone(),
+        }
+    }
+
+    /// The mount a decoded request path falls under, and the rest of the path.
+    pub(crate) fn route<'p>(&self, path: &'p [u8]) -> Option<(usize, &'p [u8])> {
+        self.config
+            .mounts
+            .iter()
+            .enumerate()
+            .find_map(|(i, m)| path.strip_prefix(m.prefix.as_bytes()).map(|rest| (i, rest)))
+    }
+}
+
+/// A script to run, with everything it needs captured from the request.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    answer: Answer,
+    program: PathBuf,
+    dir: PathBuf,
+    name: String,
+    env: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+}
+
+/// Why a CGI request fails before its script runs.
+pub(crate) type Refusal = (u16, &'static str);
+
+/// Prepares a CGI request: finds the script under mount `mount` and builds its
+/// environment. The script runs in [`run`].
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the request's parts, each needed once"
+)]
+pub(crate) fn prepare(
+    cgi: &Cgi,
+    mount: usize,
+    rest: &[u8],
+    head: &RequestHead<'_, '_>,
+    body: &[u8],
+    answer: Answer,
+    shared: &Shared,
+    addrs: (SocketAddr, SocketAddr),
+) -> Result<Box<Pending>, (Answer, Refusal)> {
+    let m = &cgi.config.mounts[mount];
+    let rest = String::from_utf8_lossy(rest).into_owned();
+    let (name, path_info) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest.as_str(), ""),
+    };
+    if name.is_empty() || name.starts_with('.') {
+        return Err((answer, (404, "no script named")));
+    }
+    let program = m.dir.join(name);
+    if !is_executable(&program) {
+        return Err((answer, (404, "no such script")));
+    }
+    let env = environment(head, body, &m.prefix, name, path_info, shared, addrs);
+    Ok(Box::new(Pending {
+        answer,
+        program,
+        dir: m.dir.clone(),
+        name: name.to_owned(),
+        env,
+        body: body.to_vec(),
+    }))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The meta-variables of RFC 3875 §4.1, plus `DOCUMENT_ROOT`, `REQUEST_URI`,
+/// `REMOTE_PORT` and the request's headers as `HTTP_*`.
+fn environment(
+    head: &RequestHead<'_, '_>,
+    body: &[u8],
+    prefix: &str,
+    name: &str,
+    path_info: &str,
+    shared: &Shared,
+    (local, peer): (SocketAddr, SocketAddr),
+) -> Vec<(String, Vec<u8>)> {
+    let query = head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"");
+    let host = head
+        .header("Host")
+        .map(|h| match h.iter().rposition(|&b| b == b':') {
+            // host:port (but not a bare IPv6 literal's colons)
+            Some(i) if !h.ends_with(b"]") => h[..i].to_vec(),
+            _ => h.to_vec(),
+        })
+        .unwrap_or_else(|| local.ip().to_string().into_bytes());
+    let docroot = shared
+        .config
+        .docroot
+        .as_os_str()
+        .as_encoded_bytes()
+        .to_vec();
+    let mut env: Vec<(String, Vec<u8>)> = vec![
+        ("GATEWAY_INTERFACE".into(), b"CGI/1.1".to_vec()),
+        ("SERVER_SOFTWARE".into(), SERVER_SOFTWARE.into()),
+        ("SERVER_NAME".into(), host),
+        ("SERVER_PORT".into(), local.port().to_string().into_bytes()),
+        ("SERVER_PROTOCOL".into(), head.version.as_str().into()),
+        ("REQUEST_METHOD".into(), head.method_token.into()),
+        ("REQUEST_URI".into(), head.target.to_vec()),
+        ("SCRIPT_NAME".into(), format!("{prefix}{name}").into_bytes()),
+        ("QUERY_STRING".into(), query.to_vec()),
+        ("REMOTE_ADDR".into(), peer.ip().to_string().into_bytes()),
+        ("REMOTE_PORT".into(), peer.port().to_string().into_bytes()),
+        ("DOCUMENT_ROOT".into(), docroot.clone()),
+        ("PATH".into(), b"/usr/local/bin:/usr/bin:/bin".to_vec()),
+    ];
+    if !path_info.is_empty() {
+        env.push(("PATH_INFO".into(), path_info.into()));
+        let translated = [docroot.as_slice(), path_info.as_bytes()].concat();
+        env.push(("PATH_TRANSLATED".into(), translated));
+    }
+    if !body.is_empty() || head.header("Content-Length").is_some() {
+        env.push(("CONTENT_LENGTH".into(), body.len().to_string().into_bytes()));
+    }
+    for h in head.headers {
+        let upper = h.name.to_ascii_uppercase().replace('-', "_");
+        match upper.as_str() {
+            "CONTENT_TYPE" => env.push(("CONTENT_TYPE".into(), h.value.to_vec())),
+            // Framing is the server's business; the script gets CONTENT_LENGTH.
+            "CONTENT_LENGTH" | "TRANSFER_ENCODING" | "CONNECTION" | "PROXY" => {}
+            _ => env.push((format!("HTTP_{upper}"), h.value.to_vec())),
+        }
+    }
+    env
+}
+
+/// Runs the script and queues its answer.
+pub(crate) async fn run(pending: Box<Pending>, out: &mut Output, shared: &Shared) {
+    let Some(cgi) = shared.cgi.as_ref() else {
+        return;
+    };
+    let Pending {
+        answer,
+        program,
+        dir,
+        name,
+        env,
+        body,
+    } = *pending;
+    let timeout = cgi.config.timeout;
+    let result = match tokio::time::timeout(timeout, Arc::clone(&cgi.slots).acquire_owned()).await {
+        Ok(Ok(_slot)) => execute(&program, &dir, &name, env, body, cgi).await,
+        _ => Err((503, "too many CGI scripts running")),
+    };
+    crate::local::with(shared, |local| {
+        local.tick();
+        let reply = answer.reply(local.date.http());
+        match result.and_then(|output| response::parse(&output, cgi.config.max_output)) {
+            Ok(parsed) => response::send(reply, out, parsed),
+            Err((status, why)) => {
+                tracing::warn!("cgi {name}: {why}");
+                Reply::explained_page(reply, out, status, b"", why);
+            }
+        }
+    });
+}
+
+/// Spawns the script, feeds it the body, collects its output within the timeout.
+async fn execute(
+    program: &Path,
+    dir: &Path,
+    name: &str,
+    env: Vec<(String, Vec<u8>)>,
+    body: Vec<u8>,
+    cgi: &Cgi,
+) -> Result<Vec<u8>, Refusal> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, std::ffi::OsStr::from_bytes(v))))
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|e| {
+        tracing::warn!("cgi {name}: cannot start: {e}");
+        (500, "cannot start the script")
+    })?;
+    let pid = child.id();
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let max = cgi.config.max_output;
+    let name_owned = name.to_owned();
+    let talk = async move {
+        let feed = async {
+            if let Some(mut stdin) = stdin {
+                // A script that does not read its input is its own business.
+                let _ = stdin.write_all(&body).await;
+            }
+        };
+        let collect = async {
+            let mut output = Vec::new();
+            if let Some(stdout) = stdout {
+                let _ = stdout.take(max as u64 + 1).read_to_end(&mut output).await;
+            }
+            output
+        };
+        let log = async {
+            if let Some(stderr) = stderr {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::warn!("cgi {name_owned}: {line}");
+                }
+            }
+        };
+        let ((), output, ()) = tokio::join!(feed, collect, log);
+        let _ = child.wait().await;
+        output
+    };
+    match tokio::time::timeout(cgi.config.timeout, talk).await {
+        Ok(output) => Ok(output),
+        Err(_) => {
+            if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                // The whole group: the script and anything it started.
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+            Err((504, "the script took too long"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
