@@ -345,6 +345,8 @@ run_wrk() {
     local out="$1" dur="$2" threads="$3" conns="$4" url="$5" mode="${6:-}" rc=0 snap0 snap1
     local args=(-t"$threads" -c"$conns" -d"${dur}s" --latency)
     [[ "$mode" == close ]] && args+=(-H 'Connection: close')
+    # Extra wrk arguments (headers, a Lua script) from the calling script, if any.
+    if [[ -n "${WRK_EXTRA+set}" ]]; then args+=("${WRK_EXTRA[@]}"); fi
     snap0="$(cpu_snapshot "${MEASURE_PIDS[@]}")"
     timeout --foreground --kill-after=5 "$((dur + 30))" wrk "${args[@]}" "$url" >"$out" 2>&1 || rc=$?
     snap1="$(cpu_snapshot "${MEASURE_PIDS[@]}")"
