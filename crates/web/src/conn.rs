@@ -965,7 +965,12 @@ fn gather_body<'a>(
 ) -> Gathered<'a> {
     match head.body {
         // The dynamic API needs its form; a CGI script may take a bodiless POST.
-        BodyKind::None if head.method == Method::Post && matches!(route, Dynamic::Web99(_)) => {
+        // `Content-Length: 0` is a length, and an empty form (400 later on).
+        BodyKind::None
+            if head.method == Method::Post
+                && matches!(route, Dynamic::Web99(_))
+                && head.header("Content-Length").is_none() =>
+        {
             Gathered::Refused(411, "POST without Content-Length")
         }
         BodyKind::None => Gathered::Complete(std::borrow::Cow::Borrowed(&[]), 0),

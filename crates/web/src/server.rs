@@ -138,10 +138,12 @@ impl Server {
         }
         let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
         let web99 = match &config.web99 {
-            Some(c) => Some(Web99::start(c).map_err(|source| Error::Web99 {
-                path: c.state_dir.clone(),
-                source,
-            })?),
+            Some(c) => Some(
+                Web99::start(c, &config.docroot).map_err(|source| Error::Web99 {
+                    path: c.state_dir.clone(),
+                    source,
+                })?,
+            ),
             None => None,
         };
         let cgi = config

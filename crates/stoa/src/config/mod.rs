@@ -489,7 +489,12 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
         // through the document root.
         let inside = std::path::absolute(&w.state_dir)
             .ok()
-            .zip(std::path::absolute(&web.docroot).ok())
+            .map(|p| lexically_normal(&p))
+            .zip(
+                std::path::absolute(&web.docroot)
+                    .ok()
+                    .map(|p| lexically_normal(&p)),
+            )
             .is_some_and(|(state, root)| {
                 !web.docroot.as_os_str().is_empty() && state.starts_with(root)
             });
@@ -501,6 +506,22 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
             ),
         );
     }
+}
+
+/// `path` with `.` and `..` components resolved without touching the file system
+/// (symlinks are checked again at start, on the real directories).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 impl Report {

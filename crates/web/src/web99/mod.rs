@@ -45,7 +45,27 @@ pub(crate) struct Web99 {
 
 impl Web99 {
     /// Opens the state directory (repairing post.log) and starts the state thread.
-    pub(crate) fn start(config: &Web99Config) -> io::Result<Web99> {
+    /// Refuses a state directory that resolves to a place beneath `docroot`.
+    pub(crate) fn start(config: &Web99Config, docroot: &std::path::Path) -> io::Result<Web99> {
+        std::fs::create_dir_all(&config.state_dir)?;
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a start-up check that both existing directories are apart, not a \
+                      per-request path check (those open beneath the root)"
+        )]
+        let (state, root) = (
+            std::fs::canonicalize(&config.state_dir)?,
+            std::fs::canonicalize(docroot)?,
+        );
+        if state.starts_with(&root) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "it is inside the document root {}: it would be served",
+                    root.display()
+                ),
+            ));
+        }
         Ok(Web99 {
             config: config.clone(),
             service: Service::start(&config.state_dir)?,
