@@ -1870,3 +1870,79 @@ fn curl_drives_dynamic_get_cad_and_post() {
     check_record(&records[0], 1, file_id(4, 1, 3), 2, 10_007, server.pid());
     check_record(&records[1], 2, file_id(4, 1, 3), 2, 10_008, server.pid());
 }
+
+// ---------------------------------------------------------------------------
+// Disk full
+// ---------------------------------------------------------------------------
+
+/// A tmpfs mounted on `path`, unmounted on drop; `None` without the right to mount.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(path: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(path).ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(path.to_owned()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_fails_posts_with_507_and_keeps_whole_records() {
+    let site = Web99Site::new();
+    let Some(_fs) = Tmpfs::mount(&site.state, "512k") else {
+        eprintln!("skipped: cannot mount a tmpfs (needs root; CI runs as root)");
+        return;
+    };
+    let server = site.start();
+    // Fill what the tables left free.
+    let filler = site.state.join("filler");
+    let mut f = std::fs::File::create(&filler).expect("filler");
+    let block = vec![0u8; 4096];
+    while io::Write::write_all(&mut f, &block).is_ok() {}
+    drop(f);
+    let (mut ok, mut full) = (0u64, 0);
+    for n in 0..200 {
+        let r = raw_request(
+            server.addr,
+            &post_request(SCRIPT, Some(&my_cookie(10_000 + n, 0)), MANAGER_FORM),
+        );
+        match r.status {
+            200 => ok += 1,
+            507 => {
+                full += 1;
+                break;
+            }
+            other => panic!("unexpected status {other}: {}", lossy(&r.body)),
+        }
+    }
+    assert_eq!(full, 1, "a POST on a full disk must fail with 507");
+    let records = fetch_records(server.addr);
+    assert_eq!(
+        records.len() as u64,
+        ok,
+        "exactly the acknowledged POSTs are logged"
+    );
+    let len = std::fs::metadata(site.post_log_path())
+        .expect("post.log")
+        .len();
+    assert_eq!(len, 11 + 139 * ok, "only whole records");
+    // Space comes back: the next POST works without a restart.
+    std::fs::remove_file(&filler).expect("remove filler");
+    let r = raw_request(
+        server.addr,
+        &post_request(SCRIPT, Some(&my_cookie(10_500, 0)), MANAGER_FORM),
+    );
+    assert_eq!(r.status, 200, "{}", lossy(&r.body));
+    assert_eq!(fetch_records(server.addr).len() as u64, ok + 1);
+    drop(server);
+}
