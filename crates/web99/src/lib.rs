@@ -11,6 +11,12 @@
 //!   manager makes on a fetched log (also used to repair a torn tail).
 //! - [`request`]: the query string, `my_cookie`, the POST form, and the HTML
 //!   wrapper of every dynamic answer.
+//! - [`workload`]: the client side: the kit's random generator and Zipf sampler,
+//!   decks with exact class proportions, request types, keep-alive sizes, and the
+//!   exact request bytes.
+//! - [`metrics`]: rated receive (the 400 kbit/s pacing), the per-class counters,
+//!   valid and conforming generators, the run-level numbers and the median
+//!   iteration.
 //!
 //! # What it does not do
 //!
@@ -19,5 +25,7 @@
 
 pub mod ads;
 pub mod fileset;
+pub mod metrics;
 pub mod postlog;
 pub mod request;
+pub mod workload;
