@@ -31,6 +31,68 @@ pub(crate) enum Command {
     /// Act as the SPECweb99 CGI program (run by the web server, not by hand).
     #[command(name = "web99-cgi")]
     Web99Cgi,
+    /// SPEC-style benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// `stoa bench …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// A SPECweb99-style run: paced 400 kbit/s connections, conformance, report.
+    /// Without --target, generates a file set and benchmarks a built-in
+    /// `stoa serve --web99` on loopback.
+    Web(BenchWebArgs),
+}
+
+/// `stoa bench web`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchWebArgs {
+    /// The server, `http://HOST:PORT[/path-of-the-file_set-parent]`. Default: a
+    /// built-in `stoa serve --web99` on loopback.
+    #[arg(long, value_name = "URL")]
+    pub(crate) target: Option<String>,
+
+    /// Simultaneous connections (load generators).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) connections: u32,
+
+    /// Phase lengths: `quick` (seconds) or `standard` (the kit's 20-minute phases).
+    #[arg(long, value_name = "PROFILE", default_value = "quick", value_parser = ["quick", "standard"])]
+    pub(crate) profile: String,
+
+    /// Measurement time of each iteration, overriding the profile's (e.g. `30s`).
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) run_time: Option<String>,
+
+    /// Iterations (default: 3 for the standard profile, as the run rules require;
+    /// 1 for quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) iterations: Option<u32>,
+
+    /// HTTP version of the whole run.
+    #[arg(long, value_name = "VERSION", default_value = "1.1", value_parser = ["1.0", "1.1"])]
+    pub(crate) http: String,
+
+    /// Only static GETs, for servers without the dynamic API (the report says so).
+    #[arg(long)]
+    pub(crate) static_only: bool,
+
+    /// Search for the highest connection count that still conforms.
+    #[arg(long)]
+    pub(crate) find_max: bool,
+
+    /// Write report.txt and report.json here.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// The dynamic API's entry point on the server.
+    #[arg(long, value_name = "PATH", default_value = "/web99")]
+    pub(crate) dynamic_path: String,
+
+    /// The SPECweb99 CGI program on the server.
+    #[arg(long, value_name = "PATH", default_value = "/cgi-bin/web99")]
+    pub(crate) cgi_path: String,
 }
 
 /// `stoa fileset`.

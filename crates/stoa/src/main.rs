@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod bench;
 mod cli;
 mod config;
 mod fileset;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Fileset(args) => fileset::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),
+        cli::Command::Bench(cli::BenchCommand::Web(args)) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

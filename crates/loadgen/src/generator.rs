@@ -1,0 +1,318 @@
+//! One load generator: one emulated user on one connection at a time, sending the
+//! deck's requests back to back and pacing each to the 400 kbit/s line.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use stoa_web99::metrics::{BLOCK, GeneratorStats, RatedReceive};
+use stoa_web99::workload::{self, Entry, RequestType, SpecRng};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::check::{self, Expect};
+use crate::{Plan, Tally};
+
+/// Longest wait for any one response.
+const OP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest response head accepted.
+const MAX_HEAD: usize = 16 * 1024;
+
+/// Times of one run, relative to its start.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub(crate) base: Instant,
+    pub(crate) run_start: Duration,
+    pub(crate) run_end: Duration,
+    pub(crate) end: Duration,
+}
+
+impl Clock {
+    fn ms(&self, t: Instant) -> f64 {
+        t.duration_since(self.base).as_secs_f64() * 1000.0
+    }
+}
+
+/// Runs generator `index` until the end of the run; returns its counters.
+pub(crate) async fn run(plan: &Plan, index: u32, clock: Clock) -> Tally {
+    let mut g = Generator {
+        plan,
+        user_id: 10_000 + plan.first_user + index,
+        rng: SpecRng::new(workload::client_seed(plan.client).wrapping_add(7919 * index as i32)),
+        deck: Vec::new(),
+        next: 0,
+        conn: None,
+        left_on_conn: 0,
+        last_ad: 0,
+        tally: Tally::default(),
+        buf: Vec::with_capacity(BLOCK),
+        request: Vec::with_capacity(512),
+    };
+    g.last_ad = (g.user_id - 10_000) % stoa_web99::ads::ADS;
+    g.tally.generators.push(GeneratorStats::default());
+    while clock.base.elapsed() < clock.end {
+        let entry = g.next_entry();
+        g.operation(entry, &clock).await;
+    }
+    g.tally
+}
+
+struct Generator<'p> {
+    plan: &'p Plan,
+    user_id: u32,
+    rng: SpecRng,
+    deck: Vec<Entry>,
+    next: usize,
+    conn: Option<TcpStream>,
+    left_on_conn: u32,
+    last_ad: u32,
+    tally: Tally,
+    buf: Vec<u8>,
+    request: Vec<u8>,
+}
+
+/// A complete response.
+struct Response {
+    status: u16,
+    head: Vec<u8>,
+    body_start: usize,
+    close: bool,
+}
+
+impl Generator<'_> {
+    fn next_entry(&mut self) -> Entry {
+        if self.next >= self.deck.len() {
+            self.deck = workload::deck(self.plan.deck_size, self.plan.directories, &mut self.rng);
+            self.next = 0;
+        }
+        let mut entry = self.deck[self.next];
+        self.next += 1;
+        if self.plan.static_only {
+            entry.kind = RequestType::Static;
+        }
+        entry
+    }
+
+    /// One operation: (re)connect if needed, send, receive paced, check, sleep.
+    async fn operation(&mut self, entry: Entry, clock: &Clock) {
+        let started = Instant::now();
+        let mut rated = RatedReceive::start(clock.ms(started));
+        if entry.kind == RequestType::Post {
+            // Every POST sent, in any phase: the post.log audit compares them all.
+            self.tally.posts[usize::from(entry.file.class)] += 1;
+        }
+        let result =
+            tokio::time::timeout(OP_TIMEOUT, self.exchange(entry, &mut rated, clock)).await;
+        let outcome = match result {
+            Ok(Ok(resp)) => self.judge(entry, &resp),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err("timeout"),
+        };
+        if outcome.is_err() {
+            self.conn = None;
+        }
+        let (sleep, op_ms) = rated.finish(clock.ms(Instant::now()));
+        if sleep > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(sleep / 1000.0)).await;
+        }
+        let finished = Instant::now();
+        self.tally.timeline_op(finished.duration_since(clock.base));
+        if !self.counts(clock, started, finished) {
+            return;
+        }
+        let stats = &mut self.tally.generators[0].classes[usize::from(entry.file.class)];
+        match outcome {
+            Ok(()) => {
+                stats.record_good(op_ms, rated.bytes());
+                self.tally.latency_ms.push(op_ms as f32);
+            }
+            Err(kind) => {
+                stats.record_bad();
+                *self.tally.errors.entry(kind.to_owned()).or_default() += 1;
+            }
+        }
+    }
+
+    /// Counted only when both ends of the operation fall in the run phase.
+    fn counts(&self, clock: &Clock, started: Instant, finished: Instant) -> bool {
+        let (s, f) = (
+            started.duration_since(clock.base),
+            finished.duration_since(clock.base),
+        );
+        s >= clock.run_start && f <= clock.run_end
+    }
+
+    async fn exchange(
+        &mut self,
+        entry: Entry,
+        rated: &mut RatedReceive,
+        clock: &Clock,
+    ) -> Result<Response, &'static str> {
+        let reused = self.conn.is_some();
+        match self.try_exchange(entry, rated, clock).await {
+            Err(Reuse::ClosedBeforeAnswer) if reused => {
+                // "server closed Keep-Alive connection, opening a new one"
+                self.conn = None;
+                self.try_exchange(entry, rated, clock)
+                    .await
+                    .map_err(Reuse::kind)
+            }
+            other => other.map_err(Reuse::kind),
+        }
+    }
+
+    async fn try_exchange(
+        &mut self,
+        entry: Entry,
+        rated: &mut RatedReceive,
+        clock: &Clock,
+    ) -> Result<Response, Reuse> {
+        if self.conn.is_none() {
+            let stream = TcpStream::connect(self.plan.addr)
+                .await
+                .map_err(|_| Reuse::Failed("connect"))?;
+            let _ = stream.set_nodelay(true);
+            self.conn = Some(stream);
+            self.left_on_conn = workload::requests_for_connection(&mut self.rng);
+        }
+        let keep_alive = self.left_on_conn > 1;
+        self.request.clear();
+        workload::format_request(
+            &entry,
+            &self.plan.targets,
+            keep_alive,
+            self.user_id,
+            self.last_ad,
+            &mut self.request,
+        );
+        let stream = self.conn.as_mut().ok_or(Reuse::Failed("connect"))?;
+        stream
+            .write_all(&self.request)
+            .await
+            .map_err(|_| Reuse::ClosedBeforeAnswer)?;
+        let resp = read_response(stream, &mut self.buf, rated, clock).await?;
+        self.left_on_conn = self.left_on_conn.saturating_sub(1);
+        if self.left_on_conn == 0 || resp.close {
+            self.conn = None;
+        }
+        Ok(resp)
+    }
+
+    fn judge(&mut self, entry: Entry, resp: &Response) -> Result<(), &'static str> {
+        if resp.status != 200 {
+            return Err("status not 200");
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Response::new(&mut headers);
+        parsed.parse(&resp.head).map_err(|_| "bad response head")?;
+        let expect = Expect {
+            kind: entry.kind,
+            file: entry.file,
+            user_id: self.user_id,
+            expired: self.plan.expired,
+            headers: parsed.headers,
+        };
+        let found = check::check(&expect, &resp.head[resp.body_start..])?;
+        if let Some(ad) = found {
+            self.last_ad = ad;
+        }
+        Ok(())
+    }
+}
+
+/// Why an exchange failed, and whether a fresh connection may be tried.
+enum Reuse {
+    /// The connection was gone before any answer: retry on a new one.
+    ClosedBeforeAnswer,
+    Failed(&'static str),
+}
+
+impl Reuse {
+    fn kind(self) -> &'static str {
+        match self {
+            Reuse::ClosedBeforeAnswer => "connection closed",
+            Reuse::Failed(kind) => kind,
+        }
+    }
+}
+
+/// Reads one response in blocks of at most [`BLOCK`] bytes, crediting each block
+/// to the rated receive. The head and body end up in `out.head`.
+async fn read_response(
+    stream: &mut TcpStream,
+    block: &mut Vec<u8>,
+    rated: &mut RatedReceive,
+    clock: &Clock,
+) -> Result<Response, Reuse> {
+    let mut data: Vec<u8> = Vec::with_capacity(4096);
+    let mut framing: Option<(u16, usize, usize, bool)> = None; // status, body start, total, close
+    loop {
+        if let Some((_, _, total, _)) = framing
+            && data.len() >= total
+        {
+            break;
+        }
+        block.resize(BLOCK, 0);
+        let n = match stream.read(&mut block[..BLOCK]).await {
+            Ok(0) if data.is_empty() => return Err(Reuse::ClosedBeforeAnswer),
+            Ok(0) => return Err(Reuse::Failed("connection closed")),
+            Ok(n) => n,
+            Err(e) if data.is_empty() && is_reset(&e) => return Err(Reuse::ClosedBeforeAnswer),
+            Err(_) => return Err(Reuse::Failed("read error")),
+        };
+        rated.block(n, clock.ms(Instant::now()));
+        data.extend_from_slice(&block[..n]);
+        if framing.is_none() {
+            framing = head_framing(&data)?;
+        }
+    }
+    let (status, body_start, total, close) = framing.ok_or(Reuse::Failed("bad response head"))?;
+    if data.len() > total {
+        return Err(Reuse::Failed("extra bytes after the response"));
+    }
+    Ok(Response {
+        status,
+        head: data,
+        body_start,
+        close,
+    })
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+    )
+}
+
+/// Once the head is complete: status, where the body starts, the response's total
+/// length (from `Content-Length`, which SPECweb99 requires), and whether the server
+/// closes the connection after it.
+fn head_framing(data: &[u8]) -> Result<Option<(u16, usize, usize, bool)>, Reuse> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    let body_start = match resp.parse(data) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) if data.len() > MAX_HEAD => {
+            return Err(Reuse::Failed("bad response head"));
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(Reuse::Failed("bad response head")),
+    };
+    let status = resp.code.unwrap_or(0);
+    let header = |name: &str| {
+        resp.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    };
+    let length: usize = header("Content-Length")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or(Reuse::Failed("no Content-Length"))?;
+    let connection = header("Connection").map(|v| v.to_ascii_lowercase());
+    let close = match resp.version {
+        Some(1) => connection.as_deref() == Some(b"close".as_slice()),
+        _ => connection.as_deref() != Some(b"keep-alive".as_slice()),
+    };
+    Ok(Some((status, body_start, body_start + length, close)))
+}

@@ -1,0 +1,380 @@
+//! The run's report: text shaped like the published SPECweb99 result pages, and
+//! JSON with every figure.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+use stoa_web99::fileset;
+use stoa_web99::metrics::{Iteration, SPEED_STEPS, median_iteration};
+use stoa_web99::workload::CLASS_MIX;
+
+use super::Run;
+
+/// The notice every report carries.
+pub(crate) const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
+     Standard Performance Evaluation Corporation.";
+
+/// A live progress bar for one iteration (on a terminal only).
+pub(crate) struct Progress(ProgressBar);
+
+impl Progress {
+    pub(crate) fn start(iteration: u32, total: Duration) -> Progress {
+        let bar = ProgressBar::new(total.as_secs());
+        bar.set_style(
+            ProgressStyle::with_template("iteration {msg} [{bar:30}] {pos}/{len}s, {eta} left")
+                .expect("invariant: valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_message(iteration.to_string());
+        let ticker = bar.clone();
+        std::thread::spawn(move || {
+            while !ticker.is_finished() {
+                ticker.inc(1);
+                std::thread::park_timeout(Duration::from_secs(1));
+            }
+        });
+        Progress(bar)
+    }
+
+    pub(crate) fn finish(self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// Prints the text report and writes the files asked for.
+#[allow(clippy::print_stdout, reason = "the report is the command's output")]
+pub(crate) fn emit(run: &Run) -> anyhow::Result<()> {
+    let text = text(run);
+    print!("{text}");
+    if let Some(dir) = &run.args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::write(dir.join("report.txt"), &text)?;
+        let json = serde_json::to_string_pretty(&to_json(run))?;
+        std::fs::write(dir.join("report.json"), json)?;
+        println!("\nreports written to {}", dir.display());
+    }
+    Ok(())
+}
+
+fn iterations(run: &Run) -> Vec<&Iteration> {
+    run.iterations.iter().map(|i| &i.iteration).collect()
+}
+
+fn median(run: &Run) -> Option<usize> {
+    let its: Vec<Iteration> = iterations(run).into_iter().cloned().collect();
+    median_iteration(&its)
+}
+
+/// Problems that make the run invalid (§7.3).
+fn problems(run: &Run) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, r) in run.iterations.iter().enumerate() {
+        let it = &r.iteration;
+        if !it.conforms() {
+            out.push(format!(
+                "iteration {}: {:.1} % conforming, under 95 %",
+                i + 1,
+                it.percent_conform
+            ));
+        }
+        let invalid = it.requested - it.valid;
+        if invalid > 0 {
+            out.push(format!(
+                "iteration {}: {invalid} invalid connections",
+                i + 1
+            ));
+        }
+        let good: u64 = it.classes.iter().map(|c| c.good).sum();
+        // With the quick profile's short phases, long class-3 operations often
+        // straddle a phase boundary and go uncounted: the mix check would only
+        // measure that edge effect, so it applies to standard runs.
+        let check_mix = run.profile.name == "standard";
+        for (class, c) in it.classes.iter().enumerate().filter(|_| check_mix) {
+            let share = if good > 0 {
+                c.good as f64 / good as f64
+            } else {
+                0.0
+            };
+            let target = CLASS_MIX[class];
+            if (share - target).abs() > target * 0.105 {
+                out.push(format!(
+                    "iteration {}: class {class} mix {:.2} % outside {:.2} % ± 10.5 %",
+                    i + 1,
+                    share * 100.0,
+                    target * 100.0
+                ));
+            }
+        }
+        out.extend(
+            r.audit
+                .iter()
+                .map(|p| format!("iteration {}: post.log: {p}", i + 1)),
+        );
+    }
+    out
+}
+
+fn text(run: &Run) -> String {
+    let mut t = String::new();
+    let med = median(run);
+    let score = med.map_or(0, |m| run.iterations[m].iteration.conforming);
+    let problems = problems(run);
+    let title = if run.args.static_only {
+        "SPECweb99-style result (static-only mix)"
+    } else {
+        "SPECweb99-style result"
+    };
+    let _ = writeln!(t, "{title}\n\n{NOTICE}\n");
+    let _ = writeln!(
+        t,
+        "Target:\t{}\nServer software:\t{}\n",
+        run.target, run.server_software
+    );
+    let verdict = if problems.is_empty() {
+        ""
+    } else {
+        "  (INVALID TEST: see Errors)"
+    };
+    let _ = writeln!(t, "SPECweb99-style = {score}{verdict}\n");
+    let _ = writeln!(
+        t,
+        "Performance\n\nIteration\tConforming Simultaneous Connections"
+    );
+    for (i, r) in run.iterations.iter().enumerate() {
+        let _ = writeln!(t, "{}\t{}", i + 1, r.iteration.conforming);
+    }
+    let _ = writeln!(t, "Median\t{score}\n");
+    system(&mut t);
+    let _ = writeln!(
+        t,
+        "Benchmark Configuration\n\nRequested Connections\t{}\nFileset Size (MB)\t{:.2}\nDirectories\t{}\n\
+         HTTP version\t{}\nRequest mix\t{}\nProfile\t{} (warm-up {} s, ramp-up {} s, run {} s, ramp-down {} s; {} iterations)\n",
+        run.args.connections,
+        fileset::fileset_mb(run.directories),
+        run.directories,
+        run.args.http,
+        if run.args.static_only {
+            "100 % static GET"
+        } else {
+            "SPECweb99 (70 % static, 30 % dynamic)"
+        },
+        run.profile.name,
+        run.profile.warmup.as_secs(),
+        run.profile.rampup.as_secs(),
+        run.profile.run.as_secs(),
+        run.profile.rampdown.as_secs(),
+        run.iterations.len(),
+    );
+    details(&mut t, run, med);
+    if let Some(m) = med {
+        classes(&mut t, &run.iterations[m]);
+    }
+    let _ = writeln!(t, "Errors\n");
+    if problems.is_empty() {
+        let _ = writeln!(
+            t,
+            "none: every generator was checked on every response (web99.md §7)\n"
+        );
+    } else {
+        for p in &problems {
+            let _ = writeln!(t, "{p}");
+        }
+        let _ = writeln!(t);
+    }
+    t
+}
+
+fn system(t: &mut String) {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map_or_else(
+            || "unknown".into(),
+            |kb| format!("{:.1} GiB", kb / 1024.0 / 1024.0),
+        );
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let _ = writeln!(
+        t,
+        "System (server and harness on this machine)\n\nProcessor\t{cpu}\n# Processors\t{cores} cores\nMemory\t{memory}\n\
+         Kernel\t{}\nHarness\tstoa bench web {}\n",
+        kernel.trim(),
+        env!("CARGO_PKG_VERSION")
+    );
+}
+
+fn details(t: &mut String, run: &Run, med: Option<usize>) {
+    let _ = writeln!(t, "Test Run Details\n");
+    let _ = writeln!(
+        t,
+        "Iteration\tConforming Connections\tPercent Conform\tThroughput ops/sec\tResponse msec\tops/sec/loadgen\tkbit/sec"
+    );
+    for (i, r) in run.iterations.iter().enumerate() {
+        let it = &r.iteration;
+        let mark = if Some(i) == med { "=>" } else { "  " };
+        let _ = writeln!(
+            t,
+            "{mark}{}\t{}\t{:.1}%\t{:.1}\t{:.1}\t{:.2}\t{:.1}",
+            i + 1,
+            it.conforming,
+            it.percent_conform,
+            it.ops_per_sec,
+            it.response_ms,
+            it.ops_per_sec_per_loadgen,
+            it.kbit_per_sec
+        );
+    }
+    let _ = writeln!(
+        t,
+        "\nCumulative Conformance (valid connections at or above each rate)\n"
+    );
+    let steps: Vec<String> = SPEED_STEPS
+        .iter()
+        .map(|s| format!("{:.0}", 400.0 * s))
+        .collect();
+    let _ = writeln!(t, "Iteration\t{} kbit/s", steps.join("\t"));
+    for (i, r) in run.iterations.iter().enumerate() {
+        let it = &r.iteration;
+        let pct: Vec<String> = it
+            .at_speed
+            .iter()
+            .map(|&n| {
+                format!(
+                    "{:.1}%",
+                    100.0 * f64::from(n) / f64::from(it.requested.max(1))
+                )
+            })
+            .collect();
+        let _ = writeln!(t, "{}\t{}", i + 1, pct.join("\t"));
+    }
+    let _ = writeln!(t);
+}
+
+fn classes(t: &mut String, r: &super::IterationResult) {
+    let it = &r.iteration;
+    let good: u64 = it.classes.iter().map(|c| c.good).sum();
+    let _ = writeln!(t, "Class details (median iteration)\n");
+    let _ = writeln!(
+        t,
+        "Class\tTarget mix\tActual mix\tSuccess\tErrors\tResponse msec (mean)\tStd dev\tkbit/sec"
+    );
+    for (class, c) in it.classes.iter().enumerate() {
+        let n = c.good as f64;
+        let mean = if n > 0.0 { c.time / n } else { 0.0 };
+        let var = if n > 1.0 {
+            (c.time2 - n * mean * mean) / (n - 1.0)
+        } else {
+            0.0
+        };
+        let kbit = if c.time > 0.0 {
+            c.aggregate_bytes as f64 / (c.time / 1000.0) * 8.0 / 1000.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            t,
+            "{class}\t{:.2}%\t{:.2}%\t{}\t{}\t{mean:.1}\t{:.1}\t{kbit:.1}",
+            CLASS_MIX[class] * 100.0,
+            if good > 0 {
+                100.0 * n / good as f64
+            } else {
+                0.0
+            },
+            c.good,
+            c.bad,
+            var.max(0.0).sqrt(),
+        );
+    }
+    let mut lat: Vec<f32> = r.tally.latency_ms.clone();
+    lat.sort_by(f32::total_cmp);
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let _ = writeln!(
+        t,
+        "\nOperation time, pacing included (ms): p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}",
+        pct(0.5),
+        pct(0.9),
+        pct(0.99),
+        lat.last().copied().unwrap_or(0.0)
+    );
+    if !r.tally.errors.is_empty() {
+        let _ = writeln!(t, "\nFailed operations by reason");
+        for (k, v) in &r.tally.errors {
+            let _ = writeln!(t, "  {k}: {v}");
+        }
+    }
+    let _ = writeln!(t);
+}
+
+fn to_json(run: &Run) -> serde_json::Value {
+    let med = median(run);
+    let iterations: Vec<serde_json::Value> = run
+        .iterations
+        .iter()
+        .map(|r| {
+            let it = &r.iteration;
+            json!({
+                "requested": it.requested,
+                "valid": it.valid,
+                "conforming": it.conforming,
+                "percent_conform": it.percent_conform,
+                "ops_per_sec": it.ops_per_sec,
+                "response_ms": it.response_ms,
+                "ops_per_sec_per_loadgen": it.ops_per_sec_per_loadgen,
+                "kbit_per_sec": it.kbit_per_sec,
+                "at_speed": it.at_speed,
+                "classes": it.classes.iter().map(|c| json!({
+                    "good": c.good, "bad": c.bad, "time_ms": c.time, "time2": c.time2,
+                    "post": c.post, "rate": c.rate, "rate2": c.rate2, "slow_rate": c.slow_rate,
+                    "aggregate_bytes": c.aggregate_bytes,
+                })).collect::<Vec<_>>(),
+                "generator_kbit_per_sec": r.tally.generators.iter().map(|g| g.byte_rate() * 8.0 / 1000.0).collect::<Vec<_>>(),
+                "ops_per_second_timeline": r.tally.timeline,
+                "errors": r.tally.errors,
+                "posts_sent": r.tally.posts,
+                "post_log_audit": r.audit,
+            })
+        })
+        .collect();
+    json!({
+        "notice": NOTICE,
+        "benchmark": if run.args.static_only { "SPECweb99-style (static-only)" } else { "SPECweb99-style" },
+        "score": med.map(|m| run.iterations[m].iteration.conforming),
+        "median_iteration": med.map(|m| m + 1),
+        "valid": problems(run).is_empty(),
+        "problems": problems(run),
+        "target": run.target,
+        "server_software": run.server_software,
+        "requested_connections": run.args.connections,
+        "directories": run.directories,
+        "fileset_mb": fileset::fileset_mb(run.directories),
+        "http_version": run.args.http,
+        "profile": {
+            "name": run.profile.name,
+            "warmup_s": run.profile.warmup.as_secs(),
+            "rampup_s": run.profile.rampup.as_secs(),
+            "run_s": run.profile.run.as_secs(),
+            "rampdown_s": run.profile.rampdown.as_secs(),
+        },
+        "iterations": iterations,
+    })
+}
