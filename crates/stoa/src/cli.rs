@@ -82,7 +82,7 @@ pub(crate) struct BenchWebArgs {
     #[arg(long)]
     pub(crate) find_max: bool,
 
-    /// Write report.txt and report.json here.
+    /// Write report.txt, report.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 

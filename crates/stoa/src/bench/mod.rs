@@ -13,6 +13,7 @@
 mod control;
 mod report;
 mod server;
+mod svg;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

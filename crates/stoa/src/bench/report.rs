@@ -12,6 +12,7 @@ use stoa_web99::metrics::{Iteration, SPEED_STEPS, median_iteration};
 use stoa_web99::workload::CLASS_MIX;
 
 use super::Run;
+use super::svg;
 
 /// The notice every report carries.
 pub(crate) const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
@@ -54,6 +55,7 @@ pub(crate) fn emit(run: &Run) -> anyhow::Result<()> {
         std::fs::write(dir.join("report.txt"), &text)?;
         let json = serde_json::to_string_pretty(&to_json(run))?;
         std::fs::write(dir.join("report.json"), json)?;
+        std::fs::write(dir.join("report.html"), html(run, &text))?;
         println!("\nreports written to {}", dir.display());
     }
     Ok(())
@@ -377,4 +379,93 @@ fn to_json(run: &Run) -> serde_json::Value {
         },
         "iterations": iterations,
     })
+}
+
+/// Operation-time percentiles of an iteration, ms: (label, value).
+fn percentiles(latency: &[f32]) -> Vec<(String, f64)> {
+    let mut lat = latency.to_vec();
+    lat.sort_by(f32::total_cmp);
+    let at = |p: f64| {
+        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
+            .map_or(0.0, |v| f64::from(*v))
+    };
+    [
+        ("p50", 0.5),
+        ("p75", 0.75),
+        ("p90", 0.9),
+        ("p95", 0.95),
+        ("p99", 0.99),
+        ("p99.9", 0.999),
+        ("max", 1.0),
+    ]
+    .iter()
+    .map(|(l, p)| ((*l).to_owned(), at(*p)))
+    .collect()
+}
+
+/// The HTML page: the text report, then charts of the median iteration.
+fn html(run: &Run, text: &str) -> String {
+    let med = median(run).unwrap_or(0);
+    let timelines: Vec<(String, Vec<(f64, f64)>)> = run
+        .iterations
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let points = r
+                .tally
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(s, &n)| (s as f64, n as f64))
+                .collect();
+            (format!("iteration {}", i + 1), points)
+        })
+        .collect();
+    let mut bins = vec![0u32; 22];
+    if let Some(r) = run.iterations.get(med) {
+        for g in &r.tally.generators {
+            let kbit = g.byte_rate() * 8.0 / 1000.0;
+            bins[((kbit / 20.0) as usize).min(21)] += 1;
+        }
+    }
+    let histogram: Vec<(String, f64)> = bins
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (format!("{}", i * 20), f64::from(n)))
+        .collect();
+    let latency = run
+        .iterations
+        .get(med)
+        .map(|r| percentiles(&r.tally.latency_ms))
+        .unwrap_or_default();
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
+         <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto}}pre{{background:#f6f6f6;padding:1em;overflow:auto}}\
+         figure{{margin:1.5em 0}}</style></head><body>\
+         <h1>{title}</h1><p><strong>{notice}</strong></p>\
+         <figure>{ops}<figcaption>Operations completed per second, all phases (warm-up, run, ramp-down).</figcaption></figure>\
+         <figure>{rates}<figcaption>Per-connection bit rate of the median iteration, in 20 kbit/s bins; a connection conforms at 320 kbit/s and pacing caps it at 400.</figcaption></figure>\
+         <figure>{lat}<figcaption>Operation time percentiles of the median iteration (pacing sleep included).</figcaption></figure>\
+         <h2>Full report</h2><pre>{text}</pre></body></html>\n",
+        title = svg::escape(if run.args.static_only {
+            "SPECweb99-style result (static-only mix)"
+        } else {
+            "SPECweb99-style result"
+        }),
+        notice = svg::escape(NOTICE),
+        ops = svg::lines(
+            "Throughput over time",
+            "seconds since the iteration started",
+            "ops/s",
+            &timelines
+        ),
+        rates = svg::bars(
+            "Per-connection bit rate",
+            "kbit/s",
+            "connections",
+            &histogram
+        ),
+        lat = svg::bars("Operation time", "percentile", "ms", &latency),
+        text = svg::escape(text),
+    )
 }
