@@ -421,7 +421,7 @@ fn html(run: &Run, text: &str) -> String {
             (format!("iteration {}", i + 1), points)
         })
         .collect();
-    let mut bins = vec![0u32; 22];
+    let mut bins = [0u32; 22];
     if let Some(r) = run.iterations.get(med) {
         for g in &r.tally.generators {
             let kbit = g.byte_rate() * 8.0 / 1000.0;
