@@ -48,6 +48,11 @@ struct Job<'a> {
 
 /// Runs the command.
 pub(crate) fn run(args: &FilesetArgs) -> anyhow::Result<()> {
+    write(args, true)
+}
+
+/// Writes (or verifies) the file set; prints the summary when `print` is set.
+pub(crate) fn write(args: &FilesetArgs, print: bool) -> anyhow::Result<()> {
     let dirs = fileset::directories(args.connections);
     check_target(&args.dir, args.force)?;
     let root = args.dir.join("file_set");
@@ -90,7 +95,10 @@ pub(crate) fn run(args: &FilesetArgs) -> anyhow::Result<()> {
         return Err(e);
     }
     if let Some(dir) = &args.cgi_dir {
-        install_cgi(dir)?;
+        install_cgi(dir, print)?;
+    }
+    if !print {
+        return Ok(());
     }
     report(args, &job, started.elapsed().as_secs_f64())
 }
@@ -101,7 +109,7 @@ pub(crate) fn run(args: &FilesetArgs) -> anyhow::Result<()> {
     clippy::print_stdout,
     reason = "the command's report goes to standard output"
 )]
-fn install_cgi(dir: &Path) -> anyhow::Result<()> {
+fn install_cgi(dir: &Path, print: bool) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let exe = std::env::current_exe().context("cannot find the stoa binary")?;
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -113,11 +121,13 @@ fn install_cgi(dir: &Path) -> anyhow::Result<()> {
     write_atomically(&path, script.as_bytes())?;
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))?;
-    println!(
-        "CGI program:       {} (serve with --cgi-dir {})",
-        path.display(),
-        dir.display()
-    );
+    if print {
+        println!(
+            "CGI program:       {} (serve with --cgi-dir {})",
+            path.display(),
+            dir.display()
+        );
+    }
     Ok(())
 }
 

@@ -84,10 +84,78 @@ pub(crate) struct Run {
     pub(crate) server_software: String,
     pub(crate) directories: u32,
     pub(crate) iterations: Vec<IterationResult>,
+    /// The trials of `--find-max`: connections, conforming, percent, passed.
+    pub(crate) search: Vec<Trial>,
+}
+
+/// One trial of `--find-max`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Trial {
+    pub(crate) connections: u32,
+    pub(crate) conforming: u32,
+    pub(crate) percent_conform: f64,
+    pub(crate) passed: bool,
+}
+
+/// Most trials of a search: enough to double from 100 to ~25,000 and bisect.
+const MAX_TRIALS: usize = 16;
+
+/// Searches the highest connection count whose iteration is valid and conforms
+/// (≥ 95 %): doubling from `--connections` until a trial fails, then bisecting
+/// down to a step of 5 % (at least 2 connections). Returns the best passing
+/// iteration (if any) and every trial.
+async fn find_max(
+    args: &BenchWebArgs,
+    profile: &Profile,
+    addr: SocketAddr,
+    targets: &Targets,
+    server: Option<&server::BuiltIn>,
+) -> anyhow::Result<(Option<IterationResult>, Vec<Trial>)> {
+    let (mut lo, mut hi): (u32, Option<u32>) = (0, None);
+    let mut n = args.connections;
+    let mut best = None;
+    let mut trials = Vec::new();
+    while trials.len() < MAX_TRIALS {
+        if let Some(s) = server {
+            s.ensure_fileset(n).await?;
+        }
+        let result = iteration(args, profile, addr, targets, n, trials.len() as u32).await?;
+        let passed =
+            result.iteration.conforms() && result.iteration.valid == n && result.audit.is_empty();
+        trials.push(Trial {
+            connections: n,
+            conforming: result.iteration.conforming,
+            percent_conform: result.iteration.percent_conform,
+            passed,
+        });
+        eprintln!(
+            "stoa bench: find-max: {n} connections: {:.1} % conforming, {}",
+            result.iteration.percent_conform,
+            if passed { "passed" } else { "failed" }
+        );
+        if passed {
+            lo = n;
+            best = Some(result);
+        } else {
+            hi = Some(n);
+        }
+        let next = match hi {
+            None => n.saturating_mul(2),
+            Some(h) => lo + (h - lo) / 2,
+        };
+        let close_enough = hi.is_some_and(|h| h - lo <= (lo / 20).max(2));
+        if close_enough || next == n || next == 0 {
+            break;
+        }
+        n = next;
+    }
+    Ok((best, trials))
 }
 
 /// Runs the command.
 pub(crate) fn run(args: &BenchWebArgs) -> anyhow::Result<()> {
+    // Thousands of connections need thousands of descriptors.
+    stoa_netkit::limits::raise_nofile();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -106,7 +174,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("--run-time {text}: {e}"))?;
     }
     let directories = fileset::directories(args.connections);
-    let (addr, url_root, _server) = match &args.target {
+    let (addr, url_root, server) = match &args.target {
         Some(url) => {
             let (addr, root) = parse_target(url)?;
             (addr, root, None)
@@ -133,8 +201,15 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
         .await
         .context("validation failed; the run is aborted")?;
     let mut iterations = Vec::new();
-    for i in 0..args.iterations.unwrap_or(profile.iterations) {
-        iterations.push(iteration(args, &profile, addr, &targets, directories, i).await?);
+    let mut search = Vec::new();
+    if args.find_max {
+        let (best, trials) = find_max(args, &profile, addr, &targets, server.as_ref()).await?;
+        search = trials;
+        iterations.extend(best);
+    } else {
+        for i in 0..args.iterations.unwrap_or(profile.iterations) {
+            iterations.push(iteration(args, &profile, addr, &targets, args.connections, i).await?);
+        }
     }
     let run = Run {
         args: args.clone(),
@@ -144,8 +219,11 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| format!("built-in stoa serve --web99 on {addr}")),
         server_software,
-        directories,
+        directories: iterations
+            .first()
+            .map_or(directories, |i| fileset::directories(i.iteration.requested)),
         iterations,
+        search,
     };
     report::emit(&run)
 }
@@ -155,9 +233,10 @@ async fn iteration(
     profile: &Profile,
     addr: SocketAddr,
     targets: &Targets,
-    directories: u32,
+    connections: u32,
     index: u32,
 ) -> anyhow::Result<IterationResult> {
+    let directories = fileset::directories(connections);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -171,9 +250,9 @@ async fn iteration(
     if !args.static_only {
         let pttime = (warmup + profile.run + profile.rampdown).as_secs() as u32;
         let params = ResetParams {
-            maxload: args.connections,
+            maxload: connections,
             pttime,
-            maxthread: args.connections,
+            maxthread: connections,
             expired,
         };
         control::reset(addr, targets, &params).await?;
@@ -181,7 +260,7 @@ async fn iteration(
     eprintln!(
         "stoa bench: iteration {}: {} connections, warm-up {}s, run {}s, ramp-down {}s",
         index + 1,
-        args.connections,
+        connections,
         warmup.as_secs(),
         profile.run.as_secs(),
         profile.rampdown.as_secs()
@@ -189,7 +268,7 @@ async fn iteration(
     let plan = Plan {
         addr,
         targets: targets.clone(),
-        connections: args.connections,
+        connections,
         directories,
         warmup,
         run: profile.run,
@@ -210,7 +289,7 @@ async fn iteration(
         control::audit(&records, tally.posts)
     };
     let generators: Vec<GeneratorStats> = tally.generators.clone();
-    let iteration = Iteration::score(&generators, args.connections, profile.run.as_secs_f64());
+    let iteration = Iteration::score(&generators, connections, profile.run.as_secs_f64());
     Ok(IterationResult {
         iteration,
         tally,

@@ -154,7 +154,9 @@ fn text(run: &Run) -> String {
         t,
         "Benchmark Configuration\n\nRequested Connections\t{}\nFileset Size (MB)\t{:.2}\nDirectories\t{}\n\
          HTTP version\t{}\nRequest mix\t{}\nProfile\t{} (warm-up {} s, ramp-up {} s, run {} s, ramp-down {} s; {} iterations)\n",
-        run.args.connections,
+        run.iterations
+            .first()
+            .map_or(run.args.connections, |i| i.iteration.requested),
         fileset::fileset_mb(run.directories),
         run.directories,
         run.args.http,
@@ -170,6 +172,25 @@ fn text(run: &Run) -> String {
         run.profile.rampdown.as_secs(),
         run.iterations.len(),
     );
+    if !run.search.is_empty() {
+        let _ = writeln!(
+            t,
+            "Search for the most conforming connections (--find-max)\n"
+        );
+        let _ = writeln!(t, "Trial\tConnections\tConforming\tPercent Conform\tResult");
+        for (i, s) in run.search.iter().enumerate() {
+            let _ = writeln!(
+                t,
+                "{}\t{}\t{}\t{:.1}%\t{}",
+                i + 1,
+                s.connections,
+                s.conforming,
+                s.percent_conform,
+                if s.passed { "passed" } else { "failed" }
+            );
+        }
+        let _ = writeln!(t, "\nThe report below is the best passing trial's.\n");
+    }
     details(&mut t, run, med);
     if let Some(m) = med {
         classes(&mut t, &run.iterations[m]);
@@ -366,7 +387,11 @@ fn to_json(run: &Run) -> serde_json::Value {
         "problems": problems(run),
         "target": run.target,
         "server_software": run.server_software,
-        "requested_connections": run.args.connections,
+        "requested_connections": run.iterations.first().map_or(run.args.connections, |i| i.iteration.requested),
+        "find_max": run.search.iter().map(|s| json!({
+            "connections": s.connections, "conforming": s.conforming,
+            "percent_conform": s.percent_conform, "passed": s.passed,
+        })).collect::<Vec<_>>(),
         "directories": run.directories,
         "fileset_mb": fileset::fileset_mb(run.directories),
         "http_version": run.args.http,

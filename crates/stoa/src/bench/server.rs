@@ -26,27 +26,38 @@ fn cache_dir() -> PathBuf {
         .join("stoa/bench-web")
 }
 
+/// Writes (or completes) the cached file set for `connections`.
+async fn write_fileset(connections: u32) -> anyhow::Result<()> {
+    let dir = cache_dir();
+    eprintln!(
+        "stoa bench: file set for {connections} connections in {}",
+        dir.join("www").display()
+    );
+    let args = FilesetArgs {
+        connections,
+        dir: dir.join("www"),
+        verify: false,
+        force: false,
+        jobs: None,
+        seed: 1999,
+        cgi_dir: Some(dir.join("cgi-bin")),
+    };
+    tokio::task::spawn_blocking(move || crate::fileset::write(&args, false))
+        .await
+        .context("file set generation panicked")?
+}
+
 impl BuiltIn {
+    /// Extends the file set for a larger load (the server sees new files at once).
+    pub(crate) async fn ensure_fileset(&self, connections: u32) -> anyhow::Result<()> {
+        write_fileset(connections).await
+    }
+
     /// Makes sure the file set for `connections` exists, then starts the server.
     pub(crate) async fn start(connections: u32) -> anyhow::Result<BuiltIn> {
         let dir = cache_dir();
         let (www, cgi, state) = (dir.join("www"), dir.join("cgi-bin"), dir.join("state"));
-        eprintln!(
-            "stoa bench: file set for {connections} connections in {}",
-            www.display()
-        );
-        let args = FilesetArgs {
-            connections,
-            dir: www.clone(),
-            verify: false,
-            force: false,
-            jobs: None,
-            seed: 1999,
-            cgi_dir: Some(cgi.clone()),
-        };
-        tokio::task::spawn_blocking(move || crate::fileset::run(&args))
-            .await
-            .context("file set generation panicked")??;
+        write_fileset(connections).await?;
         let exe = std::env::current_exe().context("cannot find the stoa binary")?;
         let mut child = Command::new(exe)
             .args([
