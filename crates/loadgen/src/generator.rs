@@ -49,9 +49,18 @@ pub(crate) async fn run(plan: &Plan, index: u32, clock: Clock) -> Tally {
     };
     g.last_ad = (g.user_id - 10_000) % stoa_web99::ads::ADS;
     g.tally.generators.push(GeneratorStats::default());
+    let end = tokio::time::Instant::from_std(clock.base + clock.end);
     while clock.base.elapsed() < clock.end {
         let entry = g.next_entry();
-        g.operation(entry, &clock).await;
+        // An operation still running when the ramp-down ends is abandoned: it
+        // could not be counted anyway, and a class-3 file at 400 kbit/s would
+        // hold the run open for seconds more.
+        if tokio::time::timeout_at(end, g.operation(entry, &clock))
+            .await
+            .is_err()
+        {
+            break;
+        }
     }
     g.tally
 }

@@ -1,0 +1,1218 @@
+//! `stoa bench web` end to end (`web99.md` §3–§8): a quick paced run against the
+//! built-in target, a static-only run against a plain `stoa serve`, a deliberately
+//! broken server in this file that the harness must catch (short files, a CAD answer
+//! without `found_cookie`, a post.log that forgets POSTs), and an HTTP/1.0 run that
+//! relies on `Connection: Keep-Alive`.
+//!
+//! Every run is a child process with its own `XDG_CACHE_HOME` and its own process
+//! group (killed as a whole if the run overstays its time); every wait is bounded.
+//! Expectations come from the spec (pacing bound, ops per connection, the audit
+//! rule of §7.3) and from what the broken server itself counted, never from the
+//! harness's code.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use stoa_web99::ads::{self, Ad, ResetParams};
+use stoa_web99::fileset::{self, FileId};
+use stoa_web99::postlog::{self, Record};
+use stoa_web99::request::{self, Query, TRAILER};
+use stoa_web99::workload::{Entry, HttpVersion, RequestType, Targets};
+
+use common::{RawConn, Server, run_stoa, wait_until};
+
+/// Longest a paced run may take: warm-up, run, ramp-down, plus the tail of a
+/// class-3 operation (up to 18 s at 400 kbit/s) and the file set.
+const BENCH_TIMEOUT: Duration = Duration::from_secs(180);
+/// Longest a run that must abort in validation may take.
+const ABORT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The pacing never lets a connection exceed 400 kbit/s (§5.1); float slack.
+const LINE_KBIT_CAP: f64 = 400.5;
+/// `stoa fileset`'s default seed, which the fake server's files use too.
+const SEED: u64 = 1999;
+
+// ---------------------------------------------------------------------------
+// Running `stoa bench web`
+// ---------------------------------------------------------------------------
+
+/// What a finished run left behind.
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    fn assert_success(&self, what: &str) {
+        assert!(
+            self.status.success(),
+            "{what}: stoa bench web exited with {}; stderr:\n{}\nstdout:\n{}",
+            self.status,
+            self.stderr,
+            self.stdout
+        );
+    }
+
+    fn assert_validation_abort(&self, what: &str) {
+        assert!(
+            !self.status.success(),
+            "{what}: expected a validation abort, but the run succeeded; stdout:\n{}",
+            self.stdout
+        );
+        assert!(
+            self.stderr.contains("validation failed"),
+            "{what}: expected \"validation failed\" on stderr, got:\n{}",
+            self.stderr
+        );
+        assert!(
+            !self.stdout.contains("Test Run Details"),
+            "{what}: an aborted run printed a report:\n{}",
+            self.stdout
+        );
+    }
+}
+
+/// A running `stoa bench web` in its own process group, which is killed whole
+/// (the built-in server included) if the guard drops before the run ends.
+struct Bench {
+    pgid: rustix::process::Pid,
+    exited: mpsc::Receiver<io::Result<ExitStatus>>,
+    stdout: mpsc::Receiver<String>,
+    stderr_lines: mpsc::Receiver<String>,
+    /// Every standard-error line so far, and whether the stream has ended.
+    stderr_all: Arc<Mutex<(Vec<String>, bool)>>,
+    finished: bool,
+}
+
+impl Bench {
+    /// `stoa bench web <args>` with `XDG_CACHE_HOME=cache` on the child only.
+    fn start(args: &[&str], cache: &Path) -> Bench {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
+            .args(["bench", "web"])
+            .args(args)
+            .env("XDG_CACHE_HOME", cache)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("spawn stoa bench web");
+        let raw = i32::try_from(child.id()).expect("pid fits in i32");
+        let pgid = rustix::process::Pid::from_raw(raw).expect("pid is positive");
+
+        let mut out = child.stdout.take().expect("stdout is piped");
+        let (out_tx, stdout) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = out.read_to_end(&mut text);
+            let _ = out_tx.send(String::from_utf8_lossy(&text).into_owned());
+        });
+
+        let err = child.stderr.take().expect("stderr is piped");
+        let (line_tx, stderr_lines) = mpsc::channel();
+        let stderr_all = Arc::new(Mutex::new((Vec::new(), false)));
+        let all = Arc::clone(&stderr_all);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                all.lock().expect("stderr lock").0.push(line.clone());
+                let _ = line_tx.send(line);
+            }
+            all.lock().expect("stderr lock").1 = true;
+        });
+
+        let (exit_tx, exited) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = exit_tx.send(child.wait());
+        });
+        Bench {
+            pgid,
+            exited,
+            stdout,
+            stderr_lines,
+            stderr_all,
+            finished: false,
+        }
+    }
+
+    fn stderr_text(&self) -> String {
+        self.stderr_all.lock().expect("stderr lock").0.join("\n")
+    }
+
+    /// The next standard-error line satisfying `pick`, waiting at most `timeout`.
+    fn wait_for_stderr<T>(&self, timeout: Duration, mut pick: impl FnMut(&str) -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.stderr_lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(found) = pick(&line) {
+                        return found;
+                    }
+                }
+                Err(_) => panic!(
+                    "stoa bench web did not print the expected line within {timeout:?}; \
+                     stderr so far:\n{}",
+                    self.stderr_text()
+                ),
+            }
+        }
+    }
+
+    /// Waits (bounded) for the exit and collects both outputs.
+    fn finish(mut self, timeout: Duration) -> Outcome {
+        let status = match self.exited.recv_timeout(timeout) {
+            Ok(status) => status.expect("wait for stoa bench web"),
+            Err(_) => {
+                self.kill();
+                panic!(
+                    "stoa bench web still running after {timeout:?} (killed); stderr:\n{}",
+                    self.stderr_text()
+                );
+            }
+        };
+        self.finished = true;
+        let stdout = self
+            .stdout
+            .recv_timeout(Duration::from_secs(10))
+            .expect("stdout of stoa bench web closes after its exit");
+        // The process has exited: its stderr reaches EOF; let the reader catch up.
+        let ended = wait_until(Duration::from_secs(10), || {
+            self.stderr_all.lock().expect("stderr lock").1
+        });
+        assert!(ended, "stderr of stoa bench web still open after its exit");
+        Outcome {
+            status,
+            stdout,
+            stderr: self.stderr_text(),
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = rustix::process::kill_process_group(self.pgid, rustix::process::Signal::KILL);
+        let _ = self.exited.recv_timeout(Duration::from_secs(10));
+        self.finished = true;
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.kill();
+        }
+    }
+}
+
+/// Runs `stoa bench web <args>` to the end.
+fn bench(args: &[&str], cache: &Path, timeout: Duration) -> Outcome {
+    Bench::start(args, cache).finish(timeout)
+}
+
+// ---------------------------------------------------------------------------
+// The JSON report
+// ---------------------------------------------------------------------------
+
+fn read_report(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("report.json")).expect("report.json written");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("report.json does not parse: {e}"))
+}
+
+fn f64_of(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+fn u64_of(v: &Value, key: &str) -> u64 {
+    v[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not an unsigned integer in {v}"))
+}
+
+/// The only iteration of a one-iteration report.
+fn only_iteration(report: &Value) -> &Value {
+    let its = report["iterations"]
+        .as_array()
+        .expect("iterations is an array");
+    assert_eq!(its.len(), 1, "expected one iteration: {report}");
+    &its[0]
+}
+
+/// Failed operations by reason.
+fn errors_of(it: &Value) -> BTreeMap<String, u64> {
+    it["errors"]
+        .as_object()
+        .expect("errors is an object")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().expect("error count")))
+        .collect()
+}
+
+fn strings_of(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().expect("a string").to_owned())
+        .collect()
+}
+
+fn posts_sent(it: &Value) -> [u64; 4] {
+    let v: Vec<u64> = it["posts_sent"]
+        .as_array()
+        .expect("posts_sent is an array")
+        .iter()
+        .map(|n| n.as_u64().expect("a count"))
+        .collect();
+    v.try_into().expect("posts_sent has one count per class")
+}
+
+/// Consistency every iteration must have, whatever the server: counts nest, the
+/// percentage is the ratio, the pacing bound holds for every generator, and
+/// throughput is the successes over the run time.
+fn assert_iteration_consistent(report: &Value, it: &Value, connections: u64) {
+    let (requested, valid, conforming) = (
+        u64_of(it, "requested"),
+        u64_of(it, "valid"),
+        u64_of(it, "conforming"),
+    );
+    assert_eq!(requested, connections, "requested connections: {it}");
+    assert!(
+        conforming <= valid && valid <= requested,
+        "conforming {conforming} ≤ valid {valid} ≤ requested {requested} does not hold"
+    );
+    let pct = f64_of(it, "percent_conform");
+    assert!(
+        (pct - 100.0 * conforming as f64 / requested as f64).abs() < 1e-6,
+        "percent_conform {pct} is not 100 × {conforming} / {requested}"
+    );
+    let rates: Vec<f64> = it["generator_kbit_per_sec"]
+        .as_array()
+        .expect("generator_kbit_per_sec is an array")
+        .iter()
+        .map(|r| r.as_f64().expect("a rate"))
+        .collect();
+    assert_eq!(
+        rates.len() as u64,
+        connections,
+        "one rate per generator: {rates:?}"
+    );
+    for (i, r) in rates.iter().enumerate() {
+        assert!(
+            *r <= LINE_KBIT_CAP,
+            "generator {i} ran at {r} kbit/s, above the 400 kbit/s line: {rates:?}"
+        );
+    }
+    let classes = it["classes"].as_array().expect("classes is an array");
+    assert_eq!(classes.len(), 4, "four classes: {it}");
+    let good: u64 = classes.iter().map(|c| u64_of(c, "good")).sum();
+    let run_s = f64_of(&report["profile"], "run_s");
+    let ops = f64_of(it, "ops_per_sec");
+    assert!(
+        (ops - good as f64 / run_s).abs() < 1e-6,
+        "ops_per_sec {ops} is not {good} successes / {run_s} s"
+    );
+    let per_loadgen = f64_of(it, "ops_per_sec_per_loadgen");
+    assert!(
+        (per_loadgen - ops / requested as f64).abs() < 1e-6,
+        "ops_per_sec_per_loadgen {per_loadgen} is not {ops} / {requested}"
+    );
+    let problems = strings_of(&report["problems"]);
+    assert_eq!(
+        report["valid"].as_bool(),
+        Some(problems.is_empty()),
+        "valid must be true exactly when there are no problems: {problems:?}"
+    );
+    let score = report["score"].as_u64();
+    assert_eq!(score, Some(conforming), "score of the only iteration");
+}
+
+// ---------------------------------------------------------------------------
+// 1. The built-in target
+// ---------------------------------------------------------------------------
+
+#[test]
+fn quick_run_against_the_built_in_server() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    let run = bench(
+        &[
+            "--connections",
+            "8",
+            "--run-time",
+            "20s",
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("quick run");
+
+    // The file set went to the cache directory given to the child, nowhere else.
+    assert!(
+        cache
+            .join("stoa/bench-web/www/file_set/dir00029/class3_8")
+            .is_file(),
+        "the built-in target's file set (30 directories for 8 connections) is not under \
+         XDG_CACHE_HOME"
+    );
+
+    let report = read_report(&out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 8);
+    assert_eq!(report["benchmark"], "SPECweb99-style");
+    assert_eq!(report["requested_connections"], 8);
+    assert_eq!(report["directories"], 30, "int(25 + 3.28 × 8 / 5)");
+    assert!((f64_of(&report, "fileset_mb") - 4.88 * 30.0).abs() < 1e-6);
+    assert_eq!(report["profile"]["run_s"], 20);
+
+    let errors = errors_of(it);
+    assert!(
+        errors.is_empty(),
+        "every response of the built-in server must pass the client checks: {errors:?}"
+    );
+    let audit = strings_of(&it["post_log_audit"]);
+    assert!(audit.is_empty(), "post.log audit: {audit:?}");
+    let posts = posts_sent(it);
+    assert!(
+        posts.iter().sum::<u64>() > 0,
+        "a 30 s mix with 4.8 % POSTs sent none: {posts:?}"
+    );
+
+    let rates: Vec<f64> = it["generator_kbit_per_sec"]
+        .as_array()
+        .expect("rates")
+        .iter()
+        .map(|r| r.as_f64().expect("rate"))
+        .collect();
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    assert!(
+        mean >= 300.0,
+        "loopback generators should run near the 400 kbit/s line, mean {mean}: {rates:?}"
+    );
+    let per_loadgen = f64_of(it, "ops_per_sec") / u64_of(it, "requested") as f64;
+    assert!(
+        (2.0..=4.5).contains(&per_loadgen),
+        "ops/s per loadgen {per_loadgen} outside 2.0–4.5 (about 3.3 at 400 kbit/s)"
+    );
+
+    let text = &run.stdout;
+    for needle in [
+        "SPECweb99-style result; not a SPEC result",
+        "Fileset Size (MB)",
+        "Test Run Details",
+        "Errors",
+    ] {
+        assert!(text.contains(needle), "report lacks {needle:?}:\n{text}");
+    }
+    let score = report["score"].as_u64().expect("score");
+    assert!(
+        text.contains(&format!("SPECweb99-style = {score}")),
+        "text score differs from the JSON's {score}:\n{text}"
+    );
+    let saved = std::fs::read_to_string(out.join("report.txt")).expect("report.txt written");
+    assert!(
+        text.contains(&saved),
+        "report.txt is not the report printed on stdout"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html written");
+    assert!(
+        html.contains("not a SPEC result") && html.contains("<svg"),
+        "report.html lacks the notice or its charts"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2. A plain server: static-only works, the full mix aborts in validation
+// ---------------------------------------------------------------------------
+
+fn write_fileset(connections: u32, docroot: &Path) {
+    let n = connections.to_string();
+    let dir = docroot.to_str().expect("UTF-8 path");
+    let (status, stderr) = run_stoa(
+        &["fileset", "--connections", &n, "--dir", dir],
+        Duration::from_secs(120),
+    );
+    assert!(status.success(), "stoa fileset failed: {stderr}");
+}
+
+#[test]
+fn static_only_against_a_plain_server() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let docroot = tmp.path().join("docroot");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    // `--connections 1` (25 directories) would be too few for 5 connections,
+    // which need int(25 + 3.28 × 5 / 5) = 28: write the set for 5.
+    write_fileset(5, &docroot);
+    let server = Server::start(&docroot, &["--access-log", "off"]);
+    let target = server.base();
+
+    // A set too small for the load (20 connections need 38 directories) aborts:
+    // the manager's first check fetches class3_* of the last directory.
+    let small = bench(
+        &[
+            "--target",
+            &target,
+            "--static-only",
+            "--connections",
+            "20",
+            "--run-time",
+            "10s",
+        ],
+        &cache,
+        ABORT_TIMEOUT,
+    );
+    small.assert_validation_abort("file set too small for the load");
+    assert!(
+        small.stderr.contains("dir00037") && small.stderr.contains("404"),
+        "the abort should name the missing last directory and the 404:\n{}",
+        small.stderr
+    );
+
+    let run = bench(
+        &[
+            "--target",
+            &target,
+            "--static-only",
+            "--connections",
+            "5",
+            "--run-time",
+            "10s",
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("static-only run");
+    let report = read_report(&out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 5);
+    assert_eq!(report["benchmark"], "SPECweb99-style (static-only)");
+    assert_eq!(report["target"], target.as_str());
+    let errors = errors_of(it);
+    assert!(errors.is_empty(), "static GETs failed: {errors:?}");
+    assert_eq!(posts_sent(it), [0; 4], "a static-only run sends no POST");
+    assert!(strings_of(&it["post_log_audit"]).is_empty());
+    let good: u64 = it["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .map(|c| u64_of(c, "good"))
+        .sum();
+    assert!(good > 0, "no successful operation in 10 s");
+    assert!(
+        run.stdout
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("static-only")),
+        "the text title should say static-only:\n{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("SPECweb99-style result; not a SPEC result")
+    );
+
+    // Without --static-only the dynamic API is required: Reset is the first
+    // dynamic step, and this server has no /web99.
+    let full = bench(
+        &[
+            "--target",
+            &target,
+            "--connections",
+            "5",
+            "--run-time",
+            "10s",
+        ],
+        &cache,
+        ABORT_TIMEOUT,
+    );
+    full.assert_validation_abort("full mix against a server without --web99");
+    assert!(
+        full.stderr.contains("Reset"),
+        "the abort should name the failing step (command/Reset):\n{}",
+        full.stderr
+    );
+    drop(server);
+}
+
+// ---------------------------------------------------------------------------
+// 3. A broken server
+// ---------------------------------------------------------------------------
+
+/// What the fake server gets wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// Every file, static or inside a dynamic page, is one byte short (with a
+    /// Content-Length that matches what is sent).
+    ShortFiles,
+    /// CAD GETs are answered without `Set-Cookie: found_cookie=…`.
+    NoFoundCookie,
+    /// Every second POST after a Reset is answered correctly but not logged.
+    ForgetfulPostLog,
+}
+
+/// What the fake server knows and counted since the last Reset.
+struct FakeState {
+    fault: Fault,
+    users: Vec<u32>,
+    ads: Vec<Ad>,
+    log: Vec<Record>,
+    /// POSTs received, by class.
+    received: [u64; 4],
+    /// POSTs logged, by class.
+    logged: [u64; 4],
+}
+
+/// A small HTTP/1.1 server implementing static files and the dynamic API of §6
+/// (wrapper, trailer, CAD, POST with `my_cookie`, Reset, Fetch), honest except
+/// for its [`Fault`].
+struct FakeServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+    state: Arc<Mutex<FakeState>>,
+}
+
+/// Most connections the fake serves at once; more are closed unanswered.
+const FAKE_MAX_CONNECTIONS: usize = 64;
+/// Idle time after which the fake drops a connection.
+const FAKE_IDLE: Duration = Duration::from_secs(30);
+/// Largest request head or body the fake reads.
+const FAKE_MAX_REQUEST: usize = 64 * 1024;
+const FAKE_SOFTWARE: &str = "fake-web99/0";
+
+impl FakeServer {
+    fn start(fault: Fault) -> FakeServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake server");
+        let addr = listener.local_addr().expect("fake server address");
+        let stop = Arc::new(AtomicBool::new(false));
+        let state = Arc::new(Mutex::new(FakeState {
+            fault,
+            users: Vec::new(),
+            ads: Vec::new(),
+            log: Vec::new(),
+            received: [0; 4],
+            logged: [0; 4],
+        }));
+        let active = Arc::new(AtomicUsize::new(0));
+        let accept = {
+            let (stop, state) = (Arc::clone(&stop), Arc::clone(&state));
+            std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(stream) = conn else { continue };
+                    if active.load(Ordering::SeqCst) >= FAKE_MAX_CONNECTIONS {
+                        continue;
+                    }
+                    active.fetch_add(1, Ordering::SeqCst);
+                    let (state, active) = (Arc::clone(&state), Arc::clone(&active));
+                    std::thread::spawn(move || {
+                        serve_connection(stream, &state);
+                        active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                }
+            })
+        };
+        FakeServer {
+            addr,
+            stop,
+            accept: Some(accept),
+            state,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+/// One request, as read off the wire.
+struct FakeRequest {
+    method: String,
+    target: String,
+    version: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl FakeRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the client wants the connection kept open.
+    fn keep_alive(&self) -> bool {
+        let connection = self.header("Connection").map(str::to_ascii_lowercase);
+        if self.version == "HTTP/1.1" {
+            connection.as_deref() != Some("close")
+        } else {
+            connection.as_deref() == Some("keep-alive")
+        }
+    }
+}
+
+fn serve_connection(mut stream: TcpStream, state: &Mutex<FakeState>) {
+    let _ = stream.set_read_timeout(Some(FAKE_IDLE));
+    let _ = stream.set_write_timeout(Some(FAKE_IDLE));
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| "unknown".to_owned(), |a| a.ip().to_string());
+    let mut buf = Vec::new();
+    while let Some(req) = read_request(&mut stream, &mut buf) {
+        let keep = req.keep_alive();
+        let mut response = answer(&req, state, &peer);
+        if !keep {
+            // Insert before the blank line that ends the head.
+            let at = common::find(&response, b"\r\n\r\n").expect("head end") + 2;
+            response.splice(at..at, b"Connection: close\r\n".iter().copied());
+        }
+        if stream.write_all(&response).is_err() || !keep {
+            return;
+        }
+    }
+}
+
+/// Reads one request (head by hand, body by Content-Length); `None` at EOF, on
+/// timeout or on anything malformed.
+fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<FakeRequest> {
+    let mut chunk = [0u8; 16 * 1024];
+    let head_end = loop {
+        if let Some(i) = common::find(buf, b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > FAKE_MAX_REQUEST {
+            return None;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8(buf[..head_end].to_vec()).ok()?;
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next()?.split(' ');
+    let (method, target, version) = (
+        request_line.next()?.to_owned(),
+        request_line.next()?.to_owned(),
+        request_line.next()?.to_owned(),
+    );
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (n, v) = l.split_once(':')?;
+            Some((n.trim().to_owned(), v.trim().to_owned()))
+        })
+        .collect::<Option<_>>()?;
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+        .map_or(Some(0), |(_, v)| v.parse().ok())?;
+    if length > FAKE_MAX_REQUEST {
+        return None;
+    }
+    while buf.len() < head_end + length {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = buf[head_end..head_end + length].to_vec();
+    buf.drain(..head_end + length);
+    Some(FakeRequest {
+        method,
+        target,
+        version,
+        headers,
+        body,
+    })
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0))
+}
+
+/// A response with a correct Content-Length.
+fn http(status: u16, extra_headers: &str, body: &[u8]) -> Vec<u8> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        _ => "Error",
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\nServer: {FAKE_SOFTWARE}\r\nContent-Type: text/html\r\n\
+         Content-Length: {}\r\n{extra_headers}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The file's bytes as `stoa fileset` writes them, minus the fault.
+fn file_bytes(id: FileId, fault: Fault, ad: Option<u32>) -> Vec<u8> {
+    let mut data = Vec::new();
+    fileset::generate(id, SEED, &mut data);
+    if let Some(ad) = ad {
+        ads::rewrite_tags(&mut data, ad);
+    }
+    if fault == Fault::ShortFiles {
+        data.pop();
+    }
+    data
+}
+
+/// The HTML wrapper of §6.2 around a file.
+fn page(peer: &str, script: &str, query: &str, file: &[u8]) -> Vec<u8> {
+    let mut body = request::wrapper_head(FAKE_SOFTWARE, peer, script, query).into_bytes();
+    body.extend_from_slice(file);
+    body.extend_from_slice(TRAILER);
+    body
+}
+
+fn answer(req: &FakeRequest, state: &Mutex<FakeState>, peer: &str) -> Vec<u8> {
+    let (path, query) = req
+        .target
+        .split_once('?')
+        .unwrap_or((req.target.as_str(), ""));
+    let mut st = state.lock().expect("fake server state");
+    let fault = st.fault;
+    match (req.method.as_str(), path) {
+        ("GET", p) if p.starts_with("/file_set/") => match request::parse_file(p) {
+            Ok((id, _)) => http(200, "", &file_bytes(id, fault, None)),
+            Err(why) => http(404, "", why.as_bytes()),
+        },
+        ("POST", "/web99") => {
+            let cookie = req
+                .header("Cookie")
+                .map(|c| request::parse_cookie(c.as_bytes()));
+            let (Some(Ok(Some(cookie))), Ok(form)) = (cookie, request::parse_form(&req.body))
+            else {
+                return http(400, "", b"bad POST");
+            };
+            let class = usize::from(form.id.class);
+            st.received[class] += 1;
+            let nth = st.received.iter().sum::<u64>();
+            if fault != Fault::ForgetfulPostLog || nth % 2 == 1 {
+                st.logged[class] += 1;
+                let record = Record {
+                    number: st.log.len() as u64 + 1,
+                    time: unix_now(),
+                    pid: std::process::id(),
+                    dir: form.id.dir,
+                    class: form.id.class,
+                    num: form.id.num,
+                    client: form.client,
+                    file: format!(
+                        "{}dir{:05}/class{}_{}",
+                        form.urlroot, form.id.dir, form.id.class, form.id.num
+                    ),
+                    cookie: cookie.user_id,
+                };
+                st.log.push(record);
+            }
+            let set_cookie = format!("Set-Cookie: my_cookie={}\r\n", cookie.user_id);
+            let body = page(peer, path, "", &file_bytes(form.id, fault, None));
+            http(200, &set_cookie, &body)
+        }
+        ("GET", "/web99" | "/cgi-bin/web99") => match request::parse_query(query.as_bytes()) {
+            Ok(Query::Reset(params)) if path == "/web99" => {
+                reset(&mut st, &params);
+                http(200, "", b"<html><body>reset</body></html>\n")
+            }
+            Ok(Query::Fetch) if path == "/web99" => {
+                let mut log = postlog::count_line(st.log.len() as u64);
+                for r in &st.log {
+                    postlog::write_record(&mut log, r);
+                }
+                let body = page(peer, path, query, log.as_bytes());
+                http(200, "", &body)
+            }
+            Ok(Query::Finish) => http(200, "", b""),
+            Ok(Query::File { id, .. }) => {
+                let cookie = req
+                    .header("Cookie")
+                    .map(|c| request::parse_cookie(c.as_bytes()));
+                match cookie {
+                    None | Some(Ok(None)) => http(
+                        200,
+                        "",
+                        &page(peer, path, query, &file_bytes(id, fault, None)),
+                    ),
+                    Some(Ok(Some(cookie))) if path == "/web99" => {
+                        let user = st.users.get(cookie.user_index() as usize).copied();
+                        let found =
+                            user.and_then(|u| ads::find_ad(u, cookie.last_ad, &st.ads, unix_now()));
+                        let Some(found) = found else {
+                            return http(400, "", b"unknown user or no ad");
+                        };
+                        let set_cookie = if fault == Fault::NoFoundCookie {
+                            String::new()
+                        } else {
+                            format!(
+                                "Set-Cookie: found_cookie=Ad_id={}&Ad_weight={}&Expired={}\r\n",
+                                found.ad,
+                                found.weight,
+                                u8::from(found.expired)
+                            )
+                        };
+                        let file = file_bytes(id, fault, Some(found.ad));
+                        http(200, &set_cookie, &page(peer, path, query, &file))
+                    }
+                    _ => http(400, "", b"bad cookie"),
+                }
+            }
+            Ok(_) => http(404, "", b"command not here"),
+            Err(why) => http(400, "", why.as_bytes()),
+        },
+        _ => http(404, "", b"not found"),
+    }
+}
+
+/// `command/Reset`: upfgen99 and cadgen99 tables, an empty post.log.
+fn reset(st: &mut FakeState, params: &ResetParams) {
+    st.users = ads::parse_users(&ads::user_personality(params)).expect("upfgen99 output parses");
+    st.ads = ads::generate_ads(params, unix_now());
+    st.log.clear();
+    st.received = [0; 4];
+    st.logged = [0; 4];
+}
+
+/// Case (a): a server that sends every file one byte short.
+fn short_files_are_caught(cache: &Path, out: &Path) {
+    let fake = FakeServer::start(Fault::ShortFiles);
+    let run = bench(
+        &[
+            "--target",
+            &fake.url(),
+            "--connections",
+            "2",
+            "--run-time",
+            "5s",
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        cache,
+        BENCH_TIMEOUT,
+    );
+    if !run.status.success() {
+        // Acceptable too: validation noticed the short file.
+        run.assert_validation_abort("short files");
+        let e = run.stderr.to_ascii_lowercase();
+        assert!(
+            e.contains("size") || e.contains("header") || e.contains("length"),
+            "the abort should be about the file's size or header line:\n{}",
+            run.stderr
+        );
+        return;
+    }
+    let report = read_report(out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 2);
+    let errors = errors_of(it);
+    let total: u64 = errors.values().sum();
+    assert!(
+        total > 0,
+        "a server sending short files must fail the length check: {errors:?}"
+    );
+    for kind in errors.keys() {
+        assert!(
+            kind == "bad length" || kind == "bad file size",
+            "short files should fail as bad length/bad file size, not {kind:?}: {errors:?}"
+        );
+    }
+    let bad: u64 = it["classes"]
+        .as_array()
+        .expect("classes")
+        .iter()
+        .map(|c| u64_of(c, "bad"))
+        .sum();
+    assert_eq!(bad, total, "class error counts and errors by reason differ");
+    assert_eq!(
+        u64_of(it, "valid"),
+        0,
+        "every generator failed every operation"
+    );
+    assert_eq!(report["valid"], false, "{report}");
+    assert!(
+        run.stdout.contains("bad length") || run.stdout.contains("bad file size"),
+        "the text report should list the failed operations:\n{}",
+        run.stdout
+    );
+}
+
+/// Case (b): CAD answers without `found_cookie`.
+fn missing_found_cookie_is_caught(cache: &Path) {
+    let fake = FakeServer::start(Fault::NoFoundCookie);
+    let run = bench(
+        &[
+            "--target",
+            &fake.url(),
+            "--connections",
+            "2",
+            "--run-time",
+            "5s",
+        ],
+        cache,
+        ABORT_TIMEOUT,
+    );
+    run.assert_validation_abort("CAD without found_cookie");
+    assert!(
+        run.stderr.contains("found_cookie"),
+        "the abort should mention found_cookie:\n{}",
+        run.stderr
+    );
+}
+
+/// Case (c): a post.log that forgets every second POST.
+fn forgetful_post_log_is_caught(cache: &Path, out: &Path) {
+    let fake = FakeServer::start(Fault::ForgetfulPostLog);
+    let run = bench(
+        &[
+            "--target",
+            &fake.url(),
+            "--connections",
+            "4",
+            "--run-time",
+            "5s",
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("forgetful post.log");
+    let report = read_report(out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 4);
+    let errors = errors_of(it);
+    assert!(
+        errors.is_empty(),
+        "the fake answers every request correctly; the client checks failed: {errors:?}"
+    );
+    let (received, logged) = {
+        let st = fake.state.lock().expect("fake server state");
+        (st.received, st.logged)
+    };
+    let sent = posts_sent(it);
+    assert_eq!(
+        sent, received,
+        "posts_sent (by class) must equal the POSTs the server received since the Reset"
+    );
+    assert!(
+        received.iter().sum::<u64>() >= 2,
+        "too few POSTs to lose one: {received:?}"
+    );
+    let audit = strings_of(&it["post_log_audit"]);
+    // §7.3: more than 1.05 % of a class's POSTs missing invalidates the run.
+    for class in 0..4 {
+        let missing = received[class] - logged[class];
+        let flagged = audit.iter().any(|p| p.contains(&format!("class {class}")));
+        let expected = received[class] > 0 && missing as f64 / received[class] as f64 > 0.0105;
+        assert_eq!(
+            flagged, expected,
+            "class {class}: {missing} of {} POSTs missing; audit: {audit:?}",
+            received[class]
+        );
+        if expected {
+            let line = audit
+                .iter()
+                .find(|p| p.contains(&format!("class {class}")))
+                .expect("flagged");
+            assert!(
+                line.contains("missing")
+                    && line.contains(&format!("{missing} of {}", received[class])),
+                "the audit line should count the missing POSTs: {line:?}"
+            );
+        }
+    }
+    assert!(
+        !audit.is_empty(),
+        "post.log audit found nothing: {received:?} {logged:?}"
+    );
+    assert_eq!(
+        report["valid"], false,
+        "a run with missing POSTs is invalid"
+    );
+    let problems = strings_of(&report["problems"]);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("post.log") && p.contains("missing")),
+        "problems should carry the audit: {problems:?}"
+    );
+    assert!(
+        run.stdout.contains("missing from post.log") || run.stdout.contains("post.log:"),
+        "the text report's Errors should carry the audit:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_broken_server_is_caught() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    let (out_a, out_c) = (tmp.path().join("out-a"), tmp.path().join("out-c"));
+    // Independent servers and runs: in parallel, to keep the paced time down.
+    std::thread::scope(|s| {
+        let a = s.spawn(|| short_files_are_caught(&cache, &out_a));
+        let b = s.spawn(|| missing_found_cookie_is_caught(&cache));
+        let c = s.spawn(|| forgetful_post_log_is_caught(&cache, &out_c));
+        let results = [
+            ("(a) short files", a.join()),
+            ("(b) no found_cookie", b.join()),
+            ("(c) forgetful post.log", c.join()),
+        ];
+        let failed: Vec<&str> = results
+            .iter()
+            .filter(|(_, r)| r.is_err())
+            .map(|(name, _)| *name)
+            .collect();
+        assert!(
+            failed.is_empty(),
+            "failed cases: {failed:?} (panic messages above)"
+        );
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 4. HTTP/1.0
+// ---------------------------------------------------------------------------
+
+/// Sends the kit's HTTP/1.0 requests of every GET type on one connection marked
+/// `Connection: Keep-Alive`, then one without it: the server must keep the
+/// connection for the first ones and close after the last.
+fn probe_http10_keep_alive(addr: SocketAddr) {
+    let targets = Targets {
+        host: addr.to_string(),
+        url_root: String::new(),
+        dynamic: "/web99".into(),
+        cgi: "/cgi-bin/web99".into(),
+        post: "/web99".into(),
+        version: HttpVersion::Http10,
+    };
+    let file = FileId {
+        dir: 0,
+        class: 1,
+        num: 4,
+    };
+    let mut conn = RawConn::connect(addr);
+    let kinds = [
+        RequestType::Static,
+        RequestType::Dynamic,
+        RequestType::Cad,
+        RequestType::Cgi,
+    ];
+    for (i, kind) in kinds.iter().enumerate() {
+        let last = i + 1 == kinds.len();
+        let mut req = Vec::new();
+        stoa_web99::workload::format_request(
+            &Entry { file, kind: *kind },
+            &targets,
+            !last,
+            10_001,
+            20,
+            &mut req,
+        );
+        conn.send(&req);
+        let resp = conn.read_response(false);
+        assert_eq!(resp.status, 200, "{kind:?} over HTTP/1.0: {resp:?}");
+        assert!(
+            common::find(&resp.body, fileset::header_line(file).as_bytes()).is_some(),
+            "{kind:?}: the file is not in the answer"
+        );
+        if !last {
+            let connection = resp.header("Connection").map(str::to_ascii_lowercase);
+            assert!(
+                (resp.version == "HTTP/1.1" && connection.as_deref() != Some("close"))
+                    || connection.as_deref() == Some("keep-alive"),
+                "{kind:?} with Connection: Keep-Alive over HTTP/1.0 must be kept alive; \
+                 got {} with Connection: {connection:?}",
+                resp.version
+            );
+        }
+    }
+    conn.expect_eof();
+}
+
+#[test]
+fn http_1_0_run_keeps_alive_with_the_header() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    let running = Bench::start(
+        &[
+            "--http",
+            "1.0",
+            "--connections",
+            "3",
+            "--run-time",
+            "10s",
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+    );
+    let addr: SocketAddr = running.wait_for_stderr(Duration::from_secs(60), |line| {
+        line.strip_prefix("stoa bench: built-in server on ")
+            .and_then(|a| a.trim().parse().ok())
+    });
+    // Probe the built-in server while the run uses it (GETs only: a POST would
+    // add a post.log record the generators did not send).
+    probe_http10_keep_alive(addr);
+    let run = running.finish(BENCH_TIMEOUT);
+    run.assert_success("HTTP/1.0 run");
+    let report = read_report(&out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 3);
+    assert_eq!(report["http_version"], "1.0");
+    let errors = errors_of(it);
+    assert!(
+        errors.is_empty(),
+        "HTTP/1.0 keep-alive operations failed: {errors:?}"
+    );
+    assert!(strings_of(&it["post_log_audit"]).is_empty());
+    // The built-in server does not outlive the harness.
+    assert!(
+        wait_until(Duration::from_secs(10), || TcpStream::connect_timeout(
+            &addr,
+            Duration::from_secs(1)
+        )
+        .is_err()),
+        "the built-in server at {addr} still accepts connections after stoa bench web exited"
+    );
+}
