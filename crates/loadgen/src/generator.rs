@@ -37,14 +37,14 @@ pub(crate) async fn run(plan: &Plan, index: u32, clock: Clock) -> Tally {
     let mut g = Generator {
         plan,
         user_id: 10_000 + plan.first_user + index,
-        rng: SpecRng::new(workload::client_seed(plan.client).wrapping_add(7919 * index as i32)),
+        rng: SpecRng::new(crate::generator_seed(plan.client, index)),
         deck: Vec::new(),
         next: 0,
         conn: None,
         left_on_conn: 0,
         last_ad: 0,
         tally: Tally::default(),
-        buf: Vec::with_capacity(BLOCK),
+        buf: Vec::with_capacity(16 * 1024),
         request: Vec::with_capacity(512),
     };
     g.last_ad = (g.user_id - 10_000) % stoa_web99::ads::ADS;
@@ -79,10 +79,9 @@ struct Generator<'p> {
     request: Vec<u8>,
 }
 
-/// A complete response.
+/// A complete response; its bytes are in the generator's buffer.
 struct Response {
     status: u16,
-    head: Vec<u8>,
     body_start: usize,
     close: bool,
 }
@@ -120,7 +119,7 @@ impl Generator<'_> {
             self.conn = None;
         }
         let (sleep, op_ms) = rated.finish(clock.ms(Instant::now()));
-        if sleep > 0.0 {
+        if sleep > 0.0 && !self.plan.closed_loop {
             tokio::time::sleep(Duration::from_secs_f64(sleep / 1000.0)).await;
         }
         let finished = Instant::now();
@@ -181,7 +180,11 @@ impl Generator<'_> {
                 .map_err(|_| Reuse::Failed("connect"))?;
             let _ = stream.set_nodelay(true);
             self.conn = Some(stream);
-            self.left_on_conn = workload::requests_for_connection(&mut self.rng);
+            self.left_on_conn = if self.plan.closed_loop {
+                u32::MAX
+            } else {
+                workload::requests_for_connection(&mut self.rng)
+            };
         }
         let keep_alive = self.left_on_conn > 1;
         self.request.clear();
@@ -198,7 +201,13 @@ impl Generator<'_> {
             .write_all(&self.request)
             .await
             .map_err(|_| Reuse::ClosedBeforeAnswer)?;
-        let resp = read_response(stream, &mut self.buf, rated, clock).await?;
+        // Paced: the kit's one-MSS blocks. Closed loop: read what is there.
+        let block = if self.plan.closed_loop {
+            64 * 1024
+        } else {
+            BLOCK
+        };
+        let resp = read_response(stream, &mut self.buf, block, rated, clock).await?;
         self.left_on_conn = self.left_on_conn.saturating_sub(1);
         if self.left_on_conn == 0 || resp.close {
             self.conn = None;
@@ -212,7 +221,7 @@ impl Generator<'_> {
         }
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut parsed = httparse::Response::new(&mut headers);
-        parsed.parse(&resp.head).map_err(|_| "bad response head")?;
+        parsed.parse(&self.buf).map_err(|_| "bad response head")?;
         let expect = Expect {
             kind: entry.kind,
             file: entry.file,
@@ -220,7 +229,7 @@ impl Generator<'_> {
             expired: self.plan.expired,
             headers: parsed.headers,
         };
-        let found = check::check(&expect, &resp.head[resp.body_start..])?;
+        let found = check::check(&expect, &self.buf[resp.body_start..])?;
         if let Some(ad) = found {
             self.last_ad = ad;
         }
@@ -244,15 +253,16 @@ impl Reuse {
     }
 }
 
-/// Reads one response in blocks of at most [`BLOCK`] bytes, crediting each block
-/// to the rated receive. The head and body end up in `out.head`.
+/// Reads one response into `data`, at most `block` bytes per read, crediting
+/// each read to the rated receive.
 async fn read_response(
     stream: &mut TcpStream,
-    block: &mut Vec<u8>,
+    data: &mut Vec<u8>,
+    block: usize,
     rated: &mut RatedReceive,
     clock: &Clock,
 ) -> Result<Response, Reuse> {
-    let mut data: Vec<u8> = Vec::with_capacity(4096);
+    data.clear();
     let mut framing: Option<(u16, usize, usize, bool)> = None; // status, body start, total, close
     loop {
         if let Some((_, _, total, _)) = framing
@@ -260,18 +270,22 @@ async fn read_response(
         {
             break;
         }
-        block.resize(BLOCK, 0);
-        let n = match stream.read(&mut block[..BLOCK]).await {
-            Ok(0) if data.is_empty() => return Err(Reuse::ClosedBeforeAnswer),
+        let start = data.len();
+        data.reserve(block);
+        // Read into the spare capacity, at most one block, without zeroing it.
+        let read = stream
+            .read_buf(&mut bytes::BufMut::limit(&mut *data, block))
+            .await;
+        let n = match read {
+            Ok(0) if start == 0 => return Err(Reuse::ClosedBeforeAnswer),
             Ok(0) => return Err(Reuse::Failed("connection closed")),
             Ok(n) => n,
-            Err(e) if data.is_empty() && is_reset(&e) => return Err(Reuse::ClosedBeforeAnswer),
+            Err(e) if start == 0 && is_reset(&e) => return Err(Reuse::ClosedBeforeAnswer),
             Err(_) => return Err(Reuse::Failed("read error")),
         };
         rated.block(n, clock.ms(Instant::now()));
-        data.extend_from_slice(&block[..n]);
         if framing.is_none() {
-            framing = head_framing(&data)?;
+            framing = head_framing(data)?;
         }
     }
     let (status, body_start, total, close) = framing.ok_or(Reuse::Failed("bad response head"))?;
@@ -280,7 +294,6 @@ async fn read_response(
     }
     Ok(Response {
         status,
-        head: data,
         body_start,
         close,
     })

@@ -55,6 +55,10 @@ pub struct Plan {
     pub first_user: u32,
     /// Entries per deck.
     pub deck_size: usize,
+    /// Closed loop: no pacing sleep and every connection kept alive, so each
+    /// generator sends its next request as soon as a response is in (wrk's model).
+    /// A throughput mode for cross-checking; conformance means nothing in it.
+    pub closed_loop: bool,
 }
 
 /// Everything the generators counted.
@@ -98,6 +102,12 @@ impl Tally {
         }
         self.latency_ms.extend(other.latency_ms);
     }
+}
+
+/// The seed of generator `index` of `client`: the kit seeds each client with
+/// `2331 + 256 × client`; each of its generators gets its own stream from there.
+pub fn generator_seed(client: u32, index: u32) -> i32 {
+    stoa_web99::workload::client_seed(client).wrapping_add(7919_i32.wrapping_mul(index as i32))
 }
 
 /// Runs `plan` to the end of its ramp-down on the current tokio runtime.

@@ -78,6 +78,16 @@ pub(crate) struct BenchWebArgs {
     #[arg(long)]
     pub(crate) static_only: bool,
 
+    /// Closed loop: no pacing and every connection kept alive (wrk's model), to
+    /// cross-check throughput; conformance is meaningless in this mode.
+    #[arg(long)]
+    pub(crate) closed_loop: bool,
+
+    /// Print the URLs of the first deck of each connection (one per line) and exit:
+    /// the same requests for another load tool.
+    #[arg(long, hide = true)]
+    pub(crate) print_urls: bool,
+
     /// Search for the highest connection count that still conforms.
     #[arg(long)]
     pub(crate) find_max: bool,

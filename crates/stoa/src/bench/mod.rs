@@ -156,11 +156,30 @@ async fn find_max(
 pub(crate) fn run(args: &BenchWebArgs) -> anyhow::Result<()> {
     // Thousands of connections need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One thread: paced generators are light (thousands fit on one core), and the
+    // server under test keeps the other cores.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the harness runtime")?;
     runtime.block_on(run_async(args))
+}
+
+/// `--print-urls`: the static URLs of each generator's first deck. Stops quietly
+/// when the reader goes away (`| head`).
+fn print_urls(args: &BenchWebArgs, profile: &Profile) {
+    use std::io::Write as _;
+    let dirs = fileset::directories(args.connections);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for g in 0..args.connections {
+        let mut rng = stoa_web99::workload::SpecRng::new(stoa_loadgen::generator_seed(0, g));
+        for e in stoa_web99::workload::deck(profile.deck, dirs, &mut rng) {
+            if writeln!(out, "/{}", e.file).is_err() {
+                return;
+            }
+        }
+    }
+    let _ = out.flush();
 }
 
 async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
@@ -172,6 +191,10 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
     if let Some(text) = &args.run_time {
         profile.run = crate::config::parse_duration(text)
             .map_err(|e| anyhow::anyhow!("--run-time {text}: {e}"))?;
+    }
+    if args.print_urls {
+        print_urls(args, &profile);
+        return Ok(());
     }
     let directories = fileset::directories(args.connections);
     let (addr, url_root, server) = match &args.target {
@@ -278,6 +301,7 @@ async fn iteration(
         client: 0,
         first_user: 0,
         deck_size: profile.deck,
+        closed_loop: args.closed_loop,
     };
     let progress = report::Progress::start(index + 1, warmup + profile.run + profile.rampdown);
     let tally = stoa_loadgen::run(&plan).await;
