@@ -92,6 +92,10 @@ pub(crate) struct BenchWebArgs {
     #[arg(long)]
     pub(crate) find_max: bool,
 
+    /// Highest load --find-max may try (the target's file set must hold it).
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub(crate) find_max_limit: u32,
+
     /// Write report.txt, report.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,

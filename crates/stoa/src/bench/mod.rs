@@ -140,7 +140,8 @@ async fn find_max(
             hi = Some(n);
         }
         let next = match hi {
-            None => n.saturating_mul(2),
+            None if n >= args.find_max_limit => break,
+            None => n.saturating_mul(2).min(args.find_max_limit),
             Some(h) => lo + (h - lo) / 2,
         };
         let close_enough = hi.is_some_and(|h| h - lo <= (lo / 20).max(2));
