@@ -172,6 +172,14 @@ fn text(run: &Run) -> String {
         run.profile.rampdown.as_secs(),
         run.iterations.len(),
     );
+    if run.profile.validity == stoa_web99::metrics::Validity::Class3Optional {
+        let _ = writeln!(
+            t,
+            "Note: quick profile. A connection without any class-3 operation in the short run is not counted \
+             invalid (the kit's rule needs every class); class-3 errors still invalidate, and the class mix is \
+             not checked. Use --profile standard for the kit's rules.\n"
+        );
+    }
     if !run.search.is_empty() {
         let _ = writeln!(
             t,

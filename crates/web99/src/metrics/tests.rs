@@ -115,3 +115,18 @@ fn the_median_iteration_is_the_second_of_three() {
     assert_eq!(median_iteration(&[it(5, 1.0)]), Some(0));
     assert_eq!(median_iteration(&[]), None);
 }
+
+#[test]
+fn class_3_may_be_optional_in_short_runs() {
+    let none = generator([35, 50, 14, 0], [0; 4], 15_000, 300.0);
+    assert!(!none.is_valid());
+    assert!(none.is_valid_by(Validity::Class3Optional));
+    assert!(none.is_conforming_by(Validity::Class3Optional));
+    let failed = generator([35, 50, 14, 0], [0, 0, 0, 1], 15_000, 300.0);
+    assert!(
+        !failed.is_valid_by(Validity::Class3Optional),
+        "a failed class-3 op still counts"
+    );
+    let it = Iteration::score_by(&[none, none], 2, 30.0, Validity::Class3Optional);
+    assert_eq!((it.valid, it.conforming), (2, 2));
+}
