@@ -1,16 +1,18 @@
 //! One load generator: one emulated user on one connection at a time, sending the
 //! deck's requests back to back and pacing each to the 400 kbit/s line.
 
+use std::cell::RefCell;
 use std::io;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use stoa_web99::metrics::{BLOCK, GeneratorStats, RatedReceive};
+use stoa_web99::metrics::{BLOCK, CONFORM_BYTES_PER_SEC, GeneratorStats, RatedReceive};
 use stoa_web99::workload::{self, Entry, RequestType, SpecRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::check::{self, Expect};
-use crate::{Plan, Tally};
+use crate::{Live, Plan, Tally};
 
 /// Longest wait for any one response.
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,10 +34,19 @@ impl Clock {
     }
 }
 
-/// Runs generator `index` until the end of the run; returns its counters.
-pub(crate) async fn run(plan: &Plan, index: u32, clock: Clock) -> Tally {
+/// Runs generator `index` until the end of the run; returns its counters. The
+/// shard collects what the generators of one load thread share.
+pub(crate) async fn run(
+    plan: &Plan,
+    index: u32,
+    clock: Clock,
+    shard: &RefCell<Tally>,
+    live: &Live,
+) -> GeneratorStats {
     let mut g = Generator {
         plan,
+        shard,
+        live,
         user_id: 10_000 + plan.first_user + index,
         rng: SpecRng::new(crate::generator_seed(plan.client, index)),
         deck: Vec::new(),
@@ -43,14 +54,15 @@ pub(crate) async fn run(plan: &Plan, index: u32, clock: Clock) -> Tally {
         conn: None,
         left_on_conn: 0,
         last_ad: 0,
-        tally: Tally::default(),
+        stats: GeneratorStats::default(),
+        measured: false,
+        conforming: false,
         buf: Vec::with_capacity(16 * 1024),
         request: Vec::with_capacity(512),
     };
     g.last_ad = (g.user_id - 10_000) % stoa_web99::ads::ADS;
-    g.tally.generators.push(GeneratorStats::default());
     let end = tokio::time::Instant::from_std(clock.base + clock.end);
-    while clock.base.elapsed() < clock.end {
+    while clock.base.elapsed() < clock.end && !live.stopped() {
         let entry = g.next_entry();
         // An operation still running when the ramp-down ends is abandoned: it
         // could not be counted anyway, and a class-3 file at 400 kbit/s would
@@ -62,11 +74,13 @@ pub(crate) async fn run(plan: &Plan, index: u32, clock: Clock) -> Tally {
             break;
         }
     }
-    g.tally
+    g.stats
 }
 
 struct Generator<'p> {
     plan: &'p Plan,
+    shard: &'p RefCell<Tally>,
+    live: &'p Live,
     user_id: u32,
     rng: SpecRng,
     deck: Vec<Entry>,
@@ -74,7 +88,11 @@ struct Generator<'p> {
     conn: Option<TcpStream>,
     left_on_conn: u32,
     last_ad: u32,
-    tally: Tally,
+    stats: GeneratorStats,
+    /// Has a measured operation (counted in `Live::measured`).
+    measured: bool,
+    /// Counted in `Live::conforming`.
+    conforming: bool,
     buf: Vec<u8>,
     request: Vec<u8>,
 }
@@ -106,7 +124,7 @@ impl Generator<'_> {
         let mut rated = RatedReceive::start(clock.ms(started));
         if entry.kind == RequestType::Post {
             // Every POST sent, in any phase: the post.log audit compares them all.
-            self.tally.posts[usize::from(entry.file.class)] += 1;
+            self.shard.borrow_mut().posts[usize::from(entry.file.class)] += 1;
         }
         let result =
             tokio::time::timeout(OP_TIMEOUT, self.exchange(entry, &mut rated, clock)).await;
@@ -123,19 +141,41 @@ impl Generator<'_> {
             tokio::time::sleep(Duration::from_secs_f64(sleep / 1000.0)).await;
         }
         let finished = Instant::now();
-        self.tally.timeline_op(finished.duration_since(clock.base));
-        if !self.counts(clock, started, finished) {
+        self.live.ops.fetch_add(1, Ordering::Relaxed);
+        let counts = self.counts(clock, started, finished);
+        let mut shard = self.shard.borrow_mut();
+        shard.timeline_op(finished.duration_since(clock.base));
+        if !counts {
             return;
         }
-        let stats = &mut self.tally.generators[0].classes[usize::from(entry.file.class)];
+        let stats = &mut self.stats.classes[usize::from(entry.file.class)];
         match outcome {
             Ok(()) => {
                 stats.record_good(op_ms, rated.bytes());
-                self.tally.latency_ms.push(op_ms as f32);
+                shard.latency.record_ms(op_ms);
             }
             Err(kind) => {
                 stats.record_bad();
-                *self.tally.errors.entry(kind.to_owned()).or_default() += 1;
+                *shard.errors.entry(kind.to_owned()).or_default() += 1;
+            }
+        }
+        drop(shard);
+        self.update_live();
+    }
+
+    /// Keeps `Live`'s measured and conforming counts in step with this generator.
+    fn update_live(&mut self) {
+        if !self.measured {
+            self.measured = true;
+            self.live.measured.fetch_add(1, Ordering::Relaxed);
+        }
+        let conforming = self.stats.byte_rate() >= CONFORM_BYTES_PER_SEC;
+        if conforming != self.conforming {
+            self.conforming = conforming;
+            if conforming {
+                self.live.conforming.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.live.conforming.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }

@@ -4,14 +4,22 @@
 //! of them keep-alive for 5–15 requests), sending the requests of its deck back to
 //! back, reading every response in 1460-byte blocks and sleeping off the credit
 //! of the emulated 400 kbit/s line (`stoa_web99::metrics::RatedReceive`). Every
-//! response is checked the way the kit's client checks it (`check`). Counters are
-//! per generator and merged at the end, so the hot path takes no lock.
+//! response is checked the way the kit's client checks it (`check`).
+//!
+//! Generators run on [`Plan::threads`] load threads, each a current-thread tokio
+//! runtime. A generator keeps its own class counters; the rest (operation-time
+//! histogram, per-second timeline, error counts) goes to its thread's shard, which
+//! only that thread touches. Shards and generators are merged when the run ends,
+//! so the hot path takes no lock. [`Live`] carries a few relaxed atomic counters
+//! for the progress line.
 //!
 //! # Layout
 //!
-//! - [`Plan`]: what to run; [`run`] runs it and returns a [`Tally`].
+//! - [`Plan`]: what to run; [`run`] runs it and returns a [`Tally`]. Both are
+//!   serde types: `stoa bench agent` receives a plan and answers with a tally.
 //! - `generator.rs`: one generator's loop, the paced receive, keep-alive.
 //! - `check.rs`: the per-response checks of `web99.md` §7.1.
+//! - `latency.rs`: the operation-time histogram.
 //!
 //! # What it does not do
 //!
@@ -20,16 +28,24 @@
 
 mod check;
 mod generator;
+mod latency;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use stoa_web99::metrics::GeneratorStats;
 use stoa_web99::workload::Targets;
 
+pub use latency::Latency;
+
 /// One measured run (an iteration) of one client.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     /// The server.
     pub addr: SocketAddr,
@@ -59,10 +75,18 @@ pub struct Plan {
     /// generator sends its next request as soon as a response is in (wrk's model).
     /// A throughput mode for cross-checking; conformance means nothing in it.
     pub closed_loop: bool,
+    /// Load threads; each runs its share of the generators on its own event
+    /// loop. The machine that runs the plan chooses it (an agent overrides it).
+    #[serde(default = "one_thread")]
+    pub threads: u32,
+}
+
+fn one_thread() -> u32 {
+    1
 }
 
 /// Everything the generators counted.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Tally {
     /// Per-generator counters (measurement phase only).
     pub generators: Vec<GeneratorStats>,
@@ -72,8 +96,11 @@ pub struct Tally {
     pub posts: [u64; 4],
     /// Operations finished in each second since the start, all phases.
     pub timeline: Vec<u64>,
-    /// Times of successful measured operations, ms (pacing included).
-    pub latency_ms: Vec<f32>,
+    /// Times of successful measured operations (pacing included).
+    pub latency: Latency,
+    /// CPU time (user + system) the load engine's process used during the run,
+    /// summed over the machines that ran it.
+    pub cpu: Duration,
 }
 
 impl Tally {
@@ -100,7 +127,58 @@ impl Tally {
         for (a, b) in self.timeline.iter_mut().zip(other.timeline) {
             *a += b;
         }
-        self.latency_ms.extend(other.latency_ms);
+        self.latency.merge(&other.latency);
+        self.cpu += other.cpu;
+    }
+}
+
+/// Counters a progress display reads while the run goes on (relaxed atomics;
+/// written once per operation).
+#[derive(Debug, Default)]
+pub struct Live {
+    ops: AtomicU64,
+    measured: AtomicU32,
+    conforming: AtomicU32,
+    stopped: AtomicBool,
+}
+
+/// A reading of [`Live`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveSnapshot {
+    /// Operations finished since the start, all phases.
+    pub ops: u64,
+    /// Generators with at least one measured operation.
+    pub measured: u32,
+    /// Of those, the ones whose bit rate so far is at least 320 kbit/s.
+    pub conforming: u32,
+}
+
+impl Live {
+    /// The counters now.
+    pub fn snapshot(&self) -> LiveSnapshot {
+        LiveSnapshot {
+            ops: self.ops.load(Ordering::Relaxed),
+            measured: self.measured.load(Ordering::Relaxed),
+            conforming: self.conforming.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Asks the generators to stop early: each finishes its current operation
+    /// (at most its 30 s timeout) and ends.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+}
+
+impl std::ops::AddAssign for LiveSnapshot {
+    fn add_assign(&mut self, other: LiveSnapshot) {
+        self.ops += other.ops;
+        self.measured += other.measured;
+        self.conforming += other.conforming;
     }
 }
 
@@ -110,8 +188,16 @@ pub fn generator_seed(client: u32, index: u32) -> i32 {
     stoa_web99::workload::client_seed(client).wrapping_add(7919_i32.wrapping_mul(index as i32))
 }
 
-/// Runs `plan` to the end of its ramp-down on the current tokio runtime.
-pub async fn run(plan: &Plan) -> Tally {
+/// CPU time this process has used so far (all threads, user + system).
+pub fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// Runs `plan` to the end of its ramp-down on `plan.threads` load threads of its
+/// own, updating `live` as operations finish. The caller's runtime only waits.
+pub async fn run(plan: &Plan, live: Arc<Live>) -> Tally {
+    let cpu_before = process_cpu();
     let base = Instant::now();
     let clock = generator::Clock {
         base,
@@ -119,18 +205,71 @@ pub async fn run(plan: &Plan) -> Tally {
         run_end: plan.warmup + plan.run,
         end: plan.warmup + plan.run + plan.rampdown,
     };
-    let plan = std::sync::Arc::new(plan.clone());
-    let tasks: Vec<_> = (0..plan.connections)
-        .map(|i| {
-            let plan = std::sync::Arc::clone(&plan);
-            tokio::spawn(async move { generator::run(&plan, i, clock).await })
-        })
-        .collect();
+    let threads = plan.threads.clamp(1, plan.connections.max(1));
+    let plan = Arc::new(plan.clone());
     let mut total = Tally::default();
-    for task in tasks {
-        if let Ok(tally) = task.await {
+    let mut waiting = Vec::new();
+    for thread in 0..threads {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let (plan, live) = (Arc::clone(&plan), Arc::clone(&live));
+        let spawned = std::thread::Builder::new()
+            .name(format!("stoa-load-{thread}"))
+            .spawn(move || {
+                let _ = tx.send(run_thread(&plan, thread, threads, clock, &live));
+            });
+        match spawned {
+            Ok(_) => waiting.push(rx),
+            Err(_) => {
+                *total
+                    .errors
+                    .entry("cannot start a load thread".to_owned())
+                    .or_default() += 1;
+            }
+        }
+    }
+    for rx in waiting {
+        if let Ok(tally) = rx.await {
             total.merge(tally);
         }
     }
+    total.cpu = process_cpu().saturating_sub(cpu_before);
     total
+}
+
+/// One load thread: generators `thread`, `thread + threads`, … on a
+/// current-thread runtime, sharing one shard.
+fn run_thread(
+    plan: &Arc<Plan>,
+    thread: u32,
+    threads: u32,
+    clock: generator::Clock,
+    live: &Arc<Live>,
+) -> Tally {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("invariant: a current-thread runtime builds");
+    let local = tokio::task::LocalSet::new();
+    let shard = Rc::new(RefCell::new(Tally::default()));
+    let generators = local.block_on(&runtime, async {
+        let tasks: Vec<_> = (thread..plan.connections)
+            .step_by(threads as usize)
+            .map(|i| {
+                let (plan, shard, live) = (Arc::clone(plan), Rc::clone(&shard), Arc::clone(live));
+                tokio::task::spawn_local(async move {
+                    generator::run(&plan, i, clock, &shard, &live).await
+                })
+            })
+            .collect();
+        let mut generators = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            if let Ok(stats) = task.await {
+                generators.push(stats);
+            }
+        }
+        generators
+    });
+    let mut tally = shard.take();
+    tally.generators = generators;
+    tally
 }

@@ -43,6 +43,31 @@ pub(crate) enum BenchCommand {
     /// Without --target, generates a file set and benchmarks a built-in
     /// `stoa serve --web99` on loopback.
     Web(BenchWebArgs),
+    /// A client daemon for `stoa bench web --agents`: runs the load generators a
+    /// prime client sends it and answers with their counters.
+    Agent(BenchAgentArgs),
+}
+
+/// `stoa bench agent`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchAgentArgs {
+    /// Address to listen on for the prime client.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) listen: String,
+
+    /// Prime clients allowed to connect, as an address or CIDR block; repeat for
+    /// several. Default: loopback only. An agent runs whatever load an allowed
+    /// prime asks for, so allow only machines of the test network.
+    #[arg(long, value_name = "CIDR")]
+    pub(crate) allow: Vec<String>,
+
+    /// Load threads (default: one per core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) threads: Option<u32>,
+
+    /// Serve this many runs, then exit (default: serve until killed).
+    #[arg(long, value_name = "N", hide = true)]
+    pub(crate) runs: Option<u32>,
 }
 
 /// `stoa bench web`.
@@ -95,6 +120,23 @@ pub(crate) struct BenchWebArgs {
     /// Highest load --find-max may try (the target's file set must hold it).
     #[arg(long, value_name = "N", default_value_t = 20_000)]
     pub(crate) find_max_limit: u32,
+
+    /// Load threads of the harness (each one event loop on its own core). One
+    /// leaves the other cores to a server on the same machine.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) threads: u32,
+
+    /// Run the load on these `stoa bench agent` daemons (`HOST:PORT,…`) instead of
+    /// in this process; the connections are split evenly between them and their
+    /// counters merged. This process validates, resets and reports.
+    #[arg(long, value_name = "ADDR,…", value_delimiter = ',')]
+    pub(crate) agents: Vec<String>,
+
+    /// Processes of the server under test whose CPU time the report puts beside
+    /// the harness's (repeat for several, e.g. nginx's master and worker; the
+    /// built-in server is measured without it). Same machine only.
+    #[arg(long, value_name = "PID")]
+    pub(crate) server_pid: Vec<u32>,
 
     /// Write report.txt, report.json and report.html here.
     #[arg(long, value_name = "DIR")]

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
         cli::Command::Fileset(args) => fileset::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),
         cli::Command::Bench(cli::BenchCommand::Web(args)) => bench::run(args),
+        cli::Command::Bench(cli::BenchCommand::Agent(args)) => bench::agent::serve(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -98,8 +98,13 @@ struct Bench {
 impl Bench {
     /// `stoa bench web <args>` with `XDG_CACHE_HOME=cache` on the child only.
     fn start(args: &[&str], cache: &Path) -> Bench {
+        Bench::spawn(&["bench", "web"], args, cache)
+    }
+
+    /// `stoa <command> <args>`, its outputs collected as for `bench web`.
+    fn spawn(command: &[&str], args: &[&str], cache: &Path) -> Bench {
         let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
-            .args(["bench", "web"])
+            .args(command)
             .args(args)
             .env("XDG_CACHE_HOME", cache)
             .env_remove("RUST_LOG")
@@ -1215,4 +1220,119 @@ fn http_1_0_run_keeps_alive_with_the_header() {
         .is_err()),
         "the built-in server at {addr} still accepts connections after stoa bench web exited"
     );
+}
+
+// ---------------------------------------------------------------------------
+// 5. Many client machines: two agents on loopback
+// ---------------------------------------------------------------------------
+
+/// Starts `stoa bench agent` for one run on a free loopback port; returns it and
+/// its address.
+fn start_agent(cache: &Path) -> (Bench, String) {
+    let agent = Bench::spawn(
+        &["bench", "agent"],
+        &["--listen", "127.0.0.1:0", "--threads", "1", "--runs", "1"],
+        cache,
+    );
+    let addr = agent.wait_for_stderr(Duration::from_secs(30), |line| {
+        line.split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .map(str::to_owned)
+    });
+    (agent, addr)
+}
+
+#[test]
+fn two_agents_split_the_connections_and_the_prime_merges_them() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    let (agent_a, a) = start_agent(&cache);
+    let (agent_b, b) = start_agent(&cache);
+    let agents = format!("{a},{b}");
+    let run = bench(
+        &[
+            "--connections",
+            "9",
+            "--run-time",
+            "20s",
+            "--agents",
+            &agents,
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("run on two agents");
+    let a_done = agent_a.finish(Duration::from_secs(30));
+    let b_done = agent_b.finish(Duration::from_secs(30));
+    assert!(a_done.status.success(), "agent A: {}", a_done.stderr);
+    assert!(b_done.status.success(), "agent B: {}", b_done.stderr);
+    // 9 connections over two agents: 5 as client 0, 4 as client 1.
+    assert!(
+        a_done.stderr.contains("running 5 connections") && a_done.stderr.contains("as client 0"),
+        "agent A's share: {}",
+        a_done.stderr
+    );
+    assert!(
+        b_done.stderr.contains("running 4 connections") && b_done.stderr.contains("as client 1"),
+        "agent B's share: {}",
+        b_done.stderr
+    );
+
+    let report = read_report(&out);
+    let it = only_iteration(&report);
+    // One rate per generator of both agents, every count consistent.
+    assert_iteration_consistent(&report, it, 9);
+    let errors = errors_of(it);
+    assert!(errors.is_empty(), "failed operations: {errors:?}");
+    // The POSTs of both agents are counted: the prime's post.log audit, which
+    // compares them with the server's log, finds nothing missing.
+    let audit = strings_of(&it["post_log_audit"]);
+    assert!(
+        audit.is_empty(),
+        "post.log audit of the merged run: {audit:?}"
+    );
+    assert!(posts_sent(it).iter().sum::<u64>() > 0, "no POST in 20 s");
+    let listed: Vec<String> = strings_of(&it["harness"]["agents"]);
+    assert_eq!(listed, vec![a.clone(), b.clone()]);
+    assert!(
+        f64_of(&it["harness"], "cpu_s") > 0.0,
+        "the agents' CPU time reaches the report: {}",
+        it["harness"]
+    );
+    assert!(
+        run.stdout.contains("2 agent(s)"),
+        "the report names the agents:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn an_agent_refuses_primes_outside_its_allow_list() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    // Only 10.0.0.0/8 may drive this agent: a loopback prime is refused.
+    let agent = Bench::spawn(
+        &["bench", "agent"],
+        &["--listen", "127.0.0.1:0", "--allow", "10.0.0.0/8"],
+        &cache,
+    );
+    let addr = agent.wait_for_stderr(Duration::from_secs(30), |line| {
+        line.split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .map(str::to_owned)
+    });
+    let mut conn = TcpStream::connect(&addr).expect("connect to the agent");
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let _ = conn.read_to_end(&mut got);
+    assert!(got.is_empty(), "a refused prime gets nothing but the close");
+    agent.wait_for_stderr(Duration::from_secs(30), |line| {
+        line.contains("not in --allow").then_some(())
+    });
 }

@@ -10,6 +10,7 @@
 //! Figures are "SPECweb99-style, not SPEC results": SPEC and SPECweb are trademarks
 //! of the Standard Performance Evaluation Corporation.
 
+pub(crate) mod agent;
 mod control;
 mod report;
 mod server;
@@ -19,7 +20,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use stoa_loadgen::{Plan, Tally};
+use std::sync::{Arc, Mutex};
+
+use stoa_loadgen::{Live, LiveSnapshot, Plan, Tally};
 use stoa_web99::ads::ResetParams;
 use stoa_web99::fileset;
 use stoa_web99::metrics::{GeneratorStats, Iteration, Validity};
@@ -79,6 +82,10 @@ pub(crate) struct IterationResult {
     pub(crate) iteration: Iteration,
     pub(crate) tally: Tally,
     pub(crate) audit: Vec<String>,
+    /// Time from the generators' start to their end.
+    pub(crate) wall: Duration,
+    /// CPU time of the server's processes over the same time, when known.
+    pub(crate) server_cpu: Option<Duration>,
 }
 
 /// What the report describes.
@@ -116,6 +123,7 @@ async fn find_max(
     addr: SocketAddr,
     targets: &Targets,
     server: Option<&server::BuiltIn>,
+    server_pids: &[u32],
 ) -> anyhow::Result<(Option<IterationResult>, Vec<Trial>)> {
     let (mut lo, mut hi): (u32, Option<u32>) = (0, None);
     let mut n = args.connections;
@@ -125,7 +133,16 @@ async fn find_max(
         if let Some(s) = server {
             s.ensure_fileset(n).await?;
         }
-        let result = iteration(args, profile, addr, targets, n, trials.len() as u32).await?;
+        let result = iteration(
+            args,
+            profile,
+            addr,
+            targets,
+            n,
+            trials.len() as u32,
+            server_pids,
+        )
+        .await?;
         let passed =
             result.iteration.conforms() && result.iteration.valid == n && result.audit.is_empty();
         trials.push(Trial {
@@ -226,6 +243,10 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
             HttpVersion::Http11
         },
     };
+    let server_pids: Vec<u32> = match &server {
+        Some(s) => s.pid().into_iter().collect(),
+        None => args.server_pid.clone(),
+    };
     eprintln!("stoa bench: validating every request type against {addr}");
     let server_software = control::validate(addr, &targets, directories, args.static_only)
         .await
@@ -233,12 +254,31 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
     let mut iterations = Vec::new();
     let mut search = Vec::new();
     if args.find_max {
-        let (best, trials) = find_max(args, &profile, addr, &targets, server.as_ref()).await?;
+        let (best, trials) = find_max(
+            args,
+            &profile,
+            addr,
+            &targets,
+            server.as_ref(),
+            &server_pids,
+        )
+        .await?;
         search = trials;
         iterations.extend(best);
     } else {
         for i in 0..args.iterations.unwrap_or(profile.iterations) {
-            iterations.push(iteration(args, &profile, addr, &targets, args.connections, i).await?);
+            iterations.push(
+                iteration(
+                    args,
+                    &profile,
+                    addr,
+                    &targets,
+                    args.connections,
+                    i,
+                    &server_pids,
+                )
+                .await?,
+            );
         }
     }
     let run = Run {
@@ -265,6 +305,7 @@ async fn iteration(
     targets: &Targets,
     connections: u32,
     index: u32,
+    server_pids: &[u32],
 ) -> anyhow::Result<IterationResult> {
     let directories = fileset::directories(connections);
     let now = SystemTime::now()
@@ -309,10 +350,45 @@ async fn iteration(
         first_user: 0,
         deck_size: profile.deck,
         closed_loop: args.closed_loop,
+        threads: args.threads,
     };
-    let progress = report::Progress::start(index + 1, warmup + profile.run + profile.rampdown);
-    let tally = stoa_loadgen::run(&plan).await;
-    progress.finish();
+    let phases = [
+        (if index == 0 { "warm-up" } else { "ramp-up" }, warmup),
+        ("run", profile.run),
+        ("ramp-down", profile.rampdown),
+    ];
+    let server_before = cpu_of(server_pids);
+    let started = std::time::Instant::now();
+    let tally = if args.agents.is_empty() {
+        let live = Arc::new(Live::default());
+        let source = Arc::clone(&live);
+        let progress =
+            report::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
+        let tally = stoa_loadgen::run(&plan, live).await;
+        progress.finish();
+        tally
+    } else {
+        let live = Arc::new(Mutex::new(Vec::new()));
+        let source = Arc::clone(&live);
+        let progress = report::Progress::start(
+            index + 1,
+            phases,
+            Arc::new(move || {
+                let mut sum = LiveSnapshot::default();
+                if let Ok(l) = source.lock() {
+                    l.iter().for_each(|s| sum += *s);
+                }
+                sum
+            }),
+        );
+        let tally = agent::run_remote(&args.agents, &plan, live).await;
+        progress.finish();
+        tally?
+    };
+    let wall = started.elapsed();
+    let server_cpu = server_before
+        .zip(cpu_of(server_pids))
+        .map(|(before, after)| after.saturating_sub(before));
     let audit = if args.static_only {
         Vec::new()
     } else {
@@ -330,7 +406,30 @@ async fn iteration(
         iteration,
         tally,
         audit,
+        wall,
+        server_cpu,
     })
+}
+
+/// CPU time (user + system) of `pids` so far, from `/proc/PID/stat`; `None`
+/// when there are none or one cannot be read.
+fn cpu_of(pids: &[u32]) -> Option<Duration> {
+    if pids.is_empty() {
+        return None;
+    }
+    let ticks = rustix::param::clock_ticks_per_second().max(1);
+    let mut total = 0u64;
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name, which may hold spaces and ')'.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+        let utime: u64 = fields.get(11)?.parse().ok()?;
+        let stime: u64 = fields.get(12)?.parse().ok()?;
+        total += utime + stime;
+    }
+    Some(Duration::from_micros(total * 1_000_000 / ticks))
 }
 
 /// `http://host:port[/root]` → the address and the path of the file set's parent.

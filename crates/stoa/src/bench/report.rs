@@ -2,11 +2,13 @@
 //! JSON with every figure.
 
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use stoa_loadgen::LiveSnapshot;
 use stoa_web99::fileset;
 use stoa_web99::metrics::{Iteration, SPEED_STEPS, median_iteration};
 use stoa_web99::workload::CLASS_MIX;
@@ -18,22 +20,57 @@ use super::svg;
 pub(crate) const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
      Standard Performance Evaluation Corporation.";
 
-/// A live progress bar for one iteration (on a terminal only).
+/// Where the progress line reads the generators' live counters.
+pub(crate) type LiveSource = Arc<dyn Fn() -> LiveSnapshot + Send + Sync>;
+
+/// A live progress line for one iteration, on a terminal only: phase, time
+/// left, operations per second over the last second, and how many of the
+/// measured connections conform so far.
 pub(crate) struct Progress(ProgressBar);
 
 impl Progress {
-    pub(crate) fn start(iteration: u32, total: Duration) -> Progress {
+    pub(crate) fn start(
+        iteration: u32,
+        phases: [(&'static str, Duration); 3],
+        live: LiveSource,
+    ) -> Progress {
+        let total: Duration = phases.iter().map(|p| p.1).sum();
         let bar = ProgressBar::new(total.as_secs());
         bar.set_style(
-            ProgressStyle::with_template("iteration {msg} [{bar:30}] {pos}/{len}s, {eta} left")
+            ProgressStyle::with_template("iteration {prefix} [{bar:25}] {msg}")
                 .expect("invariant: valid template")
                 .progress_chars("=> "),
         );
-        bar.set_message(iteration.to_string());
+        bar.set_prefix(iteration.to_string());
         let ticker = bar.clone();
         std::thread::spawn(move || {
+            let started = Instant::now();
+            let (mut last_at, mut last_ops) = (started, 0);
             while !ticker.is_finished() {
-                ticker.inc(1);
+                let now = Instant::now();
+                let elapsed = now - started;
+                let mut end = Duration::ZERO;
+                let phase = phases
+                    .iter()
+                    .find(|(_, len)| {
+                        end += *len;
+                        elapsed < end
+                    })
+                    .map_or("finishing", |(name, _)| *name);
+                let snap = live();
+                let rate = (snap.ops - last_ops.min(snap.ops)) as f64
+                    / (now - last_at).as_secs_f64().max(1e-3);
+                (last_at, last_ops) = (now, snap.ops);
+                let conforming = if snap.measured == 0 {
+                    "conforming -".to_owned()
+                } else {
+                    format!("conforming {}/{}", snap.conforming, snap.measured)
+                };
+                ticker.set_position(elapsed.as_secs().min(total.as_secs()));
+                ticker.set_message(format!(
+                    "{phase}, {} s left, {rate:.0} ops/s, {conforming}",
+                    total.saturating_sub(elapsed).as_secs()
+                ));
                 std::thread::park_timeout(Duration::from_secs(1));
             }
         });
@@ -202,6 +239,7 @@ fn text(run: &Run) -> String {
     details(&mut t, run, med);
     if let Some(m) = med {
         classes(&mut t, &run.iterations[m]);
+        efficiency(&mut t, run, &run.iterations[m]);
     }
     let _ = writeln!(t, "Errors\n");
     if problems.is_empty() {
@@ -332,26 +370,98 @@ fn classes(t: &mut String, r: &super::IterationResult) {
             var.max(0.0).sqrt(),
         );
     }
-    let mut lat: Vec<f32> = r.tally.latency_ms.clone();
-    lat.sort_by(f32::total_cmp);
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
-            .copied()
-            .unwrap_or(0.0)
-    };
+    let lat = &r.tally.latency;
     let _ = writeln!(
         t,
         "\nOperation time, pacing included (ms): p50 {:.0}  p90 {:.0}  p99 {:.0}  max {:.0}",
-        pct(0.5),
-        pct(0.9),
-        pct(0.99),
-        lat.last().copied().unwrap_or(0.0)
+        lat.quantile_ms(0.5),
+        lat.quantile_ms(0.9),
+        lat.quantile_ms(0.99),
+        lat.max_ms()
     );
     if !r.tally.errors.is_empty() {
         let _ = writeln!(t, "\nFailed operations by reason");
         for (k, v) in &r.tally.errors {
             let _ = writeln!(t, "  {k}: {v}");
         }
+    }
+    let _ = writeln!(t);
+}
+
+/// The harness's own cost in one iteration (issue: the harness must never be
+/// the bottleneck, and says how close it came).
+struct Efficiency {
+    /// Operations finished in all phases.
+    ops: u64,
+    /// Harness CPU, s, and as a share of one core over the iteration.
+    harness_cpu_s: f64,
+    harness_core_share: f64,
+    harness_us_per_op: f64,
+    server_us_per_op: Option<f64>,
+    /// Connections one harness core would drive at this per-connection cost.
+    connections_per_core: Option<f64>,
+}
+
+fn efficiency_of(r: &super::IterationResult) -> Efficiency {
+    let ops: u64 = r.tally.timeline.iter().sum();
+    let cpu = r.tally.cpu.as_secs_f64();
+    let share = cpu / r.wall.as_secs_f64().max(1e-9);
+    let per_op = |d: Duration| d.as_secs_f64() * 1e6 / ops.max(1) as f64;
+    Efficiency {
+        ops,
+        harness_cpu_s: cpu,
+        harness_core_share: share,
+        harness_us_per_op: per_op(r.tally.cpu),
+        server_us_per_op: r.server_cpu.map(per_op),
+        connections_per_core: (share > 0.0).then(|| f64::from(r.iteration.requested) / share),
+    }
+}
+
+fn efficiency(t: &mut String, run: &Run, r: &super::IterationResult) {
+    let e = efficiency_of(r);
+    let where_ = if run.args.agents.is_empty() {
+        format!("{} load thread(s) in this process", run.args.threads)
+    } else {
+        format!(
+            "{} agent(s): {}",
+            run.args.agents.len(),
+            run.args.agents.join(", ")
+        )
+    };
+    let _ = writeln!(t, "Harness efficiency (median iteration)\n");
+    let _ = writeln!(t, "Load generators\t{where_}");
+    let _ = writeln!(
+        t,
+        "Harness CPU\t{:.1} s over {:.1} s, {:.1} % of one core",
+        e.harness_cpu_s,
+        r.wall.as_secs_f64(),
+        e.harness_core_share * 100.0
+    );
+    let _ = writeln!(
+        t,
+        "Operations (all phases)\t{}\nHarness CPU per operation\t{:.1} µs",
+        e.ops, e.harness_us_per_op
+    );
+    match e.server_us_per_op {
+        Some(server) => {
+            let _ = writeln!(
+                t,
+                "Server CPU per operation\t{server:.1} µs\nHarness/server CPU\t{:.2}",
+                e.harness_us_per_op / server.max(1e-9)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                t,
+                "Server CPU per operation\tnot measured (--server-pid PID for a server on this machine)"
+            );
+        }
+    }
+    if let Some(n) = e.connections_per_core {
+        let _ = writeln!(
+            t,
+            "Connections per harness core\t≈ {n:.0} (linear estimate from this load)"
+        );
     }
     let _ = writeln!(t);
 }
@@ -363,6 +473,18 @@ fn to_json(run: &Run) -> serde_json::Value {
         .iter()
         .map(|r| {
             let it = &r.iteration;
+            let e = efficiency_of(r);
+            let harness = json!({
+                "wall_s": r.wall.as_secs_f64(),
+                "ops_all_phases": e.ops,
+                "cpu_s": e.harness_cpu_s,
+                "core_share": e.harness_core_share,
+                "cpu_us_per_op": e.harness_us_per_op,
+                "server_cpu_us_per_op": e.server_us_per_op,
+                "connections_per_core_estimate": e.connections_per_core,
+                "threads": run.args.threads,
+                "agents": run.args.agents,
+            });
             json!({
                 "requested": it.requested,
                 "valid": it.valid,
@@ -383,6 +505,14 @@ fn to_json(run: &Run) -> serde_json::Value {
                 "errors": r.tally.errors,
                 "posts_sent": r.tally.posts,
                 "post_log_audit": r.audit,
+                "latency_ms": {
+                    "p50": r.tally.latency.quantile_ms(0.5),
+                    "p90": r.tally.latency.quantile_ms(0.9),
+                    "p99": r.tally.latency.quantile_ms(0.99),
+                    "p999": r.tally.latency.quantile_ms(0.999),
+                    "max": r.tally.latency.max_ms(),
+                },
+                "harness": harness,
             })
         })
         .collect();
@@ -415,13 +545,8 @@ fn to_json(run: &Run) -> serde_json::Value {
 }
 
 /// Operation-time percentiles of an iteration, ms: (label, value).
-fn percentiles(latency: &[f32]) -> Vec<(String, f64)> {
-    let mut lat = latency.to_vec();
-    lat.sort_by(f32::total_cmp);
-    let at = |p: f64| {
-        lat.get(((lat.len() as f64 - 1.0) * p).round() as usize)
-            .map_or(0.0, |v| f64::from(*v))
-    };
+fn percentiles(latency: &stoa_loadgen::Latency) -> Vec<(String, f64)> {
+    let at = |p: f64| latency.quantile_ms(p);
     [
         ("p50", 0.5),
         ("p75", 0.75),
@@ -469,7 +594,7 @@ fn html(run: &Run, text: &str) -> String {
     let latency = run
         .iterations
         .get(med)
-        .map(|r| percentiles(&r.tally.latency_ms))
+        .map(|r| percentiles(&r.tally.latency))
         .unwrap_or_default();
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\

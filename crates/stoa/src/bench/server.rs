@@ -49,6 +49,11 @@ async fn write_fileset(connections: u32) -> anyhow::Result<()> {
 
 impl BuiltIn {
     /// Extends the file set for a larger load (the server sees new files at once).
+    /// The server's process id, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub(crate) async fn ensure_fileset(&self, connections: u32) -> anyhow::Result<()> {
         write_fileset(connections).await
     }

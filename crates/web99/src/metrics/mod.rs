@@ -71,7 +71,7 @@ impl RatedReceive {
 }
 
 /// One class's counters in one generator (§5.2).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClassStats {
     /// Sum of operation times, ms.
     pub time: f64,
@@ -156,7 +156,7 @@ pub enum Validity {
 }
 
 /// One load generator (one simultaneous connection): four classes.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GeneratorStats {
     /// Counters by class.
     pub classes: [ClassStats; 4],

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::{Entry, RequestType};
 
 /// The protocol version of a whole run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum HttpVersion {
     /// `HTTP/1.0`; keep-alive connections send `Connection: Keep-Alive`.
     Http10,
@@ -23,7 +23,7 @@ impl HttpVersion {
 }
 
 /// Where the requests go.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Targets {
     /// The `Host` header value.
     pub host: String,
