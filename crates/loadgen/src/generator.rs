@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use stoa_web99::metrics::{BLOCK, CONFORM_BYTES_PER_SEC, GeneratorStats, RatedReceive};
 use stoa_web99::workload::{self, Entry, RequestType, SpecRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::check::{self, Expect};
+use crate::transport::{ConnectError, Connector, Handshake, Stream};
 use crate::{Live, Plan, Tally};
 
 /// Longest wait for any one response.
@@ -42,13 +42,18 @@ pub(crate) async fn run(
     clock: Clock,
     shard: &RefCell<Tally>,
     live: &Live,
+    connector: &Connector,
 ) -> GeneratorStats {
+    let seed = crate::generator_seed(plan.client, index);
     let mut g = Generator {
         plan,
         shard,
         live,
+        connector,
+        // Its own stream, so that TLS choices leave the workload's untouched.
+        tls_rng: fastrand::Rng::with_seed(seed as u64),
         user_id: 10_000 + plan.first_user + index,
-        rng: SpecRng::new(crate::generator_seed(plan.client, index)),
+        rng: SpecRng::new(seed),
         deck: Vec::new(),
         next: 0,
         conn: None,
@@ -81,11 +86,13 @@ struct Generator<'p> {
     plan: &'p Plan,
     shard: &'p RefCell<Tally>,
     live: &'p Live,
+    connector: &'p Connector,
+    tls_rng: fastrand::Rng,
     user_id: u32,
     rng: SpecRng,
     deck: Vec<Entry>,
     next: usize,
-    conn: Option<TcpStream>,
+    conn: Option<Stream>,
     left_on_conn: u32,
     last_ad: u32,
     stats: GeneratorStats,
@@ -215,10 +222,21 @@ impl Generator<'_> {
         clock: &Clock,
     ) -> Result<Response, Reuse> {
         if self.conn.is_none() {
-            let stream = TcpStream::connect(self.plan.addr)
+            let (stream, handshake) = self
+                .connector
+                .connect(self.plan.addr, &mut self.tls_rng)
                 .await
-                .map_err(|_| Reuse::Failed("connect"))?;
-            let _ = stream.set_nodelay(true);
+                .map_err(|e| {
+                    Reuse::Failed(match e {
+                        ConnectError::Tcp(_) => "connect",
+                        ConnectError::Tls(_) => "TLS handshake",
+                    })
+                })?;
+            match handshake {
+                Handshake::None => {}
+                Handshake::Full => self.shard.borrow_mut().handshakes[0] += 1,
+                Handshake::Resumed => self.shard.borrow_mut().handshakes[1] += 1,
+            }
             self.conn = Some(stream);
             self.left_on_conn = if self.plan.closed_loop {
                 u32::MAX
@@ -239,6 +257,11 @@ impl Generator<'_> {
         let stream = self.conn.as_mut().ok_or(Reuse::Failed("connect"))?;
         stream
             .write_all(&self.request)
+            .await
+            .map_err(|_| Reuse::ClosedBeforeAnswer)?;
+        // TLS holds the record until flushed; plain TCP has nothing to flush.
+        stream
+            .flush()
             .await
             .map_err(|_| Reuse::ClosedBeforeAnswer)?;
         // Paced: the kit's one-MSS blocks. Closed loop: read what is there.
@@ -296,7 +319,7 @@ impl Reuse {
 /// Reads one response into `data`, at most `block` bytes per read, crediting
 /// each read to the rated receive.
 async fn read_response(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     data: &mut Vec<u8>,
     block: usize,
     rated: &mut RatedReceive,
@@ -342,7 +365,10 @@ async fn read_response(
 fn is_reset(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            // A TLS peer that closed without close_notify.
+            | io::ErrorKind::UnexpectedEof
     )
 }
 

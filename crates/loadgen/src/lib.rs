@@ -29,6 +29,7 @@
 mod check;
 mod generator;
 mod latency;
+mod transport;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -43,6 +44,9 @@ use stoa_web99::metrics::GeneratorStats;
 use stoa_web99::workload::Targets;
 
 pub use latency::Latency;
+pub use transport::{
+    ConnectError, Connector, Handshake, Stream, TlsParameters, TlsPlan, TlsSetupError,
+};
 
 /// One measured run (an iteration) of one client.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -79,6 +83,9 @@ pub struct Plan {
     /// loop. The machine that runs the plan chooses it (an agent overrides it).
     #[serde(default = "one_thread")]
     pub threads: u32,
+    /// HTTPS: how the generators speak TLS. `None` for plain HTTP.
+    #[serde(default)]
+    pub tls: Option<TlsPlan>,
 }
 
 fn one_thread() -> u32 {
@@ -101,6 +108,9 @@ pub struct Tally {
     /// CPU time (user + system) the load engine's process used during the run,
     /// summed over the machines that ran it.
     pub cpu: Duration,
+    /// TLS handshakes in every phase: full, resumed.
+    #[serde(default)]
+    pub handshakes: [u64; 2],
 }
 
 impl Tally {
@@ -129,6 +139,9 @@ impl Tally {
         }
         self.latency.merge(&other.latency);
         self.cpu += other.cpu;
+        for (a, b) in self.handshakes.iter_mut().zip(other.handshakes) {
+            *a += b;
+        }
     }
 }
 
@@ -251,13 +264,26 @@ fn run_thread(
         .expect("invariant: a current-thread runtime builds");
     let local = tokio::task::LocalSet::new();
     let shard = Rc::new(RefCell::new(Tally::default()));
+    let connector = match Connector::new(plan.tls.as_ref()) {
+        Ok(c) => Rc::new(c),
+        Err(e) => {
+            // Every generator of this thread fails as a whole (the prime checks
+            // the same plan before the run, so this is rare).
+            let mut tally = Tally::default();
+            tally.errors.insert(format!("TLS setup: {e}"), 1);
+            let count = (thread..plan.connections).step_by(threads as usize).count();
+            tally.generators = vec![GeneratorStats::default(); count];
+            return tally;
+        }
+    };
     let generators = local.block_on(&runtime, async {
         let tasks: Vec<_> = (thread..plan.connections)
             .step_by(threads as usize)
             .map(|i| {
                 let (plan, shard, live) = (Arc::clone(plan), Rc::clone(&shard), Arc::clone(live));
+                let connector = Rc::clone(&connector);
                 tokio::task::spawn_local(async move {
-                    generator::run(&plan, i, clock, &shard, &live).await
+                    generator::run(&plan, i, clock, &shard, &live, &connector).await
                 })
             })
             .collect();

@@ -5,12 +5,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use stoa_loadgen::{Connector, TlsParameters, TlsPlan};
 use stoa_web99::ads::ResetParams;
 use stoa_web99::fileset::{FileId, header_line};
 use stoa_web99::postlog;
 use stoa_web99::workload::{Entry, RequestType, Targets};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// A response read whole.
 #[derive(Debug)]
@@ -29,11 +29,47 @@ impl Reply {
     }
 }
 
+/// Where the manager's requests go: the server's address and how to connect
+/// (plain or TLS, as the generators do).
+pub(crate) struct Endpoint {
+    pub(crate) addr: SocketAddr,
+    pub(crate) connector: Connector,
+    /// The generators' TLS settings, `None` for plain HTTP.
+    pub(crate) tls: Option<TlsPlan>,
+}
+
+impl Endpoint {
+    pub(crate) fn new(addr: SocketAddr, tls: Option<TlsPlan>) -> anyhow::Result<Endpoint> {
+        let connector = Connector::new(tls.as_ref()).context("TLS client setup")?;
+        Ok(Endpoint {
+            addr,
+            connector,
+            tls,
+        })
+    }
+
+    /// The TLS protocol and suite of a fresh connection, for the report.
+    pub(crate) async fn tls_parameters(&self) -> anyhow::Result<Option<TlsParameters>> {
+        if self.tls.is_none() {
+            return Ok(None);
+        }
+        let (stream, _) = self
+            .connector
+            .connect(self.addr, &mut fastrand::Rng::with_seed(0))
+            .await?;
+        Ok(stream.tls_parameters())
+    }
+}
+
 /// Sends one request on a new connection and reads the whole response.
-pub(crate) async fn exchange(addr: SocketAddr, request: &[u8]) -> anyhow::Result<Reply> {
+pub(crate) async fn exchange(ep: &Endpoint, request: &[u8]) -> anyhow::Result<Reply> {
     let fut = async {
-        let mut stream = TcpStream::connect(addr).await.context("connect")?;
+        let (mut stream, _) = ep
+            .connector
+            .connect(ep.addr, &mut fastrand::Rng::with_seed(0))
+            .await?;
         stream.write_all(request).await?;
+        stream.flush().await?;
         let mut data = Vec::new();
         let mut buf = vec![0u8; 16 * 1024];
         loop {
@@ -116,11 +152,7 @@ fn command_request(targets: &Targets, command: &str) -> Vec<u8> {
 }
 
 /// Sends `command/Reset`.
-pub(crate) async fn reset(
-    addr: SocketAddr,
-    targets: &Targets,
-    p: &ResetParams,
-) -> anyhow::Result<()> {
+pub(crate) async fn reset(ep: &Endpoint, targets: &Targets, p: &ResetParams) -> anyhow::Result<()> {
     let command = format!(
         "Reset&maxload={}&pttime={}&maxthread={}&exp={},{}&urlroot=http://{}{}",
         p.maxload,
@@ -131,7 +163,7 @@ pub(crate) async fn reset(
         targets.host,
         targets.url_root
     );
-    let reply = exchange(addr, &command_request(targets, &command)).await?;
+    let reply = exchange(ep, &command_request(targets, &command)).await?;
     if reply.status != 200 {
         bail!(
             "command/Reset answered {}: {}",
@@ -144,10 +176,10 @@ pub(crate) async fn reset(
 
 /// Fetches post.log and parses it as the manager does.
 pub(crate) async fn fetch_log(
-    addr: SocketAddr,
+    ep: &Endpoint,
     targets: &Targets,
 ) -> anyhow::Result<Vec<postlog::Record>> {
-    let reply = exchange(addr, &command_request(targets, "Fetch")).await?;
+    let reply = exchange(ep, &command_request(targets, "Fetch")).await?;
     if reply.status != 200 {
         bail!("command/Fetch answered {}", reply.status);
     }
@@ -192,7 +224,7 @@ pub(crate) fn audit(records: &[postlog::Record], sent: [u64; 4]) -> Vec<String> 
 
 /// The manager's `verify_all_HTTP_operations` (§7.2): aborts the run on any error.
 pub(crate) async fn validate(
-    addr: SocketAddr,
+    ep: &Endpoint,
     targets: &Targets,
     dirs: u32,
     static_only: bool,
@@ -202,11 +234,7 @@ pub(crate) async fn validate(
         class: 3,
         num: 4,
     };
-    let reply = exchange(
-        addr,
-        &request(targets, RequestType::Static, last, 10_001, 20),
-    )
-    .await?;
+    let reply = exchange(ep, &request(targets, RequestType::Static, last, 10_001, 20)).await?;
     check_file_reply(&reply, last, "static GET")?;
     let server = reply.header("Server").unwrap_or("unknown").to_owned();
     if static_only {
@@ -218,14 +246,14 @@ pub(crate) async fn validate(
         maxthread: 100,
         expired: [1, 100],
     };
-    reset(addr, targets, &params).await?;
+    reset(ep, targets, &params).await?;
     let file = FileId {
         dir: 0,
         class: 1,
         num: 4,
     };
     for kind in [RequestType::Dynamic, RequestType::Cgi, RequestType::Cad] {
-        let reply = exchange(addr, &request(targets, kind, file, 10_001, 20)).await?;
+        let reply = exchange(ep, &request(targets, kind, file, 10_001, 20)).await?;
         check_file_reply(&reply, file, &format!("{kind:?} GET"))?;
         if kind == RequestType::Cad {
             check_cad_tag(&reply)?;
@@ -236,9 +264,9 @@ pub(crate) async fn validate(
         class: 1,
         num: 3,
     };
-    let reply = exchange(addr, &request(targets, RequestType::Post, post, 10_001, 20)).await?;
+    let reply = exchange(ep, &request(targets, RequestType::Post, post, 10_001, 20)).await?;
     check_file_reply(&reply, post, "POST")?;
-    let records = fetch_log(addr, targets).await?;
+    let records = fetch_log(ep, targets).await?;
     if records.len() != 1 {
         bail!(
             "validation: post.log holds {} records after one POST",

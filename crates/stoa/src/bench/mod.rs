@@ -95,6 +95,8 @@ pub(crate) struct Run {
     pub(crate) profile: Profile,
     pub(crate) target: String,
     pub(crate) server_software: String,
+    /// HTTPS: the generators' TLS settings and the negotiated protocol and suite.
+    pub(crate) tls: Option<(stoa_loadgen::TlsPlan, stoa_loadgen::TlsParameters)>,
     pub(crate) directories: u32,
     pub(crate) iterations: Vec<IterationResult>,
     /// The trials of `--find-max`: connections, conforming, percent, passed.
@@ -120,7 +122,7 @@ const MAX_TRIALS: usize = 16;
 async fn find_max(
     args: &BenchWebArgs,
     profile: &Profile,
-    addr: SocketAddr,
+    ep: &control::Endpoint,
     targets: &Targets,
     server: Option<&server::BuiltIn>,
     server_pids: &[u32],
@@ -136,7 +138,7 @@ async fn find_max(
         let result = iteration(
             args,
             profile,
-            addr,
+            ep,
             targets,
             n,
             trials.len() as u32,
@@ -221,18 +223,26 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let directories = fileset::directories(args.connections);
-    let (addr, url_root, server) = match &args.target {
+    let (ep, url_root, host, server) = match &args.target {
         Some(url) => {
-            let (addr, root) = parse_target(url)?;
-            (addr, root, None)
+            let t = parse_target(url)?;
+            let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
+            (
+                control::Endpoint::new(t.addr, tls)?,
+                t.root,
+                t.authority,
+                None,
+            )
         }
         None => {
             let s = server::BuiltIn::start(args.connections).await?;
-            (s.addr, String::new(), Some(s))
+            let ep = control::Endpoint::new(s.addr, None)?;
+            (ep, String::new(), s.addr.to_string(), Some(s))
         }
     };
+    let addr = ep.addr;
     let targets = Targets {
-        host: addr.to_string(),
+        host,
         url_root,
         dynamic: args.dynamic_path.clone(),
         cgi: args.cgi_path.clone(),
@@ -248,21 +258,15 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
         None => args.server_pid.clone(),
     };
     eprintln!("stoa bench: validating every request type against {addr}");
-    let server_software = control::validate(addr, &targets, directories, args.static_only)
+    let server_software = control::validate(&ep, &targets, directories, args.static_only)
         .await
         .context("validation failed; the run is aborted")?;
+    let tls_parameters = ep.tls_parameters().await.context("TLS")?;
     let mut iterations = Vec::new();
     let mut search = Vec::new();
     if args.find_max {
-        let (best, trials) = find_max(
-            args,
-            &profile,
-            addr,
-            &targets,
-            server.as_ref(),
-            &server_pids,
-        )
-        .await?;
+        let (best, trials) =
+            find_max(args, &profile, &ep, &targets, server.as_ref(), &server_pids).await?;
         search = trials;
         iterations.extend(best);
     } else {
@@ -271,7 +275,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
                 iteration(
                     args,
                     &profile,
-                    addr,
+                    &ep,
                     &targets,
                     args.connections,
                     i,
@@ -289,6 +293,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(|| format!("built-in stoa serve --web99 on {addr}")),
         server_software,
+        tls: ep.tls.clone().zip(tls_parameters),
         directories: iterations
             .first()
             .map_or(directories, |i| fileset::directories(i.iteration.requested)),
@@ -301,7 +306,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
 async fn iteration(
     args: &BenchWebArgs,
     profile: &Profile,
-    addr: SocketAddr,
+    ep: &control::Endpoint,
     targets: &Targets,
     connections: u32,
     index: u32,
@@ -326,7 +331,7 @@ async fn iteration(
             maxthread: connections,
             expired,
         };
-        control::reset(addr, targets, &params).await?;
+        control::reset(ep, targets, &params).await?;
     }
     eprintln!(
         "stoa bench: iteration {}: {} connections, warm-up {}s, run {}s, ramp-down {}s",
@@ -337,7 +342,7 @@ async fn iteration(
         profile.rampdown.as_secs()
     );
     let plan = Plan {
-        addr,
+        addr: ep.addr,
         targets: targets.clone(),
         connections,
         directories,
@@ -351,6 +356,7 @@ async fn iteration(
         deck_size: profile.deck,
         closed_loop: args.closed_loop,
         threads: args.threads,
+        tls: ep.tls.clone(),
     };
     let phases = [
         (if index == 0 { "warm-up" } else { "ramp-up" }, warmup),
@@ -392,7 +398,7 @@ async fn iteration(
     let audit = if args.static_only {
         Vec::new()
     } else {
-        let records = control::fetch_log(addr, targets).await?;
+        let records = control::fetch_log(ep, targets).await?;
         control::audit(&records, tally.posts)
     };
     let generators: Vec<GeneratorStats> = tally.generators.clone();
@@ -432,24 +438,105 @@ fn cpu_of(pids: &[u32]) -> Option<Duration> {
     Some(Duration::from_micros(total * 1_000_000 / ticks))
 }
 
-/// `http://host:port[/root]` → the address and the path of the file set's parent.
-fn parse_target(url: &str) -> anyhow::Result<(SocketAddr, String)> {
-    let rest = url
-        .strip_prefix("http://")
-        .context("--target must be an http:// URL (https is not supported yet)")?;
+/// The generators' TLS settings for an https target named `host`.
+fn tls_plan(args: &BenchWebArgs, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan> {
+    let ca_pem = match &args.tls_ca {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("--tls-ca {}", path.display()))?,
+        ),
+        None => None,
+    };
+    Ok(stoa_loadgen::TlsPlan {
+        server_name: host.to_owned(),
+        resume_ratio: args.tls_resume,
+        ca_pem,
+        insecure: args.tls_insecure,
+    })
+}
+
+/// A parsed `--target`.
+#[derive(Debug, PartialEq)]
+struct TargetUrl {
+    addr: SocketAddr,
+    /// Path of the file set's parent (`""` for the document root).
+    root: String,
+    /// `host[:port]` as written, for the `Host` header.
+    authority: String,
+    /// The host alone, for SNI and the certificate check.
+    host: String,
+    tls: bool,
+}
+
+/// `http[s]://host[:port][/root]` → where to connect and what to send.
+fn parse_target(url: &str) -> anyhow::Result<TargetUrl> {
+    let (rest, tls, port) = if let Some(rest) = url.strip_prefix("http://") {
+        (rest, false, 80)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (rest, true, 443)
+    } else {
+        anyhow::bail!("--target must be an http:// or https:// URL, not {url:?}");
+    };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
         None => (rest, ""),
     };
-    let with_port = if authority.contains(':') {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
+    // `[v6]:port`, `[v6]`, `host:port` or `host`.
+    let (host, explicit_port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (h, after) = v6
+                .split_once(']')
+                .with_context(|| format!("unclosed '[' in {authority}"))?;
+            (h, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        },
     };
-    let addr = with_port
+    let port = match explicit_port {
+        Some(p) => p
+            .parse::<u16>()
+            .with_context(|| format!("bad port in {authority}"))?,
+        None => port,
+    };
+    let addr = (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve {authority}"))?
+        .with_context(|| format!("cannot resolve {host}"))?
         .next()
-        .with_context(|| format!("{authority} has no address"))?;
-    Ok((addr, path.to_owned()))
+        .with_context(|| format!("{host} has no address"))?;
+    Ok(TargetUrl {
+        addr,
+        root: path.to_owned(),
+        authority: authority.to_owned(),
+        host: host.to_owned(),
+        tls,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        let t = parse_target("http://127.0.0.1:8080/web").expect("http");
+        assert_eq!(t.addr, "127.0.0.1:8080".parse().expect("addr"));
+        assert_eq!(
+            (t.root.as_str(), t.authority.as_str()),
+            ("/web", "127.0.0.1:8080")
+        );
+        assert!(!t.tls);
+        let t = parse_target("https://127.0.0.1/").expect("https");
+        assert_eq!(t.addr.port(), 443);
+        assert_eq!((t.host.as_str(), t.root.as_str()), ("127.0.0.1", ""));
+        assert!(t.tls);
+        let t = parse_target("https://[::1]:8443").expect("v6");
+        assert_eq!(t.addr, "[::1]:8443".parse().expect("addr"));
+        assert_eq!(t.host, "::1");
+        assert_eq!(parse_target("http://[::1]").expect("v6").addr.port(), 80);
+        assert!(parse_target("ftp://x").is_err());
+        assert!(parse_target("http://127.0.0.1:notaport").is_err());
+        assert!(parse_target("http://[::1").is_err());
+    }
 }

@@ -19,6 +19,36 @@ use super::svg;
 /// The notice every report carries.
 pub(crate) const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
      Standard Performance Evaluation Corporation.";
+/// The notice of an HTTPS run.
+pub(crate) const NOTICE_SSL: &str = "SPECweb99_SSL-style result; not a SPEC result. SPEC and SPECweb are trademarks \
+     of the Standard Performance Evaluation Corporation.";
+
+/// `SPECweb99-style` or `SPECweb99_SSL-style`.
+fn benchmark(run: &Run) -> &'static str {
+    if run.tls.is_some() {
+        "SPECweb99_SSL-style"
+    } else {
+        "SPECweb99-style"
+    }
+}
+
+fn notice(run: &Run) -> &'static str {
+    if run.tls.is_some() {
+        NOTICE_SSL
+    } else {
+        NOTICE
+    }
+}
+
+/// The report's title.
+fn title(run: &Run) -> String {
+    let mix = if run.args.static_only {
+        " (static-only mix)"
+    } else {
+        ""
+    };
+    format!("{} result{mix}", benchmark(run))
+}
 
 /// Where the progress line reads the generators' live counters.
 pub(crate) type LiveSource = Arc<dyn Fn() -> LiveSnapshot + Send + Sync>;
@@ -161,12 +191,7 @@ fn text(run: &Run) -> String {
     let med = median(run);
     let score = med.map_or(0, |m| run.iterations[m].iteration.conforming);
     let problems = problems(run);
-    let title = if run.args.static_only {
-        "SPECweb99-style result (static-only mix)"
-    } else {
-        "SPECweb99-style result"
-    };
-    let _ = writeln!(t, "{title}\n\n{NOTICE}\n");
+    let _ = writeln!(t, "{}\n\n{}\n", title(run), notice(run));
     let _ = writeln!(
         t,
         "Target:\t{}\nServer software:\t{}\n",
@@ -177,7 +202,7 @@ fn text(run: &Run) -> String {
     } else {
         "  (INVALID TEST: see Errors)"
     };
-    let _ = writeln!(t, "SPECweb99-style = {score}{verdict}\n");
+    let _ = writeln!(t, "{} = {score}{verdict}\n", benchmark(run));
     let _ = writeln!(
         t,
         "Performance\n\nIteration\tConforming Simultaneous Connections"
@@ -209,6 +234,24 @@ fn text(run: &Run) -> String {
         run.profile.rampdown.as_secs(),
         run.iterations.len(),
     );
+    if let Some((plan, p)) = &run.tls {
+        let handshakes = run.iterations.iter().fold([0u64; 2], |[f, r], i| {
+            [f + i.tally.handshakes[0], r + i.tally.handshakes[1]]
+        });
+        let _ = writeln!(
+            t,
+            "SSL Configuration\n\nProtocol\t{}\nCipher suite\t{}\nServer key\t{}\nSession resumption\t{:.0} % of new \
+             connections may resume (--tls-resume)\nHandshakes (all phases)\t{} full, {} resumed\n\n\
+             Note: the kit's cipher (SSL_RSA_WITH_RC4_128_SHA, RSA-1024) is broken and no longer offered by modern \
+             TLS; this run used the protocol, suite and key above.\n",
+            p.protocol,
+            p.suite,
+            p.key,
+            plan.resume_ratio * 100.0,
+            handshakes[0],
+            handshakes[1],
+        );
+    }
     if run.profile.validity == stoa_web99::metrics::Validity::Class3Optional {
         let _ = writeln!(
             t,
@@ -504,6 +547,7 @@ fn to_json(run: &Run) -> serde_json::Value {
                 "ops_per_second_timeline": r.tally.timeline,
                 "errors": r.tally.errors,
                 "posts_sent": r.tally.posts,
+                "tls_handshakes": { "full": r.tally.handshakes[0], "resumed": r.tally.handshakes[1] },
                 "post_log_audit": r.audit,
                 "latency_ms": {
                     "p50": r.tally.latency.quantile_ms(0.5),
@@ -517,8 +561,12 @@ fn to_json(run: &Run) -> serde_json::Value {
         })
         .collect();
     json!({
-        "notice": NOTICE,
-        "benchmark": if run.args.static_only { "SPECweb99-style (static-only)" } else { "SPECweb99-style" },
+        "notice": notice(run),
+        "benchmark": if run.args.static_only { format!("{} (static-only)", benchmark(run)) } else { benchmark(run).to_owned() },
+        "tls": run.tls.as_ref().map(|(plan, p)| json!({
+            "protocol": p.protocol, "suite": p.suite, "key": p.key,
+            "resume_ratio": plan.resume_ratio, "server_name": plan.server_name,
+        })),
         "score": med.map(|m| run.iterations[m].iteration.conforming),
         "median_iteration": med.map(|m| m + 1),
         "valid": problems(run).is_empty(),
@@ -605,12 +653,8 @@ fn html(run: &Run, text: &str) -> String {
          <figure>{rates}<figcaption>Per-connection bit rate of the median iteration, in 20 kbit/s bins; a connection conforms at 320 kbit/s and pacing caps it at 400.</figcaption></figure>\
          <figure>{lat}<figcaption>Operation time percentiles of the median iteration (pacing sleep included).</figcaption></figure>\
          <h2>Full report</h2><pre>{text}</pre></body></html>\n",
-        title = svg::escape(if run.args.static_only {
-            "SPECweb99-style result (static-only mix)"
-        } else {
-            "SPECweb99-style result"
-        }),
-        notice = svg::escape(NOTICE),
+        title = svg::escape(&title(run)),
+        notice = svg::escape(notice(run)),
         ops = svg::lines(
             "Throughput over time",
             "seconds since the iteration started",
