@@ -82,6 +82,11 @@ pub(crate) struct BenchWebArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) target: Option<String>,
 
+    /// The built-in target over HTTPS (a SPECweb99_SSL-style run), with a
+    /// self-signed certificate made for the run.
+    #[arg(long)]
+    pub(crate) tls: bool,
+
     /// Share (0–1) of new HTTPS connections that resume an earlier TLS session;
     /// the rest pay a full handshake. The kit's ratio is not known (web99.md
     /// §10); 0.5 keeps the full handshake (the key exchange the 2003 defect

@@ -1336,3 +1336,80 @@ fn an_agent_refuses_primes_outside_its_allow_list() {
         line.contains("not in --allow").then_some(())
     });
 }
+
+// ---------------------------------------------------------------------------
+// 6. HTTPS: the SPECweb99_SSL-style run against the built-in target
+// ---------------------------------------------------------------------------
+
+fn handshakes(it: &Value) -> (u64, u64) {
+    let h = &it["tls_handshakes"];
+    (u64_of(h, "full"), u64_of(h, "resumed"))
+}
+
+#[test]
+fn tls_run_against_the_built_in_server() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    let run = bench(
+        &[
+            "--tls",
+            "--connections",
+            "6",
+            "--run-time",
+            "15s",
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("HTTPS run");
+    let report = read_report(&out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 6);
+    assert_eq!(report["benchmark"], "SPECweb99_SSL-style");
+    assert!(
+        report["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("SPECweb99_SSL-style result; not a SPEC result")),
+        "notice: {}",
+        report["notice"]
+    );
+    let tls = &report["tls"];
+    assert_eq!(tls["protocol"], "TLSv1_3", "rustls on both ends: {tls}");
+    assert_eq!(tls["key"], "ECDSA P-256", "the run's self-signed key: {tls}");
+    let errors = errors_of(it);
+    assert!(errors.is_empty(), "failed operations over TLS: {errors:?}");
+    assert!(strings_of(&it["post_log_audit"]).is_empty());
+    // Half the new connections may resume: both kinds happen in a 15 s run
+    // where most operations open a connection.
+    let (full, resumed) = handshakes(it);
+    assert!(full > 0 && resumed > 0, "full {full}, resumed {resumed}");
+    for needle in ["SSL Configuration", "TLSv1_3", "RC4"] {
+        assert!(run.stdout.contains(needle), "report lacks {needle:?}");
+    }
+
+    // No resumption asked: every handshake is full.
+    let out0 = tmp.path().join("out0");
+    let run = bench(
+        &[
+            "--tls",
+            "--tls-resume",
+            "0",
+            "--connections",
+            "3",
+            "--run-time",
+            "5s",
+            "--out",
+            out0.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("HTTPS run without resumption");
+    let report = read_report(&out0);
+    let (full, resumed) = handshakes(only_iteration(&report));
+    assert!(full > 0, "no handshake at all");
+    assert_eq!(resumed, 0, "--tls-resume 0 resumed {resumed} sessions");
+}

@@ -224,6 +224,9 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
     }
     let directories = fileset::directories(args.connections);
     let (ep, url_root, host, server) = match &args.target {
+        Some(_) if args.tls => {
+            anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
+        }
         Some(url) => {
             let t = parse_target(url)?;
             let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
@@ -235,8 +238,14 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
             )
         }
         None => {
-            let s = server::BuiltIn::start(args.connections).await?;
-            let ep = control::Endpoint::new(s.addr, None)?;
+            let s = server::BuiltIn::start(args.connections, args.tls).await?;
+            let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
+                server_name: "localhost".into(),
+                resume_ratio: args.tls_resume,
+                ca_pem: Some(pem),
+                insecure: false,
+            });
+            let ep = control::Endpoint::new(s.addr, tls)?;
             (ep, String::new(), s.addr.to_string(), Some(s))
         }
     };

@@ -14,7 +14,34 @@ use crate::cli::FilesetArgs;
 #[derive(Debug)]
 pub(crate) struct BuiltIn {
     pub(crate) addr: SocketAddr,
+    /// With `--tls`: the self-signed certificate it serves (PEM), for the
+    /// generators to trust.
+    pub(crate) cert_pem: Option<String>,
     child: Child,
+}
+
+/// A fresh self-signed certificate for `localhost` and 127.0.0.1 (ECDSA
+/// P-256), written to `dir` as `cert.pem` and `key.pem` (owner-only).
+fn self_signed(dir: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf, String)> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let rcgen::CertifiedKey { cert, signing_key } =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .context("cannot generate a certificate")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let pem = cert.pem();
+    std::fs::write(&cert_path, &pem)
+        .with_context(|| format!("cannot write {}", cert_path.display()))?;
+    let _ = std::fs::remove_file(&key_path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&key_path)
+        .and_then(|mut f| f.write_all(signing_key.serialize_pem().as_bytes()))
+        .with_context(|| format!("cannot write {}", key_path.display()))?;
+    Ok((cert_path, key_path, pem))
 }
 
 /// Where the built-in target keeps its file set and state between runs.
@@ -48,31 +75,39 @@ async fn write_fileset(connections: u32) -> anyhow::Result<()> {
 }
 
 impl BuiltIn {
-    /// Extends the file set for a larger load (the server sees new files at once).
     /// The server's process id, while it runs.
     pub(crate) fn pid(&self) -> Option<u32> {
         self.child.id()
     }
 
+    /// Extends the file set for a larger load (the server sees new files at once).
     pub(crate) async fn ensure_fileset(&self, connections: u32) -> anyhow::Result<()> {
         write_fileset(connections).await
     }
 
-    /// Makes sure the file set for `connections` exists, then starts the server.
-    pub(crate) async fn start(connections: u32) -> anyhow::Result<BuiltIn> {
+    /// Makes sure the file set for `connections` exists, then starts the server
+    /// (over HTTPS with a fresh self-signed certificate when `tls`).
+    pub(crate) async fn start(connections: u32, tls: bool) -> anyhow::Result<BuiltIn> {
         let dir = cache_dir();
         let (www, cgi, state) = (dir.join("www"), dir.join("cgi-bin"), dir.join("state"));
         write_fileset(connections).await?;
         let exe = std::env::current_exe().context("cannot find the stoa binary")?;
-        let mut child = Command::new(exe)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--web99",
-                "--access-log",
-                "off",
-            ])
+        let mut command = Command::new(exe);
+        command.args(["serve", "--web99", "--access-log", "off"]);
+        let mut cert_pem = None;
+        if tls {
+            let (cert, key, pem) = self_signed(&dir.join("tls"))?;
+            command
+                .args(["--tls-listen", "127.0.0.1:0", "--tls-cert"])
+                .arg(cert)
+                .arg("--tls-key")
+                .arg(key);
+            cert_pem = Some(pem);
+        } else {
+            command.args(["--listen", "127.0.0.1:0"]);
+        }
+        let scheme = if tls { "https" } else { "http" };
+        let mut child = command
             .arg("--docroot")
             .arg(&www)
             .arg("--web99-state")
@@ -91,14 +126,22 @@ impl BuiltIn {
             let Some(line) = lines.next_line().await? else {
                 bail!("stoa serve exited before listening");
             };
-            if let Some(a) = line.strip_prefix("stoa: listening on http://") {
+            if let Some(a) = line
+                .strip_prefix("stoa: listening on ")
+                .and_then(|rest| rest.strip_prefix(scheme))
+                .and_then(|rest| rest.strip_prefix("://"))
+            {
                 break a.parse().context("bad listening address")?;
             }
         };
         // Keep draining its error log so it never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         eprintln!("stoa bench: built-in server on {addr}");
-        Ok(BuiltIn { addr, child })
+        Ok(BuiltIn {
+            addr,
+            cert_pem,
+            child,
+        })
     }
 }
 
