@@ -381,7 +381,7 @@ run_wrk() {
 }
 
 # measure_row ROUND ROW PATH MODE CONNS SERVER... : runs wrk against each SERVER in
-# turn (URL http://127.0.0.1:${PORT[SERVER]}PATH) and appends the results to $RAW and
+# turn (URL ${SCHEME:-http}://127.0.0.1:${PORT[SERVER]}PATH) and appends the results to $RAW and
 # the wrk outputs to $WRKLOG. Calls `after_run SERVER` (defined by the script) after
 # each run. With BENCH_WAIT_IDLE set, a pair in which other processes used more than
 # BUSY_LIMIT % of the CPU is thrown away (kept in wrk.log, marked) and measured
@@ -399,7 +399,7 @@ measure_row() {
         busy=0
         : >"$pair"
         for s in "$@"; do
-            run_wrk "$BENCH_TMP/wrk-out.txt" "$DURATION" "$THREADS" "$conns" "http://127.0.0.1:${PORT[$s]}$path" "$mode"
+            run_wrk "$BENCH_TMP/wrk-out.txt" "$DURATION" "$THREADS" "$conns" "${SCHEME:-http}://127.0.0.1:${PORT[$s]}$path" "$mode"
             {
                 echo "=== round $r row $row server $s (attempt $attempt; other processes used ${WRK_OTHER_CPU}% of the CPU)"
                 cat "$BENCH_TMP/wrk-out.txt"

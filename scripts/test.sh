@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 # command -> Debian package providing it
 declare -A needs=(
   [curl]=curl
+  [openssl]=openssl
   [python3]=python3
   [setpriv]=util-linux
 )

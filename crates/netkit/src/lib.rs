@@ -1,5 +1,5 @@
-//! Runtime plumbing shared by Stoa's servers. It knows sockets, threads, signals and
-//! time, and nothing about any protocol.
+//! Runtime plumbing shared by Stoa's servers. It knows sockets, threads, signals,
+//! time and TLS configuration, and nothing about any application protocol.
 //!
 //! # Layout
 //!
@@ -13,10 +13,13 @@
 //! - [`shutdown`]: a cloneable shutdown signal ([`shutdown::channel`]).
 //! - [`signals`]: SIGTERM, SIGINT and SIGHUP as a stream of [`signals::Signal`]s.
 //! - [`limits`]: process limits (`RLIMIT_NOFILE`).
+//! - [`tls`]: rustls server configurations from PEM files: TLS 1.3/1.2, SNI among
+//!   several certificates, ALPN, session cache and rotating ticket keys.
 
 pub mod accept;
 pub mod limits;
 pub mod listener;
 pub mod shutdown;
 pub mod signals;
+pub mod tls;
 pub mod worker;

@@ -233,6 +233,21 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) listen: Vec<String>,
 
+    /// Address to listen on for HTTPS; repeat for several. Like --listen, replaces
+    /// the file's listeners. Needs --tls-cert and --tls-key.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) tls_listen: Vec<String>,
+
+    /// PEM certificate chain for the --tls-listen addresses. Repeat with --tls-key
+    /// for several certificates: the client's SNI name picks one by the names it
+    /// carries, the first is the default.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_cert: Vec<PathBuf>,
+
+    /// PEM private key of the --tls-cert in the same position.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_key: Vec<PathBuf>,
+
     /// Worker threads, each with its own event loop. Default: one per core.
     #[arg(long, value_name = "N")]
     pub(crate) workers: Option<String>,

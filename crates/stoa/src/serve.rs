@@ -70,6 +70,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     for addr in server.local_addrs() {
         eprintln!("stoa: listening on http://{addr}");
     }
+    for addr in server.tls_addrs() {
+        eprintln!("stoa: listening on https://{addr}");
+    }
     let reopener = server.log_reopener();
     let (trigger, shutdown) = stoa_netkit::shutdown::channel();
     let worker = std::thread::Builder::new()

@@ -1378,7 +1378,10 @@ fn tls_run_against_the_built_in_server() {
     );
     let tls = &report["tls"];
     assert_eq!(tls["protocol"], "TLSv1_3", "rustls on both ends: {tls}");
-    assert_eq!(tls["key"], "ECDSA P-256", "the run's self-signed key: {tls}");
+    assert_eq!(
+        tls["key"], "ECDSA P-256",
+        "the run's self-signed key: {tls}"
+    );
     let errors = errors_of(it);
     assert!(errors.is_empty(), "failed operations over TLS: {errors:?}");
     assert!(strings_of(&it["post_log_audit"]).is_empty());

@@ -5,13 +5,18 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use stoa_netkit::tls::CertKeyFiles;
+
 /// Everything [`crate::Server`] needs.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Directory whose regular files are served. Nothing outside it ever is.
     pub docroot: PathBuf,
-    /// Addresses to listen on; each gets one `SO_REUSEPORT` listener per worker.
+    /// Addresses to listen on for plain HTTP; each gets one `SO_REUSEPORT` listener
+    /// per worker.
     pub listen: Vec<SocketAddr>,
+    /// Addresses to listen on for HTTPS, each with its certificates.
+    pub tls_listen: Vec<TlsListener>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
     /// Event-loop model. [`RuntimeModel::PerCore`] is the default and the one Stoa is
@@ -31,6 +36,16 @@ pub struct Config {
     pub web99: Option<Web99Config>,
     /// CGI scripts, when any directory is mounted.
     pub cgi: Option<CgiConfig>,
+}
+
+/// An HTTPS listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsListener {
+    /// Address to listen on; one `SO_REUSEPORT` listener per worker.
+    pub addr: SocketAddr,
+    /// Certificate chains and keys. The client's SNI name picks among them by the
+    /// names each certificate carries; the first is the default.
+    pub certs: Vec<CertKeyFiles>,
 }
 
 /// CGI/1.1: URL prefixes mapped to directories of executables.
@@ -108,6 +123,7 @@ impl Config {
         Config {
             docroot,
             listen,
+            tls_listen: Vec::new(),
             workers: default_workers(),
             runtime: RuntimeModel::PerCore,
             access_log: AccessLogTarget::Off,
@@ -189,6 +205,11 @@ pub struct Limits {
     pub send_timeout: Duration,
     /// Most connections per worker; beyond it the worker stops accepting.
     pub max_connections: usize,
+    /// Most TLS handshakes in progress per worker; further connections wait for a
+    /// slot (within the head deadline, which covers the handshake), so a flood of
+    /// half-open handshakes cannot take the worker's memory and time from
+    /// established connections.
+    pub max_handshakes: usize,
     /// Most responses encoded ahead from one batch of pipelined requests before they
     /// are written out.
     pub max_pipeline: usize,
@@ -213,12 +234,18 @@ impl Default for Limits {
             keepalive_max_age: Duration::from_secs(3600),
             send_timeout: Duration::from_secs(60),
             max_connections: 20_000,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
             max_pipeline: 64,
             linger_timeout: Duration::from_secs(30),
             linger_idle: Duration::from_secs(5),
         }
     }
 }
+
+/// Default handshakes in progress per worker: far more than a core can complete in
+/// the time a client waits (a full ECDHE handshake costs a core tens to hundreds
+/// of microseconds), far fewer than the connections a worker holds.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
 
 /// The per-worker file cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

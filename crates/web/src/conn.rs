@@ -12,6 +12,11 @@
 //!
 //! An idle kept-alive connection gives its buffers back to the worker's pool, so it
 //! costs little more than its socket while it waits.
+//!
+//! An HTTPS connection runs the same loop with a [`tls::Session`]: reads decrypt
+//! through it and [`Conn::flush`] hands the batch to [`tls::flush`]; everything
+//! else (parsing, answering, deadlines, logging) is shared. The plain path pays one
+//! branch per read and per flush.
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -36,6 +41,7 @@ use crate::output::{MAX_SENDFILE_CHUNK, Output};
 use crate::response::Reply;
 use crate::server::Shared;
 use crate::static_files;
+use crate::tls;
 use crate::web99::{self, Web99};
 
 /// Where a connection stands when its task starts.
@@ -58,15 +64,24 @@ impl Origin {
     }
 }
 
-/// Serves a connection until it closes or parks.
+/// Serves a connection until it closes or parks; `tls` for an HTTPS connection
+/// whose handshake is done.
 pub(crate) async fn serve(
     stream: TcpStream,
     origin: Origin,
     shared: Arc<Shared>,
     permit: OwnedSemaphorePermit,
+    tls: Option<Box<tls::Session>>,
 ) {
+    // Over TLS the handshake was the start of the first head's time.
+    let head_started = match tls {
+        Some(_) => origin.born,
+        None => Instant::now(),
+    };
     let mut conn = Conn {
         stream,
+        nodelay: tls.is_some(),
+        tls,
         peer: origin.peer,
         shared,
         buf: Vec::new(),
@@ -74,11 +89,10 @@ pub(crate) async fn serve(
         out: Output::default(),
         served: origin.served,
         born: origin.born,
-        head_started: Instant::now(),
+        head_started,
         busy: false,
         discard: None,
         fresh: true,
-        nodelay: false,
         last_batch: false,
         corked: false,
         continue_sent: false,
@@ -87,6 +101,9 @@ pub(crate) async fn serve(
     let exit = conn.run().await;
     conn.set_busy(false);
     conn.release_buffers();
+    if let Some(tls) = &mut conn.tls {
+        tls.close(&conn.stream);
+    }
     if let Exit::Park(deadline) = exit {
         park(conn, permit, deadline);
     }
@@ -180,6 +197,8 @@ enum ReadEnd {
 
 struct Conn {
     stream: TcpStream,
+    /// The TLS state of an HTTPS connection.
+    tls: Option<Box<tls::Session>>,
     peer: SocketAddr,
     shared: Arc<Shared>,
     /// Read buffer; `buf[pos..]` is unprocessed input. Empty and unallocated while
@@ -306,6 +325,10 @@ impl Conn {
         if self.served <= 1 {
             return false;
         }
+        if self.tls.as_mut().is_some_and(|t| t.buffered()) {
+            return true;
+        }
+        // Over TLS too: the raw bytes are thrown away, the connection is closing.
         self.buf.clear();
         self.pos = 0;
         self.take_buffers();
@@ -511,6 +534,9 @@ impl Conn {
     /// write would block, writes go through tokio's readiness tracking until the
     /// batch is out.
     async fn flush(&mut self) -> io::Result<()> {
+        if let Some(tls) = &mut self.tls {
+            return tls::flush(tls, &self.stream, &mut self.out, &self.shared).await;
+        }
         let send_timeout = self.shared.config.limits.send_timeout;
         if self.last_batch && !self.corked && self.out.has_file() {
             // Best effort: without the cork the bytes just leave sooner.
@@ -607,7 +633,7 @@ impl Conn {
         }
         self.make_room();
         loop {
-            match self.stream.try_read_buf(&mut self.buf) {
+            match self.fill() {
                 Ok(0) => return Err(ReadEnd::Eof),
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -622,10 +648,31 @@ impl Conn {
         }
     }
 
+    /// Reads what the socket has into the buffer: `Ok(0)` at the end of input,
+    /// `WouldBlock` (and tokio's readiness cleared) when there is nothing.
+    fn fill(&mut self) -> io::Result<usize> {
+        match &mut self.tls {
+            None => self.stream.try_read_buf(&mut self.buf),
+            Some(tls) => tls.read_into(&self.stream, &mut self.buf),
+        }
+    }
+
     /// The first read of a new connection, as a plain system call (see
     /// [`Conn::fresh`]). `Ok(false)` when nothing has arrived yet.
     fn read_direct(&mut self) -> Result<bool, ReadEnd> {
         self.take_buffers();
+        if self.tls.is_some() {
+            // The request often came with the end of the handshake.
+            return match self.fill() {
+                Ok(0) => Err(ReadEnd::Eof),
+                Ok(_) => {
+                    self.set_busy(true);
+                    Ok(true)
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+                Err(e) => Err(ReadEnd::Failed(e)),
+            };
+        }
         let spare = rustix::buffer::spare_capacity(&mut self.buf);
         match rustix::net::recv(&self.stream, spare, rustix::net::RecvFlags::DONTWAIT) {
             Ok((0, _)) => Err(ReadEnd::Eof),
@@ -663,7 +710,8 @@ impl Conn {
         } else {
             now + limits.keepalive_timeout
         };
-        let parking = local::with(&self.shared, |l| l.idle.is_some());
+        // TLS connections keep their state in the task: they never park.
+        let parking = self.tls.is_none() && local::with(&self.shared, |l| l.idle.is_some());
         let park_at = now + crate::idle::PARK_AFTER;
         let wait_until = if parking && park_at < deadline {
             park_at
@@ -671,17 +719,21 @@ impl Conn {
             deadline
         };
         loop {
-            match tokio::time::timeout_at(wait_until.into(), self.stream.readable()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
-                Err(_) if wait_until < deadline => return Err(ReadEnd::Park(deadline)),
-                Err(_) => return Err(ReadEnd::Timeout),
+            // Decrypted bytes already waiting in TLS need no readiness.
+            if !self.tls.as_mut().is_some_and(|t| t.buffered()) {
+                let readable = self.stream.readable();
+                match tokio::time::timeout_at(wait_until.into(), readable).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
+                    Err(_) if wait_until < deadline => return Err(ReadEnd::Park(deadline)),
+                    Err(_) => return Err(ReadEnd::Timeout),
+                }
             }
             if self.shared.draining.load(Ordering::Relaxed) {
                 return Err(ReadEnd::Draining);
             }
             self.take_buffers();
-            match self.stream.try_read_buf(&mut self.buf) {
+            match self.fill() {
                 Ok(0) => return Err(ReadEnd::Eof),
                 Ok(_) => break,
                 // Readiness left over from the last request: now cleared, so the
@@ -746,6 +798,9 @@ impl Conn {
         self.set_busy(false);
         let limits = &self.shared.config.limits;
         let (idle, total) = (limits.linger_idle, limits.linger_timeout);
+        if let Some(tls) = &mut self.tls {
+            tls.close(&self.stream);
+        }
         if rustix::net::shutdown(&self.stream, rustix::net::Shutdown::Write).is_err() {
             return;
         }

@@ -15,7 +15,8 @@
 //! [`PARK_AFTER`] (every benchmark client, and browsers mostly) pays nothing. A
 //! parked connection costs two `epoll_ctl` calls and a task spawn when it wakes.
 //! Parking exists only on the per-core runtime, whose thread-local state is the
-//! worker's; the multi-thread model keeps idle connections in their tasks.
+//! worker's; the multi-thread model keeps idle connections in their tasks, and so
+//! do HTTPS connections (their TLS state would have to be parked too).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -237,6 +238,7 @@ fn wake(shared: &Arc<Shared>, event: epoll::Event) {
                 resumed,
                 Arc::clone(shared),
                 parked.permit,
+                None,
             ));
         }
         Err(e) => tracing::debug!("cannot resume {}: {e}", parked.peer),

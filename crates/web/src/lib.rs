@@ -1,6 +1,6 @@
 //! Stoa's HTTP/1.0 and HTTP/1.1 server.
 //!
-//! It serves static files the way TUX and Zeus did: one event loop per core, each with
+//! It serves static files, over HTTP and HTTPS (rustls), the way TUX and Zeus did: one event loop per core, each with
 //! its own `SO_REUSEPORT` listener, no hand-off between threads, small files from
 //! memory in one `writev`, large ones with `sendfile`, and a per-worker cache of open
 //! files revalidated about once a second.
@@ -14,6 +14,9 @@
 //!   an idle keep-alive connection costs under a hundred bytes.
 //! - `output.rs`: the write queue that turns a batch of responses into few
 //!   system calls.
+//! - `tls.rs`: HTTPS: the handshake (bounded per worker, inside the head deadline),
+//!   decryption into the read buffer, encryption of the write queue in batches
+//!   (files read into a buffer: no `sendfile` over TLS).
 //! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories.
 //! - `cache.rs`: the per-worker open-file cache (`openat2(RESOLVE_BENEATH)`).
 //! - `response.rs`: response heads and generated status pages.
@@ -42,6 +45,7 @@ mod output;
 mod response;
 mod server;
 mod static_files;
+mod tls;
 mod web99;
 
 pub use access_log::LogReopener;

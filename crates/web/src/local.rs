@@ -1,5 +1,5 @@
-//! Per-thread worker state: the date cache, the file cache, the access-log buffer and
-//! a pool of read buffers.
+//! Per-thread worker state: the date cache, the file cache, the access-log buffer,
+//! a pool of read buffers and the TLS scratch buffer.
 //!
 //! It lives in a thread-local rather than in the connection tasks so that the tasks
 //! stay `Send` (the same connection code runs on the per-core runtimes and, for
@@ -25,6 +25,9 @@ pub(crate) const READ_BUFFER: usize = 8 * 1024;
 const MAX_POOLED: usize = 64;
 /// Write queues holding more memory than this are freed rather than pooled.
 const MAX_POOLED_OUTPUT: usize = 64 * 1024;
+/// Plaintext handed to TLS per write: four full 16 KiB records, encrypted and sent
+/// in one `sendmsg`. File bytes are read into a buffer of this size.
+pub(crate) const TLS_BATCH: usize = 64 * 1024;
 
 pub(crate) struct Local {
     /// Which server this state belongs to (tests run several in one process).
@@ -34,6 +37,8 @@ pub(crate) struct Local {
     pub(crate) log: LogBuffer,
     buffers: Vec<Vec<u8>>,
     outputs: Vec<Output>,
+    /// File bytes on their way into TLS records (allocated on first use).
+    tls_scratch: Vec<u8>,
     /// Parked connections (per-core runtime only).
     pub(crate) idle: Option<IdleSet>,
 }
@@ -55,6 +60,7 @@ pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
                 log: LogBuffer::default(),
                 buffers: Vec::new(),
                 outputs: Vec::new(),
+                tls_scratch: Vec::new(),
                 idle: None,
             }),
         };
@@ -98,6 +104,14 @@ impl Local {
             out.reset();
             self.outputs.push(out);
         }
+    }
+
+    /// The worker's buffer for file bytes going into TLS records, [`TLS_BATCH`] long.
+    pub(crate) fn tls_scratch(&mut self) -> &mut [u8] {
+        if self.tls_scratch.is_empty() {
+            self.tls_scratch = vec![0; TLS_BATCH];
+        }
+        &mut self.tls_scratch
     }
 
     /// Hands the access-log buffer over if its lines are old enough.

@@ -7,16 +7,21 @@
 //! segment up to the next file into one `writev`/`sendmsg`, so a batch of small
 //! responses leaves in a single system call, and a head followed by a file goes out
 //! with `MSG_MORE` so the kernel merges it with the first file bytes.
+//!
+//! Over TLS there is no `sendfile` (no kTLS): [`Output::gather_plaintext`] hands
+//! the memory segments to the TLS writer as they are and reads file ranges into a
+//! worker's scratch buffer, a bounded batch at a time.
 
 use std::fs::File;
-use std::io::IoSlice;
+use std::io::{self, IoSlice};
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 /// Most iovecs per `sendmsg` (Linux allows 1024; hyper uses 64 too).
-const MAX_IOVECS: usize = 64;
+pub(crate) const MAX_IOVECS: usize = 64;
 
 /// Largest slice handed to one `sendfile` call, so one connection cannot hog the
 /// event loop with a multi-gigabyte transfer.
@@ -204,6 +209,54 @@ impl Output {
         (n, false)
     }
 
+    /// Fills `iov` with up to `budget` bytes from the cursor, for a TLS writer:
+    /// memory segments as they are, and the bytes of one file segment read into
+    /// `scratch` (as many as fit; a second file, or the rest of a file that did not
+    /// fit, waits for the next batch).
+    /// Returns how many slices were filled; their total is what to
+    /// [`Output::advance`] by once they are written.
+    pub(crate) fn gather_plaintext<'a>(
+        &'a self,
+        iov: &mut [IoSlice<'a>; MAX_IOVECS],
+        scratch: &'a mut [u8],
+        budget: usize,
+    ) -> io::Result<usize> {
+        let (mut n, mut total) = (0, 0);
+        let mut scratch = Some(scratch);
+        for (i, seg) in self.segments[self.cursor..].iter().enumerate() {
+            if n == MAX_IOVECS || total >= budget {
+                break;
+            }
+            let skip = if i == 0 { self.cursor_offset } else { 0 };
+            let bytes: &[u8] = match seg {
+                Segment::Heads(r) => &self.heads[r.start + skip as usize..r.end],
+                Segment::Body(b) => &b[skip as usize..],
+                Segment::File { fd, offset, len } => {
+                    let Some(scratch) = scratch.take() else { break };
+                    let want = (len - skip).min((budget - total).min(scratch.len()) as u64);
+                    let got = fd.read_at(&mut scratch[..want as usize], offset + skip)?;
+                    if got == 0 {
+                        // The file shrank under us: `sendfile` would stop the same way.
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    iov[n] = IoSlice::new(&scratch[..got]);
+                    n += 1;
+                    total += got;
+                    if (got as u64) < len - skip {
+                        // The rest of the file comes first in the next batch.
+                        break;
+                    }
+                    continue;
+                }
+            };
+            let bytes = &bytes[..bytes.len().min(budget - total)];
+            iov[n] = IoSlice::new(bytes);
+            n += 1;
+            total += bytes.len();
+        }
+        Ok(n)
+    }
+
     /// The file segment at the cursor, if that is what comes next.
     pub(crate) fn file_at_cursor(&self) -> Option<FileSlice<'_>> {
         match self.segments.get(self.cursor)? {
@@ -316,6 +369,67 @@ mod tests {
         out.drain_written(|q, _, body| seen.push((q.status, body)));
         assert_eq!(seen, vec![(200, 3), (200, 3)]);
         assert_eq!(out.responses(), 0);
+    }
+
+    #[test]
+    fn plaintext_batches_read_files_into_the_scratch_buffer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("file");
+        std::fs::write(&path, b"0123456789").expect("write");
+        let fd = Arc::new(File::open(&path).expect("open"));
+        let mut out = Output::default();
+        out.heads_mut().extend_from_slice(b"HEAD|");
+        let body = Body::Parts(vec![
+            Body::Bytes(Bytes::from_static(b"<")),
+            Body::File {
+                fd,
+                offset: 2,
+                len: 6,
+            },
+            Body::Bytes(Bytes::from_static(b">")),
+        ]);
+        out.push(200, 0..5, body, None);
+        let mut scratch = [0u8; 4];
+        let mut batch = |out: &Output, budget| {
+            let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+            let n = out
+                .gather_plaintext(&mut iov, &mut scratch, budget)
+                .expect("gather");
+            iov[..n]
+                .iter()
+                .flat_map(|s| s.iter().copied())
+                .collect::<Vec<u8>>()
+        };
+        // The budget cuts a memory segment; the scratch size cuts the file.
+        assert_eq!(batch(&out, 3), b"HEA");
+        out.advance(3);
+        assert_eq!(batch(&out, 100), b"D|<2345");
+        out.advance(7);
+        assert_eq!(batch(&out, 100), b"67>");
+        out.advance(3);
+        assert!(out.is_done());
+
+        // A whole file and what follows it go in one batch; a second file waits.
+        let fd = Arc::new(File::open(&path).expect("open"));
+        let file = |offset| Body::File {
+            fd: Arc::clone(&fd),
+            offset,
+            len: 2,
+        };
+        out.reset();
+        out.push(
+            200,
+            0..0,
+            Body::Parts(vec![
+                file(0),
+                Body::Bytes(Bytes::from_static(b"|")),
+                file(8),
+            ]),
+            None,
+        );
+        assert_eq!(batch(&out, 100), b"01|");
+        out.advance(3);
+        assert_eq!(batch(&out, 100), b"89");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::cgi::Cgi;
 use crate::config::{Config, RuntimeModel};
 use crate::idle::IdleSet;
+use crate::tls::{self, Acceptor};
 use crate::web99::Web99;
 use crate::{conn, idle, local};
 
@@ -39,6 +40,15 @@ pub enum Error {
         /// The system's reason.
         source: std::io::Error,
     },
+    /// An HTTPS listener's certificates or keys cannot be used (every problem,
+    /// separated by semicolons).
+    #[error("TLS listener {addr}: {}", join_lines(.errors))]
+    Tls {
+        /// The listener's address.
+        addr: SocketAddr,
+        /// What is wrong with its files.
+        errors: Vec<stoa_netkit::tls::Error>,
+    },
     /// The access log cannot be opened.
     #[error("access log: {0}")]
     AccessLog(std::io::Error),
@@ -53,6 +63,18 @@ pub enum Error {
         /// The system's reason.
         source: std::io::Error,
     },
+}
+
+fn join_lines(errors: &[stoa_netkit::tls::Error]) -> String {
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    lines.join("; ")
+}
+
+/// A bound listening socket, with its TLS configuration for HTTPS.
+#[derive(Debug)]
+struct Bound {
+    listener: std::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// State shared by every worker of one server. Everything mutable in it is atomic;
@@ -98,8 +120,9 @@ impl Shared {
 pub struct Server {
     shared: Arc<Shared>,
     /// One group of listeners per worker, one listener per address in each.
-    listeners: Vec<Vec<std::net::TcpListener>>,
+    listeners: Vec<Vec<Bound>>,
     addrs: Vec<SocketAddr>,
+    tls_addrs: Vec<SocketAddr>,
     log: Option<AccessLog>,
 }
 
@@ -119,22 +142,20 @@ impl Server {
             source: e.into(),
         })?;
         let workers = config.workers.max(1);
-        let mut listeners: Vec<Vec<std::net::TcpListener>> =
-            (0..workers).map(|_| Vec::new()).collect();
+        let mut listeners: Vec<Vec<Bound>> = (0..workers).map(|_| Vec::new()).collect();
         let mut addrs = Vec::new();
         for &addr in &config.listen {
-            let group = stoa_netkit::listener::bind_group(
-                addr,
-                workers,
-                stoa_netkit::listener::DEFAULT_BACKLOG,
-            )
-            .map_err(|source| Error::Listen { addr, source })?;
-            if let Some(bound) = group.first().and_then(|l| l.local_addr().ok()) {
-                addrs.push(bound);
-            }
-            for (worker, listener) in group.into_iter().enumerate() {
-                listeners[worker].push(listener);
-            }
+            addrs.push(bind_for_workers(addr, None, &mut listeners)?);
+        }
+        let mut tls_addrs = Vec::new();
+        for l in &config.tls_listen {
+            let tls = stoa_netkit::tls::server_config(&l.certs, tls::ALPN).map_err(|errors| {
+                Error::Tls {
+                    addr: l.addr,
+                    errors,
+                }
+            })?;
+            tls_addrs.push(bind_for_workers(l.addr, Some(&tls), &mut listeners)?);
         }
         let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
         let web99 = match &config.web99 {
@@ -165,13 +186,19 @@ impl Server {
             shared,
             listeners,
             addrs,
+            tls_addrs,
             log,
         })
     }
 
-    /// The bound addresses (port 0 resolved), one per configured address.
+    /// The bound plain-HTTP addresses (port 0 resolved), one per configured address.
     pub fn local_addrs(&self) -> &[SocketAddr] {
         &self.addrs
+    }
+
+    /// The bound HTTPS addresses (port 0 resolved), one per configured listener.
+    pub fn tls_addrs(&self) -> &[SocketAddr] {
+        &self.tls_addrs
     }
 
     /// A handle that reopens the access log (for SIGHUP).
@@ -203,9 +230,35 @@ impl Server {
     }
 }
 
+/// Binds `addr` once per worker and adds a listener to each worker's group; returns
+/// the bound address.
+fn bind_for_workers(
+    addr: SocketAddr,
+    tls: Option<&Arc<rustls::ServerConfig>>,
+    listeners: &mut [Vec<Bound>],
+) -> Result<SocketAddr, Error> {
+    let group = stoa_netkit::listener::bind_group(
+        addr,
+        listeners.len(),
+        stoa_netkit::listener::DEFAULT_BACKLOG,
+    )
+    .map_err(|source| Error::Listen { addr, source })?;
+    let bound = group
+        .first()
+        .and_then(|l| l.local_addr().ok())
+        .unwrap_or(addr);
+    for (worker, listener) in group.into_iter().enumerate() {
+        listeners[worker].push(Bound {
+            listener,
+            tls: tls.cloned(),
+        });
+    }
+    Ok(bound)
+}
+
 fn run_per_core(
     shared: &Arc<Shared>,
-    listeners: Vec<Vec<std::net::TcpListener>>,
+    listeners: Vec<Vec<Bound>>,
     shutdown: &Shutdown,
 ) -> Result<(), Error> {
     let groups = Arc::new(Mutex::new(
@@ -223,10 +276,12 @@ fn run_per_core(
                 .unwrap_or_default();
             let (shared, shutdown) = (Arc::clone(&shared), shutdown.clone());
             async move {
-                let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections));
+                let limits = &shared.config.limits;
+                let limit = Arc::new(Semaphore::new(limits.max_connections));
+                let handshakes = Arc::new(Semaphore::new(limits.max_handshakes));
                 let ticker = tokio::spawn(tick(Arc::clone(&shared)));
                 let parking = tokio::task::spawn_local(idle::run(Arc::clone(&shared)));
-                serve_until(&shared, group, limit, shutdown).await;
+                serve_until(&shared, group, (limit, handshakes), shutdown).await;
                 ticker.abort();
                 parking.abort();
                 local::flush_log(&shared);
@@ -244,7 +299,7 @@ fn run_per_core(
 
 fn run_multi_thread(
     shared: &Arc<Shared>,
-    listeners: Vec<Vec<std::net::TcpListener>>,
+    listeners: Vec<Vec<Bound>>,
     shutdown: Shutdown,
 ) -> Result<(), Error> {
     let (park, stop) = (Arc::clone(shared), Arc::clone(shared));
@@ -260,30 +315,37 @@ fn run_multi_thread(
         .map_err(Error::Workers)?;
     let shared = Arc::clone(shared);
     runtime.block_on(async move {
-        let limit = Arc::new(Semaphore::new(
-            shared.config.limits.max_connections * shared.config.workers.max(1),
-        ));
+        let (limits, workers) = (&shared.config.limits, shared.config.workers.max(1));
+        let limit = Arc::new(Semaphore::new(limits.max_connections * workers));
+        let handshakes = Arc::new(Semaphore::new(limits.max_handshakes * workers));
         let group = listeners.into_iter().flatten().collect();
-        serve_until(&shared, group, limit, shutdown).await;
+        serve_until(&shared, group, (limit, handshakes), shutdown).await;
     });
     runtime.shutdown_timeout(Duration::from_secs(1));
     Ok(())
 }
 
-/// Accepts on `group` until shutdown, then drains.
+/// Accepts on `group` until shutdown, then drains. `limits` are the connection
+/// slots and the TLS handshake slots.
 async fn serve_until(
     shared: &Arc<Shared>,
-    group: Vec<std::net::TcpListener>,
-    limit: Arc<Semaphore>,
+    group: Vec<Bound>,
+    limits: (Arc<Semaphore>, Arc<Semaphore>),
     mut shutdown: Shutdown,
 ) {
+    let (limit, handshakes) = limits;
     let mut accepts = Vec::new();
-    for listener in group {
+    for Bound { listener, tls } in group {
+        let acceptor = tls.map(|config| Acceptor {
+            config,
+            handshakes: Arc::clone(&handshakes),
+        });
         match TcpListener::from_std(listener) {
             Ok(l) => accepts.push(tokio::spawn(accept_loop(
                 l,
                 Arc::clone(shared),
                 Arc::clone(&limit),
+                acceptor,
             ))),
             Err(e) => tracing::error!("cannot register listener: {e}"),
         }
@@ -299,7 +361,12 @@ async fn serve_until(
     drain(shared).await;
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limit: Arc<Semaphore>) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    limit: Arc<Semaphore>,
+    tls: Option<Acceptor>,
+) {
     loop {
         // Wait for a free slot before accepting: beyond the limit, connections wait
         // in the kernel's backlog instead of costing memory here.
@@ -307,12 +374,14 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, limit: Arc<Sema
             return;
         };
         let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
-        tokio::spawn(conn::serve(
-            stream,
-            conn::Origin::accepted(peer),
-            Arc::clone(&shared),
-            permit,
-        ));
+        let (origin, shared) = (conn::Origin::accepted(peer), Arc::clone(&shared));
+        match &tls {
+            None => tokio::spawn(conn::serve(stream, origin, shared, permit, None)),
+            Some(acceptor) => {
+                let acceptor = acceptor.clone();
+                tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor))
+            }
+        };
     }
 }
 

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use stoa_web::config::{
-    AccessLogTarget, CgiConfig, CgiMount, LogFormat, RuntimeModel, Web99Config,
+    AccessLogTarget, CertKeyFiles, CgiConfig, CgiMount, LogFormat, RuntimeModel, TlsListener,
+    Web99Config,
 };
 use toml::{Table, Value};
 
@@ -68,11 +69,15 @@ pub(crate) fn load(
             },
             Err(e) => report.errors.push(format!("{}: {e}", path.display())),
         }
-        if let Some(dir) = docroot.as_mut().filter(|d: &&mut PathBuf| d.is_relative()) {
-            // A relative docroot in a file is relative to the file, as in nginx's
-            // prefix-relative paths.
-            if let Some(base) = path.parent() {
-                *dir = base.join(&*dir);
+        // Relative paths in a file are relative to the file, as in nginx's
+        // prefix-relative paths.
+        if let Some(base) = path.parent() {
+            let files = web.tls_listen.iter_mut().flat_map(|l| &mut l.certs);
+            let files = files.flat_map(|c| [&mut c.cert, &mut c.key]);
+            for p in docroot.iter_mut().chain(files) {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
             }
         }
     }
@@ -99,7 +104,7 @@ pub(crate) fn load(
             "no document root: give --docroot DIR or web.docroot in the configuration file".into(),
         ),
     }
-    if web.listen.is_empty() {
+    if web.listen.is_empty() && web.tls_listen.is_empty() {
         web.listen.push(
             DEFAULT_LISTEN
                 .parse()
@@ -186,21 +191,99 @@ fn read_listeners(value: &Value, web: &mut stoa_web::Config, r: &mut Report) {
             r.errors.push(format!("listener[{i}]: expected a table"));
             continue;
         };
-        r.known_keys(block, &path, &["address", "protocol"]);
-        match r.string(block, &path, "protocol").as_deref() {
-            None | Some("http") => {}
-            Some(other) => r.errors.push(format!(
-                "{path}protocol: unsupported protocol {other:?} (supported: \"http\")"
-            )),
-        }
-        match r.string(block, &path, "address") {
-            Some(text) => match parse_addr(&text) {
-                Ok(addr) => web.listen.push(addr),
-                Err(e) => r.errors.push(format!("{path}address: {e}")),
-            },
-            None => r.errors.push(format!("{path}address: missing")),
+        r.known_keys(block, &path, &["address", "protocol", "tls"]);
+        let certs = block
+            .get("tls")
+            .map(|v| read_certs(v, &format!("{path}tls"), r));
+        let https = read_protocol(block, &path, certs.is_some(), r);
+        let addr = match r
+            .string(block, &path, "address")
+            .map(|text| parse_addr(&text))
+        {
+            Some(Ok(addr)) => Some(addr),
+            Some(Err(e)) => {
+                r.errors.push(format!("{path}address: {e}"));
+                None
+            }
+            None => {
+                r.errors.push(format!("{path}address: missing"));
+                None
+            }
+        };
+        // Anything missing here has been reported.
+        match (addr, https, certs.flatten()) {
+            (Some(addr), Some(false), _) => web.listen.push(addr),
+            (Some(addr), Some(true), Some(certs)) => {
+                web.tls_listen.push(TlsListener { addr, certs })
+            }
+            _ => {}
         }
     }
+}
+
+/// Whether a listener is HTTPS: `protocol`, which defaults to `https` when `tls`
+/// is given. `None` (error reported) when the two disagree or the protocol is
+/// unknown.
+fn read_protocol(block: &Table, path: &str, has_tls: bool, r: &mut Report) -> Option<bool> {
+    let error = match r.string(block, path, "protocol").as_deref() {
+        None => return Some(has_tls),
+        Some("http") if !has_tls => return Some(false),
+        Some("https") if has_tls => return Some(true),
+        Some("http") => {
+            format!("{path}tls: an http listener takes no certificates (protocol = \"https\")")
+        }
+        Some("https") => format!(
+            "{path}tls: missing: an https listener needs \
+             tls = {{ cert = \"FILE\", key = \"FILE\" }}"
+        ),
+        Some(other) => format!(
+            "{path}protocol: unsupported protocol {other:?} (supported: \"http\", \"https\")"
+        ),
+    };
+    r.errors.push(error);
+    None
+}
+
+/// A listener's `tls`: one `{ cert, key }` table, or an array of them (several
+/// certificates chosen by SNI). `None` when it is wrong (errors reported).
+fn read_certs(value: &Value, path: &str, r: &mut Report) -> Option<Vec<CertKeyFiles>> {
+    let items: Vec<(String, &Value)> = match value {
+        Value::Table(_) => vec![(format!("{path}."), value)],
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("{path}[{i}]."), v))
+            .collect(),
+        other => {
+            r.errors.push(format!(
+                "{path}: expected {{ cert = \"FILE\", key = \"FILE\" }} or a non-empty array \
+                 of them, found {other}"
+            ));
+            return None;
+        }
+    };
+    let expected = items.len();
+    let mut certs = Vec::new();
+    for (p, item) in items {
+        let Some(t) = item.as_table() else {
+            r.errors.push(format!(
+                "{p}: expected {{ cert = \"FILE\", key = \"FILE\" }}"
+            ));
+            continue;
+        };
+        r.known_keys(t, &p, &["cert", "key"]);
+        let mut file = |key: &str| {
+            let v = r.string(t, &p, key);
+            if v.is_none() && !t.contains_key(key) {
+                r.errors.push(format!("{p}{key}: missing"));
+            }
+            v.map(PathBuf::from)
+        };
+        if let (Some(cert), Some(key)) = (file("cert"), file("key")) {
+            certs.push(CertKeyFiles { cert, key });
+        }
+    }
+    (certs.len() == expected).then_some(certs)
 }
 
 fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
@@ -223,6 +306,7 @@ fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
             "keepalive_max_age",
             "send_timeout",
             "max_connections",
+            "max_handshakes",
             "max_pipeline",
             "linger_timeout",
             "linger_idle",
@@ -242,6 +326,7 @@ fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
     r.duration(t, P, "keepalive_max_age", &mut l.keepalive_max_age);
     r.duration(t, P, "send_timeout", &mut l.send_timeout);
     r.integer_into(t, P, "max_connections", &mut l.max_connections);
+    r.integer_into(t, P, "max_handshakes", &mut l.max_handshakes);
     r.integer_into(t, P, "max_pipeline", &mut l.max_pipeline);
     r.duration(t, P, "linger_timeout", &mut l.linger_timeout);
     r.duration(t, P, "linger_idle", &mut l.linger_idle);
@@ -350,14 +435,28 @@ fn apply_flags(
     if let Some(d) = &args.docroot {
         *docroot = Some(d.clone());
     }
-    if !args.listen.is_empty() {
+    if !args.listen.is_empty() || !args.tls_listen.is_empty() {
         web.listen.clear();
+        web.tls_listen.clear();
         for text in &args.listen {
             match parse_addr(text) {
                 Ok(addr) => web.listen.push(addr),
                 Err(e) => r.errors.push(format!("--listen {text}: {e}")),
             }
         }
+        let certs = flag_certs(args, r);
+        for text in &args.tls_listen {
+            match parse_addr(text) {
+                Ok(addr) => web.tls_listen.push(TlsListener {
+                    addr,
+                    certs: certs.clone(),
+                }),
+                Err(e) => r.errors.push(format!("--tls-listen {text}: {e}")),
+            }
+        }
+    } else if !args.tls_cert.is_empty() || !args.tls_key.is_empty() {
+        r.errors
+            .push("--tls-cert and --tls-key: they need --tls-listen ADDR:PORT".into());
     }
     r.flag(
         "--workers",
@@ -411,7 +510,46 @@ fn apply_flags(
     );
 }
 
+/// The `--tls-cert`/`--tls-key` pairs, in order.
+fn flag_certs(args: &ServeArgs, r: &mut Report) -> Vec<CertKeyFiles> {
+    let (certs, keys) = (&args.tls_cert, &args.tls_key);
+    if certs.len() != keys.len() {
+        r.errors.push(format!(
+            "--tls-cert and --tls-key: give them in pairs ({} certificates, {} keys)",
+            certs.len(),
+            keys.len()
+        ));
+    } else if certs.is_empty() && !args.tls_listen.is_empty() {
+        r.errors
+            .push("--tls-listen: needs --tls-cert FILE and --tls-key FILE".into());
+    }
+    certs
+        .iter()
+        .zip(keys)
+        .map(|(cert, key)| CertKeyFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        })
+        .collect()
+}
+
+/// Loads every certificate and key once (listeners may share them), reporting each
+/// problem on its own line: which file, and what is wrong with it.
+fn check_certs(web: &stoa_web::Config, r: &mut Report) {
+    let mut seen: Vec<&CertKeyFiles> = Vec::new();
+    for pair in web.tls_listen.iter().flat_map(|l| &l.certs) {
+        if seen.contains(&pair) {
+            continue;
+        }
+        seen.push(pair);
+        if let Err(errors) = stoa_netkit::tls::load_certified_keys(std::slice::from_ref(pair)) {
+            r.errors.extend(errors.iter().map(ToString::to_string));
+        }
+    }
+}
+
 fn validate(web: &stoa_web::Config, r: &mut Report) {
+    check_certs(web, r);
     let mut check = |ok: bool, msg: &str| {
         if !ok {
             r.errors.push(msg.to_owned());
@@ -469,6 +607,10 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
     check(
         l.max_connections >= 1,
         "web.limits.max_connections: must be at least 1",
+    );
+    check(
+        l.max_handshakes >= 1,
+        "web.limits.max_handshakes: must be at least 1",
     );
     check(
         l.max_pipeline >= 1,

@@ -286,3 +286,207 @@ fn web99_state_inside_the_docroot_is_refused() {
         "{errors:?}"
     );
 }
+
+/// Self-signed pairs `alpha` (for `alpha.test`) and `beta` (`beta.test`) in a
+/// temporary directory.
+fn cert_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["alpha", "beta"] {
+        let c = rcgen::generate_simple_self_signed(vec![format!("{name}.test")])
+            .expect("generate a certificate");
+        std::fs::write(dir.path().join(format!("{name}.crt")), c.cert.pem()).expect("write");
+        std::fs::write(
+            dir.path().join(format!("{name}.key")),
+            c.signing_key.serialize_pem(),
+        )
+        .expect("write");
+    }
+    dir
+}
+
+fn pair(dir: &Path, name: &str) -> CertKeyFiles {
+    CertKeyFiles {
+        cert: dir.join(format!("{name}.crt")),
+        key: dir.join(format!("{name}.key")),
+    }
+}
+
+#[test]
+fn https_listeners_in_every_form() {
+    let certs = cert_dir();
+    let d = certs.path().display();
+    let file = format!(
+        r#"
+[[listener]]
+address = "127.0.0.1:8080"
+
+[[listener]]
+address = "127.0.0.1:8443"
+tls = {{ cert = "{d}/alpha.crt", key = "{d}/alpha.key" }}
+
+[[listener]]
+address = "127.0.0.1:9443"
+protocol = "https"
+[[listener.tls]]
+cert = "{d}/beta.crt"
+key = "{d}/beta.key"
+[[listener.tls]]
+cert = "{d}/alpha.crt"
+key = "{d}/alpha.key"
+
+[web]
+docroot = "{}"
+
+[web.limits]
+max_handshakes = 64
+"#,
+        tmp_docroot()
+    );
+    let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let web = loaded.web;
+    assert_eq!(web.listen, vec!["127.0.0.1:8080".parse().expect("addr")]);
+    let (alpha, beta) = (pair(certs.path(), "alpha"), pair(certs.path(), "beta"));
+    assert_eq!(
+        web.tls_listen,
+        vec![
+            TlsListener {
+                addr: "127.0.0.1:8443".parse().expect("addr"),
+                certs: vec![alpha.clone()],
+            },
+            TlsListener {
+                addr: "127.0.0.1:9443".parse().expect("addr"),
+                certs: vec![beta, alpha],
+            },
+        ]
+    );
+    assert_eq!(web.limits.max_handshakes, 64);
+}
+
+#[test]
+fn https_listener_mistakes_are_all_reported() {
+    let file = r#"
+[[listener]]
+address = "127.0.0.1:8443"
+protocol = "https"
+
+[[listener]]
+address = "127.0.0.1:8444"
+protocol = "http"
+tls = { cert = "a.crt", key = "a.key" }
+
+[[listener]]
+address = "127.0.0.1:8445"
+tls = "site.pem"
+
+[[listener]]
+address = "127.0.0.1:8446"
+tls = []
+
+[[listener]]
+address = "127.0.0.1:8447"
+tls = { cert = "site.crt", colour = "blue" }
+
+[[listener]]
+address = "127.0.0.1:8448"
+tls = { cert = "site.crt", key = "/nonexistent/site.key" }
+
+[web.limits]
+max_handshakes = 0
+"#;
+    let args = ServeArgs {
+        docroot: Some(std::env::temp_dir()),
+        ..ServeArgs::default()
+    };
+    let errors = load_with(Some(file), args).expect_err("invalid");
+    let all = errors.join("\n");
+    for needle in [
+        "listener[0].tls: missing: an https listener needs",
+        "listener[1].tls: an http listener takes no certificates",
+        "listener[2].tls: expected { cert = \"FILE\", key = \"FILE\" }",
+        "listener[3].tls: expected",
+        "listener[4].tls.key: missing",
+        // Relative to the configuration file, and each file on its own line.
+        "certificate /etc/stoa/site.crt: no such file",
+        "key /nonexistent/site.key: no such file",
+        "web.limits.max_handshakes: must be at least 1",
+    ] {
+        assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+    }
+    assert_eq!(
+        errors.iter().filter(|e| e.contains("site.crt")).count(),
+        1,
+        "a file shared by listeners is reported once:\n{all}"
+    );
+}
+
+#[test]
+fn tls_flags_replace_the_file_listeners() {
+    let certs = cert_dir();
+    let file = format!(
+        "[[listener]]\naddress = \"127.0.0.1:9000\"\n[web]\ndocroot = \"{}\"\n",
+        tmp_docroot()
+    );
+    let (alpha, beta) = (pair(certs.path(), "alpha"), pair(certs.path(), "beta"));
+    let flags = ServeArgs {
+        tls_listen: vec!["127.0.0.1:0".into(), "[::1]:0".into()],
+        tls_cert: vec![alpha.cert.clone(), beta.cert.clone()],
+        tls_key: vec![alpha.key.clone(), beta.key.clone()],
+        ..ServeArgs::default()
+    };
+    let web = load_with(Some(&file), flags).expect("valid").web;
+    assert!(web.listen.is_empty(), "no plain listener: {:?}", web.listen);
+    assert_eq!(web.tls_listen.len(), 2);
+    assert!(
+        web.tls_listen
+            .iter()
+            .all(|l| l.certs == [alpha.clone(), beta.clone()])
+    );
+
+    let mistakes = [
+        (
+            vec![],
+            vec![alpha.cert.clone()],
+            vec![],
+            "need --tls-listen",
+        ),
+        (
+            vec!["127.0.0.1:0".into()],
+            vec![alpha.cert.clone()],
+            vec![],
+            "in pairs (1 certificates, 0 keys)",
+        ),
+        (
+            vec!["127.0.0.1:0".into()],
+            vec![],
+            vec![],
+            "--tls-listen: needs --tls-cert",
+        ),
+        (
+            vec!["nowhere".into()],
+            vec![alpha.cert.clone()],
+            vec![alpha.key.clone()],
+            "--tls-listen nowhere",
+        ),
+        (
+            vec!["127.0.0.1:0".into()],
+            vec![alpha.cert.clone()],
+            vec![beta.key.clone()],
+            "beta.key does not match certificate",
+        ),
+    ];
+    for (tls_listen, tls_cert, tls_key, needle) in mistakes {
+        let args = ServeArgs {
+            docroot: Some(std::env::temp_dir()),
+            tls_listen,
+            tls_cert,
+            tls_key,
+            ..ServeArgs::default()
+        };
+        let errors = load_with(None, args).expect_err(needle);
+        assert!(
+            errors.iter().any(|e| e.contains(needle)),
+            "missing {needle:?} in {errors:?}"
+        );
+    }
+}

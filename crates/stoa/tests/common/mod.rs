@@ -128,10 +128,12 @@ struct StderrLog {
 /// A running `stoa serve`, killed (SIGKILL) when dropped if still running.
 pub(crate) struct Server {
     child: Child,
-    /// The first bound address (port 0 resolved).
+    /// The first bound address (port 0 resolved): plain HTTP if any, else HTTPS.
     pub(crate) addr: SocketAddr,
-    /// Every bound address, in `--listen` order.
+    /// Every bound plain-HTTP address, in `--listen` order.
     pub(crate) addrs: Vec<SocketAddr>,
+    /// Every bound HTTPS address, in `--tls-listen` order.
+    pub(crate) tls_addrs: Vec<SocketAddr>,
     stderr: Arc<StderrLog>,
     exited: Option<ExitStatus>,
 }
@@ -183,13 +185,18 @@ impl ServerBuilder {
     }
 
     /// Starts the server and waits (bounded) for one readiness line per
-    /// `--listen` (one `127.0.0.1:0` is added when none was given).
+    /// `--listen` and `--tls-listen` (one `--listen 127.0.0.1:0` is added when
+    /// neither was given).
     pub(crate) fn start(mut self) -> Server {
         if !self.args.iter().any(|a| a == "--workers") {
             self.args.push("--workers".into());
             self.args.push("2".into());
         }
-        let listens = self.args.iter().filter(|a| *a == "--listen").count();
+        let listens = self
+            .args
+            .iter()
+            .filter(|a| *a == "--listen" || *a == "--tls-listen")
+            .count();
         let listens = if listens == 0 {
             self.args.push("--listen".into());
             self.args.push("127.0.0.1:0".into());
@@ -222,6 +229,7 @@ impl ServerBuilder {
             child,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             addrs: Vec::new(),
+            tls_addrs: Vec::new(),
             stderr,
             exited: None,
         };
@@ -236,21 +244,31 @@ impl ServerBuilder {
                 server.stderr_text()
             );
         }
-        server.addrs = server
+        let ready: Vec<(bool, SocketAddr)> = server
             .stderr_lines()
             .iter()
             .filter_map(|l| parse_ready(l))
             .collect();
-        server.addr = server.addrs[0];
+        let of = |tls: bool| ready.iter().filter(move |r| r.0 == tls).map(|r| r.1);
+        server.addrs = of(false).collect();
+        server.tls_addrs = of(true).collect();
+        server.addr = *server
+            .addrs
+            .first()
+            .or(server.tls_addrs.first())
+            .expect("a readiness line was counted");
         server
     }
 }
 
-fn parse_ready(line: &str) -> Option<SocketAddr> {
-    line.strip_prefix("stoa: listening on http://")?
-        .trim()
-        .parse()
-        .ok()
+/// `(https, address)` of a readiness line.
+fn parse_ready(line: &str) -> Option<(bool, SocketAddr)> {
+    let rest = line.strip_prefix("stoa: listening on ")?;
+    let (tls, addr) = match rest.strip_prefix("https://") {
+        Some(addr) => (true, addr),
+        None => (false, rest.strip_prefix("http://")?),
+    };
+    addr.trim().parse().ok().map(|a| (tls, a))
 }
 
 fn spawn_stderr_reader(stderr: ChildStderr, log: Arc<StderrLog>) {
@@ -429,6 +447,30 @@ pub(crate) fn run_stoa(args: &[&str], timeout: Duration) -> (ExitStatus, String)
         panic!("stoa {args:?} still running after {timeout:?}; stderr:\n{text}");
     };
     (status, reader.join().expect("stderr reader thread"))
+}
+
+// ---------------------------------------------------------------------------
+// Certificates
+// ---------------------------------------------------------------------------
+
+/// A self-signed certificate for `name` (subject alternative name and common
+/// name, so `openssl s_client` shows which one was sent) with a P-256 key,
+/// written as `name.crt` and `name.key` in `dir`; returns the two paths.
+pub(crate) fn tls_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let key = rcgen::KeyPair::generate().expect("generate a key");
+    let mut params =
+        rcgen::CertificateParams::new(vec![name.to_owned()]).expect("certificate parameters");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let cert = params.self_signed(&key).expect("self-sign");
+    let (cert_path, key_path) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    std::fs::write(&cert_path, cert.pem()).expect("write the certificate");
+    std::fs::write(&key_path, key.serialize_pem()).expect("write the key");
+    (cert_path, key_path)
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 //! Shared harness for the in-process protocol tests: a server on 127.0.0.1:0 with a
-//! temporary document root, and a small raw HTTP/1.1 client over `std::net::TcpStream`.
+//! temporary document root, and a small raw HTTP/1.1 client over `std::net::TcpStream`,
+//! optionally through a rustls client (with a self-signed certificate made by
+//! `rcgen` for the server's HTTPS listener).
 //!
 //! Every wait is bounded: sockets get read and write timeouts, and the server guard
 //! triggers shutdown and joins the server thread when dropped.
@@ -12,11 +14,14 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection};
 use stoa_netkit::shutdown::Trigger;
-use stoa_web::config::{AccessLogTarget, LogFormat};
+use stoa_web::config::{AccessLogTarget, CertKeyFiles, LogFormat, TlsListener};
 use stoa_web::{Config, Server};
 
 /// What the file outside the document root holds; no response may ever contain it.
@@ -107,10 +112,17 @@ impl Fixture {
         c
     }
 
+    /// A self-signed certificate for `name` (and a key), written next to the
+    /// document root.
+    pub(crate) fn cert(&self, name: &str) -> TestCert {
+        TestCert::new(self.dir.path(), name)
+    }
+
     /// Binds and runs a server on its own thread.
     pub(crate) fn start(self, config: Config) -> TestServer {
         let server = Server::bind(config).expect("bind the test server");
         let addr = server.local_addrs()[0];
+        let tls_addr = server.tls_addrs().first().copied();
         let (trigger, shutdown) = stoa_netkit::shutdown::channel();
         let thread = std::thread::Builder::new()
             .name("test-server".into())
@@ -118,6 +130,8 @@ impl Fixture {
             .expect("spawn server thread");
         TestServer {
             addr,
+            tls_addr,
+            tls: None,
             trigger: Some(trigger),
             thread: Some(thread),
             fixture: self,
@@ -135,6 +149,9 @@ fn write_file(path: &Path, bytes: &[u8]) {
 /// A running server; dropping it triggers shutdown and joins the server thread.
 pub(crate) struct TestServer {
     addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
+    /// The HTTPS listener's certificate, as a client trusts it.
+    tls: Option<Arc<ClientConfig>>,
     trigger: Option<Trigger>,
     thread: Option<JoinHandle<Result<(), stoa_web::Error>>>,
     fixture: Fixture,
@@ -154,8 +171,36 @@ impl TestServer {
         fixture.start(config)
     }
 
+    /// A server with the test defaults and an HTTPS listener (certificate for
+    /// `localhost`), adjusted by `edit`.
+    pub(crate) fn with_tls(edit: impl FnOnce(&mut Config)) -> TestServer {
+        let fixture = Fixture::new();
+        let cert = fixture.cert("localhost");
+        let mut config = fixture.config();
+        config.tls_listen.push(TlsListener {
+            addr: "127.0.0.1:0".parse().expect("address"),
+            certs: vec![cert.files.clone()],
+        });
+        edit(&mut config);
+        let mut server = fixture.start(config);
+        server.tls = Some(client_config(&[&cert]));
+        server
+    }
+
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The HTTPS listener's address.
+    pub(crate) fn tls_addr(&self) -> SocketAddr {
+        self.tls_addr.expect("the server has an HTTPS listener")
+    }
+
+    /// A client connection over TLS, handshake done (SNI `localhost`).
+    #[track_caller]
+    pub(crate) fn connect_tls(&self) -> Client {
+        let config = self.tls.as_ref().expect("started with_tls");
+        Client::connect_tls(self.tls_addr(), config, "localhost").expect("TLS handshake")
     }
 
     pub(crate) fn root(&self) -> PathBuf {
@@ -294,6 +339,8 @@ fn is_timeout(e: &io::Error) -> bool {
 /// be parsed one at a time.
 pub(crate) struct Client {
     stream: TcpStream,
+    /// The TLS state, for a client over HTTPS.
+    tls: Option<Box<ClientConnection>>,
     buf: Vec<u8>,
     pos: usize,
 }
@@ -331,9 +378,46 @@ impl Client {
         stream.set_nodelay(true).expect("TCP_NODELAY");
         Client {
             stream,
+            tls: None,
             buf: Vec::with_capacity(64 * 1024),
             pos: 0,
         }
+    }
+
+    /// Connects and completes a TLS handshake for `name` (ALPN `http/1.1`).
+    pub(crate) fn connect_tls(
+        addr: SocketAddr,
+        config: &Arc<ClientConfig>,
+        name: &str,
+    ) -> io::Result<Client> {
+        let mut client = Client::connect(addr);
+        let name = ServerName::try_from(name.to_owned()).expect("a DNS name");
+        let mut conn = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut client.stream)?;
+        }
+        client.tls = Some(Box::new(conn));
+        Ok(client)
+    }
+
+    /// `plaintext` as TLS records of this connection, to be written raw (with
+    /// [`Client::writer`]) by a client that means to flood the server.
+    pub(crate) fn encrypt(&mut self, plaintext: &[u8]) -> Vec<u8> {
+        let tls = self.tls.as_mut().expect("a TLS client");
+        let mut wire = Vec::new();
+        // In pieces: rustls buffers at most 64 KiB of unsent records.
+        for piece in plaintext.chunks(16 * 1024) {
+            tls.writer().write_all(piece).expect("buffer plaintext");
+            while tls.wants_write() {
+                tls.write_tls(&mut wire).expect("encrypt");
+            }
+        }
+        wire
+    }
+
+    /// The TLS state (panics for a plain connection).
+    pub(crate) fn tls(&self) -> &ClientConnection {
+        self.tls.as_ref().expect("a TLS client")
     }
 
     /// A second handle on the socket, for writing from another thread.
@@ -348,13 +432,22 @@ impl Client {
     /// Writes all of `bytes`; panics on error.
     #[track_caller]
     pub(crate) fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("write request");
+        self.try_send(bytes).expect("write request");
     }
 
     /// Writes all of `bytes`, returning the error instead of panicking (the server
     /// may legitimately close while a refused request is still being sent).
     pub(crate) fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.stream.write_all(bytes)
+        match &mut self.tls {
+            None => self.stream.write_all(bytes),
+            Some(tls) => {
+                tls.writer().write_all(bytes)?;
+                while tls.wants_write() {
+                    tls.write_tls(&mut self.stream)?;
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Half-closes: the server sees EOF after what was sent.
@@ -483,7 +576,13 @@ impl Client {
         let len = self.buf.len();
         self.buf.resize(len + 64 * 1024, 0);
         let result = loop {
-            match self.stream.read(&mut self.buf[len..]) {
+            let read = match &mut self.tls {
+                None => self.stream.read(&mut self.buf[len..]),
+                Some(tls) => {
+                    rustls::Stream::new(&mut **tls, &mut self.stream).read(&mut self.buf[len..])
+                }
+            };
+            match read {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 other => break other,
             }
@@ -616,6 +715,53 @@ pub(crate) fn assert_rejected(server: &TestServer, req: &[u8], status: u16) {
         r.headers
     );
     c.expect_closed();
+}
+
+/// A self-signed certificate and its key, as PEM files and as the DER a client
+/// trusts.
+pub(crate) struct TestCert {
+    pub(crate) files: CertKeyFiles,
+    pub(crate) der: CertificateDer<'static>,
+}
+
+impl TestCert {
+    /// A certificate for `name` (subject alternative name and common name) with a
+    /// P-256 key, written as `name.crt` and `name.key` in `dir`.
+    pub(crate) fn new(dir: &Path, name: &str) -> TestCert {
+        let key = rcgen::KeyPair::generate().expect("generate a key");
+        let mut params =
+            rcgen::CertificateParams::new(vec![name.to_owned()]).expect("certificate parameters");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&key).expect("self-sign");
+        let files = CertKeyFiles {
+            cert: dir.join(format!("{name}.crt")),
+            key: dir.join(format!("{name}.key")),
+        };
+        std::fs::write(&files.cert, cert.pem()).expect("write the certificate");
+        std::fs::write(&files.key, key.serialize_pem()).expect("write the key");
+        TestCert {
+            files,
+            der: cert.der().clone(),
+        }
+    }
+}
+
+/// A TLS client configuration trusting `certs`, offering ALPN `http/1.1`.
+pub(crate) fn client_config(certs: &[&TestCert]) -> Arc<ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs {
+        roots.add(cert.der.clone()).expect("a usable trust anchor");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
 }
 
 /// Access-log target in `dir`, with the combined format.

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# Stoa vs nginx (OpenSSL) over HTTPS, one worker each, the same ECDSA P-256
+# certificate, TLS 1.2 and 1.3 offered, access log off, interleaved rounds:
+#
+#   - wrk keep-alive for 1, 10 and 100 KiB files;
+#   - full-handshake rate: parallel `openssl s_time -new` (a new session each time);
+#   - resumed-handshake rate: parallel `openssl s_time -reuse` (the first session
+#     resumed; each fetch reads a page so TLS 1.3 tickets arrive);
+#   - `stoa bench web --static-only --find-max` over HTTPS against each.
+#
+#   bench/compare-tls.sh [--rounds N] [--duration SECS] [--clients N] [--findmax-limit N] [--no-findmax]
+#
+# Results go to bench-results/<date>-<host>-tls/.
+set -euo pipefail
+
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ROUNDS=5
+DURATION=5
+THREADS=1
+CONNS=64
+CLIENTS=4
+FINDMAX=1
+FINDMAX_LIMIT=3200
+FINDMAX_START=200
+FINDMAX_RUN=30
+CMDLINE="bench/compare-tls.sh"
+for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
+while (($#)); do
+    case "$1" in
+        --rounds) ROUNDS="${2:?}"; shift 2 ;;
+        --duration) DURATION="${2:?}"; shift 2 ;;
+        --clients) CLIENTS="${2:?}"; shift 2 ;;
+        --findmax-limit) FINDMAX_LIMIT="${2:?}"; shift 2 ;;
+        --no-findmax) FINDMAX=0; shift ;;
+        *) die "unknown argument: $1" ;;
+    esac
+done
+
+ensure_commands nginx:nginx wrk:wrk openssl:openssl python3:python3 timeout:coreutils git:git
+bench_install_traps
+make_tmp
+build_stoa
+raise_nofile 65536
+OUT="$(result_dir tls)"
+wait_idle
+check_background "before the run"
+
+DOCROOT="$BENCH_TMP/www"
+make_docroot "$DOCROOT"
+if ((FINDMAX)); then
+    log "writing the file set for up to $FINDMAX_LIMIT connections"
+    "$STOA_BIN" fileset --connections "$FINDMAX_LIMIT" --dir "$DOCROOT" >"$OUT/fileset.txt"
+fi
+
+# One certificate for both: ECDSA P-256, an end-entity certificate for
+# localhost and 127.0.0.1.
+CERT="$BENCH_TMP/cert.pem" KEY="$BENCH_TMP/key.pem"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$KEY" -out "$CERT" \
+    -days 2 -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+    -addext "basicConstraints=critical,CA:FALSE" 2>/dev/null
+
+LIMIT="$(ulimit -n)"
+NGINX_DIR="$BENCH_TMP/nginx"
+NGINX_PORT="$(free_port)"
+write_nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$DOCROOT" 75s 4096 off "worker_rlimit_nofile $LIMIT;"
+sed -i "s|listen 127.0.0.1:$NGINX_PORT reuseport;|listen 127.0.0.1:$NGINX_PORT reuseport ssl;\n        \
+ssl_certificate $CERT;\n        ssl_certificate_key $KEY;\n        ssl_protocols TLSv1.2 TLSv1.3;\n        \
+ssl_session_cache shared:SSL:20m;\n        ssl_session_tickets on;|" "$NGINX_DIR/nginx.conf"
+sed -i "s|worker_connections 4096;|worker_connections $LIMIT;|" "$NGINX_DIR/nginx.conf"
+start_nginx "$NGINX_DIR" "$NGINX_PORT"
+log "nginx (master $NGINX_PID) on https://127.0.0.1:$NGINX_PORT"
+
+start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --access-log off --keepalive-timeout 75s \
+    --max-connections "$LIMIT" --tls-listen 127.0.0.1:0 --tls-cert "$CERT" --tls-key "$KEY"
+STOA_TLS_PORT=""
+for ((i = 0; i < 100; i++)); do
+    STOA_TLS_PORT="$(grep -m1 -o 'listening on https://127\.0\.0\.1:[0-9]*' "$BENCH_TMP/stoa-stderr.log" | sed 's/.*://' || true)"
+    [[ -n "$STOA_TLS_PORT" ]] && break
+    sleep 0.05
+done
+[[ -n "$STOA_TLS_PORT" ]] || die "stoa did not report its HTTPS listener"
+log "stoa (pid $STOA_PID) on https://127.0.0.1:$STOA_TLS_PORT"
+
+MEASURE_PIDS=("$NGINX_PID" "$(nginx_workers "$NGINX_PID")" "$STOA_PID")
+declare -A PORT=([nginx]="$NGINX_PORT" [stoa]="$STOA_TLS_PORT")
+declare -A PID=([nginx]="$NGINX_PID" [stoa]="$STOA_PID")
+SCHEME=https
+for s in nginx stoa; do
+    for f in 1k 10k 100k; do
+        curl -sf --cacert "$CERT" "https://127.0.0.1:${PORT[$s]}/$f.bin" | cmp -s - "$DOCROOT/$f.bin" ||
+            die "$s: /$f.bin over HTTPS differs from the file"
+    done
+    openssl s_client -connect "127.0.0.1:${PORT[$s]}" -servername localhost </dev/null 2>/dev/null |
+        grep -E '^(New|Protocol|    Cipher)' | sed "s/^/$s: /" >>"$OUT/negotiated.txt"
+done
+
+check_alive() {
+    local s
+    for s in nginx stoa; do
+        kill -0 "${PID[$s]}" 2>/dev/null || die "$s (pid ${PID[$s]}) died"
+    done
+}
+after_run() { check_alive; }
+
+# handshakes SERVER MODE(-new|-reuse) -> sets HS_RATE (connections/s) and HS_RESUMED
+# (% resumed), from CLIENTS parallel s_time processes.
+handshakes() {
+    local s="$1" mode="$2" i total=0 reused=0 files=()
+    for ((i = 0; i < CLIENTS; i++)); do
+        files+=("$BENCH_TMP/stime-$i.txt")
+        timeout $((DURATION + 30)) openssl s_time -connect "127.0.0.1:${PORT[$s]}" "$mode" -time "$DURATION" \
+            -www /1k.bin >"${files[i]}" 2>&1 &
+    done
+    wait
+    for f in "${files[@]}"; do
+        # "N connections in T real seconds"; one 'r' per resumed connection.
+        total=$((total + $(grep -m1 -oE '^[0-9]+ connections in [0-9.]+ real' "$f" | cut -d' ' -f1 || echo 0)))
+        reused=$((reused + $(head -c 100000 "$f" | tr -cd 'r' | wc -c)))
+        cat "$f" >>"$OUT/s_time.log"
+    done
+    HS_RATE=$((total / DURATION))
+    HS_RESUMED=$((total > 0 ? 100 * reused / total : 0))
+}
+
+WRKLOG="$OUT/wrk.log"
+: >"$WRKLOG"
+log "warm-up: 2 s of wrk per server and file"
+for s in nginx stoa; do
+    for f in 1k 10k 100k; do
+        run_wrk "$BENCH_TMP/warmup.txt" 2 "$THREADS" "$CONNS" "https://127.0.0.1:${PORT[$s]}/$f.bin"
+    done
+done
+check_alive
+
+RAW="$OUT/raw.csv"
+echo "round,row,server,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
+for ((r = 1; r <= ROUNDS; r++)); do
+    ((r == 1)) || wait_idle
+    if ((r % 2)); then order=(nginx stoa); else order=(stoa nginx); fi
+    for f in 1k 10k 100k; do
+        measure_row "$r" "$f-keepalive" "/$f.bin" keepalive "$CONNS" "${order[@]}"
+    done
+    for mode in new reuse; do
+        for s in "${order[@]}"; do
+            handshakes "$s" "-$mode"
+            log "round $r handshake-$mode $s: $HS_RATE/s ($HS_RESUMED % resumed)"
+            echo "$r,handshake-$mode,$s,$HS_RATE,0,0,0" >>"$RAW"
+            echo "round $r handshake-$mode $s: $HS_RATE connections/s, $HS_RESUMED % resumed" >>"$OUT/handshakes.txt"
+            check_alive
+        done
+    done
+done
+check_background "after the rounds (servers idle)"
+python3 "$BENCH_DIR/summarize.py" "$RAW" nginx stoa | tee "$OUT/summary.txt"
+
+if ((FINDMAX)); then
+    for s in stoa nginx; do
+        log "find-max over HTTPS against $s"
+        "$STOA_BIN" bench web --target "https://127.0.0.1:${PORT[$s]}" --tls-ca "$CERT" --static-only --find-max \
+            --find-max-limit "$FINDMAX_LIMIT" --connections "$FINDMAX_START" --run-time "${FINDMAX_RUN}s" \
+            --out "$OUT/findmax-$s" >"$OUT/findmax-$s.txt" 2>"$OUT/findmax-$s.log" ||
+            die "harness failed against $s: $(tail -3 "$OUT/findmax-$s.log")"
+    done
+    python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+out = sys.argv[1]
+score = {}
+print()
+for s in ("stoa", "nginx"):
+    d = json.load(open(f"{out}/findmax-{s}/report.json"))
+    score[s] = d["score"] or 0
+    trials = ", ".join(f"{t['connections']}:{'ok' if t['passed'] else 'fail'}" for t in d["find_max"])
+    print(f"find-max HTTPS {s:6} conforming connections: {score[s]:6}   trials {trials}")
+print(f"find-max ratio stoa/nginx: {score['stoa'] / score['nginx']:.3f}" if score["nginx"] else "nginx: no passing trial")
+PY
+fi
+cp "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
+sed -i "s#$BENCH_TMP#\$TMP#g" "$OUT/nginx.conf"
+{
+    echo "# HTTPS: stoa vs nginx (OpenSSL)"
+    echo
+    echo "Command: \`$CMDLINE\`"
+    echo
+    echo "Date: $(date -Is)"
+    echo
+    echo "## Machine"
+    echo
+    describe_machine
+    echo "- OpenSSL: $(openssl version)"
+    echo
+    echo "## Setup"
+    echo
+    echo "- Both servers: 1 worker, access log off, the same ECDSA P-256 certificate, TLS 1.2 and 1.3 offered,"
+    echo "  session cache and tickets on (nginx.conf here). Negotiated with \`openssl s_client\`:"
+    echo
+    echo '```'
+    cat "$OUT/negotiated.txt"
+    echo '```'
+    echo
+    echo "- Rows \`*-keepalive\`: \`wrk -t$THREADS -c$CONNS -d${DURATION}s\` over HTTPS, $ROUNDS interleaved rounds."
+    echo "- \`handshake-new\` / \`handshake-reuse\`: $CLIENTS parallel \`openssl s_time -new|-reuse -time $DURATION -www /1k.bin\`,"
+    echo "  connections per second (each fetches 1 KiB); \`-reuse\` resumes the first session (see handshakes.txt for"
+    echo "  the share actually resumed)."
+    echo "- find-max: \`stoa bench web --target https://… --static-only --find-max --connections $FINDMAX_START"
+    echo "  --run-time ${FINDMAX_RUN}s --find-max-limit $FINDMAX_LIMIT\` (half the new connections may resume)."
+    for n in "${BACKGROUND_NOTES[@]}"; do echo "- $n"; done
+    echo
+    echo "## Summary (ratio = stoa/nginx)"
+    echo
+    echo '```'
+    cat "$OUT/summary.txt"
+    echo '```'
+} >"$OUT/README.md"
+log "results in ${OUT#"$REPO_ROOT"/}"

@@ -1,0 +1,283 @@
+//! HTTPS: the TLS handshake of an accepted connection, and the TLS side of the
+//! connection loop's reads and writes.
+//!
+//! rustls is driven sans-IO over the connection's own non-blocking socket, with the
+//! readiness handling of the plain path (a direct system call first, tokio's
+//! readiness after a `WouldBlock`), so `conn.rs` keeps one loop for both:
+//!
+//! - [`serve`] takes one of the worker's handshake slots ([`Acceptor`]), runs the
+//!   handshake, and hands the connection to `conn::serve` with its [`Session`].
+//!   Waiting for the slot and the handshake both count against the first request's
+//!   head deadline, so a client that never finishes its ClientHello is closed like
+//!   one that never finishes its request head, and a flood of half-open handshakes
+//!   holds at most [`crate::config::Limits::max_handshakes`] TLS states per worker.
+//! - [`Session::read_into`] decrypts into the connection's read buffer.
+//! - [`flush`] encrypts the write queue in batches of [`TLS_BATCH`] bytes: memory
+//!   segments (heads, cached file bodies) are handed to rustls as they are, file
+//!   ranges are read into the worker's scratch buffer (there is no `sendfile`
+//!   without kernel TLS), rustls cuts 16 KiB records, and each batch leaves in one
+//!   `sendmsg`.
+//!
+//! TLS connections never park when idle: parking hands a bare socket to the
+//! worker's epoll set, and the TLS state would have to be kept beside it. An idle
+//! HTTPS connection stays in its task until the keep-alive timeout.
+
+use std::io::{self, IoSlice, Read as _};
+use std::sync::Arc;
+
+use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
+use rustls::{ServerConfig, ServerConnection};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::conn::{self, Origin};
+use crate::local::{self, TLS_BATCH};
+use crate::output::{MAX_IOVECS, Output};
+use crate::server::Shared;
+
+/// The protocol offered by ALPN: HTTP/1.1 only (HTTP/1.0 clients send no ALPN).
+pub(crate) const ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// A TLS listener in one worker: its configuration and the worker's handshake
+/// slots (shared by the worker's TLS listeners).
+#[derive(Debug, Clone)]
+pub(crate) struct Acceptor {
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) handshakes: Arc<Semaphore>,
+}
+
+/// Handshakes, then serves the connection. Nothing is answered to a client whose
+/// handshake fails or times out: the connection just closes (after the alert
+/// rustls chose, if any).
+pub(crate) async fn serve(
+    stream: TcpStream,
+    origin: Origin,
+    shared: Arc<Shared>,
+    permit: OwnedSemaphorePermit,
+    acceptor: Acceptor,
+) {
+    let deadline = origin.born + shared.config.limits.head_timeout;
+    // Flights and responses are written whole; Nagle would only delay their tails.
+    let _ = stream.set_nodelay(true);
+    let shaken = tokio::time::timeout_at(deadline.into(), async {
+        let _slot = acceptor
+            .handshakes
+            .acquire()
+            .await
+            .map_err(io::Error::other)?;
+        handshake(&stream, acceptor.config).await
+    })
+    .await;
+    match shaken {
+        Ok(Ok(session)) => conn::serve(stream, origin, shared, permit, Some(session)).await,
+        Ok(Err(e)) => tracing::debug!("{}: TLS handshake failed: {e}", origin.peer),
+        Err(_) => tracing::debug!("{}: TLS handshake timed out", origin.peer),
+    }
+}
+
+/// Runs the server side of the handshake to its end.
+async fn handshake(stream: &TcpStream, config: Arc<ServerConfig>) -> io::Result<Box<Session>> {
+    let mut conn = ServerConnection::new(config).map_err(io::Error::other)?;
+    // What is handed to rustls is bounded by [`TLS_BATCH`] per flush instead.
+    conn.set_buffer_limit(None);
+    let mut session = Box::new(Session {
+        conn,
+        closing: false,
+    });
+    // The ClientHello has usually arrived with the connection: try at once.
+    let mut direct = true;
+    loop {
+        match session.send_pending(stream, direct) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                direct = false;
+                stream.writable().await?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        if !session.conn.is_handshaking() {
+            return Ok(session);
+        }
+        match session.conn.read_tls(&mut Socket { stream, direct }) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => session.process(stream)?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                direct = false;
+                stream.readable().await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The TLS state of an established connection.
+#[derive(Debug)]
+pub(crate) struct Session {
+    conn: ServerConnection,
+    /// `close_notify` was queued.
+    closing: bool,
+}
+
+impl Session {
+    /// Decrypts what has arrived into `buf`'s spare capacity, reading the socket
+    /// when rustls holds no plaintext. `Ok(0)` is the end of input (the peer's
+    /// `close_notify`, or its FIN without one); `WouldBlock` means the socket is
+    /// drained and nothing is buffered, so waiting for readability is right.
+    pub(crate) fn read_into(&mut self, stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+        loop {
+            let start = buf.len();
+            // rustls reads into initialised memory only.
+            buf.resize(buf.capacity(), 0);
+            let read = self.conn.reader().read(&mut buf[start..]);
+            buf.truncate(start + *read.as_ref().unwrap_or(&0));
+            match read {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            let direct = false;
+            self.conn.read_tls(&mut Socket { stream, direct })?;
+            self.process(stream)?;
+        }
+    }
+
+    /// Whether decrypted bytes (or the end of input) are waiting in rustls, so the
+    /// next [`Session::read_into`] returns without the socket being readable.
+    pub(crate) fn buffered(&mut self) -> bool {
+        self.conn.process_new_packets().map_or(true, |s| {
+            s.plaintext_bytes_to_read() > 0 || s.peer_has_closed()
+        })
+    }
+
+    /// Processes the records read. What rustls wants to send in reply (a
+    /// `KeyUpdate`, an alert) is sent at once if the socket takes it, otherwise
+    /// with the next flush. A protocol error is returned after its alert is sent.
+    fn process(&mut self, stream: &TcpStream) -> io::Result<()> {
+        let state = self.conn.process_new_packets();
+        if self.conn.wants_write() {
+            let _ = self.send_pending(stream, false);
+        }
+        state
+            .map(drop)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+
+    /// Writes every TLS byte rustls holds; `WouldBlock` when the socket is full.
+    fn send_pending(&mut self, stream: &TcpStream, direct: bool) -> io::Result<()> {
+        while self.conn.wants_write() {
+            if self.conn.write_tls(&mut Socket { stream, direct })? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `close_notify`, if the socket takes it now; the connection is closing
+    /// and waits for nothing.
+    pub(crate) fn close(&mut self, stream: &TcpStream) {
+        if !self.closing {
+            self.closing = true;
+            self.conn.send_close_notify();
+        }
+        let _ = self.send_pending(stream, true);
+    }
+
+    /// Encrypts the next batch of the write queue; returns its plaintext length.
+    fn encrypt(&mut self, out: &Output, scratch: &mut [u8]) -> io::Result<u64> {
+        let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
+        let n = out.gather_plaintext(&mut iov, scratch, TLS_BATCH)?;
+        let len: usize = iov[..n].iter().map(|s| s.len()).sum();
+        // Without a buffer limit rustls takes everything (and cuts it into
+        // records together, not one record per slice).
+        let taken = io::Write::write_vectored(&mut self.conn.writer(), &iov[..n])?;
+        debug_assert_eq!(taken, len, "rustls took part of a batch");
+        Ok(taken as u64)
+    }
+}
+
+/// Writes the queued responses through `session`: one batch is encrypted, sent
+/// whole (waiting up to the send timeout whenever the socket is full), and only
+/// then counted as written, so an aborted flush logs the bytes that left (to
+/// within a batch).
+pub(crate) async fn flush(
+    session: &mut Session,
+    stream: &TcpStream,
+    out: &mut Output,
+    shared: &Shared,
+) -> io::Result<()> {
+    let send_timeout = shared.config.limits.send_timeout;
+    let mut direct = true;
+    let mut batch = 0;
+    loop {
+        match session.send_pending(stream, direct) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                direct = false;
+                match tokio::time::timeout(send_timeout, stream.writable()).await {
+                    Ok(ready) => ready?,
+                    Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        out.advance(batch);
+        if out.is_done() {
+            return Ok(());
+        }
+        batch = local::with(shared, |l| session.encrypt(out, l.tls_scratch()))?;
+    }
+}
+
+/// The socket as rustls sees it: non-blocking reads and writes, as plain system
+/// calls when `direct` (tokio has not seen the socket block yet), otherwise through
+/// tokio's readiness, so a `WouldBlock` clears it and the next wait is real.
+struct Socket<'s> {
+    stream: &'s TcpStream,
+    direct: bool,
+}
+
+impl Socket<'_> {
+    fn io<R>(&self, interest: Interest, f: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+        if self.direct {
+            f()
+        } else {
+            self.stream.try_io(interest, f)
+        }
+    }
+}
+
+impl io::Read for Socket<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io(Interest::READABLE, || {
+            rustix::net::recv(self.stream, &mut *buf, RecvFlags::DONTWAIT)
+                .map(|(n, _)| n)
+                .map_err(io::Error::from)
+        })
+    }
+}
+
+impl io::Write for Socket<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.write_vectored(&[IoSlice::new(buf)])
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.io(Interest::WRITABLE, || {
+            rustix::net::sendmsg(
+                self.stream,
+                bufs,
+                &mut SendAncillaryBuffer::default(),
+                SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+            )
+            .map_err(io::Error::from)
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
