@@ -93,7 +93,7 @@ for s in nginx stoa; do
             die "$s: /$f.bin over HTTPS differs from the file"
     done
     openssl s_client -connect "127.0.0.1:${PORT[$s]}" -servername localhost </dev/null 2>/dev/null |
-        grep -E '^(New|Protocol|    Cipher)' | sed "s/^/$s: /" >>"$OUT/negotiated.txt"
+        grep -m1 -E '^New,' | sed "s/^/$s: /" >>"$OUT/negotiated.txt"
 done
 
 check_alive() {
@@ -107,18 +107,21 @@ after_run() { check_alive; }
 # handshakes SERVER MODE(-new|-reuse) -> sets HS_RATE (connections/s) and HS_RESUMED
 # (% resumed), from CLIENTS parallel s_time processes.
 handshakes() {
-    local s="$1" mode="$2" i total=0 reused=0 files=()
+    local s="$1" mode="$2" i total=0 reused=0 files=() pids=() p
     for ((i = 0; i < CLIENTS; i++)); do
         files+=("$BENCH_TMP/stime-$i.txt")
         timeout $((DURATION + 30)) openssl s_time -connect "127.0.0.1:${PORT[$s]}" "$mode" -time "$DURATION" \
             -www /1k.bin >"${files[i]}" 2>&1 &
+        pids+=("$!")
     done
-    wait
+    # Only these: a bare `wait` would also wait for the servers.
+    for p in "${pids[@]}"; do wait "$p" || true; done
     for f in "${files[@]}"; do
-        # "N connections in T real seconds"; one 'r' per resumed connection.
+        # "N connections in T real seconds" (T rounded to whole seconds, so the
+        # rate divides by -time); one 'r' per resumed connection, '*' per new.
         total=$((total + $(grep -m1 -oE '^[0-9]+ connections in [0-9.]+ real' "$f" | cut -d' ' -f1 || echo 0)))
-        reused=$((reused + $(head -c 100000 "$f" | tr -cd 'r' | wc -c)))
-        cat "$f" >>"$OUT/s_time.log"
+        reused=$((reused + $(grep -E '^[*r]+$' "$f" | tr -cd 'r' | wc -c)))
+        grep -vE '^[*r]+$' "$f" >>"$OUT/s_time.log" || true
     done
     HS_RATE=$((total / DURATION))
     HS_RESUMED=$((total > 0 ? 100 * reused / total : 0))
