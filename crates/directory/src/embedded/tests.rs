@@ -1,0 +1,468 @@
+use std::fs;
+
+use super::*;
+
+fn options() -> Options {
+    Options {
+        cost: PasswordCost::MINIMUM,
+        ..Options::default()
+    }
+}
+
+fn open(dir: &Path) -> EmbeddedDirectory {
+    EmbeddedDirectory::open(dir, options()).expect("open directory")
+}
+
+/// A directory with `example.com`, users joe (password "pw") and ann (none).
+fn populated(dir: &Path) -> EmbeddedDirectory {
+    let d = open(dir);
+    d.add_domain("Example.COM").expect("domain");
+    d.add_user("Joe@example.com", Some("pw")).expect("joe");
+    d.add_user("ann@example.com", None).expect("ann");
+    d
+}
+
+fn local(d: &EmbeddedDirectory, address: &str) -> Target {
+    Target::Local(d.lookup(address).expect("lookup").expect("user exists"))
+}
+
+#[test]
+fn users_and_domains() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    assert_eq!(d.domains(), ["example.com"]);
+    let users = d.users();
+    let names: Vec<&str> = users.iter().map(|u| u.address.as_str()).collect();
+    assert_eq!(names, ["ann@example.com", "joe@example.com"]);
+    assert_eq!(users[1].mailbox, MailboxId(1));
+    assert_eq!(users[0].mailbox, MailboxId(2));
+    // Lookups fold case and a trailing dot, and strip +detail.
+    for spelling in [
+        "joe@example.com",
+        "JOE@Example.Com.",
+        "joe+news@example.com",
+    ] {
+        let user = d.lookup(spelling).expect("lookup").expect(spelling);
+        assert_eq!(user.address, "joe@example.com");
+    }
+    assert_eq!(d.lookup("nobody@example.com").expect("lookup"), None);
+    assert_eq!(d.lookup("not an address").expect("lookup"), None);
+    assert!(matches!(
+        d.add_user("joe@example.com", None),
+        Err(Error::Exists(_))
+    ));
+    assert!(matches!(
+        d.add_user("x@other.org", None),
+        Err(Error::NotLocalDomain(_))
+    ));
+    assert!(matches!(
+        d.add_user("a b@example.com", None),
+        Err(Error::InvalidAddress(_))
+    ));
+    assert!(matches!(
+        d.add_domain("example.com."),
+        Err(Error::Exists(_))
+    ));
+    assert!(matches!(
+        d.remove_domain("example.com"),
+        Err(Error::DomainInUse(_))
+    ));
+    // Removal returns the user; its mailbox id is never given out again.
+    let removed = d.remove_user("JOE@example.com").expect("remove");
+    assert_eq!(removed.mailbox, MailboxId(1));
+    assert!(matches!(
+        d.remove_user("joe@example.com"),
+        Err(Error::NotFound(_))
+    ));
+    let again = d.add_user("joe@example.com", None).expect("re-add");
+    assert_eq!(again.mailbox, MailboxId(3));
+    d.remove_user("joe@example.com").expect("remove");
+    d.remove_user("ann@example.com").expect("remove");
+    d.remove_domain("example.com").expect("empty domain");
+    assert!(d.domains().is_empty());
+    assert!(matches!(
+        d.remove_domain("example.com"),
+        Err(Error::NotFound(_))
+    ));
+}
+
+#[test]
+fn local_domains() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    for (domain, local) in [
+        ("example.com", true),
+        ("EXAMPLE.com.", true),
+        ("sub.example.com", false),
+        ("example.org", false),
+        ("[192.0.2.1]", false),
+        ("", false),
+    ] {
+        assert_eq!(d.is_local_domain(domain).expect("check"), local, "{domain}");
+    }
+}
+
+#[test]
+fn alias_resolution() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    d.add_alias("postmaster@example.com", &["joe@example.com"])
+        .expect("alias");
+    d.add_alias(
+        "staff@example.com",
+        &["joe@example.com", "ann@example.com", "friend@remote.org"],
+    )
+    .expect("alias");
+    d.add_alias(
+        "all@example.com",
+        &[
+            "staff@example.com",
+            "postmaster@example.com",
+            "gone@example.com",
+        ],
+    )
+    .expect("alias");
+    d.add_alias(
+        "loop1@example.com",
+        &["loop2@example.com", "ann@example.com"],
+    )
+    .expect("alias");
+    d.add_alias("loop2@example.com", &["loop1@example.com"])
+        .expect("alias");
+    let joe = local(&d, "joe@example.com");
+    let ann = local(&d, "ann@example.com");
+    let remote = Target::Remote("friend@remote.org".to_owned());
+    let cases = [
+        ("joe@example.com", Resolution::Deliver(vec![joe.clone()])),
+        (
+            "Joe+List@Example.com",
+            Resolution::Deliver(vec![joe.clone()]),
+        ),
+        (
+            "postmaster@example.com",
+            Resolution::Deliver(vec![joe.clone()]),
+        ),
+        (
+            "staff+x@example.com",
+            Resolution::Deliver(vec![joe.clone(), ann.clone(), remote.clone()]),
+        ),
+        // Nested, deduplicated, a dangling target dropped.
+        (
+            "all@example.com",
+            Resolution::Deliver(vec![joe.clone(), ann.clone(), remote]),
+        ),
+        // A loop ends; what it reaches is delivered once.
+        ("loop1@example.com", Resolution::Deliver(vec![ann.clone()])),
+        ("loop2@example.com", Resolution::Deliver(vec![ann])),
+        ("nobody@example.com", Resolution::Unknown),
+        ("gone@example.com", Resolution::Unknown),
+        ("\"a b\"@example.com", Resolution::Unknown),
+        ("to%ext.org@example.com", Resolution::Unknown),
+        ("joe@remote.org", Resolution::NotLocal),
+        ("joe@example.com.evil.org", Resolution::NotLocal),
+        ("joe@[192.0.2.1]", Resolution::NotLocal),
+    ];
+    for (address, expected) in cases {
+        assert_eq!(d.resolve(address).expect("resolve"), expected, "{address}");
+    }
+    assert!(matches!(
+        d.add_alias("joe@example.com", &["ann@example.com"]),
+        Err(Error::Exists(_))
+    ));
+    assert!(matches!(
+        d.add_alias("x@example.com", &[]),
+        Err(Error::InvalidAlias(_))
+    ));
+    assert!(matches!(
+        d.add_alias("x@example.com", &["x@example.com"]),
+        Err(Error::InvalidAlias(_))
+    ));
+    assert!(matches!(
+        d.add_alias("x@other.org", &["joe@example.com"]),
+        Err(Error::NotLocalDomain(_))
+    ));
+    assert!(matches!(
+        d.add_user("staff@example.com", None),
+        Err(Error::Exists(_))
+    ));
+    d.remove_alias("staff@example.com").expect("remove alias");
+    assert_eq!(
+        d.resolve("staff@example.com").expect("resolve"),
+        Resolution::Unknown
+    );
+    assert_eq!(d.aliases().len(), 4);
+    // Without subaddressing, +detail is just another unknown name.
+    let plain = EmbeddedDirectory::open(
+        tmp.path(),
+        Options {
+            subaddress_separator: None,
+            ..options()
+        },
+    )
+    .expect("open");
+    assert_eq!(
+        plain.resolve("joe+x@example.com").expect("resolve"),
+        Resolution::Unknown
+    );
+    assert_eq!(plain.lookup("joe+x@example.com").expect("lookup"), None);
+}
+
+#[test]
+fn passwords() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    let joe = d.lookup("joe@example.com").expect("lookup");
+    assert_eq!(
+        d.verify_password("joe@example.com", "pw").expect("verify"),
+        joe
+    );
+    assert_eq!(
+        d.verify_password("JOE@example.com", "pw").expect("verify"),
+        joe
+    );
+    for (login, password) in [
+        ("joe@example.com", "PW"),
+        ("joe@example.com", ""),
+        ("joe@example.com", "pw "),
+        ("joe+x@example.com", "pw"),
+        ("nobody@example.com", "pw"),
+        ("ann@example.com", ""),
+        ("not an address", "pw"),
+    ] {
+        assert_eq!(
+            d.verify_password(login, password).expect("verify"),
+            None,
+            "{login} {password}"
+        );
+    }
+}
+
+#[test]
+fn cache_never_accepts_a_wrong_password() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    assert!(d.verify_cache().is_empty());
+    assert!(
+        d.verify_password("joe@example.com", "wrong")
+            .expect("verify")
+            .is_none()
+    );
+    assert!(d.verify_cache().is_empty(), "failures are not cached");
+    assert!(
+        d.verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_some()
+    );
+    assert_eq!(d.verify_cache().len(), 1);
+    // Hits for the right password, misses (and a full check) for a wrong one.
+    assert!(
+        d.verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_some()
+    );
+    assert!(
+        d.verify_password("joe@example.com", "wrong")
+            .expect("verify")
+            .is_none()
+    );
+    assert!(
+        d.verify_password("joe@example.com", "pw\0")
+            .expect("verify")
+            .is_none()
+    );
+    // A password change makes the remembered success worthless.
+    d.set_password("joe@example.com", Some("new")).expect("set");
+    assert!(
+        d.verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_none()
+    );
+    assert!(
+        d.verify_password("joe@example.com", "new")
+            .expect("verify")
+            .is_some()
+    );
+    // So does removing it.
+    d.set_password("joe@example.com", None).expect("clear");
+    assert!(
+        d.verify_password("joe@example.com", "new")
+            .expect("verify")
+            .is_none()
+    );
+}
+
+#[test]
+fn persistence_across_reopen() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let before = {
+        let d = populated(tmp.path());
+        d.add_alias("info@example.com", &["joe@example.com", "x@remote.org"])
+            .expect("alias");
+        d.set_mail_host("ann@example.com", Some("Store2.Example.COM"))
+            .expect("host");
+        (d.users(), d.domains(), d.aliases())
+    };
+    let d = open(tmp.path());
+    assert_eq!((d.users(), d.domains(), d.aliases()), before);
+    assert_eq!(
+        d.lookup("ann@example.com")
+            .expect("lookup")
+            .and_then(|u| u.mail_host)
+            .as_deref(),
+        Some("store2.example.com")
+    );
+    assert!(
+        d.verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_some()
+    );
+    // Mailbox ids keep counting after a reopen.
+    assert_eq!(
+        d.add_user("new@example.com", None).expect("add").mailbox,
+        MailboxId(3)
+    );
+}
+
+#[test]
+fn two_handles_see_each_others_changes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server = populated(tmp.path());
+    let admin = open(tmp.path());
+    admin.add_user("new@example.com", Some("pw")).expect("add");
+    assert_eq!(
+        server.lookup("new@example.com").expect("lookup"),
+        None,
+        "not yet reloaded"
+    );
+    assert!(server.reload_if_changed().expect("reload"));
+    assert!(!server.reload_if_changed().expect("reload"), "nothing new");
+    assert!(server.lookup("new@example.com").expect("lookup").is_some());
+    // An edit through a stale handle starts from the file, so nothing is lost.
+    admin.add_user("other@example.com", None).expect("add");
+    server
+        .add_alias("team@example.com", &["new@example.com"])
+        .expect("alias");
+    let fresh = open(tmp.path());
+    assert!(fresh.lookup("other@example.com").expect("lookup").is_some());
+    assert_eq!(fresh.aliases().len(), 1);
+    assert_eq!(fresh.user_count(), 4);
+}
+
+#[test]
+fn bulk_add_is_all_or_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    let hash = password::hash_password("p", &PasswordCost::MINIMUM).expect("hash");
+    let new = |a: &str| NewUser {
+        address: a.to_owned(),
+        password_hash: Some(hash.clone()),
+    };
+    let batch = [
+        new("u1@example.com"),
+        new("u2@example.com"),
+        new("joe@example.com"),
+    ];
+    assert!(matches!(d.add_users(&batch), Err(Error::Exists(_))));
+    assert_eq!(d.user_count(), 2);
+    let bad_hash = NewUser {
+        address: "u3@example.com".to_owned(),
+        password_hash: Some("plaintext".to_owned()),
+    };
+    assert!(matches!(
+        d.add_users(&[bad_hash]),
+        Err(Error::InvalidHash(_))
+    ));
+    let added = d.add_users(&batch[..2]).expect("add");
+    assert_eq!(added.len(), 2);
+    assert!(
+        d.verify_password("u2@example.com", "p")
+            .expect("verify")
+            .is_some()
+    );
+}
+
+#[test]
+fn stale_temp_file_is_ignored_and_replaced() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    drop(populated(tmp.path()));
+    // A crash mid-save leaves a partial temporary file behind.
+    let temp = tmp.path().join(store::TEMP_FILE);
+    fs::write(&temp, "stoa-directory 1\nnext-mailbox 9\nuser half@").expect("write");
+    let d = open(tmp.path());
+    assert_eq!(d.user_count(), 2);
+    d.add_user("third@example.com", None).expect("add");
+    assert!(!temp.exists(), "renamed into place");
+    assert_eq!(open(tmp.path()).user_count(), 3);
+}
+
+#[test]
+fn failed_save_changes_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = populated(tmp.path());
+    let before = fs::read(tmp.path().join(store::FILE)).expect("read");
+    // Make the temporary file impossible to create.
+    let temp = tmp.path().join(store::TEMP_FILE);
+    fs::create_dir(&temp).expect("mkdir");
+    assert!(matches!(
+        d.add_user("x@example.com", None),
+        Err(Error::Io { .. })
+    ));
+    assert_eq!(
+        fs::read(tmp.path().join(store::FILE)).expect("read"),
+        before
+    );
+    assert_eq!(
+        d.lookup("x@example.com").expect("lookup"),
+        None,
+        "memory unchanged"
+    );
+    fs::remove_dir(&temp).expect("rmdir");
+    d.add_user("x@example.com", None).expect("add after repair");
+    assert_eq!(d.users()[2].mailbox, MailboxId(3));
+}
+
+#[test]
+fn damaged_files_are_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    drop(populated(tmp.path()));
+    let path = tmp.path().join(store::FILE);
+    let good = fs::read_to_string(&path).expect("read");
+    let without_end: String = good
+        .lines()
+        .filter(|l| !l.starts_with("end "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let damaged = [
+        ("truncated", good[..good.len() - 4].to_owned()),
+        ("no end line", without_end.clone()),
+        ("wrong count", good.replace("end 3", "end 4")),
+        (
+            "bad header",
+            good.replace("stoa-directory 1", "stoa-directory 2"),
+        ),
+        (
+            "upper case",
+            good.replace("joe@example.com", "Joe@example.com"),
+        ),
+        (
+            "unknown domain",
+            good.replace("joe@example.com", "joe@example.org"),
+        ),
+        ("plain password", good.replace("$argon2id", "secret")),
+        ("duplicate mailbox", good.replace(" 2 - -", " 1 - -")),
+        (
+            "mailbox beyond next",
+            good.replace("next-mailbox 3", "next-mailbox 2"),
+        ),
+        ("unknown record", format!("{without_end}group x\nend 4\n")),
+        ("after end", format!("{good}domain x.org\n")),
+    ];
+    for (what, text) in damaged {
+        assert_ne!(text, good, "{what}: the damage must change the file");
+        fs::write(&path, &text).expect("write");
+        let err = EmbeddedDirectory::open(tmp.path(), options()).expect_err(what);
+        assert!(matches!(err, Error::Corrupt { .. }), "{what}: {err}");
+    }
+    fs::write(&path, &good).expect("restore");
+    assert_eq!(open(tmp.path()).user_count(), 2);
+}

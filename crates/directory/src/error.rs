@@ -1,0 +1,70 @@
+//! The directory's error type.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why a directory operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The system error.
+        #[source]
+        source: io::Error,
+    },
+    /// The directory file is not in the expected format (hand-edited, truncated,
+    /// written by a newer version).
+    #[error("{path}:{line}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Not an address the directory can hold (`local@domain`, ASCII dot-atom local
+    /// part).
+    #[error("invalid address {0:?}")]
+    InvalidAddress(String),
+    /// Not a valid domain or host name.
+    #[error("invalid domain or host name {0:?}")]
+    InvalidDomain(String),
+    /// The address's domain is not one of the local domains.
+    #[error("{0} is not a local domain")]
+    NotLocalDomain(String),
+    /// A user, alias or domain of that name already exists.
+    #[error("{0} already exists")]
+    Exists(String),
+    /// No user, alias or domain of that name.
+    #[error("no such entry: {0}")]
+    NotFound(String),
+    /// A domain that still has users or aliases cannot be removed.
+    #[error("domain {0} still has users or aliases")]
+    DomainInUse(String),
+    /// An alias without targets, or with an invalid one.
+    #[error("invalid alias targets for {0}")]
+    InvalidAlias(String),
+    /// A stored password hash that is not a valid argon2 PHC string.
+    #[error("invalid password hash for {0}")]
+    InvalidHash(String),
+    /// The password could not be hashed (bad cost parameters, no randomness).
+    #[error("password hashing failed: {0}")]
+    Hashing(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

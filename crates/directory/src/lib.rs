@@ -1,0 +1,107 @@
+//! The user directory of Stoa's mail server: who has a mailbox, under which
+//! addresses, on which host, with which password; which domains are local; which
+//! aliases expand to whom.
+//!
+//! # Layout
+//!
+//! - [`Directory`]: the trait the SMTP and POP3 servers use. The embedded backend
+//!   implements it; an LDAP backend can implement it later (see below).
+//! - [`embedded`]: [`EmbeddedDirectory`], the default backend: one text file under
+//!   the mail directory, loaded into memory, rewritten atomically on every change.
+//! - [`password`]: argon2id hashing with a configurable [`PasswordCost`], and the
+//!   bounded [`password::VerifyCache`] of successful checks.
+//! - [`address`]: how addresses and domains are normalised into directory keys.
+//!
+//! # What it does not do
+//!
+//! No network, no mail storage (the mailstore owns mailboxes; the directory only
+//! hands out their [`MailboxId`]s), no rate limiting of logins (the servers delay
+//! failures), no quota.
+//!
+//! # Mapping to LDAP
+//!
+//! The types follow the attributes of Sun's messaging schema (mail2001.md §5.3), so an
+//! LDAP backend is a translation: [`User::address`] is `mail`; further addresses of the
+//! same user (`mailAlternateAddress`) and `mailForwardingAddress` resolve as aliases;
+//! [`User::mail_host`] is `mailHost`, the FQDN of the store that holds the mailbox:
+//! the address is delivered locally only when it names this server, otherwise the MTA
+//! forwards the message there (`None` means this server, which is always the case in
+//! the embedded backend); [`MailboxId`] comes from a numeric attribute such as
+//! `uidNumber`; passwords are `userPassword` values in PHC form; local domains are
+//! the `sunManagedDomain`/`inetDomainBaseDN` entries.
+
+pub mod address;
+pub mod embedded;
+mod error;
+pub mod password;
+
+use std::fmt;
+
+pub use embedded::{EmbeddedDirectory, Options};
+pub use error::{Error, Result};
+pub use password::PasswordCost;
+
+/// The stable identifier of a user's mailbox in the mail store. Never reused: a
+/// deleted user's id is not given to a new one, so stale mail cannot reach a stranger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MailboxId(pub u64);
+
+impl fmt::Display for MailboxId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A user with a mailbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The primary address, normalised (lowercase); also the login name.
+    pub address: String,
+    /// The mailbox in the store.
+    pub mailbox: MailboxId,
+    /// The host that stores the mailbox (LDAP `mailHost`); `None` is this host.
+    pub mail_host: Option<String>,
+}
+
+/// Where mail for one recipient goes after alias expansion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A local user's mailbox.
+    Local(User),
+    /// An address outside the local domains (an alias may forward there); relayed.
+    Remote(String),
+}
+
+/// What [`Directory::resolve`] found for an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// The domain is not local: the server's relay rules decide.
+    NotLocal,
+    /// The domain is local but nobody has this address (`550 5.1.1`).
+    Unknown,
+    /// Deliver to these targets (at least one, no duplicates).
+    Deliver(Vec<Target>),
+}
+
+/// The directory as the servers see it.
+///
+/// Calls may block: password checks run argon2 (tens of milliseconds), and a network
+/// backend waits for its server. Async servers call them through `spawn_blocking`.
+/// Addresses are taken in any case and with an optional trailing dot on the domain;
+/// an address the directory cannot hold is simply not found.
+pub trait Directory: Send + Sync {
+    /// Whether mail for `domain` is accepted here.
+    fn is_local_domain(&self, domain: &str) -> Result<bool>;
+
+    /// The user whose address this is, with `user+detail@domain` falling back to
+    /// `user@domain`. Aliases are not followed.
+    fn lookup(&self, address: &str) -> Result<Option<User>>;
+
+    /// Where mail for `address` goes: users, aliases (followed recursively, loops
+    /// cut), subaddresses.
+    fn resolve(&self, address: &str) -> Result<Resolution>;
+
+    /// The user, if `login` (a user's address) and `password` are right. An unknown
+    /// login and a wrong password give the same answer in about the same time.
+    fn verify_password(&self, login: &str, password: &str) -> Result<Option<User>>;
+}

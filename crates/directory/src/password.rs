@@ -1,0 +1,256 @@
+//! Password hashing (argon2id, PHC strings) and the cache of successful checks.
+//!
+//! # Cost
+//!
+//! New hashes use [`PasswordCost`], by default m = 19 MiB, t = 2, p = 1: OWASP's
+//! first recommendation for argon2id and the `argon2` crate's default. A check costs
+//! about what the hash cost when it was made (the parameters travel in the PHC
+//! string), tens of milliseconds on one core. Raising the cost only affects hashes
+//! made afterwards.
+//!
+//! # Cache
+//!
+//! POP3 clients log in every few minutes with the same password, and SPECmail2001's
+//! users check mail often (mail2001.md §5.6: Sun's MMP kept an auth cache of 10,000
+//! entries for 15 minutes). [`VerifyCache`] remembers, per login, a keyed BLAKE2b tag
+//! of (login, password, PHC string) for each *successful* check, so a repeated right
+//! password costs a hash of a few hundred bytes instead of an argon2 run.
+//!
+//! - The password itself is never kept: the tag is keyed with a random per-process
+//!   secret, so a memory dump does not give a cheap offline guess either.
+//! - The PHC string is part of the tag, so a password change invalidates the entry.
+//! - Failures are never cached and never evict: a wrong password always costs a
+//!   full argon2 run, so an attacker learns nothing from timing except what a success
+//!   tells anyway, and cannot push a user's entry out by guessing.
+//! - Tags are compared in constant time ([`blake2`]'s MAC verification).
+//! - The cache is bounded (LRU by login) and entries expire after a TTL.
+
+use std::num::NonZeroUsize;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use argon2::{Algorithm, Argon2, Params, Version};
+use blake2::Blake2bMac512;
+use blake2::digest::{KeyInit, Mac};
+use lru::LruCache;
+
+use crate::error::{Error, Result};
+
+/// Argon2id cost parameters for new hashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PasswordCost {
+    /// Memory in KiB (m). Default 19,456 (19 MiB).
+    pub memory_kib: u32,
+    /// Passes over the memory (t). Default 2.
+    pub iterations: u32,
+    /// Lanes (p). Default 1.
+    pub parallelism: u32,
+}
+
+impl Default for PasswordCost {
+    fn default() -> Self {
+        PasswordCost {
+            memory_kib: Params::DEFAULT_M_COST,
+            iterations: Params::DEFAULT_T_COST,
+            parallelism: Params::DEFAULT_P_COST,
+        }
+    }
+}
+
+impl PasswordCost {
+    /// The cheapest cost argon2 accepts, for tests and for bulk-loading benchmark users
+    /// whose passwords are public anyway.
+    pub const MINIMUM: PasswordCost = PasswordCost {
+        memory_kib: Params::MIN_M_COST,
+        iterations: 1,
+        parallelism: 1,
+    };
+
+    fn hasher(&self) -> Result<Argon2<'static>> {
+        let params = Params::new(self.memory_kib, self.iterations, self.parallelism, None)
+            .map_err(|e| Error::Hashing(e.to_string()))?;
+        Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
+    }
+}
+
+/// Hashes `password` with a fresh random salt into an argon2id PHC string
+/// (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`).
+pub fn hash_password(password: &str, cost: &PasswordCost) -> Result<String> {
+    let hash = cost
+        .hasher()?
+        .hash_password(password.as_bytes())
+        .map_err(|e| Error::Hashing(e.to_string()))?;
+    Ok(hash.to_string())
+}
+
+/// Whether `phc` is a PHC string this crate can verify.
+pub fn is_valid_hash(phc: &str) -> bool {
+    PasswordHash::new(phc).is_ok_and(|h| h.algorithm.as_str().starts_with("argon2"))
+}
+
+/// Checks `password` against a PHC string, with the parameters the string carries.
+/// `Err` only when the string itself is malformed (`login` names it in the error).
+pub fn verify_password(login: &str, password: &str, phc: &str) -> Result<bool> {
+    let hash = PasswordHash::new(phc).map_err(|_| Error::InvalidHash(login.to_owned()))?;
+    Ok(Argon2::default()
+        .verify_password(password.as_bytes(), &hash)
+        .is_ok())
+}
+
+/// One remembered success.
+#[derive(Debug, Clone)]
+struct Entry {
+    tag: [u8; 64],
+    expires: Instant,
+}
+
+/// A bounded cache of successful password checks (see the module docs).
+///
+/// A `std::sync::Mutex` guards the LRU: it is held for a map lookup or insert only,
+/// never across I/O or an argon2 run, so contention stays short.
+#[derive(Debug)]
+pub struct VerifyCache {
+    key: [u8; 64],
+    ttl: Duration,
+    entries: Option<Mutex<LruCache<String, Entry>>>,
+}
+
+impl VerifyCache {
+    /// A cache of up to `capacity` logins (0 disables it), each kept for `ttl`.
+    pub fn new(capacity: usize, ttl: Duration) -> Result<VerifyCache> {
+        let mut key = [0u8; 64];
+        getrandom::fill(&mut key).map_err(|e| Error::Hashing(e.to_string()))?;
+        Ok(VerifyCache {
+            key,
+            ttl,
+            entries: NonZeroUsize::new(capacity).map(|c| Mutex::new(LruCache::new(c))),
+        })
+    }
+
+    fn mac(&self, login: &str, password: &str, phc: &str) -> Blake2bMac512 {
+        let mut mac = <Blake2bMac512 as KeyInit>::new_from_slice(&self.key)
+            .expect("invariant: 64 bytes is a valid BLAKE2b key length");
+        // Length-prefixed, so no two different triples feed the same bytes.
+        for part in [login, password, phc] {
+            mac.update(&(part.len() as u64).to_le_bytes());
+            mac.update(part.as_bytes());
+        }
+        mac
+    }
+
+    /// Whether this exact (login, password, hash) was verified within the TTL.
+    pub fn hit(&self, login: &str, password: &str, phc: &str, now: Instant) -> bool {
+        let Some(entries) = &self.entries else {
+            return false;
+        };
+        let entry = {
+            let mut entries = entries.lock().unwrap_or_else(|e| e.into_inner());
+            match entries.get(login) {
+                Some(entry) if entry.expires > now => entry.clone(),
+                Some(_) => {
+                    entries.pop(login);
+                    return false;
+                }
+                None => return false,
+            }
+        };
+        self.mac(login, password, phc)
+            .verify_slice(&entry.tag)
+            .is_ok()
+    }
+
+    /// Remembers a successful check.
+    pub fn insert(&self, login: &str, password: &str, phc: &str, now: Instant) {
+        let Some(entries) = &self.entries else {
+            return;
+        };
+        let tag = self.mac(login, password, phc).finalize().into_bytes();
+        let mut bytes = [0u8; 64];
+        bytes.copy_from_slice(&tag);
+        let entry = Entry {
+            tag: bytes,
+            expires: now + self.ttl,
+        };
+        let mut entries = entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.put(login.to_owned(), entry);
+    }
+
+    /// Number of logins remembered (expired ones included until next touched).
+    pub fn len(&self) -> usize {
+        self.entries.as_ref().map_or(0, |entries| {
+            entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        })
+    }
+
+    /// Whether nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_and_verify() {
+        let phc = hash_password("s3cret", &PasswordCost::MINIMUM).expect("hash");
+        assert!(phc.starts_with("$argon2id$v=19$m=8,t=1,p=1$"), "{phc}");
+        assert!(is_valid_hash(&phc));
+        assert!(verify_password("u", "s3cret", &phc).expect("valid hash"));
+        assert!(!verify_password("u", "s3cret ", &phc).expect("valid hash"));
+        assert!(!verify_password("u", "", &phc).expect("valid hash"));
+        // Salted: the same password hashes differently.
+        assert_ne!(
+            phc,
+            hash_password("s3cret", &PasswordCost::MINIMUM).expect("hash")
+        );
+        assert!(matches!(
+            verify_password("u", "x", "plain"),
+            Err(Error::InvalidHash(_))
+        ));
+        assert!(!is_valid_hash("$md5$abc"));
+    }
+
+    #[test]
+    fn default_cost_is_owasp() {
+        let phc = hash_password("x", &PasswordCost::default()).expect("hash");
+        assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
+        let bad = PasswordCost {
+            memory_kib: 1,
+            ..PasswordCost::default()
+        };
+        assert!(matches!(hash_password("x", &bad), Err(Error::Hashing(_))));
+    }
+
+    #[test]
+    fn cache_accepts_only_the_exact_triple() {
+        let cache = VerifyCache::new(2, Duration::from_secs(60)).expect("cache");
+        let now = Instant::now();
+        cache.insert("joe@x", "right", "$phc1", now);
+        assert!(cache.hit("joe@x", "right", "$phc1", now));
+        assert!(!cache.hit("joe@x", "wrong", "$phc1", now));
+        assert!(
+            !cache.hit("joe@x", "right", "$phc2", now),
+            "password changed"
+        );
+        assert!(!cache.hit("ann@x", "right", "$phc1", now));
+        // Expiry.
+        assert!(cache.hit("joe@x", "right", "$phc1", now + Duration::from_secs(59)));
+        assert!(!cache.hit("joe@x", "right", "$phc1", now + Duration::from_secs(60)));
+        assert!(cache.is_empty(), "expired entry dropped");
+        // Bounded: the least recently used login goes.
+        for login in ["a@x", "b@x", "c@x"] {
+            cache.insert(login, "p", "$h", now);
+        }
+        assert_eq!(cache.len(), 2);
+        assert!(!cache.hit("a@x", "p", "$h", now));
+        assert!(cache.hit("c@x", "p", "$h", now));
+        // Disabled.
+        let off = VerifyCache::new(0, Duration::from_secs(60)).expect("cache");
+        off.insert("joe@x", "right", "$phc1", now);
+        assert!(!off.hit("joe@x", "right", "$phc1", now));
+    }
+}

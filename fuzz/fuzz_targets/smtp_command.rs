@@ -1,0 +1,6 @@
+//! SMTP command on arbitrary bytes; see `stoa_smtp_proto::fuzzing::command`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| stoa_smtp_proto::fuzzing::command(data));
