@@ -48,11 +48,12 @@ wait_idle
 check_background "before the run"
 
 DOCROOT="$BENCH_TMP/www"
-make_docroot "$DOCROOT"
 if ((FINDMAX)); then
+    # First: `stoa fileset` writes only into an empty directory (or its own set).
     log "writing the file set for up to $FINDMAX_LIMIT connections"
     "$STOA_BIN" fileset --connections "$FINDMAX_LIMIT" --dir "$DOCROOT" >"$OUT/fileset.txt"
 fi
+make_docroot "$DOCROOT"
 
 # One certificate for both: ECDSA P-256, an end-entity certificate for
 # localhost and 127.0.0.1.

@@ -71,6 +71,7 @@ for n in $LOADS; do
     for server in stoa nginx; do run_one "$server" "$n" "$n"; done
 done
 for server in stoa nginx; do run_one "$server" 64 closed-64 --closed-loop; done
+check_background "after the runs (servers idle)"
 
 python3 - "$OUT" $LOADS <<'PY' | tee "$OUT/summary.txt"
 import json, sys
@@ -108,6 +109,7 @@ PY
     echo "- CPU: the harness's own process CPU over its generators' run (all phases); the server's from"
     echo "  /proc/PID/stat (nginx: master and worker). µs/op divides by every operation finished in all phases."
     echo "- conns/core est.: connections ÷ the harness's share of one core, a linear extrapolation."
+    for n in "${BACKGROUND_NOTES[@]}"; do echo "- $n"; done
     echo
     echo "## Summary"
     echo
