@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 declare -A needs=(
   [curl]=curl
   [openssl]=openssl
+  [sslscan]=sslscan
   [python3]=python3
   [setpriv]=util-linux
 )

@@ -395,3 +395,49 @@ fn bad_certificate_and_key_files_stop_the_start_with_one_line_each() {
         "{errors:#?}"
     );
 }
+
+/// sslscan (Debian) probes the server the way an auditor would: every protocol
+/// version, renegotiation and every cipher suite it can offer.
+#[test]
+fn sslscan_finds_only_modern_protocols_and_suites_and_no_renegotiation() {
+    let site = Site::new();
+    let (server, _) = start_https(&site);
+    let addr = server.tls_addrs[0].to_string();
+    let out = Command::new("timeout")
+        .args(["120", "sslscan", "--no-colour", &addr])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sslscan (scripts/test.sh installs it)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "sslscan failed:\n{text}");
+    let state = |proto: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(proto))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("no {proto} line in:\n{text}"))
+            .to_owned()
+    };
+    for old in ["SSLv2", "SSLv3", "TLSv1.0", "TLSv1.1"] {
+        assert_eq!(state(old), "disabled", "{old}:\n{text}");
+    }
+    for modern in ["TLSv1.2", "TLSv1.3"] {
+        assert_eq!(state(modern), "enabled", "{modern}:\n{text}");
+    }
+    assert!(
+        text.contains("Session renegotiation not supported"),
+        "renegotiation must be refused:\n{text}"
+    );
+    let suites: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Preferred") || l.starts_with("Accepted"))
+        .collect();
+    assert!(!suites.is_empty(), "no accepted suite listed:\n{text}");
+    for line in &suites {
+        for weak in ["RC4", "DES", "NULL", "EXP", "MD5", "CBC", "SHA "] {
+            assert!(
+                !line.contains(weak),
+                "weak suite ({weak}) accepted: {line}\n{text}"
+            );
+        }
+    }
+}
