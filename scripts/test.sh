@@ -13,6 +13,7 @@ declare -A needs=(
   [openssl]=openssl
   [python3]=python3
   [setpriv]=util-linux
+  [swaks]=swaks
 )
 missing=()
 for cmd in "${!needs[@]}"; do
@@ -32,3 +33,6 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 cargo test --workspace --locked
+# The mail queue's crash points are compiled only with this feature.
+cargo clippy -p stoa-smtp --features failpoints --all-targets --locked -- -D warnings
+cargo test -p stoa-smtp --features failpoints --locked --test failpoints
