@@ -14,6 +14,7 @@ declare -A needs=(
   [sslscan]=sslscan
   [python3]=python3
   [setpriv]=util-linux
+  [swaks]=swaks
 )
 missing=()
 for cmd in "${!needs[@]}"; do
@@ -33,3 +34,6 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 cargo test --workspace --locked
+# The mail queue's crash points are compiled only with this feature.
+cargo clippy -p stoa-smtp --features failpoints --all-targets --locked -- -D warnings
+cargo test -p stoa-smtp --features failpoints --locked --test failpoints

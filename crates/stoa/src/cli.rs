@@ -24,8 +24,11 @@ pub(crate) struct Cli {
     reason = "parsed once at start-up; boxing would only obscure the clap derive"
 )]
 pub(crate) enum Command {
-    /// Run the web server.
+    /// Run the web server, the mail server, or both.
     Serve(ServeArgs),
+    /// Manage the mail users and local domains of a mail directory.
+    #[command(subcommand)]
+    User(UserCommand),
     /// Write (or verify) the SPECweb99 file set under a document root.
     Fileset(FilesetArgs),
     /// Act as the SPECweb99 CGI program (run by the web server, not by hand).
@@ -217,6 +220,72 @@ pub(crate) struct FilesetArgs {
     pub(crate) cgi_dir: Option<PathBuf>,
 }
 
+/// `stoa user …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum UserCommand {
+    /// Add a user (its domain is added as a local domain if it is not one yet).
+    Add(UserPasswordArgs),
+    /// Remove a user.
+    Del(UserArgs),
+    /// List the users, one address per line.
+    List(MailDirArgs),
+    /// Set a user's password (read from standard input).
+    Passwd(UserPasswordArgs),
+    /// Manage the local domains.
+    #[command(subcommand)]
+    Domain(DomainCommand),
+}
+
+/// `stoa user domain …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum DomainCommand {
+    /// Add a local domain.
+    Add(DomainArgs),
+    /// Remove a local domain (it must have no users or aliases left).
+    Del(DomainArgs),
+    /// List the local domains, one per line.
+    List(MailDirArgs),
+}
+
+/// The mail directory of a `stoa user` command.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MailDirArgs {
+    /// The mail directory (the users are in DIR/directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) mail_dir: PathBuf,
+}
+
+/// A user and the mail directory.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct UserArgs {
+    /// The user's address, e.g. joe@example.com.
+    #[arg(value_name = "ADDRESS")]
+    pub(crate) address: String,
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+}
+
+/// A user, a password source and the mail directory.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct UserPasswordArgs {
+    #[command(flatten)]
+    pub(crate) user: UserArgs,
+    /// Read the password from the first line of standard input. Without it `add`
+    /// creates a user who receives mail but cannot log in.
+    #[arg(long)]
+    pub(crate) password_stdin: bool,
+}
+
+/// A domain and the mail directory.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct DomainArgs {
+    /// The domain, e.g. example.com.
+    #[arg(value_name = "DOMAIN")]
+    pub(crate) domain: String,
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+}
+
 /// `stoa serve`: flags override the configuration file.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ServeArgs {
@@ -238,7 +307,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) tls_listen: Vec<String>,
 
-    /// PEM certificate chain for the --tls-listen addresses. Repeat with --tls-key
+    /// PEM certificate chain for the --tls-listen addresses (and SMTP STARTTLS).
+    /// Repeat with --tls-key
     /// for several certificates: the client's SNI name picks one by the names it
     /// carries, the first is the default.
     #[arg(long, value_name = "FILE")]
@@ -287,6 +357,34 @@ pub(crate) struct ServeArgs {
     /// Run the executables of DIR as CGI scripts under /cgi-bin/.
     #[arg(long, value_name = "DIR")]
     pub(crate) cgi_dir: Option<PathBuf>,
+
+    /// Address to listen on for SMTP (mail exchange, port 25 style); repeat for
+    /// several. Replaces the file's smtp.listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) smtp_listen: Vec<String>,
+
+    /// Address to listen on for mail submission (port 587 style: AUTH after
+    /// STARTTLS required); repeat for several.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) submission_listen: Vec<String>,
+
+    /// The mail directory: queue, interim mailboxes and the user directory beneath.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) mail_dir: Option<PathBuf>,
+
+    /// A local domain, in addition to those of the user directory; repeat for
+    /// several.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) domain: Vec<String>,
+
+    /// Smart host for mail to other domains.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) relay_host: Option<String>,
+
+    /// Client network allowed to relay without AUTH; repeat for several. None by
+    /// default (not even loopback).
+    #[arg(long, value_name = "CIDR")]
+    pub(crate) trusted_net: Vec<String>,
 
     /// Where the dynamic API keeps User.Personality, Custom.Ads and post.log
     /// (outside the document root; implies --web99). Default /var/lib/stoa/web99

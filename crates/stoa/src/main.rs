@@ -1,5 +1,5 @@
-//! The `stoa` binary: one command for the web server (and, as they land, the mail
-//! server and the benchmark harnesses).
+//! The `stoa` binary: one command for the web server, the mail server (and its
+//! users) and the benchmark harnesses.
 //!
 //! It stays thin: it parses the command line and configuration (`cli`, `config`),
 //! builds the servers from the library crates, and turns signals and errors into
@@ -14,13 +14,19 @@ mod cli;
 mod config;
 mod fileset;
 mod serve;
+mod user;
 mod web99_cgi;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // With the `failpoints` feature, FAILPOINTS=name=action arms the mail queue's
+    // crash points (stoa-smtp's crate docs).
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
     init_tracing(&cli.log_level);
     let result = match &cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::User(command) => user::run(command),
         cli::Command::Fileset(args) => fileset::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),
         cli::Command::Bench(cli::BenchCommand::Web(args)) => bench::run(args),

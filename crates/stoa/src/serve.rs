@@ -1,8 +1,11 @@
-//! `stoa serve`: load the configuration, bind, serve, react to signals.
+//! `stoa serve`: load the configuration, bind the web and mail servers, serve,
+//! react to signals.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::Context;
+use stoa_directory::EmbeddedDirectory;
 use stoa_netkit::signals::{Signal, Signals};
 
 use crate::cli::ServeArgs;
@@ -35,7 +38,7 @@ fn default_web99_state() -> std::path::PathBuf {
     base.join("stoa/web99")
 }
 
-/// Runs the server until SIGTERM or SIGINT, reopening the access log on SIGHUP.
+/// Runs the servers until SIGTERM or SIGINT, reopening the access log on SIGHUP.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let loaded = match config::load(
         args,
@@ -66,32 +69,71 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .block_on(async { Signals::new() })
         .context("cannot install signal handlers")?;
 
-    let server = stoa_web::Server::bind(loaded.web).context("cannot start the web server")?;
-    for addr in server.local_addrs() {
-        eprintln!("stoa: listening on http://{addr}");
+    let web = match loaded.web {
+        Some(config) => {
+            Some(stoa_web::Server::bind(config).context("cannot start the web server")?)
+        }
+        None => None,
+    };
+    let mail = loaded.smtp.map(bind_mail).transpose()?;
+    if let Some(server) = &web {
+        for addr in server.local_addrs() {
+            eprintln!("stoa: listening on http://{addr}");
+        }
+        for addr in server.tls_addrs() {
+            eprintln!("stoa: listening on https://{addr}");
+        }
     }
-    for addr in server.tls_addrs() {
-        eprintln!("stoa: listening on https://{addr}");
+    if let Some((server, _)) = &mail {
+        for addr in server.local_addrs() {
+            eprintln!("stoa: listening on smtp://{addr}");
+        }
+        for addr in server.submission_addrs() {
+            eprintln!("stoa: listening on submission://{addr}");
+        }
     }
-    let reopener = server.log_reopener();
+    let reopener = web.as_ref().map(stoa_web::Server::log_reopener);
     let (trigger, shutdown) = stoa_netkit::shutdown::channel();
-    let worker = std::thread::Builder::new()
-        .name("stoa-web".into())
-        .spawn(move || server.run(shutdown))
-        .context("cannot start the server thread")?;
+    let web_thread = match web {
+        Some(server) => {
+            let shutdown = shutdown.clone();
+            let thread = std::thread::Builder::new()
+                .name("stoa-web".into())
+                .spawn(move || server.run(shutdown).context("web server failed"))
+                .context("cannot start the web server thread")?;
+            Some(thread)
+        }
+        None => None,
+    };
+    let (mail_thread, directory) = match mail {
+        Some((server, directory)) => {
+            let thread = std::thread::Builder::new()
+                .name("stoa-smtp".into())
+                .spawn(move || server.run(shutdown).context("mail server failed"))
+                .context("cannot start the mail server thread")?;
+            (Some(thread), Some(directory))
+        }
+        None => (None, None),
+    };
 
     runtime.block_on(async {
+        let mut reload = tokio::time::interval(DIRECTORY_RELOAD);
         loop {
-            match signals.recv().await {
-                Signal::Hangup => {
-                    tracing::info!("SIGHUP: reopening the access log");
-                    reopener.reopen();
-                }
-                Signal::Terminate => {
-                    tracing::info!("shutting down: draining requests in flight");
-                    trigger.trigger();
-                    break;
-                }
+            tokio::select! {
+                signal = signals.recv() => match signal {
+                    Signal::Hangup => {
+                        if let Some(reopener) = &reopener {
+                            tracing::info!("SIGHUP: reopening the access log");
+                            reopener.reopen();
+                        }
+                    }
+                    Signal::Terminate => {
+                        tracing::info!("shutting down: draining requests and mail in flight");
+                        trigger.trigger();
+                        break;
+                    }
+                },
+                _ = reload.tick(), if directory.is_some() => reload_directory(directory.as_deref()),
             }
         }
     });
@@ -105,8 +147,55 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         )]
         std::process::exit(1);
     });
-    match worker.join() {
-        Ok(result) => result.context("web server failed"),
-        Err(_) => anyhow::bail!("the web server thread panicked"),
+    let mut result = Ok(());
+    for (name, thread) in [("web", web_thread), ("mail", mail_thread)] {
+        let Some(thread) = thread else { continue };
+        let outcome = match thread.join() {
+            Ok(outcome) => outcome,
+            Err(_) => Err(anyhow::anyhow!("the {name} server thread panicked")),
+        };
+        if result.is_ok() {
+            result = outcome;
+        }
+    }
+    result
+}
+
+/// How often the mail server looks for changes `stoa user` made to the directory
+/// (a `stat` of one file).
+const DIRECTORY_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens the directory and the interim mail store of `config.mail_dir`, and binds
+/// the mail server.
+fn bind_mail(
+    config: stoa_smtp::Config,
+) -> anyhow::Result<(stoa_smtp::Server, Arc<EmbeddedDirectory>)> {
+    std::fs::create_dir_all(&config.mail_dir).with_context(|| {
+        format!(
+            "cannot create the mail directory {}",
+            config.mail_dir.display()
+        )
+    })?;
+    let dir = config.directory_dir();
+    let directory = EmbeddedDirectory::open(&dir, stoa_directory::Options::default())
+        .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
+    let directory = Arc::new(directory);
+    let store = Arc::new(stoa_smtp::MaildirDelivery::new(
+        &config.maildir_dir(),
+        &config.hostname,
+    ));
+    let server = stoa_smtp::Server::bind(config, directory.clone(), store)
+        .context("cannot start the mail server")?;
+    if server.recovered() > 0 {
+        tracing::info!("{} queued messages recovered", server.recovered());
+    }
+    Ok((server, directory))
+}
+
+fn reload_directory(directory: Option<&EmbeddedDirectory>) {
+    match directory.map(EmbeddedDirectory::reload_if_changed) {
+        Some(Ok(true)) => tracing::info!("user directory reloaded"),
+        Some(Err(e)) => tracing::warn!("cannot reload the user directory: {e}"),
+        Some(Ok(false)) | None => {}
     }
 }

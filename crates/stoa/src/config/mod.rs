@@ -1,5 +1,7 @@
 //! Configuration: the TOML file, then the command-line flags over it, then one
-//! validation of the result. Every problem is collected and reported together;
+//! validation of the result. The web server is configured unless only mail was
+//! asked for (an `[smtp]` table or a mail flag, and no document root, web
+//! listener or web table); the mail server (`smtp.rs`) when asked for. Every problem is collected and reported together;
 //! unknown keys are warnings (a typo should not go unnoticed, nor stop a server).
 //!
 //! The file is read into `toml::Table` and walked by hand instead of derived with
@@ -17,6 +19,7 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod smtp;
 mod units;
 
 pub(crate) use units::{parse_duration, parse_size};
@@ -32,7 +35,10 @@ const MAX_WORKERS: usize = 1024;
 /// The outcome of loading: a configuration and its warnings, or every error.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    pub(crate) web: stoa_web::Config,
+    /// The web server, unless only mail was configured.
+    pub(crate) web: Option<stoa_web::Config>,
+    /// The mail server, when configured.
+    pub(crate) smtp: Option<stoa_smtp::Config>,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -53,13 +59,18 @@ pub(crate) fn load(
     let mut report = Report::default();
     let mut web = stoa_web::Config::new(PathBuf::new(), Vec::new());
     let mut docroot = None;
+    let (mut smtp_draft, mut web_in_file) = (None, false);
     if let Some(path) = &args.config {
         match read(path) {
             Ok(text) => match text.parse::<Table>() {
                 Ok(table) => {
+                    web_in_file = ["web", "listener", "web99", "cgi"]
+                        .iter()
+                        .any(|k| table.contains_key(*k));
                     read_file(&table, &mut web, &mut docroot, &mut report);
                     read_web99(&table, &mut web, default_web99_state, &mut report);
                     read_cgi(&table, &mut web, &mut report);
+                    smtp_draft = smtp::read_table(&table, path.parent(), &mut report);
                 }
                 Err(e) => {
                     report
@@ -81,7 +92,50 @@ pub(crate) fn load(
             }
         }
     }
-    apply_flags(args, &mut web, &mut docroot, &mut report);
+    let mail = smtp_draft.is_some() || smtp::flags_given(args);
+    apply_flags(args, &mut web, &mut docroot, mail, &mut report);
+    let web_wanted = !mail
+        || web_in_file
+        || docroot.is_some()
+        || !args.listen.is_empty()
+        || !args.tls_listen.is_empty()
+        || args.web99
+        || args.web99_state.is_some()
+        || args.cgi_dir.is_some();
+    let web = web_wanted.then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
+    let smtp = if mail {
+        let certs = args
+            .tls_cert
+            .iter()
+            .zip(&args.tls_key)
+            .map(|(cert, key)| CertKeyFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            })
+            .collect();
+        smtp::finish(smtp_draft, args, certs, &mut report)
+    } else {
+        None
+    };
+    if report.errors.is_empty() {
+        Ok(Loaded {
+            web,
+            smtp,
+            warnings: report.warnings,
+        })
+    } else {
+        Err(report.errors)
+    }
+}
+
+/// The web server's flags that come after the file, the defaults, and its checks.
+fn finish_web(
+    args: &ServeArgs,
+    mut web: stoa_web::Config,
+    docroot: Option<PathBuf>,
+    default_web99_state: &Path,
+    report: &mut Report,
+) -> stoa_web::Config {
     if let Some(dir) = &args.cgi_dir {
         let cgi = web.cgi.get_or_insert_with(CgiConfig::new);
         cgi.mounts.retain(|m| m.prefix != "/cgi-bin/");
@@ -111,15 +165,8 @@ pub(crate) fn load(
                 .expect("invariant: valid default address"),
         );
     }
-    validate(&web, &mut report);
-    if report.errors.is_empty() {
-        Ok(Loaded {
-            web,
-            warnings: report.warnings,
-        })
-    } else {
-        Err(report.errors)
-    }
+    validate(&web, report);
+    web
 }
 
 fn read_file(
@@ -128,7 +175,7 @@ fn read_file(
     docroot: &mut Option<PathBuf>,
     r: &mut Report,
 ) {
-    r.known_keys(table, "", &["listener", "web", "web99", "cgi"]);
+    r.known_keys(table, "", &["listener", "web", "web99", "cgi", "smtp"]);
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);
     }
@@ -430,6 +477,7 @@ fn apply_flags(
     args: &ServeArgs,
     web: &mut stoa_web::Config,
     docroot: &mut Option<PathBuf>,
+    mail: bool,
     r: &mut Report,
 ) {
     if let Some(d) = &args.docroot {
@@ -454,9 +502,18 @@ fn apply_flags(
                 Err(e) => r.errors.push(format!("--tls-listen {text}: {e}")),
             }
         }
-    } else if !args.tls_cert.is_empty() || !args.tls_key.is_empty() {
-        r.errors
-            .push("--tls-cert and --tls-key: they need --tls-listen ADDR:PORT".into());
+    } else if mail && args.tls_cert.len() != args.tls_key.len() {
+        r.errors.push(format!(
+            "--tls-cert and --tls-key: give them in pairs ({} certificates, {} keys)",
+            args.tls_cert.len(),
+            args.tls_key.len()
+        ));
+    } else if !mail && (!args.tls_cert.is_empty() || !args.tls_key.is_empty()) {
+        r.errors.push(
+            "--tls-cert and --tls-key: they need --tls-listen ADDR:PORT (or a mail listener, \
+             for STARTTLS)"
+                .into(),
+        );
     }
     r.flag(
         "--workers",

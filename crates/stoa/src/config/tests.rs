@@ -4,7 +4,22 @@ use std::path::Path;
 
 use super::*;
 
-fn load_with(file: Option<&str>, args: ServeArgs) -> Result<Loaded, Vec<String>> {
+/// A web configuration and its warnings.
+#[derive(Debug)]
+struct WebLoaded {
+    web: stoa_web::Config,
+    warnings: Vec<String>,
+}
+
+/// Loads a configuration that must include the web server.
+fn load_with(file: Option<&str>, args: ServeArgs) -> Result<WebLoaded, Vec<String>> {
+    load_all(file, args).map(|l| WebLoaded {
+        web: l.web.expect("the web server is configured"),
+        warnings: l.warnings,
+    })
+}
+
+fn load_all(file: Option<&str>, args: ServeArgs) -> Result<Loaded, Vec<String>> {
     let files: HashMap<PathBuf, String> = file
         .map(|text| (PathBuf::from("/etc/stoa/stoa.toml"), text.to_owned()))
         .into_iter()
@@ -158,7 +173,7 @@ send_timeout = 0
 #[test]
 fn unknown_keys_are_warnings() {
     let file = format!(
-        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[smtp]\n",
+        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[pop3]\n",
         tmp_docroot()
     );
     let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
@@ -489,4 +504,113 @@ fn tls_flags_replace_the_file_listeners() {
             "missing {needle:?} in {errors:?}"
         );
     }
+}
+
+#[test]
+fn mail_only_flags_configure_no_web_server() {
+    let args = ServeArgs {
+        mail_dir: Some(PathBuf::from("/var/mail/stoa")),
+        smtp_listen: vec!["127.0.0.1:2525".into()],
+        submission_listen: vec!["[::1]:587".into()],
+        domain: vec!["Example.COM.".into()],
+        relay_host: Some("smarthost.test:25".into()),
+        trusted_net: vec!["192.0.2.7/24".into(), "2001:db8::1".into()],
+        workers: Some("3".into()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_all(None, args).expect("valid");
+    assert!(loaded.web.is_none());
+    let smtp = loaded.smtp.expect("mail configured");
+    assert_eq!(smtp.mail_dir, PathBuf::from("/var/mail/stoa"));
+    assert_eq!(
+        smtp.listen,
+        ["127.0.0.1:2525".parse::<SocketAddr>().expect("addr")]
+    );
+    assert_eq!(
+        smtp.submission_listen,
+        ["[::1]:587".parse::<SocketAddr>().expect("addr")]
+    );
+    assert_eq!(smtp.domains, ["example.com"]);
+    assert_eq!(smtp.relay_host.as_deref(), Some("smarthost.test:25"));
+    let nets: Vec<String> = smtp
+        .trusted_networks
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(nets, ["192.0.2.0/24", "2001:db8::1/128"]);
+    assert_eq!(smtp.workers, 3);
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("never offers AUTH")),
+        "{:?}",
+        loaded.warnings
+    );
+}
+
+#[test]
+fn smtp_table_and_flags_over_it() {
+    let file = "[smtp]\nmail_dir = \"mail\"\nhostname = \"mx.test\"\ndomains = [\"a.test\", \"b.test\"]\n\
+                listen = [\"127.0.0.1:25\"]\nmax_message_size = \"20MiB\"\nmax_recipients = 50\n\
+                command_timeout = \"2m\"\nmin_backoff = \"1m\"\nmax_backoff = \"1h\"\n\
+                max_queue_lifetime = \"2d\"\nbogus = 1\n";
+    let loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    assert!(loaded.web.is_none());
+    let smtp = loaded.smtp.expect("mail configured");
+    assert_eq!(smtp.mail_dir, PathBuf::from("/etc/stoa/mail"));
+    assert_eq!(smtp.hostname, "mx.test");
+    assert_eq!(smtp.domains, ["a.test", "b.test"]);
+    assert_eq!(smtp.limits.session.max_message_size, 20 * 1024 * 1024);
+    assert_eq!(smtp.limits.session.max_recipients, 50);
+    assert_eq!(smtp.limits.command_timeout, Duration::from_secs(120));
+    assert_eq!(smtp.queue.min_backoff, Duration::from_secs(60));
+    assert_eq!(smtp.queue.max_lifetime, Duration::from_secs(2 * 86_400));
+    assert_eq!(loaded.warnings, ["smtp.bogus: unknown key, ignored"]);
+    let flags = ServeArgs {
+        smtp_listen: vec!["127.0.0.1:2525".into()],
+        domain: vec!["c.test".into()],
+        ..ServeArgs::default()
+    };
+    let smtp = load_all(Some(file), flags)
+        .expect("valid")
+        .smtp
+        .expect("mail");
+    assert_eq!(
+        smtp.listen,
+        ["127.0.0.1:2525".parse::<SocketAddr>().expect("addr")]
+    );
+    assert_eq!(smtp.domains, ["c.test"]);
+}
+
+#[test]
+fn mail_errors_join_the_web_errors() {
+    let args = ServeArgs {
+        listen: vec!["127.0.0.1:8080".into()],
+        smtp_listen: vec!["nowhere".into()],
+        ..ServeArgs::default()
+    };
+    let errors = load_all(None, args).expect_err("invalid");
+    assert!(
+        errors.iter().any(|e| e.contains("no document root")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("--smtp-listen nowhere")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("no mail directory")),
+        "{errors:?}"
+    );
+    let file = "[smtp]\nmail_dir = \"/m\"\nlisten = [\"127.0.0.1:25\"]\nmin_backoff = \"10m\"\nmax_backoff = \"1m\"\nmax_recipients = 0\n";
+    let errors = load_all(Some(file), ServeArgs::default()).expect_err("invalid");
+    assert!(
+        errors.iter().any(|e| e.contains("smtp.max_backoff")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("smtp.max_recipients")),
+        "{errors:?}"
+    );
 }

@@ -11,7 +11,7 @@ fn number_and_unit(text: &str) -> Option<(u64, &str)> {
     Some((digits.parse().ok()?, unit.trim()))
 }
 
-/// `"200ms"`, `"20s"`, `"5m"`, `"1h"`; a bare number is seconds.
+/// `"200ms"`, `"20s"`, `"5m"`, `"1h"`, `"5d"`; a bare number is seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (n, unit) = number_and_unit(text)
@@ -21,7 +21,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         "" | "s" => Duration::from_secs(1),
         "m" | "min" => Duration::from_secs(60),
         "h" => Duration::from_secs(3600),
-        other => return Err(format!("{other:?} is not a time unit (ms, s, m, h)")),
+        "d" => Duration::from_secs(86_400),
+        other => return Err(format!("{other:?} is not a time unit (ms, s, m, h, d)")),
     };
     per_unit
         .checked_mul(u32::try_from(n).map_err(|_| format!("{text:?} is too long"))?)

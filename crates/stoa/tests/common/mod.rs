@@ -134,12 +134,18 @@ pub(crate) struct Server {
     pub(crate) addrs: Vec<SocketAddr>,
     /// Every bound HTTPS address, in `--tls-listen` order.
     pub(crate) tls_addrs: Vec<SocketAddr>,
+    /// Every bound SMTP address, in `--smtp-listen` order.
+    pub(crate) smtp_addrs: Vec<SocketAddr>,
+    /// Every bound submission address, in `--submission-listen` order.
+    pub(crate) submission_addrs: Vec<SocketAddr>,
     stderr: Arc<StderrLog>,
     exited: Option<ExitStatus>,
 }
 
 /// How to start a server.
 pub(crate) struct ServerBuilder {
+    /// Add `--listen 127.0.0.1:0` when no listener flag is given (web servers).
+    default_listen: bool,
     prefix: Vec<OsString>,
     binary: PathBuf,
     args: Vec<OsString>,
@@ -150,9 +156,22 @@ impl ServerBuilder {
     /// unless given).
     pub(crate) fn new(docroot: &Path) -> ServerBuilder {
         ServerBuilder {
+            default_listen: true,
             prefix: Vec::new(),
             binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
             args: vec!["serve".into(), "--docroot".into(), docroot.into()],
+        }
+    }
+
+    /// `stoa serve --mail-dir <mail_dir>` with no web server; add
+    /// `--smtp-listen`/`--submission-listen` flags (or a `--config` naming
+    /// listeners: then one readiness line is awaited).
+    pub(crate) fn mail(mail_dir: &Path) -> ServerBuilder {
+        ServerBuilder {
+            default_listen: false,
+            prefix: Vec::new(),
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
+            args: vec!["serve".into(), "--mail-dir".into(), mail_dir.into()],
         }
     }
 
@@ -195,9 +214,21 @@ impl ServerBuilder {
         let listens = self
             .args
             .iter()
-            .filter(|a| *a == "--listen" || *a == "--tls-listen")
+            .filter(|a| {
+                [
+                    "--listen",
+                    "--tls-listen",
+                    "--smtp-listen",
+                    "--submission-listen",
+                ]
+                .iter()
+                .any(|f| *a == *f)
+            })
             .count();
-        let listens = if listens == 0 {
+        let listens = if listens == 0 && !self.default_listen {
+            // Listeners come from a configuration file: wait for one.
+            1
+        } else if listens == 0 {
             self.args.push("--listen".into());
             self.args.push("127.0.0.1:0".into());
             1
@@ -230,6 +261,8 @@ impl ServerBuilder {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             addrs: Vec::new(),
             tls_addrs: Vec::new(),
+            smtp_addrs: Vec::new(),
+            submission_addrs: Vec::new(),
             stderr,
             exited: None,
         };
@@ -244,31 +277,42 @@ impl ServerBuilder {
                 server.stderr_text()
             );
         }
-        let ready: Vec<(bool, SocketAddr)> = server
+        let ready: Vec<(&'static str, SocketAddr)> = server
             .stderr_lines()
             .iter()
             .filter_map(|l| parse_ready(l))
             .collect();
-        let of = |tls: bool| ready.iter().filter(move |r| r.0 == tls).map(|r| r.1);
-        server.addrs = of(false).collect();
-        server.tls_addrs = of(true).collect();
+        let of = |scheme: &'static str| {
+            ready
+                .iter()
+                .filter(move |r| r.0 == scheme)
+                .map(|r| r.1)
+                .collect::<Vec<_>>()
+        };
+        server.addrs = of("http");
+        server.tls_addrs = of("https");
+        server.smtp_addrs = of("smtp");
+        server.submission_addrs = of("submission");
         server.addr = *server
             .addrs
-            .first()
-            .or(server.tls_addrs.first())
+            .iter()
+            .chain(&server.tls_addrs)
+            .chain(&server.smtp_addrs)
+            .chain(&server.submission_addrs)
+            .next()
             .expect("a readiness line was counted");
         server
     }
 }
 
-/// `(https, address)` of a readiness line.
-fn parse_ready(line: &str) -> Option<(bool, SocketAddr)> {
+/// `(scheme, address)` of a readiness line (`stoa: listening on SCHEME://ADDR`).
+fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
     let rest = line.strip_prefix("stoa: listening on ")?;
-    let (tls, addr) = match rest.strip_prefix("https://") {
-        Some(addr) => (true, addr),
-        None => (false, rest.strip_prefix("http://")?),
-    };
-    addr.trim().parse().ok().map(|a| (tls, a))
+    let (scheme, addr) = rest.split_once("://")?;
+    let scheme = ["http", "https", "smtp", "submission"]
+        .into_iter()
+        .find(|s| *s == scheme)?;
+    addr.trim().parse().ok().map(|a| (scheme, a))
 }
 
 fn spawn_stderr_reader(stderr: ChildStderr, log: Arc<StderrLog>) {

@@ -1,0 +1,54 @@
+//! Stoa's SMTP server (RFC 5321): it accepts mail for local users and, from
+//! trusted or authenticated clients, mail to other domains; queues every message
+//! durably before saying `250`; and delivers it into local mailboxes or through a
+//! smart host, retrying on Postfix's schedule and bouncing what cannot be delivered.
+//!
+//! # Layout
+//!
+//! - [`Server`] (`server.rs`): binds the MX and submission listeners on every
+//!   worker (one event loop per core, `SO_REUSEPORT`, as the web server), recovers
+//!   the queue, starts the queue thread, drains on shutdown.
+//! - `conn.rs`: one connection: it owns the socket (plain, or TLS after STARTTLS),
+//!   the read and reply buffers and the transaction, and drives
+//!   [`stoa_smtp_proto::Session`] with deadlines (command, DATA with a minimum rate,
+//!   session cap, send).
+//! - `policy.rs`: the answers to the session's events: free space at MAIL
+//!   (`452 4.3.1`), the relay rules and directory lookups at RCPT, the spool and the
+//!   `Received:` field at DATA, the durable commit at the end of the message
+//!   (`250` or `451 4.3.0`), password checks at AUTH (on blocking threads).
+//! - [`queue`]: the queue directory: message and envelope files, the order of
+//!   writes and fsyncs, crash recovery.
+//! - [`delivery`]: the scheduler, [`LocalDelivery`] with the interim
+//!   [`MaildirDelivery`], the smart-host client, DSN bounces.
+//! - `headers.rs`: `Received:` and dates.
+//! - [`config`]: the plain configuration structs.
+//!
+//! # What it does not do
+//!
+//! Parse SMTP (the sans-IO `stoa-smtp-proto` crate does), parse configuration
+//! files or handle signals (the `stoa` binary does), store mail for good (the mail
+//! store will implement [`LocalDelivery`]; [`MaildirDelivery`] is a stand-in), look
+//! up MX records (non-local mail goes to one smart host), speak TLS to the smart
+//! host, or offer DSN/SMTPUTF8/CHUNKING.
+//!
+//! # Crash points
+//!
+//! With the `failpoints` feature, the `fail` crate's points
+//! `queue::after_write_before_fsync`, `queue::after_fsync_before_rename`,
+//! `queue::after_rename_before_dir_fsync`, `smtp::before_250` and
+//! `deliver::before_queue_remove` can be set (`FAILPOINTS=name=pause` for a
+//! `kill -9` test, `name=return` for an I/O error). Without the feature they
+//! compile to nothing.
+
+pub mod config;
+mod conn;
+pub mod delivery;
+mod headers;
+mod policy;
+pub mod queue;
+mod server;
+mod stream;
+
+pub use config::Config;
+pub use delivery::{DeliveryError, LocalDelivery, MaildirDelivery};
+pub use server::{Error, Server};

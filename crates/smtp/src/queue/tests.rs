@@ -1,0 +1,89 @@
+use super::*;
+
+fn envelope(id: &str) -> Envelope {
+    Envelope {
+        version: envelope::VERSION,
+        id: id.to_owned(),
+        sender: "joe@example.com".into(),
+        arrival: unix_now(),
+        attempts: 0,
+        next_try: unix_now(),
+        client: "[127.0.0.1]".into(),
+        recipients: vec![Recipient::new(
+            "ann@example.com".into(),
+            "ann@example.com".into(),
+            Route::Local,
+        )],
+    }
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn commit_then_recover() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queue = Queue::open(&tmp.path().join("q")).expect("open");
+    let mut spool = queue.create_spool().expect("spool");
+    let id = spool.id().to_owned();
+    spool.write(b"Subject: x\r\n\r\n");
+    spool.write(&vec![b'a'; 100_000]);
+    assert_eq!(spool.len(), 100_014);
+    queue.commit(spool, &envelope(&id)).expect("commit");
+    assert_eq!(
+        files(queue.dir()),
+        [format!("{id}.env"), format!("{id}.msg")]
+    );
+    let message = queue.read_message(&id).expect("read");
+    assert_eq!(message.len(), 100_014);
+    let recovered = queue.recover().expect("recover");
+    assert_eq!(recovered, vec![envelope(&id)]);
+    queue.remove(&id).expect("remove");
+    assert!(files(queue.dir()).is_empty());
+}
+
+#[test]
+fn recovery_discards_unfinished_and_keeps_bad_envelopes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queue = Queue::open(tmp.path()).expect("open");
+    let dir = queue.dir().to_owned();
+    std::fs::write(dir.join("A.msg.tmp"), b"half").expect("write");
+    std::fs::write(dir.join("B.msg"), b"no envelope").expect("write");
+    std::fs::write(dir.join("B.env.tmp"), b"{").expect("write");
+    std::fs::write(dir.join("C.env"), b"not json").expect("write");
+    std::fs::write(dir.join("C.msg"), b"kept").expect("write");
+    std::fs::write(dir.join("D.env"), envelope("D").to_bytes()).expect("write");
+    let recovered = queue.recover().expect("recover");
+    assert!(recovered.is_empty());
+    assert_eq!(files(&dir), ["C.env.bad", "C.msg", "D.env.bad"]);
+}
+
+#[test]
+fn failed_commit_leaves_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queue = Queue::open(&tmp.path().join("q")).expect("open");
+    let mut spool = queue.create_spool().expect("spool");
+    let id = spool.id().to_owned();
+    spool.write(b"x\r\n");
+    // The directory disappears under the spool: the envelope cannot be written.
+    std::fs::remove_dir_all(queue.dir()).expect("remove");
+    assert!(queue.commit(spool, &envelope(&id)).is_err());
+    std::fs::create_dir(queue.dir()).expect("recreate");
+    assert!(files(queue.dir()).is_empty());
+}
+
+#[test]
+fn ids_are_unique_and_sortable() {
+    let ids: Vec<String> = (0..1000).map(|_| new_id()).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len());
+    assert!(ids.iter().all(|id| id.len() == 21));
+}

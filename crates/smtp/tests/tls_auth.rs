@@ -1,0 +1,102 @@
+//! STARTTLS, AUTH and the submission listener.
+
+mod common;
+
+use common::{Client, JOE, JOE_PASSWORD, MailDir, Running, Sink};
+
+#[test]
+fn auth_only_after_tls_then_relay_allowed() {
+    let mail = MailDir::new();
+    let sink = Sink::start(&[]);
+    let mut config = mail.config();
+    config.relay_host = Some(sink.addr.to_string());
+    let server = Running::start(&mail, config);
+    let mut c = Client::connect(server.mx);
+    let ehlo = c.cmd("EHLO client.test");
+    assert!(
+        ehlo.text.contains("STARTTLS") && !ehlo.text.contains("AUTH"),
+        "{}",
+        ehlo.text
+    );
+    c.auth_plain(JOE, JOE_PASSWORD).assert(538, "5.7.11");
+    c.cmd("MAIL FROM:<joe@example.test>").assert(250, "");
+    c.cmd("RCPT TO:<friend@ext.test>").assert(554, "5.7.1");
+    c.cmd("RSET").assert(250, "");
+    c.starttls(&mail.cert_der);
+    let ehlo = c.cmd("EHLO client.test");
+    assert!(
+        ehlo.text.contains("AUTH PLAIN LOGIN") && !ehlo.text.contains("STARTTLS"),
+        "{}",
+        ehlo.text
+    );
+    c.auth_plain(JOE, "wrong").assert(535, "5.7.8");
+    c.auth_plain("nobody@example.test", "wrong")
+        .assert(535, "5.7.8");
+    c.auth_plain(JOE, JOE_PASSWORD).assert(235, "2.7.0");
+    let reply = c.mail(JOE, &["friend@ext.test"], "Subject: out\r\n\r\nhi\r\n");
+    reply.assert(250, "queued");
+    let got = sink.wait_messages(1);
+    assert_eq!(got[0].from, JOE);
+    assert_eq!(got[0].to, ["friend@ext.test"]);
+    let text = String::from_utf8_lossy(&got[0].data).into_owned();
+    assert!(text.contains("with ESMTPSA id"), "{text}");
+    mail.wait_queue_empty();
+}
+
+#[test]
+fn auth_login_mechanism() {
+    let mail = MailDir::new();
+    let server = Running::start(&mail, mail.config());
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert_der);
+    c.cmd("EHLO client.test").assert(250, "AUTH");
+    c.cmd("AUTH LOGIN").assert(334, "VXNlcm5hbWU6");
+    c.cmd(&common::base64(JOE.as_bytes()))
+        .assert(334, "UGFzc3dvcmQ6");
+    c.cmd(&common::base64(JOE_PASSWORD.as_bytes()))
+        .assert(235, "2.7.0");
+}
+
+#[test]
+fn starttls_injection_is_not_executed_in_tls() {
+    let mail = MailDir::new();
+    let server = Running::start(&mail, mail.config());
+    let mut c = Client::ehlo(server.mx);
+    // RSET rides behind STARTTLS in one write: it must never be answered inside
+    // TLS. With unauthorised pipelining refused, the whole session ends.
+    c.send(b"STARTTLS\r\nRSET\r\n");
+    c.reply().assert(554, "5.5.0");
+    c.expect_eof();
+}
+
+#[test]
+fn submission_requires_auth() {
+    let mail = MailDir::new();
+    let server = Running::start(&mail, mail.config());
+    let mut c = Client::ehlo(server.submission);
+    c.cmd("MAIL FROM:<joe@example.test>").assert(530, "5.7.0");
+    c.starttls(&mail.cert_der);
+    c.cmd("EHLO client.test").assert(250, "AUTH PLAIN LOGIN");
+    c.cmd("MAIL FROM:<joe@example.test>").assert(530, "5.7.0");
+    c.auth_plain(JOE, JOE_PASSWORD).assert(235, "");
+    c.mail(JOE, &["ann@example.test"], "Subject: sub\r\n\r\nx\r\n")
+        .assert(250, "queued");
+    let got = mail.wait_delivered("ann@example.test", 1);
+    assert!(String::from_utf8_lossy(&got[0]).contains("with ESMTPSA"));
+}
+
+#[test]
+fn tls_session_forgets_plaintext_state() {
+    let mail = MailDir::new();
+    let server = Running::start(&mail, mail.config());
+    let mut c = Client::ehlo(server.mx);
+    c.starttls(&mail.cert_der);
+    // RFC 3207: the EHLO before TLS no longer counts.
+    c.cmd("MAIL FROM:<a@ext.test>").assert(503, "5.5.1");
+    c.cmd("EHLO client.test").assert(250, "");
+    c.cmd("STARTTLS").assert(554, "5.5.1");
+    c.mail("a@ext.test", &[JOE], "Subject: tls\r\n\r\nx\r\n")
+        .assert(250, "queued");
+    let got = mail.wait_delivered(JOE, 1);
+    assert!(String::from_utf8_lossy(&got[0]).contains("with ESMTPS id"));
+}

@@ -1,0 +1,118 @@
+//! `stoa user add|del|list|passwd` and `stoa user domain add|del|list`: the mail
+//! users and local domains of the embedded directory in `MAIL_DIR/directory`.
+//!
+//! Every change is saved atomically by the directory (and picked up by a running
+//! `stoa serve` within seconds). `add` makes the address's domain local if it is
+//! not yet, and says so. Passwords are read from standard input (`--password-stdin`,
+//! first line), never from the command line, where `ps` would show them.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use stoa_directory::{Directory, EmbeddedDirectory, Options};
+
+use crate::cli::{DomainCommand, UserCommand, UserPasswordArgs};
+
+/// Runs one `stoa user` command.
+pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
+    match command {
+        UserCommand::Add(args) => add(args),
+        UserCommand::Del(args) => {
+            let user = open(&args.dir.mail_dir)?.remove_user(&args.address)?;
+            eprintln!("stoa: removed {}", user.address);
+            Ok(())
+        }
+        UserCommand::List(args) => {
+            let mut users = open(&args.mail_dir)?.users();
+            users.sort_by(|a, b| a.address.cmp(&b.address));
+            print_lines(users.iter().map(|u| u.address.as_str()))
+        }
+        UserCommand::Passwd(args) => {
+            if !args.password_stdin {
+                bail!("give the new password on standard input with --password-stdin");
+            }
+            let password = read_password()?;
+            let address = &args.user.address;
+            open(&args.user.dir.mail_dir)?.set_password(address, Some(&password))?;
+            eprintln!("stoa: password of {address} changed");
+            Ok(())
+        }
+        UserCommand::Domain(command) => domain(command),
+    }
+}
+
+fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
+    let password = if args.password_stdin {
+        Some(read_password()?)
+    } else {
+        None
+    };
+    let directory = open(&args.user.dir.mail_dir)?;
+    let address = stoa_directory::address::normalize_address(&args.user.address)?;
+    let domain = stoa_directory::address::domain_of(&address).to_owned();
+    if !directory.is_local_domain(&domain)? {
+        directory.add_domain(&domain)?;
+        eprintln!("stoa: added local domain {domain}");
+    }
+    let user = directory.add_user(&address, password.as_deref())?;
+    eprintln!("stoa: added {} (mailbox {})", user.address, user.mailbox);
+    if password.is_none() {
+        eprintln!(
+            "stoa: {} has no password: it receives mail but cannot log in",
+            user.address
+        );
+    }
+    Ok(())
+}
+
+fn domain(command: &DomainCommand) -> anyhow::Result<()> {
+    match command {
+        DomainCommand::Add(args) => {
+            open(&args.dir.mail_dir)?.add_domain(&args.domain)?;
+            eprintln!("stoa: added local domain {}", args.domain);
+            Ok(())
+        }
+        DomainCommand::Del(args) => {
+            open(&args.dir.mail_dir)?.remove_domain(&args.domain)?;
+            eprintln!("stoa: removed local domain {}", args.domain);
+            Ok(())
+        }
+        DomainCommand::List(args) => {
+            let mut domains = open(&args.mail_dir)?.domains();
+            domains.sort();
+            print_lines(domains.iter().map(String::as_str))
+        }
+    }
+}
+
+/// The embedded directory of `mail_dir`, created if needed.
+fn open(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
+    let dir = mail_dir.join("directory");
+    EmbeddedDirectory::open(&dir, Options::default())
+        .with_context(|| format!("cannot open the user directory {}", dir.display()))
+}
+
+/// The first line of standard input, without its line end.
+fn read_password() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("cannot read the password from standard input")?;
+    let password = line.strip_suffix('\n').unwrap_or(&line);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.is_empty() {
+        bail!("empty password on standard input");
+    }
+    Ok(password.to_owned())
+}
+
+fn print_lines<'a>(lines: impl Iterator<Item = &'a str>) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(())
+}

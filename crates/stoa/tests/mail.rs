@@ -1,0 +1,409 @@
+//! The mail server in the binary: `stoa user`, `stoa serve` with mail flags only,
+//! real clients (Python's smtplib, and swaks when installed) delivering to users
+//! created with `stoa user add`, configuration errors, SIGTERM.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rustix::process::Signal;
+
+use common::{ServerBuilder, run_stoa, tls_pair, wait_until};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Runs `program args` with `stdin`, bounded; returns (exit code, stdout, stderr).
+fn run(program: &str, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin)
+        .expect("write stdin");
+    let (mut out, mut err) = (
+        child.stdout.take().expect("stdout"),
+        child.stderr.take().expect("stderr"),
+    );
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let mut status = None;
+    wait_until(RUN_TIMEOUT, || {
+        status = child.try_wait().expect("poll");
+        status.is_some()
+    });
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{program} {args:?} still running after {RUN_TIMEOUT:?}");
+    };
+    (
+        status.code().unwrap_or(-1),
+        out.join().expect("stdout reader"),
+        err.join().expect("stderr reader"),
+    )
+}
+
+fn stoa(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    run(env!("CARGO_BIN_EXE_stoa"), args, stdin)
+}
+
+fn mail_dir_arg(dir: &Path) -> String {
+    dir.to_str().expect("UTF-8 path").to_owned()
+}
+
+/// Adds `address` with `password` to the mail directory `dir`.
+fn add_user(dir: &Path, address: &str, password: &str) {
+    let d = mail_dir_arg(dir);
+    let (code, _, err) = stoa(
+        &["user", "add", address, "--password-stdin", "--mail-dir", &d],
+        format!("{password}\n").as_bytes(),
+    );
+    assert_eq!(code, 0, "stoa user add failed: {err}");
+}
+
+/// The messages in mailbox `n`'s Maildir (`MAIL_DIR/maildir/N/new`).
+fn delivered(dir: &Path, mailbox: u64) -> Vec<String> {
+    let new = dir.join("maildir").join(mailbox.to_string()).join("new");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&new)
+        .map(|d| d.map(|e| e.expect("entry").path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+        .iter()
+        .map(|p| String::from_utf8_lossy(&std::fs::read(p).expect("read")).into_owned())
+        .collect()
+}
+
+fn wait_delivered(dir: &Path, mailbox: u64, n: usize) -> Vec<String> {
+    let ok = wait_until(DELIVERY_TIMEOUT, || delivered(dir, mailbox).len() >= n);
+    assert!(ok, "mailbox {mailbox} did not get {n} messages");
+    delivered(dir, mailbox)
+}
+
+fn python(script: &str) -> (i32, String, String) {
+    run("python3", &["-c", script], b"")
+}
+
+#[test]
+fn user_commands() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = mail_dir_arg(tmp.path());
+    add_user(tmp.path(), "Joe@Example.Test", "pw");
+    let (code, _, err) = stoa(&["user", "add", "ann@example.test", "--mail-dir", &d], b"");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("cannot log in"), "{err}");
+    let (code, out, _) = stoa(&["user", "list", "--mail-dir", &d], b"");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "ann@example.test\njoe@example.test\n")
+    );
+    let (code, out, _) = stoa(&["user", "domain", "list", "--mail-dir", &d], b"");
+    assert_eq!((code, out.as_str()), (0, "example.test\n"));
+    let (code, _, err) = stoa(&["user", "add", "joe@example.test", "--mail-dir", &d], b"");
+    assert_eq!(code, 1, "a duplicate is refused: {err}");
+    assert!(err.contains("already exists"), "{err}");
+    let (code, _, err) = stoa(
+        &[
+            "user",
+            "passwd",
+            "joe@example.test",
+            "--password-stdin",
+            "--mail-dir",
+            &d,
+        ],
+        b"\n",
+    );
+    assert_eq!(code, 1, "an empty password is refused: {err}");
+    let (code, _, err) = stoa(
+        &[
+            "user",
+            "passwd",
+            "joe@example.test",
+            "--password-stdin",
+            "--mail-dir",
+            &d,
+        ],
+        b"new\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = stoa(
+        &["user", "domain", "del", "example.test", "--mail-dir", &d],
+        b"",
+    );
+    assert_eq!(code, 1, "a domain with users stays: {err}");
+    let (code, _, err) = stoa(&["user", "del", "ann@example.test", "--mail-dir", &d], b"");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = stoa(&["user", "del", "joe@example.test", "--mail-dir", &d], b"");
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = stoa(
+        &["user", "domain", "del", "example.test", "--mail-dir", &d],
+        b"",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = stoa(
+        &["user", "domain", "add", "other.test", "--mail-dir", &d],
+        b"",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = stoa(&["user", "list", "--mail-dir", &d], b"");
+    assert_eq!(out, "");
+}
+
+#[test]
+fn smtplib_delivers_to_a_user_added_with_stoa_user() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    add_user(tmp.path(), "joe@example.test", "secret");
+    let mut server = ServerBuilder::mail(tmp.path())
+        .args(["--smtp-listen", "127.0.0.1:0", "--domain", "example.test"])
+        .start();
+    assert!(server.addrs.is_empty(), "no web server without web flags");
+    let port = server.smtp_addrs[0].port();
+    let script = format!(
+        r#"
+import smtplib
+s = smtplib.SMTP("127.0.0.1", {port}, timeout=10)
+s.ehlo("client.test")
+assert s.has_extn("pipelining") and s.has_extn("8bitmime") and s.has_extn("enhancedstatuscodes")
+refused = s.sendmail("alice@ext.test", ["joe@example.test"], "Subject: via smtplib\r\n\r\nHello Joe\r\n.dot\r\n")
+assert refused == {{}}, refused
+for rcpt in ["nobody@example.test", "victim@ext.test"]:
+    try:
+        s.sendmail("alice@ext.test", [rcpt], "Subject: x\r\n\r\nx\r\n")
+        raise SystemExit("accepted " + rcpt)
+    except smtplib.SMTPRecipientsRefused as e:
+        print(rcpt, e.recipients[rcpt][0])
+s.quit()
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "smtplib failed: {out}{err}");
+    assert!(out.contains("nobody@example.test 550"), "{out}");
+    assert!(out.contains("victim@ext.test 554"), "{out}");
+    let got = wait_delivered(tmp.path(), 1, 1);
+    assert!(
+        got[0].starts_with("Received: from client.test ([127.0.0.1])"),
+        "{}",
+        got[0]
+    );
+    assert!(
+        got[0].ends_with("Subject: via smtplib\r\n\r\nHello Joe\r\n.dot\r\n"),
+        "{}",
+        got[0]
+    );
+    let status = server.stop_with(Signal::TERM);
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_text());
+    let queue: Vec<_> = std::fs::read_dir(tmp.path().join("queue"))
+        .expect("queue")
+        .collect();
+    assert!(queue.is_empty(), "queue left: {queue:?}");
+}
+
+#[test]
+fn smtplib_submission_with_starttls_and_auth() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    add_user(tmp.path(), "joe@example.test", "joe-secret");
+    add_user(tmp.path(), "ann@example.test", "ann-secret");
+    let (cert, key) = tls_pair(tmp.path(), "localhost");
+    let server = ServerBuilder::mail(tmp.path())
+        .args([
+            "--submission-listen",
+            "127.0.0.1:0",
+            "--smtp-listen",
+            "127.0.0.1:0",
+        ])
+        .args([
+            "--tls-cert".as_ref(),
+            cert.as_os_str(),
+            "--tls-key".as_ref(),
+            key.as_os_str(),
+        ])
+        .start();
+    let port = server.submission_addrs[0].port();
+    let script = format!(
+        r#"
+import smtplib, ssl
+s = smtplib.SMTP("127.0.0.1", {port}, timeout=10)
+s.ehlo("client.test")
+assert not s.has_extn("auth"), "AUTH before TLS"
+code, _ = s.mail("joe@example.test")
+assert code == 530, code
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+s.starttls(context=ctx)
+s.ehlo("client.test")
+assert "PLAIN" in s.esmtp_features["auth"], s.esmtp_features
+try:
+    s.login("joe@example.test", "wrong")
+    raise SystemExit("wrong password accepted")
+except smtplib.SMTPAuthenticationError as e:
+    print("bad login", e.smtp_code)
+s.login("joe@example.test", "joe-secret")
+s.sendmail("joe@example.test", ["ann@example.test"], "Subject: submitted\r\n\r\nhi Ann\r\n")
+s.quit()
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "smtplib failed: {out}{err}");
+    assert!(out.contains("bad login 535"), "{out}");
+    let got = wait_delivered(tmp.path(), 2, 1);
+    assert!(got[0].contains("with ESMTPSA id"), "{}", got[0]);
+    assert!(
+        got[0].ends_with("Subject: submitted\r\n\r\nhi Ann\r\n"),
+        "{}",
+        got[0]
+    );
+    drop(server);
+}
+
+#[test]
+fn swaks_delivers_and_is_refused_as_relay() {
+    if Command::new("swaks").arg("--version").output().is_err() {
+        eprintln!("swaks is not installed (scripts/test.sh installs it); skipping");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    add_user(tmp.path(), "joe@example.test", "secret");
+    let server = ServerBuilder::mail(tmp.path())
+        .args(["--smtp-listen", "127.0.0.1:0"])
+        .start();
+    let target = server.smtp_addrs[0].to_string();
+    let (code, out, err) = run(
+        "swaks",
+        &[
+            "--server",
+            &target,
+            "--from",
+            "a@ext.test",
+            "--to",
+            "joe@example.test",
+            "--header",
+            "Subject: swaks test",
+        ],
+        b"",
+    );
+    assert_eq!(code, 0, "swaks failed: {out}{err}");
+    let got = wait_delivered(tmp.path(), 1, 1);
+    assert!(got[0].contains("Subject: swaks test"), "{}", got[0]);
+    // Exit 24: the recipient was refused (relay denied).
+    let (code, out, _) = run(
+        "swaks",
+        &[
+            "--server",
+            &target,
+            "--from",
+            "a@ext.test",
+            "--to",
+            "victim@ext.test",
+        ],
+        b"",
+    );
+    assert_eq!(code, 24, "{out}");
+    assert!(out.contains("554 5.7.1"), "{out}");
+}
+
+#[test]
+fn web_and_mail_together_and_web_unchanged_without_mail() {
+    let site = common::Site::new();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server = ServerBuilder::new(site.root())
+        .args(["--listen", "127.0.0.1:0", "--mail-dir"])
+        .args([tmp.path()])
+        .args(["--smtp-listen", "127.0.0.1:0"])
+        .start();
+    assert_eq!((server.addrs.len(), server.smtp_addrs.len()), (1, 1));
+    let response = common::fetch(&server.url("/hello.txt"), &[]);
+    assert_eq!(response.code, 200);
+    drop(server);
+    let web_only = ServerBuilder::new(site.root()).start();
+    assert!(web_only.smtp_addrs.is_empty());
+    assert!(!web_only.stderr_text().contains("smtp://"));
+}
+
+#[test]
+fn mail_configuration_errors_are_reported_together() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = mail_dir_arg(tmp.path());
+    let (status, err) = run_stoa(
+        &[
+            "serve",
+            "--mail-dir",
+            &d,
+            "--smtp-listen",
+            "nonsense",
+            "--trusted-net",
+            "10.0.0.0/99",
+            "--relay-host",
+            "no-port",
+            "--domain",
+            "bad domain",
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    for needle in [
+        "--smtp-listen nonsense",
+        "--trusted-net 10.0.0.0/99",
+        "relay host \"no-port\"",
+        "domain \"bad domain\"",
+    ] {
+        assert!(err.contains(needle), "{needle:?} missing in:\n{err}");
+    }
+    let (status, err) = run_stoa(&["serve", "--mail-dir", &d], RUN_TIMEOUT);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("no SMTP listener"), "{err}");
+    let (status, err) = run_stoa(&["serve", "--smtp-listen", "127.0.0.1:0"], RUN_TIMEOUT);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("no mail directory"), "{err}");
+}
+
+#[test]
+fn mail_config_file() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    add_user(&tmp.path().join("mail"), "joe@example.test", "secret");
+    let config = tmp.path().join("stoa.toml");
+    std::fs::write(
+        &config,
+        "[smtp]\nmail_dir = \"mail\"\nhostname = \"mx.example.test\"\nlisten = [\"127.0.0.1:0\"]\n\
+         max_message_size = \"1MiB\"\ncommand_timeout = \"1m\"\nmin_backoff = \"10s\"\n",
+    )
+    .expect("write config");
+    let server = ServerBuilder::mail(&tmp.path().join("mail"))
+        .args(["--config".as_ref(), config.as_os_str()])
+        .start();
+    let port = server.smtp_addrs[0].port();
+    let script = format!(
+        r#"
+import smtplib
+s = smtplib.SMTP("127.0.0.1", {port}, timeout=10)
+code, msg = s.ehlo("c.test")
+assert b"mx.example.test" in msg and s.esmtp_features["size"] == "1048576", s.esmtp_features
+s.sendmail("a@ext.test", ["joe@example.test"], "Subject: file\r\n\r\nx\r\n")
+s.quit()
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "smtplib failed: {out}{err}");
+    let got = wait_delivered(&tmp.path().join("mail"), 1, 1);
+    assert!(got[0].contains("by mx.example.test (Stoa)"), "{}", got[0]);
+}
