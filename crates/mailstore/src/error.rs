@@ -1,0 +1,73 @@
+//! The store's error type.
+
+use std::io;
+use std::path::PathBuf;
+
+use stoa_directory::MailboxId;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A file system operation failed (disk full, I/O error, permissions…). After a
+    /// failed delivery nothing of the message is visible in any mailbox.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done: `write`, `fsync`, `link`, `unlink`, …
+        op: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The system error.
+        #[source]
+        source: io::Error,
+    },
+    /// Another session, in this process or another, holds the mailbox (POP3
+    /// `-ERR [IN-USE]`).
+    #[error("mailbox {0} is in use by another session")]
+    Locked(MailboxId),
+    /// A delivery with an empty recipient list.
+    #[error("delivery without recipients")]
+    NoRecipients,
+    /// A message index outside the session's listing.
+    #[error("no message {index} in this session (it lists {count})")]
+    NoSuchMessage {
+        /// The 0-based index asked for.
+        index: usize,
+        /// How many messages the session lists.
+        count: usize,
+    },
+    /// A stored message is not what its name says (its size differs): the file was
+    /// changed behind the store's back.
+    #[error("{path}: {reason}")]
+    Corrupt {
+        /// The message file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The export target already holds a message of the same name.
+    #[error("{0} already exists")]
+    Exists(PathBuf),
+}
+
+impl StoreError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> StoreError {
+        StoreError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The system error behind an [`StoreError::Io`], if that is what this is (for
+    /// example to tell `ENOSPC` from `EIO`).
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match self {
+            StoreError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// `Result` with this crate's [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
