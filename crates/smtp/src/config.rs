@@ -12,8 +12,8 @@ pub use stoa_smtp_proto::session::Limits as SessionLimits;
 /// Everything [`crate::Server`] needs.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The mail directory: the queue is `MAIL_DIR/queue`, the interim Maildir store
-    /// `MAIL_DIR/maildir`, the embedded directory `MAIL_DIR/directory`.
+    /// The mail directory: the queue is `MAIL_DIR/queue`, the mail store
+    /// `MAIL_DIR/store`, the embedded directory `MAIL_DIR/directory`.
     pub mail_dir: PathBuf,
     /// The server's name in the greeting, EHLO reply, `Received:` headers and bounces.
     pub hostname: String,
@@ -73,9 +73,9 @@ impl Config {
         self.mail_dir.join("directory")
     }
 
-    /// `MAIL_DIR/maildir`, the interim local store ([`crate::MaildirDelivery`]).
-    pub fn maildir_dir(&self) -> PathBuf {
-        self.mail_dir.join("maildir")
+    /// `MAIL_DIR/store`, the mail store ([`crate::StoreDelivery`]).
+    pub fn store_dir(&self) -> PathBuf {
+        self.mail_dir.join("store")
     }
 }
 

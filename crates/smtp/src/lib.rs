@@ -18,16 +18,16 @@
 //!   (`250` or `451 4.3.0`), password checks at AUTH (on blocking threads).
 //! - [`queue`]: the queue directory: message and envelope files, the order of
 //!   writes and fsyncs, crash recovery.
-//! - [`delivery`]: the scheduler, [`LocalDelivery`] with the interim
-//!   [`MaildirDelivery`], the smart-host client, DSN bounces.
+//! - [`delivery`]: the scheduler, [`LocalDelivery`] with [`StoreDelivery`] (the
+//!   `stoa-mailstore` store), the smart-host client, DSN bounces.
 //! - `headers.rs`: `Received:` and dates.
 //! - [`config`]: the plain configuration structs.
 //!
 //! # What it does not do
 //!
 //! Parse SMTP (the sans-IO `stoa-smtp-proto` crate does), parse configuration
-//! files or handle signals (the `stoa` binary does), store mail for good (the mail
-//! store will implement [`LocalDelivery`]; [`MaildirDelivery`] is a stand-in), look
+//! files or handle signals (the `stoa` binary does), lay out mailboxes (the
+//! `stoa-mailstore` crate does, behind [`StoreDelivery`]), look
 //! up MX records (non-local mail goes to one smart host), speak TLS to the smart
 //! host, or offer DSN/SMTPUTF8/CHUNKING.
 //!
@@ -50,5 +50,5 @@ mod server;
 mod stream;
 
 pub use config::Config;
-pub use delivery::{DeliveryError, LocalDelivery, MaildirDelivery};
+pub use delivery::{DeliveryError, LocalDelivery, StoreDelivery};
 pub use server::{Error, Server};

@@ -29,6 +29,9 @@ pub(crate) enum Command {
     /// Manage the mail users and local domains of a mail directory.
     #[command(subcommand)]
     User(UserCommand),
+    /// Look into users' mailboxes in the mail store, or take one out as a Maildir.
+    #[command(subcommand)]
+    Mailbox(MailboxCommand),
     /// Write (or verify) the SPECweb99 file set under a document root.
     Fileset(FilesetArgs),
     /// Act as the SPECweb99 CGI program (run by the web server, not by hand).
@@ -274,6 +277,27 @@ pub(crate) struct UserPasswordArgs {
     /// creates a user who receives mail but cannot log in.
     #[arg(long)]
     pub(crate) password_stdin: bool,
+}
+
+/// `stoa mailbox …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum MailboxCommand {
+    /// Messages and bytes in a user's mailbox.
+    Stat(UserArgs),
+    /// Copy a user's mailbox into a standard Maildir (tmp/new/cur), byte for byte,
+    /// so the mail can be read by or moved to another server. The mailbox is left
+    /// as it is.
+    Export(MailboxExportArgs),
+}
+
+/// `stoa mailbox export`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MailboxExportArgs {
+    #[command(flatten)]
+    pub(crate) user: UserArgs,
+    /// The Maildir to write (created if missing; existing messages are kept).
+    #[arg(long, value_name = "MAILDIR")]
+    pub(crate) to: PathBuf,
 }
 
 /// A domain and the mail directory.

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::User(command) => user::run(command),
+        cli::Command::Mailbox(command) => user::mailbox(command),
         cli::Command::Fileset(args) => fileset::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),
         cli::Command::Bench(cli::BenchCommand::Web(args)) => bench::run(args),

@@ -180,10 +180,11 @@ fn bind_mail(
     let directory = EmbeddedDirectory::open(&dir, stoa_directory::Options::default())
         .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
     let directory = Arc::new(directory);
-    let store = Arc::new(stoa_smtp::MaildirDelivery::new(
-        &config.maildir_dir(),
-        &config.hostname,
-    ));
+    let store_dir = config.store_dir();
+    let store = Arc::new(
+        stoa_smtp::StoreDelivery::open(&store_dir)
+            .with_context(|| format!("cannot open the mail store {}", store_dir.display()))?,
+    );
     let server = stoa_smtp::Server::bind(config, directory.clone(), store)
         .context("cannot start the mail server")?;
     if server.recovered() > 0 {

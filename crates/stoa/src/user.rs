@@ -1,5 +1,7 @@
 //! `stoa user add|del|list|passwd` and `stoa user domain add|del|list`: the mail
-//! users and local domains of the embedded directory in `MAIL_DIR/directory`.
+//! users and local domains of the embedded directory in `MAIL_DIR/directory`;
+//! `stoa mailbox stat|export`: a user's mailbox in the mail store
+//! (`MAIL_DIR/store`).
 //!
 //! Every change is saved atomically by the directory (and picked up by a running
 //! `stoa serve` within seconds). `add` makes the address's domain local if it is
@@ -12,7 +14,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use stoa_directory::{Directory, EmbeddedDirectory, Options};
 
-use crate::cli::{DomainCommand, UserCommand, UserPasswordArgs};
+use crate::cli::{DomainCommand, MailboxCommand, UserArgs, UserCommand, UserPasswordArgs};
 
 /// Runs one `stoa user` command.
 pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
@@ -84,6 +86,50 @@ fn domain(command: &DomainCommand) -> anyhow::Result<()> {
             print_lines(domains.iter().map(String::as_str))
         }
     }
+}
+
+/// Runs one `stoa mailbox` command.
+#[allow(clippy::print_stdout, reason = "the figures are the command's output")]
+pub(crate) fn mailbox(command: &MailboxCommand) -> anyhow::Result<()> {
+    match command {
+        MailboxCommand::Stat(args) => {
+            let (store, user) = store_and_user(args)?;
+            let stats = store.mailbox_stats(user.mailbox)?;
+            println!("{} messages, {} bytes", stats.count, stats.size);
+            Ok(())
+        }
+        MailboxCommand::Export(args) => {
+            let (store, user) = store_and_user(&args.user)?;
+            let report = store
+                .export_maildir(user.mailbox, &args.to)
+                .with_context(|| format!("cannot export to {}", args.to.display()))?;
+            eprintln!(
+                "stoa: exported {} messages ({} bytes) of {} to {}",
+                report.messages,
+                report.bytes,
+                user.address,
+                args.to.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The mail store of a mail directory and the user `args` names.
+fn store_and_user(
+    args: &UserArgs,
+) -> anyhow::Result<(stoa_mailstore::MailStore, stoa_directory::User)> {
+    let directory = open(&args.dir.mail_dir)?;
+    let user = directory
+        .lookup(&args.address)?
+        .with_context(|| format!("no user {}", args.address))?;
+    let dir = args.dir.mail_dir.join("store");
+    if !dir.is_dir() {
+        bail!("no mail store in {} yet", args.dir.mail_dir.display());
+    }
+    let store = stoa_mailstore::MailStore::open(&dir, stoa_mailstore::Options::default())
+        .with_context(|| format!("cannot open the mail store {}", dir.display()))?;
+    Ok((store, user))
 }
 
 /// The embedded directory of `mail_dir`, created if needed.

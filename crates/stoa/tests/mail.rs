@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -81,16 +81,19 @@ fn add_user(dir: &Path, address: &str, password: &str) {
     assert_eq!(code, 0, "stoa user add failed: {err}");
 }
 
-/// The messages in mailbox `n`'s Maildir (`MAIL_DIR/maildir/N/new`).
+/// The messages in mailbox `n` of the mail store (`MAIL_DIR/store`), oldest first.
 fn delivered(dir: &Path, mailbox: u64) -> Vec<String> {
-    let new = dir.join("maildir").join(mailbox.to_string()).join("new");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&new)
-        .map(|d| d.map(|e| e.expect("entry").path()).collect())
-        .unwrap_or_default();
-    files.sort();
-    files
-        .iter()
-        .map(|p| String::from_utf8_lossy(&std::fs::read(p).expect("read")).into_owned())
+    let store_dir = dir.join("store");
+    if !store_dir.is_dir() {
+        return Vec::new();
+    }
+    let store = stoa_mailstore::MailStore::open(&store_dir, stoa_mailstore::Options::default())
+        .expect("open the mail store");
+    let Ok(session) = store.open_mailbox(stoa_directory::MailboxId(mailbox)) else {
+        return Vec::new();
+    };
+    (0..session.messages().len())
+        .map(|i| String::from_utf8_lossy(&session.read(i).expect("read")).into_owned())
         .collect()
 }
 
@@ -216,6 +219,55 @@ s.quit()
         .expect("queue")
         .collect();
     assert!(queue.is_empty(), "queue left: {queue:?}");
+
+    // The user can leave with their mail: `stoa mailbox export` writes a
+    // standard Maildir holding the same bytes; `stat` counts them.
+    let d = mail_dir_arg(tmp.path());
+    let (code, out, err) = stoa(
+        &["mailbox", "stat", "joe@example.test", "--mail-dir", &d],
+        b"",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.trim(),
+        format!("1 messages, {} bytes", got[0].len()),
+        "stat"
+    );
+    let maildir = tmp.path().join("exported");
+    let to = maildir.to_str().expect("UTF-8 path");
+    let (code, _, err) = stoa(
+        &[
+            "mailbox",
+            "export",
+            "joe@example.test",
+            "--mail-dir",
+            &d,
+            "--to",
+            to,
+        ],
+        b"",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("exported 1 messages"), "{err}");
+    let files: Vec<_> = std::fs::read_dir(maildir.join("new"))
+        .expect("Maildir new/")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        std::fs::read(&files[0]).expect("read"),
+        got[0].as_bytes(),
+        "exported bytes"
+    );
+    for sub in ["tmp", "cur"] {
+        assert!(maildir.join(sub).is_dir(), "Maildir lacks {sub}/");
+    }
+    let (code, _, err) = stoa(
+        &["mailbox", "stat", "nobody@example.test", "--mail-dir", &d],
+        b"",
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("no user nobody@example.test"), "{err}");
 }
 
 #[test]

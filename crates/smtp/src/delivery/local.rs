@@ -1,11 +1,7 @@
 //! Local delivery: the [`LocalDelivery`] trait the queue delivers through, and
-//! [`MaildirDelivery`], the interim store behind it.
+//! [`StoreDelivery`], Stoa's mail store behind it.
 
-use std::fs::File;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
 
 use stoa_directory::User;
 
@@ -35,93 +31,43 @@ pub trait LocalDelivery: Send + Sync + 'static {
     fn deliver(&self, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>>;
 }
 
-/// The interim local store: one Maildir per mailbox, `ROOT/MAILBOX_ID/{tmp,new,cur}`.
-///
-/// It exists so the server works end to end (and tests can read delivered mail)
-/// until the real mail store lands and implements [`LocalDelivery`]. Each delivery
-/// writes the message to `tmp/`, fsyncs it, renames it into `new/` and fsyncs
-/// `new/`: the classic Maildir protocol with the fsyncs Postfix's `local` does. The
-/// file holds the message as received, CRLF line ends included. Mailboxes are named
-/// by [`stoa_directory::MailboxId`], never by address, so a renamed or re-created
-/// user cannot see someone else's mail.
+/// The local store: Stoa's mail store ([`stoa_mailstore::MailStore`]), one
+/// stored copy hard-linked into every recipient's mailbox, fsynced before
+/// `deliver` returns.
 #[derive(Debug)]
-pub struct MaildirDelivery {
-    root: PathBuf,
-    hostname: String,
+pub struct StoreDelivery {
+    store: stoa_mailstore::MailStore,
 }
 
-impl MaildirDelivery {
-    /// A store under `root` (usually `MAIL_DIR/maildir`); `hostname` goes into file
-    /// names.
-    pub fn new(root: &Path, hostname: &str) -> MaildirDelivery {
-        let hostname = hostname
-            .chars()
-            .map(|c| if c == '/' || c == ':' { '_' } else { c })
-            .collect();
-        MaildirDelivery {
-            root: root.to_owned(),
-            hostname,
-        }
+impl StoreDelivery {
+    /// Opens (or creates) the store under `root` (usually `MAIL_DIR/store`).
+    pub fn open(root: &Path) -> Result<StoreDelivery, stoa_mailstore::StoreError> {
+        let store = stoa_mailstore::MailStore::open(root, stoa_mailstore::Options::default())?;
+        Ok(StoreDelivery { store })
     }
 
-    /// The Maildir of `user`.
-    pub fn maildir(&self, user: &User) -> PathBuf {
-        self.root.join(user.mailbox.to_string())
-    }
-
-    fn deliver_one(&self, message: &[u8], user: &User) -> io::Result<()> {
-        let maildir = self.maildir(user);
-        let (tmp, new) = (maildir.join("tmp"), maildir.join("new"));
-        if !new.is_dir() {
-            for sub in ["tmp", "new", "cur"] {
-                std::fs::create_dir_all(maildir.join(sub))?;
-            }
-            File::open(&maildir)?.sync_all()?;
-            File::open(&self.root)?.sync_all()?;
-        }
-        let name = unique_name(&self.hostname);
-        let tmp_path = tmp.join(&name);
-        let result = (|| {
-            let mut file = File::create_new(&tmp_path)?;
-            file.write_all(message)?;
-            file.sync_data()?;
-            std::fs::rename(&tmp_path, new.join(&name))?;
-            File::open(&new)?.sync_all()
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp_path);
-        }
-        result
+    /// The store, for readers (POP3, export, tests).
+    pub fn store(&self) -> &stoa_mailstore::MailStore {
+        &self.store
     }
 }
 
-impl LocalDelivery for MaildirDelivery {
+impl LocalDelivery for StoreDelivery {
     fn deliver(&self, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
-        to.iter()
-            .map(|user| {
-                self.deliver_one(message, user).map_err(|e| {
-                    tracing::warn!("maildir delivery to {} failed: {e}", user.address);
-                    DeliveryError::Temporary(format!("cannot store the message: {e}"))
-                })
-            })
-            .collect()
+        let ids: Vec<_> = to.iter().map(|u| u.mailbox).collect();
+        // One copy for all: the store links it into every mailbox or, on an
+        // error, into none, so every user shares the outcome.
+        let outcome = match self.store.deliver(message, &ids) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::warn!("local delivery to {} mailboxes failed: {e}", ids.len());
+                Err(DeliveryError::Temporary(format!(
+                    "cannot store the message: {e}"
+                )))
+            }
+        };
+        vec![outcome; to.len()]
     }
-}
-
-/// A Maildir file name: `SECONDS.MmicrosPpidQcounter.HOST` (the modern
-/// qmail/Dovecot form), unique within the host.
-fn unique_name(hostname: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    format!(
-        "{}.M{}P{}Q{}.{hostname}",
-        now.as_secs(),
-        now.subsec_micros(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 #[cfg(test)]
@@ -131,31 +77,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn delivers_into_new() {
+    fn one_copy_for_every_recipient() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let store = MaildirDelivery::new(tmp.path(), "mx/a:b");
+        let store = StoreDelivery::open(&tmp.path().join("store")).expect("open");
         let users = [1, 2].map(|n| User {
             address: format!("u{n}@x"),
             mailbox: MailboxId(n),
             mail_host: None,
         });
         let results = store.deliver(b"Subject: hi\r\n\r\nbody\r\n", &users);
-        assert!(results.iter().all(Result::is_ok));
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
         for user in &users {
-            let new = store.maildir(user).join("new");
-            let files: Vec<_> = std::fs::read_dir(&new).expect("new").collect();
-            assert_eq!(files.len(), 1);
-            let path = files[0].as_ref().expect("entry").path();
-            assert!(path.to_string_lossy().ends_with(".mx_a_b"));
+            let session = store.store().open_mailbox(user.mailbox).expect("mailbox");
+            assert_eq!(session.messages().len(), 1);
             assert_eq!(
-                std::fs::read(path).expect("read"),
+                session.read(0).expect("read"),
                 b"Subject: hi\r\n\r\nbody\r\n"
-            );
-            assert_eq!(
-                std::fs::read_dir(store.maildir(user).join("tmp"))
-                    .expect("tmp")
-                    .count(),
-                0
             );
         }
     }

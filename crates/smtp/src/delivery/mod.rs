@@ -42,7 +42,7 @@ use tokio::sync::mpsc;
 
 use crate::config::QueueConfig;
 use crate::queue::{Envelope, Queue, Recipient, RecipientState, Route, envelope, unix_now};
-pub use local::{DeliveryError, LocalDelivery, MaildirDelivery};
+pub use local::{DeliveryError, LocalDelivery, StoreDelivery};
 pub use relay::{Outcome, Relay};
 
 /// Tells the scheduler a message is queued and due now.

@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use stoa_directory::{Directory, EmbeddedDirectory, Options, PasswordCost};
-use stoa_smtp::{Config, LocalDelivery, MaildirDelivery, Server};
+use stoa_smtp::{Config, LocalDelivery, Server, StoreDelivery};
 
 /// Cap on any read from a socket.
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -120,9 +120,9 @@ impl MailDir {
         config
     }
 
-    /// The interim store under this mail directory.
-    pub(crate) fn store(&self) -> MaildirDelivery {
-        MaildirDelivery::new(&self.path().join("maildir"), "mx.example.test")
+    /// The mail store under this mail directory.
+    pub(crate) fn store(&self) -> StoreDelivery {
+        StoreDelivery::open(&self.path().join("store")).expect("open the mail store")
     }
 
     /// The messages delivered to `address`, oldest first.
@@ -132,15 +132,13 @@ impl MailDir {
             .lookup(address)
             .expect("lookup")
             .expect("user");
-        let new = self.store().maildir(&user).join("new");
-        let mut files: Vec<PathBuf> = match std::fs::read_dir(&new) {
-            Ok(entries) => entries.map(|e| e.expect("entry").path()).collect(),
-            Err(_) => Vec::new(),
+        let store = self.store();
+        // A mailbox locked by another reader of this test reads as empty this time.
+        let Ok(session) = store.store().open_mailbox(user.mailbox) else {
+            return Vec::new();
         };
-        files.sort();
-        files
-            .iter()
-            .map(|p| std::fs::read(p).expect("read message"))
+        (0..session.messages().len())
+            .map(|i| session.read(i).expect("read message"))
             .collect()
     }
 
