@@ -40,8 +40,10 @@ fi
 for target in "${targets[@]}"; do
     echo "fuzz.sh: ${target} for ${seconds}s" >&2
     mkdir -p "corpus/${target}"
+    dict=http.dict
+    [[ "$target" == pop3_* ]] && dict=pop3.dict
     cargo "+${toolchain}" fuzz run "$target" -- \
         -max_total_time="$seconds" \
-        -dict=http.dict \
+        -dict="$dict" \
         -print_final_stats=1
 done

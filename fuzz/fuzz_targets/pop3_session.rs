@@ -1,0 +1,6 @@
+//! POP3 session on arbitrary bytes; see `stoa_pop3_proto::fuzzing::session`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| stoa_pop3_proto::fuzzing::session(data));
