@@ -15,6 +15,7 @@ declare -A needs=(
   [python3]=python3
   [setpriv]=util-linux
   [swaks]=swaks
+  [fetchmail]=fetchmail
 )
 missing=()
 for cmd in "${!needs[@]}"; do

@@ -331,7 +331,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) tls_listen: Vec<String>,
 
-    /// PEM certificate chain for the --tls-listen addresses (and SMTP STARTTLS).
+    /// PEM certificate chain for the --tls-listen addresses (and SMTP STARTTLS,
+    /// POP3 STLS and POP3S).
     /// Repeat with --tls-key
     /// for several certificates: the client's SNI name picks one by the names it
     /// carries, the first is the default.
@@ -392,7 +393,19 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) submission_listen: Vec<String>,
 
-    /// The mail directory: queue, interim mailboxes and the user directory beneath.
+    /// Address to listen on for POP3 (port 110 style: STLS with --tls-cert and
+    /// --tls-key); repeat for several. Replaces the file's pop3.listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) pop3_listen: Vec<String>,
+
+    /// Address to listen on for POP3S (port 995 style: TLS from the first byte;
+    /// needs --tls-cert and --tls-key); repeat for several. Replaces the file's
+    /// pop3.tls_listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) pop3s_listen: Vec<String>,
+
+    /// The mail directory: the queue, the mail store and the user directory
+    /// beneath; SMTP delivers into it and POP3 reads from it.
     #[arg(long, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
 

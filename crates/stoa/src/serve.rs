@@ -1,5 +1,5 @@
-//! `stoa serve`: load the configuration, bind the web and mail servers, serve,
-//! react to signals.
+//! `stoa serve`: load the configuration, bind the web, SMTP and POP3 servers,
+//! serve, react to signals.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -75,7 +75,18 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let mail = loaded.smtp.map(bind_mail).transpose()?;
+    let mail = open_mail(loaded.smtp.as_ref(), loaded.pop3.as_ref())?;
+    let smtp = match (loaded.smtp, &mail) {
+        (Some(config), Some(parts)) => Some(bind_smtp(config, parts)?),
+        _ => None,
+    };
+    let pop3 = match (loaded.pop3, &mail) {
+        (Some(pop3), Some(parts)) => Some(
+            stoa_pop3::Server::bind(pop3.config, parts.directory.clone(), parts.store.clone())
+                .context("cannot start the POP3 server")?,
+        ),
+        _ => None,
+    };
     if let Some(server) = &web {
         for addr in server.local_addrs() {
             eprintln!("stoa: listening on http://{addr}");
@@ -84,12 +95,20 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
             eprintln!("stoa: listening on https://{addr}");
         }
     }
-    if let Some((server, _)) = &mail {
+    if let Some(server) = &smtp {
         for addr in server.local_addrs() {
             eprintln!("stoa: listening on smtp://{addr}");
         }
         for addr in server.submission_addrs() {
             eprintln!("stoa: listening on submission://{addr}");
+        }
+    }
+    if let Some(server) = &pop3 {
+        for addr in server.local_addrs() {
+            eprintln!("stoa: listening on pop3://{addr}");
+        }
+        for addr in server.tls_addrs() {
+            eprintln!("stoa: listening on pop3s://{addr}");
         }
     }
     let reopener = web.as_ref().map(stoa_web::Server::log_reopener);
@@ -105,16 +124,28 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let (mail_thread, directory) = match mail {
-        Some((server, directory)) => {
+    let mail_thread = match smtp {
+        Some(server) => {
+            let shutdown = shutdown.clone();
             let thread = std::thread::Builder::new()
                 .name("stoa-smtp".into())
                 .spawn(move || server.run(shutdown).context("mail server failed"))
                 .context("cannot start the mail server thread")?;
-            (Some(thread), Some(directory))
+            Some(thread)
         }
-        None => (None, None),
+        None => None,
     };
+    let pop3_thread = match pop3 {
+        Some(server) => {
+            let thread = std::thread::Builder::new()
+                .name("stoa-pop3".into())
+                .spawn(move || server.run(shutdown).context("POP3 server failed"))
+                .context("cannot start the POP3 server thread")?;
+            Some(thread)
+        }
+        None => None,
+    };
+    let directory = mail.map(|parts| parts.directory);
 
     runtime.block_on(async {
         let mut reload = tokio::time::interval(DIRECTORY_RELOAD);
@@ -148,7 +179,12 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         std::process::exit(1);
     });
     let mut result = Ok(());
-    for (name, thread) in [("web", web_thread), ("mail", mail_thread)] {
+    let threads = [
+        ("web", web_thread),
+        ("mail", mail_thread),
+        ("POP3", pop3_thread),
+    ];
+    for (name, thread) in threads {
         let Some(thread) = thread else { continue };
         let outcome = match thread.join() {
             Ok(outcome) => outcome,
@@ -165,32 +201,55 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
 /// (a `stat` of one file).
 const DIRECTORY_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Opens the directory and the interim mail store of `config.mail_dir`, and binds
-/// the mail server.
-fn bind_mail(
-    config: stoa_smtp::Config,
-) -> anyhow::Result<(stoa_smtp::Server, Arc<EmbeddedDirectory>)> {
-    std::fs::create_dir_all(&config.mail_dir).with_context(|| {
-        format!(
-            "cannot create the mail directory {}",
-            config.mail_dir.display()
-        )
-    })?;
-    let dir = config.directory_dir();
+/// What the mail servers share: the user directory and the mail store of one mail
+/// directory, each opened once.
+struct MailParts {
+    directory: Arc<EmbeddedDirectory>,
+    store: Arc<stoa_mailstore::MailStore>,
+}
+
+/// Opens the directory and the mail store of the mail directory, when SMTP or POP3
+/// is configured (the configuration checked that both use the same one).
+fn open_mail(
+    smtp: Option<&stoa_smtp::Config>,
+    pop3: Option<&config::Pop3>,
+) -> anyhow::Result<Option<MailParts>> {
+    let Some(mail_dir) = smtp
+        .map(|c| c.mail_dir.as_path())
+        .or(pop3.map(|p| p.mail_dir.as_path()))
+    else {
+        return Ok(None);
+    };
+    std::fs::create_dir_all(mail_dir)
+        .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
+    let dir = mail_dir.join("directory");
     let directory = EmbeddedDirectory::open(&dir, stoa_directory::Options::default())
         .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
-    let directory = Arc::new(directory);
-    let store_dir = config.store_dir();
-    let store = Arc::new(
-        stoa_smtp::StoreDelivery::open(&store_dir)
-            .with_context(|| format!("cannot open the mail store {}", store_dir.display()))?,
-    );
-    let server = stoa_smtp::Server::bind(config, directory.clone(), store)
+    let store_dir = mail_dir.join("store");
+    let store = stoa_mailstore::MailStore::open(&store_dir, stoa_mailstore::Options::default())
+        .with_context(|| format!("cannot open the mail store {}", store_dir.display()))?;
+    let recovery = store.recovery();
+    if recovery.stale_tmp_removed > 0 {
+        tracing::info!(
+            "mail store: {} unfinished deliveries removed",
+            recovery.stale_tmp_removed
+        );
+    }
+    Ok(Some(MailParts {
+        directory: Arc::new(directory),
+        store: Arc::new(store),
+    }))
+}
+
+/// Binds the SMTP server over the shared directory and store.
+fn bind_smtp(config: stoa_smtp::Config, parts: &MailParts) -> anyhow::Result<stoa_smtp::Server> {
+    let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+    let server = stoa_smtp::Server::bind(config, parts.directory.clone(), local)
         .context("cannot start the mail server")?;
     if server.recovered() > 0 {
         tracing::info!("{} queued messages recovered", server.recovered());
     }
-    Ok((server, directory))
+    Ok(server)
 }
 
 fn reload_directory(directory: Option<&EmbeddedDirectory>) {

@@ -2,6 +2,7 @@
 //! [`StoreDelivery`], Stoa's mail store behind it.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use stoa_directory::User;
 
@@ -36,14 +37,20 @@ pub trait LocalDelivery: Send + Sync + 'static {
 /// `deliver` returns.
 #[derive(Debug)]
 pub struct StoreDelivery {
-    store: stoa_mailstore::MailStore,
+    store: Arc<stoa_mailstore::MailStore>,
 }
 
 impl StoreDelivery {
     /// Opens (or creates) the store under `root` (usually `MAIL_DIR/store`).
     pub fn open(root: &Path) -> Result<StoreDelivery, stoa_mailstore::StoreError> {
         let store = stoa_mailstore::MailStore::open(root, stoa_mailstore::Options::default())?;
-        Ok(StoreDelivery { store })
+        Ok(StoreDelivery::new(Arc::new(store)))
+    }
+
+    /// Delivers into `store`, which other servers of the process (POP3) share: one
+    /// store per process, so that its mailbox creation is serialised in one place.
+    pub fn new(store: Arc<stoa_mailstore::MailStore>) -> StoreDelivery {
+        StoreDelivery { store }
     }
 
     /// The store, for readers (POP3, export, tests).

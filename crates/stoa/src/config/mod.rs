@@ -1,8 +1,10 @@
 //! Configuration: the TOML file, then the command-line flags over it, then one
 //! validation of the result. The web server is configured unless only mail was
-//! asked for (an `[smtp]` table or a mail flag, and no document root, web
-//! listener or web table); the mail server (`smtp.rs`) when asked for. Every problem is collected and reported together;
-//! unknown keys are warnings (a typo should not go unnoticed, nor stop a server).
+//! asked for (an `[smtp]` or `[pop3]` table or a mail flag, and no document root,
+//! web listener or web table); the SMTP server (`smtp.rs`) and the POP3 server
+//! (`pop3.rs`) each when asked for, over the same mail directory. Every problem is
+//! collected and reported together; unknown keys are warnings (a typo should not go
+//! unnoticed, nor stop a server).
 //!
 //! The file is read into `toml::Table` and walked by hand instead of derived with
 //! serde, because serde stops at the first error and cannot name every bad key.
@@ -19,8 +21,11 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod pop3;
 mod smtp;
 mod units;
+
+pub(crate) use pop3::Pop3;
 
 pub(crate) use units::{parse_duration, parse_size};
 
@@ -37,8 +42,10 @@ const MAX_WORKERS: usize = 1024;
 pub(crate) struct Loaded {
     /// The web server, unless only mail was configured.
     pub(crate) web: Option<stoa_web::Config>,
-    /// The mail server, when configured.
+    /// The SMTP server, when configured.
     pub(crate) smtp: Option<stoa_smtp::Config>,
+    /// The POP3 server, when configured.
+    pub(crate) pop3: Option<Pop3>,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -59,7 +66,7 @@ pub(crate) fn load(
     let mut report = Report::default();
     let mut web = stoa_web::Config::new(PathBuf::new(), Vec::new());
     let mut docroot = None;
-    let (mut smtp_draft, mut web_in_file) = (None, false);
+    let (mut smtp_draft, mut pop3_draft, mut web_in_file) = (None, None, false);
     if let Some(path) = &args.config {
         match read(path) {
             Ok(text) => match text.parse::<Table>() {
@@ -71,6 +78,7 @@ pub(crate) fn load(
                     read_web99(&table, &mut web, default_web99_state, &mut report);
                     read_cgi(&table, &mut web, &mut report);
                     smtp_draft = smtp::read_table(&table, path.parent(), &mut report);
+                    pop3_draft = pop3::read_table(&table, path.parent(), &mut report);
                 }
                 Err(e) => {
                     report
@@ -92,7 +100,13 @@ pub(crate) fn load(
             }
         }
     }
-    let mail = smtp_draft.is_some() || smtp::flags_given(args);
+    // POP3 runs when asked for; SMTP when asked for, or when only the mail
+    // directory is given (so `--mail-dir` alone reports the missing listener).
+    let pop3_wanted = pop3_draft.is_some() || pop3::flags_given(args);
+    let smtp_wanted = smtp_draft.is_some()
+        || smtp::flags_given(args)
+        || (args.mail_dir.is_some() && !pop3_wanted);
+    let mail = smtp_wanted || pop3_wanted;
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
     let web_wanted = !mail
         || web_in_file
@@ -103,17 +117,26 @@ pub(crate) fn load(
         || args.web99_state.is_some()
         || args.cgi_dir.is_some();
     let web = web_wanted.then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
-    let smtp = if mail {
-        let certs = args
-            .tls_cert
-            .iter()
-            .zip(&args.tls_key)
-            .map(|(cert, key)| CertKeyFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-            })
-            .collect();
-        smtp::finish(smtp_draft, args, certs, &mut report)
+    let certs: Vec<CertKeyFiles> = args
+        .tls_cert
+        .iter()
+        .zip(&args.tls_key)
+        .map(|(cert, key)| CertKeyFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        })
+        .collect();
+    let smtp = if smtp_wanted {
+        smtp::finish(smtp_draft, args, certs.clone(), &mut report)
+    } else {
+        None
+    };
+    let pop3 = if pop3_wanted {
+        let smtp_dir = smtp
+            .as_ref()
+            .map(|c| c.mail_dir.as_path())
+            .filter(|p| !p.as_os_str().is_empty());
+        pop3::finish(pop3_draft, args, smtp_dir, certs, &mut report)
     } else {
         None
     };
@@ -121,6 +144,7 @@ pub(crate) fn load(
         Ok(Loaded {
             web,
             smtp,
+            pop3,
             warnings: report.warnings,
         })
     } else {
@@ -175,7 +199,11 @@ fn read_file(
     docroot: &mut Option<PathBuf>,
     r: &mut Report,
 ) {
-    r.known_keys(table, "", &["listener", "web", "web99", "cgi", "smtp"]);
+    r.known_keys(
+        table,
+        "",
+        &["listener", "web", "web99", "cgi", "smtp", "pop3"],
+    );
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);
     }
@@ -511,7 +539,7 @@ fn apply_flags(
     } else if !mail && (!args.tls_cert.is_empty() || !args.tls_key.is_empty()) {
         r.errors.push(
             "--tls-cert and --tls-key: they need --tls-listen ADDR:PORT (or a mail listener, \
-             for STARTTLS)"
+             for STARTTLS, STLS and POP3S)"
                 .into(),
         );
     }

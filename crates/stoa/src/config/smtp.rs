@@ -10,10 +10,10 @@ use toml::{Table, Value};
 use super::{Report, parse_addr, parse_count, read_certs};
 use crate::cli::ServeArgs;
 
-/// Whether any mail flag was given.
+/// Whether any SMTP flag was given (`--mail-dir` is shared with POP3 and is not
+/// one).
 pub(super) fn flags_given(args: &ServeArgs) -> bool {
-    args.mail_dir.is_some()
-        || !args.smtp_listen.is_empty()
+    !args.smtp_listen.is_empty()
         || !args.submission_listen.is_empty()
         || !args.domain.is_empty()
         || args.relay_host.is_some()
@@ -123,7 +123,7 @@ fn read_limits(t: &Table, c: &mut stoa_smtp::Config, r: &mut Report) {
 }
 
 /// An array of strings (a single string is taken as a one-element array).
-fn strings(t: &Table, path: &str, key: &str, r: &mut Report) -> Vec<String> {
+pub(super) fn strings(t: &Table, path: &str, key: &str, r: &mut Report) -> Vec<String> {
     match t.get(key) {
         None => Vec::new(),
         Some(Value::String(s)) => vec![s.clone()],

@@ -173,7 +173,7 @@ send_timeout = 0
 #[test]
 fn unknown_keys_are_warnings() {
     let file = format!(
-        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[pop3]\n",
+        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[imap]\n",
         tmp_docroot()
     );
     let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
@@ -611,6 +611,104 @@ fn mail_errors_join_the_web_errors() {
     );
     assert!(
         errors.iter().any(|e| e.contains("smtp.max_recipients")),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn pop3_flags_alone_configure_pop3_only() {
+    let args = ServeArgs {
+        mail_dir: Some(PathBuf::from("/var/mail/stoa")),
+        pop3_listen: vec!["127.0.0.1:1100".into()],
+        workers: Some("2".into()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_all(None, args).expect("valid");
+    assert!(loaded.web.is_none() && loaded.smtp.is_none());
+    let pop3 = loaded.pop3.expect("POP3 configured");
+    assert_eq!(pop3.mail_dir, PathBuf::from("/var/mail/stoa"));
+    assert_eq!(
+        pop3.config.listen,
+        ["127.0.0.1:1100".parse::<SocketAddr>().expect("addr")]
+    );
+    assert_eq!(pop3.config.workers, 2);
+    assert!(!pop3.config.allow_plaintext_auth, "TLS required by default");
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("accepts no login")),
+        "{:?}",
+        loaded.warnings
+    );
+}
+
+#[test]
+fn pop3_table_beside_smtp_shares_the_mail_dir() {
+    let file = "[smtp]\nmail_dir = \"mail\"\nlisten = [\"127.0.0.1:25\"]\n\
+                [pop3]\nlisten = [\"127.0.0.1:110\"]\nallow_plaintext_auth = true\n\
+                hostname = \"pop.test\"\nidle_timeout = \"15m\"\nlogin_timeout = \"30s\"\n\
+                auth_failure_delay = \"1s\"\nauth_failure_max_delay = \"8s\"\n\
+                auth_max_failures = 5\nmax_connections_per_client = 0\nbogus = 1\n";
+    let loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    let (smtp, pop3) = (loaded.smtp.expect("smtp"), loaded.pop3.expect("pop3"));
+    assert_eq!(pop3.mail_dir, smtp.mail_dir);
+    assert_eq!(pop3.mail_dir, PathBuf::from("/etc/stoa/mail"));
+    let c = &pop3.config;
+    assert!(c.allow_plaintext_auth);
+    assert_eq!(c.hostname, "pop.test");
+    assert_eq!(c.limits.idle_timeout, Duration::from_secs(900));
+    assert_eq!(c.limits.login_timeout, Duration::from_secs(30));
+    assert_eq!(c.limits.max_connections_per_client, 0);
+    assert_eq!(c.auth_throttle.delay, Duration::from_secs(1));
+    assert_eq!(c.auth_throttle.max_delay, Duration::from_secs(8));
+    assert_eq!(c.auth_throttle.max_failures, 5);
+    assert_eq!(loaded.warnings, ["pop3.bogus: unknown key, ignored"]);
+    // The flags replace the file's listeners.
+    let flags = ServeArgs {
+        pop3_listen: vec!["127.0.0.1:1110".into()],
+        ..ServeArgs::default()
+    };
+    let pop3 = load_all(Some(file), flags)
+        .expect("valid")
+        .pop3
+        .expect("pop3");
+    assert_eq!(
+        pop3.config.listen,
+        ["127.0.0.1:1110".parse::<SocketAddr>().expect("addr")]
+    );
+}
+
+#[test]
+fn pop3_errors_are_reported_with_the_rest() {
+    let file = "[smtp]\nmail_dir = \"/a\"\nlisten = [\"127.0.0.1:25\"]\n\
+                [pop3]\nmail_dir = \"/b\"\ntls_listen = [\"127.0.0.1:995\"]\n\
+                allow_plaintext_auth = 1\nsession_timeout = 0\n\
+                auth_failure_delay = \"5s\"\nauth_failure_max_delay = \"1s\"\n";
+    let errors = load_all(Some(file), ServeArgs::default()).expect_err("invalid");
+    for needle in [
+        "pop3.mail_dir /b differs from smtp.mail_dir /a",
+        "a POP3S listener needs certificates",
+        "pop3.allow_plaintext_auth: expected true or false",
+        "pop3.session_timeout: must be more than zero",
+        "pop3.auth_failure_max_delay: must be at least auth_failure_delay",
+    ] {
+        assert!(
+            errors.iter().any(|e| e.contains(needle)),
+            "{needle}: {errors:?}"
+        );
+    }
+    let args = ServeArgs {
+        pop3_listen: vec!["nowhere".into()],
+        ..ServeArgs::default()
+    };
+    let errors = load_all(None, args).expect_err("invalid");
+    assert!(
+        errors.iter().any(|e| e.contains("--pop3-listen nowhere")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("no mail directory")),
         "{errors:?}"
     );
 }

@@ -138,6 +138,10 @@ pub(crate) struct Server {
     pub(crate) smtp_addrs: Vec<SocketAddr>,
     /// Every bound submission address, in `--submission-listen` order.
     pub(crate) submission_addrs: Vec<SocketAddr>,
+    /// Every bound POP3 address, in `--pop3-listen` order.
+    pub(crate) pop3_addrs: Vec<SocketAddr>,
+    /// Every bound POP3S address, in `--pop3s-listen` order.
+    pub(crate) pop3s_addrs: Vec<SocketAddr>,
     stderr: Arc<StderrLog>,
     exited: Option<ExitStatus>,
 }
@@ -164,8 +168,9 @@ impl ServerBuilder {
     }
 
     /// `stoa serve --mail-dir <mail_dir>` with no web server; add
-    /// `--smtp-listen`/`--submission-listen` flags (or a `--config` naming
-    /// listeners: then one readiness line is awaited).
+    /// `--smtp-listen`/`--submission-listen`/`--pop3-listen`/`--pop3s-listen`
+    /// flags (or a `--config` naming listeners: then one readiness line is
+    /// awaited).
     pub(crate) fn mail(mail_dir: &Path) -> ServerBuilder {
         ServerBuilder {
             default_listen: false,
@@ -220,6 +225,8 @@ impl ServerBuilder {
                     "--tls-listen",
                     "--smtp-listen",
                     "--submission-listen",
+                    "--pop3-listen",
+                    "--pop3s-listen",
                 ]
                 .iter()
                 .any(|f| *a == *f)
@@ -263,6 +270,8 @@ impl ServerBuilder {
             tls_addrs: Vec::new(),
             smtp_addrs: Vec::new(),
             submission_addrs: Vec::new(),
+            pop3_addrs: Vec::new(),
+            pop3s_addrs: Vec::new(),
             stderr,
             exited: None,
         };
@@ -293,12 +302,16 @@ impl ServerBuilder {
         server.tls_addrs = of("https");
         server.smtp_addrs = of("smtp");
         server.submission_addrs = of("submission");
+        server.pop3_addrs = of("pop3");
+        server.pop3s_addrs = of("pop3s");
         server.addr = *server
             .addrs
             .iter()
             .chain(&server.tls_addrs)
             .chain(&server.smtp_addrs)
             .chain(&server.submission_addrs)
+            .chain(&server.pop3_addrs)
+            .chain(&server.pop3s_addrs)
             .next()
             .expect("a readiness line was counted");
         server
@@ -309,7 +322,7 @@ impl ServerBuilder {
 fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
     let rest = line.strip_prefix("stoa: listening on ")?;
     let (scheme, addr) = rest.split_once("://")?;
-    let scheme = ["http", "https", "smtp", "submission"]
+    let scheme = ["http", "https", "smtp", "submission", "pop3", "pop3s"]
         .into_iter()
         .find(|s| *s == scheme)?;
     addr.trim().parse().ok().map(|a| (scheme, a))

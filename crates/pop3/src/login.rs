@@ -1,0 +1,147 @@
+//! The answer to a login ([`stoa_pop3_proto::Event::Auth`]): the per-address
+//! throttle, the password check through the directory and the mailbox lock in the
+//! store, both on a blocking thread, and the listing the session numbers from.
+//!
+//! Every way of getting the credentials wrong (unknown user, wrong password, a PLAIN
+//! authorization identity that is not the user, an address past the throttle's
+//! limit) is the same [`LoginDecision::BadCredentials`]: the client sees one
+//! `-ERR [AUTH] Authentication failed`, after the throttle's delay, and cannot tell
+//! which it was.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use stoa_directory::{Directory, User};
+use stoa_mailstore::{MailStore, MailboxSession, StoreError};
+use stoa_pop3_proto::{Credentials, Entry, Listing, LoginDecision};
+
+use crate::conn::Conn;
+
+/// What the blocking part of a login found.
+enum Login {
+    /// The password is right and the mailbox is locked.
+    Opened(User, MailboxSession),
+    /// Unknown user or wrong password.
+    BadCredentials,
+    /// Another session holds the mailbox.
+    InUse,
+    /// The mailbox lives on another host (LDAP `mailHost`).
+    Elsewhere(String),
+    /// The directory failed.
+    Directory(stoa_directory::Error),
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl Conn {
+    /// Checks `credentials` and, when they are right, locks and lists the mailbox.
+    pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> LoginDecision {
+        let Credentials {
+            authzid,
+            user,
+            password,
+        } = credentials;
+        let peer = self.peer;
+        if authzid.as_ref().is_some_and(|z| *z != user) {
+            tracing::info!("{peer}: login as {user:?} for {authzid:?} refused (no proxy logins)");
+            return self.failed();
+        }
+        if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
+            tracing::info!("{peer}: login as {user:?} refused unchecked: too many failures");
+            return self.failed();
+        }
+        let directory = Arc::clone(&self.shared.directory);
+        let store = Arc::clone(&self.shared.store);
+        let login = user.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            check(directory.as_ref(), &store, &login, &password)
+        })
+        .await;
+        let found = match checked {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!("{peer}: login task failed: {e}");
+                return LoginDecision::TemporaryFailure;
+            }
+        };
+        match found {
+            Login::Opened(user, mailbox) => self.opened(&user, mailbox),
+            Login::BadCredentials => {
+                tracing::info!("{peer}: login as {user:?} failed");
+                self.failed()
+            }
+            Login::InUse => {
+                tracing::info!("{peer}: {user}: mailbox in use by another session");
+                LoginDecision::InUse
+            }
+            Login::Elsewhere(host) => {
+                tracing::warn!("{peer}: {user}: the mailbox is on {host}, not here");
+                LoginDecision::PermanentFailure
+            }
+            Login::Directory(e) => {
+                tracing::error!("{peer}: password check for {user:?} failed: {e}");
+                LoginDecision::TemporaryFailure
+            }
+            Login::Store(e) => {
+                tracing::error!("{peer}: {user}: cannot open the mailbox: {e}");
+                LoginDecision::TemporaryFailure
+            }
+        }
+    }
+
+    /// Counts a failure against the client's address and sets the delay of the
+    /// `-ERR [AUTH]` that follows.
+    fn failed(&mut self) -> LoginDecision {
+        let delay = self
+            .shared
+            .throttle
+            .record_failure(self.peer.ip(), Instant::now());
+        self.login_delay = Some(delay);
+        LoginDecision::BadCredentials
+    }
+
+    /// The listing of a freshly locked mailbox; the session keeps the mailbox.
+    fn opened(&mut self, user: &User, mailbox: MailboxSession) -> LoginDecision {
+        let entries = mailbox
+            .messages()
+            .iter()
+            .map(|m| Entry {
+                size: m.size,
+                uid: m.uid.as_str().to_owned(),
+            })
+            .collect();
+        match Listing::new(entries) {
+            Ok(listing) => {
+                tracing::info!(
+                    "{}: {} logged in ({} messages)",
+                    self.peer,
+                    user.address,
+                    listing.len()
+                );
+                self.mailbox = Some(Arc::new(mailbox));
+                LoginDecision::Accept(listing)
+            }
+            Err(e) => {
+                tracing::error!("{}: {}: unusable listing: {e}", self.peer, user.address);
+                LoginDecision::TemporaryFailure
+            }
+        }
+    }
+}
+
+/// The blocking part: argon2 in the directory, then the lock and the listing.
+fn check(directory: &dyn Directory, store: &MailStore, login: &str, password: &str) -> Login {
+    let user = match directory.verify_password(login, password) {
+        Ok(Some(user)) => user,
+        Ok(None) => return Login::BadCredentials,
+        Err(e) => return Login::Directory(e),
+    };
+    if let Some(host) = &user.mail_host {
+        return Login::Elsewhere(host.clone());
+    }
+    match store.open_mailbox(user.mailbox) {
+        Ok(mailbox) => Login::Opened(user, mailbox),
+        Err(StoreError::Locked(_)) => Login::InUse,
+        Err(e) => Login::Store(e),
+    }
+}

@@ -1,0 +1,84 @@
+//! A connection's byte stream: plain TCP, or TLS after STLS, or from the start (POP3S).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
+
+/// Plain or TLS; `Upgrading` only while the handshake owns the socket.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+    Upgrading,
+}
+
+impl Stream {
+    /// Runs the TLS handshake over the plain stream. On failure the connection is
+    /// gone (the stream is left `Upgrading`, and every later I/O fails).
+    pub(crate) async fn start_tls(
+        &mut self,
+        acceptor: &tokio_rustls::TlsAcceptor,
+    ) -> io::Result<()> {
+        let Stream::Plain(tcp) = std::mem::replace(self, Stream::Upgrading) else {
+            return Err(io::Error::other("STLS on a stream that is not plain"));
+        };
+        let tls = acceptor.accept(tcp).await?;
+        *self = Stream::Tls(Box::new(tls));
+        Ok(())
+    }
+}
+
+fn gone() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotConnected,
+        "connection lost in the TLS handshake",
+    )
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Upgrading => Poll::Ready(Err(gone())),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Upgrading => Poll::Ready(Err(gone())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Upgrading => Poll::Ready(Err(gone())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Upgrading => Poll::Ready(Ok(())),
+        }
+    }
+}
