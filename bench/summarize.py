@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Summarise a wrk raw.csv written by compare-static.sh or compare-runtime.sh.
+"""Summarise a raw.csv written by compare-static.sh, compare-runtime.sh or compare-smtp.sh.
 
-    summarize.py RAW_CSV BASELINE CANDIDATE
+    summarize.py [--unit req/s] [--log wrk.log] [--errors TEXT] RAW_CSV BASELINE CANDIDATE
 
 raw.csv columns: round,row,server,req_per_sec,transfer,errors[,other_cpu_pct]
 (transfer in bytes/s, errors = socket errors + non-2xx/3xx responses as counted by
@@ -10,6 +10,8 @@ wrk, other_cpu_pct = % of all CPU used by other processes during the run).
 Per row it prints the median req/s of each server over the rounds, and the median,
 min and max of the per-round ratio CANDIDATE/BASELINE (each ratio pairs the two
 runs of the same round, which ran back to back). Rows with any error are flagged.
+--unit names the rate column (compare-smtp.sh: msg/s), --log the file with the
+details, --errors what the errors column counts.
 """
 
 import csv
@@ -26,9 +28,21 @@ def fmt_bytes(n):
 
 
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    unit, logname, what = "req/s", "wrk.log", "socket errors or non-2xx/3xx"
+    while args and args[0].startswith("--"):
+        if len(args) < 2 or args[0] not in ("--unit", "--log", "--errors"):
+            sys.exit(__doc__)
+        if args[0] == "--unit":
+            unit = args[1]
+        elif args[0] == "--log":
+            logname = args[1]
+        else:
+            what = args[1]
+        args = args[2:]
+    if len(args) != 3:
         sys.exit(__doc__)
-    path, base, cand = sys.argv[1:]
+    path, base, cand = args
     rows = []  # row names in first-seen order
     data = {}  # (row, server) -> {round: (rps, transfer, errors)}
     with open(path, newline="") as f:
@@ -43,10 +57,10 @@ def main():
                 float(rec.get("other_cpu_pct") or 0),
             )
 
-    wr = max(12, len(base) + 6, len(cand) + 6)  # req/s columns
+    wr = max(12, len(base) + len(unit) + 1, len(cand) + len(unit) + 1)  # req/s columns
     wx = max(12, len(base) + 7, len(cand) + 7)  # transfer columns
     head = (
-        f"{'row':<22} {base + ' req/s':>{wr}} {cand + ' req/s':>{wr}} "
+        f"{'row':<22} {base + ' ' + unit:>{wr}} {cand + ' ' + unit:>{wr}} "
         f"{'ratio med':>9} {'min':>6} {'max':>6} {'rounds':>6}  "
         f"{base + ' xfer/s':>{wx}} {cand + ' xfer/s':>{wx}}  errors"
     )
@@ -92,11 +106,14 @@ def main():
         lines.append("")
     if flagged:
         lines.append("!" * 78)
-        lines.append(f"!!! ERRORS (socket errors or non-2xx/3xx) in rows: {', '.join(flagged)}")
-        lines.append("!!! their req/s may be meaningless; see wrk.log for the details")
+        lines.append(f"!!! ERRORS ({what}) in rows: {', '.join(flagged)}")
+        lines.append(f"!!! their {unit} may be meaningless; see {logname} for the details")
         lines.append("!" * 78)
     else:
-        lines.append("no socket errors and no non-2xx/3xx responses in any run")
+        if what == "socket errors or non-2xx/3xx":
+            lines.append("no socket errors and no non-2xx/3xx responses in any run")
+        else:
+            lines.append(f"no errors ({what}) in any run")
     print("\n".join(lines))
 
 
