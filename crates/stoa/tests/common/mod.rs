@@ -149,6 +149,7 @@ pub(crate) struct ServerBuilder {
     prefix: Vec<OsString>,
     binary: PathBuf,
     args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
 }
 
 impl ServerBuilder {
@@ -160,6 +161,7 @@ impl ServerBuilder {
             prefix: Vec::new(),
             binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
             args: vec!["serve".into(), "--docroot".into(), docroot.into()],
+            envs: Vec::new(),
         }
     }
 
@@ -172,6 +174,7 @@ impl ServerBuilder {
             prefix: Vec::new(),
             binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
             args: vec!["serve".into(), "--mail-dir".into(), mail_dir.into()],
+            envs: Vec::new(),
         }
     }
 
@@ -182,6 +185,17 @@ impl ServerBuilder {
         S: Into<OsString>,
     {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable of the server process (e.g. `FAILPOINTS`, which
+    /// is otherwise removed).
+    pub(crate) fn env(
+        mut self,
+        key: impl Into<OsString>,
+        value: impl Into<OsString>,
+    ) -> ServerBuilder {
+        self.envs.push((key.into(), value.into()));
         self
     }
 
@@ -247,6 +261,8 @@ impl ServerBuilder {
             .args(&self.args)
             .args(["--log-level", "info"])
             .env_remove("RUST_LOG")
+            .env_remove("FAILPOINTS")
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
