@@ -16,6 +16,10 @@ declare -A needs=(
   [setpriv]=util-linux
   [swaks]=swaks
   [fetchmail]=fetchmail
+  # Postfix's load client for crates/stoa/tests/mail_crash.rs. The package is
+  # preseeded to "No configuration" below, so it installs no main.cf and starts no
+  # daemon.
+  [smtp-source]=postfix
 )
 missing=()
 for cmd in "${!needs[@]}"; do
@@ -27,8 +31,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  if [[ " ${missing[*]} " == *" postfix "* ]]; then
+    echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Only smtp-source is wanted: never leave a Postfix daemon running.
+  pidfile=/var/spool/postfix/pid/master.pid
+  if [ -s "$pidfile" ] && kill -0 $(cat "$pidfile") 2>/dev/null; then
+    postfix stop
+  fi
 fi
 
 cargo fmt --all -- --check
@@ -38,3 +50,7 @@ cargo test --workspace --locked
 # The mail queue's crash points are compiled only with this feature.
 cargo clippy -p stoa-smtp --features failpoints --all-targets --locked -- -D warnings
 cargo test -p stoa-smtp --features failpoints --locked --test failpoints
+# kill -9 at each crash point of the built binary (the test binary inherits the
+# feature, so CARGO_BIN_EXE_stoa honours FAILPOINTS).
+cargo clippy -p stoa --features failpoints --all-targets --locked -- -D warnings
+cargo test -p stoa --features failpoints --locked --test mail_crash kill_9_at_each_crash_point

@@ -153,6 +153,7 @@ pub(crate) struct ServerBuilder {
     prefix: Vec<OsString>,
     binary: PathBuf,
     args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
 }
 
 impl ServerBuilder {
@@ -164,6 +165,7 @@ impl ServerBuilder {
             prefix: Vec::new(),
             binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
             args: vec!["serve".into(), "--docroot".into(), docroot.into()],
+            envs: Vec::new(),
         }
     }
 
@@ -177,6 +179,7 @@ impl ServerBuilder {
             prefix: Vec::new(),
             binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
             args: vec!["serve".into(), "--mail-dir".into(), mail_dir.into()],
+            envs: Vec::new(),
         }
     }
 
@@ -187,6 +190,17 @@ impl ServerBuilder {
         S: Into<OsString>,
     {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable of the server process (e.g. `FAILPOINTS`, which
+    /// is otherwise removed).
+    pub(crate) fn env(
+        mut self,
+        key: impl Into<OsString>,
+        value: impl Into<OsString>,
+    ) -> ServerBuilder {
+        self.envs.push((key.into(), value.into()));
         self
     }
 
@@ -254,6 +268,8 @@ impl ServerBuilder {
             .args(&self.args)
             .args(["--log-level", "info"])
             .env_remove("RUST_LOG")
+            .env_remove("FAILPOINTS")
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
