@@ -1,0 +1,540 @@
+#!/usr/bin/env bash
+# Stoa vs Dovecot, POP3 sessions per second over loopback, interleaved rounds.
+#
+#   bench/compare-pop3.sh [--rounds 3] [--users 200] [--messages 3] [--size 4096]
+#                         [--clients 4] [--workers 1] [--dovecot-hash stoa|doveadm]
+#
+# A session is USER/PASS, STAT, RETR and DELE of every message, QUIT (row
+# pop3-session); row pop3-login-only is USER/PASS, STAT, QUIT on the emptied
+# mailboxes. Users u1..uN on both servers; before every round each mailbox gets
+# the same M messages (Stoa through its SMTP, Dovecot as Maildir files). Both
+# servers are restarted before every measurement, so every login runs argon2.
+# Results go to bench-results/<date>-<host>-pop3/. See bench/README.md.
+set -euo pipefail
+
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ROUNDS=3
+USERS=200
+MESSAGES=3
+SIZE=4096
+CLIENTS=4
+WORKERS=1
+DOVECOT_HASH=stoa
+CMDLINE="bench/compare-pop3.sh"
+for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+while (($#)); do
+    case "$1" in
+        --rounds) ROUNDS="${2:?}"; shift 2 ;;
+        --users) USERS="${2:?}"; shift 2 ;;
+        --messages) MESSAGES="${2:?}"; shift 2 ;;
+        --size) SIZE="${2:?}"; shift 2 ;;
+        --clients) CLIENTS="${2:?}"; shift 2 ;;
+        --workers) WORKERS="${2:?}"; shift 2 ;;
+        --dovecot-hash) DOVECOT_HASH="${2:?}"; shift 2 ;;
+        -h | --help) usage 0 ;;
+        *) echo "unknown argument: $1" >&2; usage 2 ;;
+    esac
+done
+for v in "$ROUNDS" "$USERS" "$MESSAGES" "$SIZE" "$CLIENTS" "$WORKERS"; do
+    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "rounds, users, messages, size, clients and workers must be positive integers"
+done
+((SIZE >= 256)) || die "--size must be at least 256 bytes"
+((USERS <= 100000 && MESSAGES <= 1000 && SIZE <= 10000000 && CLIENTS <= 256 && WORKERS <= 64)) ||
+    die "settings out of range (users <= 100000, messages <= 1000, size <= 10 MB, clients <= 256, workers <= 64)"
+[[ "$DOVECOT_HASH" == stoa || "$DOVECOT_HASH" == doveadm ]] || die "--dovecot-hash is stoa or doveadm"
+
+[[ "$(id -u)" == 0 ]] || die "run as root (Dovecot's master process needs it)"
+ensure_commands python3:python3 timeout:coreutils git:git dovecot:dovecot-pop3d doveadm:dovecot-pop3d
+[[ -x /usr/lib/dovecot/pop3 ]] || {
+    log "installing: dovecot-pop3d"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dovecot-pop3d >/dev/null
+}
+[[ -x /usr/lib/dovecot/pop3 ]] || die "dovecot-pop3d is not installed (no /usr/lib/dovecot/pop3)"
+DOVECOT_BIN="$(command -v dovecot || echo /usr/sbin/dovecot)"
+DOVEADM_BIN="$(command -v doveadm || echo /usr/bin/doveadm)"
+
+# The system Dovecot (started by the package) must not run beside ours: stop it.
+stop_system_dovecot() {
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet dovecot.service 2>/dev/null; then
+        log "stopping the system dovecot.service"
+        timeout 60 systemctl stop dovecot.service dovecot.socket 2>/dev/null || true
+    fi
+    # Without systemd: a master using the default configuration.
+    if [[ -s /run/dovecot/master.pid ]] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
+        log "stopping the system dovecot (pid $(cat /run/dovecot/master.pid))"
+        timeout 60 "$DOVECOT_BIN" stop 2>/dev/null || true
+    fi
+    if [[ -s /run/dovecot/master.pid ]] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
+        die "a system dovecot is still running (pid $(cat /run/dovecot/master.pid)); stop it first"
+    fi
+}
+stop_system_dovecot
+id mail >/dev/null 2>&1 || die "no 'mail' user: Dovecot's mail processes run as it"
+if ! id dovecot >/dev/null 2>&1 || ! id dovenull >/dev/null 2>&1; then
+    die "the dovecot and dovenull users are missing (dovecot-core creates them)"
+fi
+MAIL_UID="$(id -u mail)"
+MAIL_GID="$(id -g mail)"
+
+bench_install_traps
+make_tmp
+build_stoa
+raise_nofile 65536
+
+OUT="$(result_dir pop3)"
+wait_idle
+check_background "before the run"
+
+# --- messages --------------------------------------------------------------------
+
+# M templates of SIZE bytes each (header + body, LF line endings, text of 72-column
+# lines, some starting with a dot so that byte-stuffing is exercised).
+TEMPLATES="$BENCH_TMP/templates"
+mkdir -p "$TEMPLATES"
+python3 - "$TEMPLATES" "$MESSAGES" "$SIZE" <<'EOF'
+import random, sys
+d, m, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(20010101)
+alpha = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789,;:-"
+for k in range(1, m + 1):
+    head = (f"From: bench@example.test\nTo: bench-users@example.test\nSubject: bench message {k}\n"
+            f"Message-ID: <bench-{k}@example.test>\nDate: Mon, 1 Jan 2001 00:00:00 +0000\n\n")
+    body, n = [], len(head)
+    while n < size:
+        line = "".join(rng.choice(alpha) for _ in range(71))
+        if rng.random() < 0.05:
+            line = "." + line[1:]
+        line = line[: max(0, size - n - 1)]
+        body.append(line)
+        n += len(line) + 1
+    with open(f"{d}/{k:04d}.eml", "w") as f:
+        f.write(head + "\n".join(body) + "\n")
+EOF
+
+# --- stoa --------------------------------------------------------------------------
+
+STOA_MAIL="$BENCH_TMP/stoa-mail"
+STOA_CONF="$BENCH_TMP/stoa.toml"
+cat >"$STOA_CONF" <<EOF
+[pop3]
+allow_plaintext_auth = true
+max_connections_per_client = 0
+hostname = "pop.example.test"
+EOF
+STOA_ARGS=(serve --config "$STOA_CONF" --mail-dir "$STOA_MAIL" --smtp-listen 127.0.0.1:0
+    --pop3-listen 127.0.0.1:0 --domain example.test --workers "$WORKERS")
+
+log "creating $USERS users in stoa (stoa user add, its configured argon2 cost)"
+for ((i = 1; i <= USERS; i++)); do
+    printf 'pw-u%d\n' "$i" | "$STOA_BIN" user add "u$i@example.test" --password-stdin --mail-dir "$STOA_MAIL" \
+        >/dev/null 2>"$BENCH_TMP/user-add.log" || die "stoa user add u$i@example.test failed: $(cat "$BENCH_TMP/user-add.log")"
+done
+
+# start_stoa_mail -> STOA_PID, STOA_SMTP, STOA_POP3 (ports from the "listening" lines).
+start_stoa_mail() {
+    local errlog="$BENCH_TMP/stoa-stderr.log" i
+    : >"$errlog"
+    "$STOA_BIN" "${STOA_ARGS[@]}" 2>>"$errlog" &
+    STOA_PID=$!
+    SERVER_PIDS+=("$STOA_PID")
+    STOA_SMTP="" STOA_POP3=""
+    for ((i = 0; i < 300; i++)); do
+        STOA_SMTP="$(grep -m1 -o 'listening on smtp://127\.0\.0\.1:[0-9]*' "$errlog" | sed 's/.*://' || true)"
+        STOA_POP3="$(grep -m1 -o 'listening on pop3://127\.0\.0\.1:[0-9]*' "$errlog" | sed 's/.*://' || true)"
+        [[ -n "$STOA_SMTP" && -n "$STOA_POP3" ]] && return 0
+        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -5 "$errlog")"
+        sleep 0.05
+    done
+    die "stoa did not report its SMTP and POP3 listeners within 15 s: $(tail -5 "$errlog")"
+}
+
+# Messages in every user's stoa mailbox, one "count" per line (u1..uN).
+stoa_counts() {
+    local i
+    for ((i = 1; i <= USERS; i++)); do
+        "$STOA_BIN" mailbox stat "u$i@example.test" --mail-dir "$STOA_MAIL" 2>/dev/null |
+            grep -o -m1 '[0-9][0-9]* message' | cut -d' ' -f1 || echo "?"
+    done
+}
+
+# Sends the templates to every user through stoa's SMTP (4 parallel senders), then
+# waits up to 300 s for every mailbox to hold exactly M messages.
+fill_stoa() {
+    timeout 600 python3 - "$STOA_SMTP" "$USERS" "$TEMPLATES" <<'EOF' || die "sending through stoa's SMTP failed"
+import concurrent.futures, os, smtplib, sys
+port, users, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+msgs = [open(os.path.join(d, n), "rb").read().replace(b"\n", b"\r\n")
+        for n in sorted(os.listdir(d)) if n.endswith(".eml")]
+def send(share):
+    with smtplib.SMTP("127.0.0.1", port, timeout=60) as s:
+        for i in share:
+            for m in msgs:
+                s.sendmail("bench@example.test", [f"u{i}@example.test"], m)
+shares = [range(1 + w, users + 1, 4) for w in range(4)]
+with concurrent.futures.ThreadPoolExecutor(4) as ex:
+    for f in [ex.submit(send, s) for s in shares]:
+        f.result()
+EOF
+    local start=$SECONDS counts bad
+    while :; do
+        counts="$(stoa_counts)"
+        bad="$(grep -cvx "$MESSAGES" <<<"$counts" || true)"
+        ((bad == 0)) && return 0
+        ((SECONDS - start < 300)) || die "stoa: $bad mailboxes do not hold $MESSAGES messages after 300 s"
+        sleep 0.5
+    done
+}
+
+# --- dovecot ----------------------------------------------------------------------
+
+DV="$BENCH_TMP/dovecot"
+DV_MAIL="$DV/mail"
+mkdir -p "$DV"/{base,state} "$DV_MAIL"
+chmod 755 "$DV" "$DV_MAIL"
+DV_PORT="$(free_port)"
+
+# Passwords: the same argon2id PHC strings as stoa's directory (--dovecot-hash stoa,
+# same cost and parameters, verified by Dovecot's libsodium), or Dovecot's own
+# `doveadm pw -s ARGON2ID` (--dovecot-hash doveadm; its fixed default cost).
+log "writing Dovecot's passwd-file ($DOVECOT_HASH hashes)"
+declare -A STOA_PHC=()
+while read -r kind login _ _ phc _; do
+    [[ "$kind" == user && "$phc" == "\$argon2"* ]] && STOA_PHC["$login"]="$phc"
+done < <(cat "$STOA_MAIL"/directory/* 2>/dev/null || true)
+: >"$DV/users"
+for ((i = 1; i <= USERS; i++)); do
+    login="u$i@example.test"
+    if [[ "$DOVECOT_HASH" == stoa ]]; then
+        [[ -n "${STOA_PHC[$login]:-}" ]] || die "no argon2 hash for $login in $STOA_MAIL/directory (format changed?)"
+        hash="{ARGON2ID}${STOA_PHC[$login]}"
+    else
+        hash="$("$DOVEADM_BIN" pw -s ARGON2ID -p "pw-u$i")"
+    fi
+    printf '%s:%s::::::\n' "$login" "$hash" >>"$DV/users"
+done
+chmod 644 "$DV/users"
+# shellcheck disable=SC2016 # literal dollars in the sed patterns
+STOA_COST="$(sed -n 's/.*\$argon2id\$v=19\$\([^$]*\)\$.*/\1/p' <<<"${STOA_PHC[u1@example.test]:-}")"
+# shellcheck disable=SC2016
+DV_COST="$(sed -n 's/.*\$argon2id\$v=19\$\([^$]*\)\$.*/\1/p' <"$DV/users" | head -1)"
+
+cat >"$DV/dovecot.conf" <<EOF
+# Private Dovecot for bench/compare-pop3.sh (\$TMP = the benchmark's temp dir).
+protocols = pop3
+listen = 127.0.0.1
+base_dir = $DV/base
+state_dir = $DV/state
+instance_name = stoa-bench-dovecot
+log_path = $DV/dovecot.log
+info_log_path = $DV/dovecot.log
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain
+mail_location = maildir:$DV_MAIL/%u
+first_valid_uid = $MAIL_UID
+default_internal_user = dovecot
+default_login_user = dovenull
+passdb {
+  driver = passwd-file
+  args = scheme=ARGON2ID $DV/users
+}
+userdb {
+  driver = static
+  args = uid=$MAIL_UID gid=$MAIL_GID home=$DV_MAIL/%u
+}
+# Worker budget: $WORKERS login process(es) in high-performance mode (like stoa's
+# $WORKERS event loop(s)); pop3 processes are one per session (Dovecot's model),
+# reused for up to 100 sessions, $WORKERS kept ready.
+service pop3-login {
+  inet_listener pop3 {
+    address = 127.0.0.1
+    port = $DV_PORT
+  }
+  inet_listener pop3s {
+    port = 0
+  }
+  service_count = 0
+  process_min_avail = $WORKERS
+  process_limit = $WORKERS
+}
+service pop3 {
+  service_count = 100
+  process_min_avail = $WORKERS
+  process_limit = 1024
+}
+service imap-login {
+  inet_listener imap {
+    port = 0
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+mail_max_userip_connections = 10
+EOF
+"$DOVECOT_BIN" -c "$DV/dovecot.conf" -n >"$DV/dovecot-n.txt" 2>&1 ||
+    die "dovecot rejects its configuration: $(tail -5 "$DV/dovecot-n.txt")"
+
+start_dovecot() {
+    rm -f "$DV/base/master.pid"
+    "$DOVECOT_BIN" -F -c "$DV/dovecot.conf" 2>>"$DV/stderr.log" &
+    DV_PID=$!
+    SERVER_PIDS+=("$DV_PID")
+    wait_port "$DV_PORT" "$DV_PID" || die "dovecot did not start on $DV_PORT: $(tail -5 "$DV/dovecot.log" "$DV/stderr.log" 2>/dev/null)"
+}
+
+# Writes the stoa-exported messages into every Dovecot user's Maildir new/.
+fill_dovecot() {
+    python3 - "$DV_MAIL" "$USERS" "$BENCH_TMP/exported" <<'EOF' || die "filling Dovecot's Maildirs failed"
+import os, sys, time
+base, users, src = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+# Dovecot's own convention for Maildir files: LF line endings (it sends CRLF).
+msgs = [open(os.path.join(src, n), "rb").read().replace(b"\r\n", b"\n") for n in sorted(os.listdir(src))]
+t = int(time.time())
+for i in range(1, users + 1):
+    d = os.path.join(base, f"u{i}@example.test")
+    for sub in ("new", "cur", "tmp"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    for k, m in enumerate(msgs):
+        name = f"{t}.M{k}P{os.getpid()}.bench"
+        tmp = os.path.join(d, "tmp", name)
+        with open(tmp, "wb") as f:
+            f.write(m)
+        os.rename(tmp, os.path.join(d, "new", name))
+EOF
+    chown -R "$MAIL_UID:$MAIL_GID" "$DV_MAIL"
+}
+
+# Messages left in Dovecot's Maildirs (all users).
+dovecot_left() {
+    find "$DV_MAIL" -type f \( -path '*/new/*' -o -path '*/cur/*' \) 2>/dev/null | grep -c . || true
+}
+
+# --- setup: one delivery through stoa, exported as Dovecot's message files ------------
+
+start_stoa_mail
+log "stoa (pid $STOA_PID): SMTP 127.0.0.1:$STOA_SMTP, POP3 127.0.0.1:$STOA_POP3"
+fill_stoa
+mkdir -p "$BENCH_TMP/exported-md"
+"$STOA_BIN" mailbox export u1@example.test --mail-dir "$STOA_MAIL" --to "$BENCH_TMP/exported-md" >/dev/null ||
+    die "stoa mailbox export failed"
+mkdir -p "$BENCH_TMP/exported"
+find "$BENCH_TMP/exported-md" -type f \( -path '*/new/*' -o -path '*/cur/*' \) -exec cp {} "$BENCH_TMP/exported/" \;
+(($(find "$BENCH_TMP/exported" -type f | wc -l) == MESSAGES)) || die "stoa mailbox export gave the wrong number of messages"
+MSG_BYTES="$(cat "$BENCH_TMP/exported"/* | wc -c)"
+# Sanity check: one client run empties stoa (and checks bytes) before anything is measured.
+run_client() { # PORT [--login-only] -> CLIENT_JSON
+    local port="$1"
+    shift
+    CLIENT_JSON="$(timeout --kill-after=10 900 python3 "$BENCH_DIR/pop3-sessions.py" --port "$port" \
+        --users "$USERS" --clients "$CLIENTS" --messages "$MESSAGES" --templates "$TEMPLATES" \
+        --timeout 840 "$@" 2>>"$BENCH_TMP/client-stderr.log")" || CLIENT_JSON='{"sessions":0,"ok":0,"errors":1,"wall_s":0,"sessions_per_sec":0,"bytes":0,"bytes_per_sec":0}'
+}
+jget() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+run_client "$STOA_POP3"
+(($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against stoa had errors: $(tail -5 "$BENCH_TMP/client-stderr.log")"
+stop_server "$STOA_PID"
+fill_dovecot
+start_dovecot
+run_client "$DV_PORT"
+# What Dovecot runs (to check, e.g., that no auth-worker process verifies passwords).
+DV_PROCS="$(for c in $(nginx_children "$DV_PID"); do cat "/proc/$c/comm" 2>/dev/null; done | sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')"
+(($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against dovecot had errors: $(tail -5 "$BENCH_TMP/client-stderr.log") $(tail -3 "$DV/dovecot.log")"
+stop_server "$DV_PID"
+log "sanity runs passed; $MESSAGES messages, $MSG_BYTES bytes per mailbox as stored by stoa"
+
+# --- CPU accounting ------------------------------------------------------------------
+
+# Clock ticks used by a server's process tree: its own threads, its live children's,
+# and its reaped children's (Dovecot forks a pop3 process per session).
+tree_ticks() {
+    local pid="$1" c rest a t=0
+    for c in "$pid" $(nginx_children "$pid"); do
+        rest="$(cat "/proc/$c/stat" 2>/dev/null)" || continue
+        rest="${rest##*) }"
+        read -r -a a <<<"$rest"
+        t=$((t + a[11] + a[12]))
+        [[ "$c" == "$pid" ]] && t=$((t + a[13] + a[14]))
+    done
+    echo "$t"
+}
+snap() { # PID -> "TOTAL BUSY OURS"
+    local u n s idle iow irq sirq rest a ours
+    read -r _ u n s idle iow irq sirq _ </proc/stat
+    ours="$(tree_ticks "$1")"
+    rest="$(cat "/proc/$$/stat")"
+    rest="${rest##*) }"
+    read -r -a a <<<"$rest"
+    ours=$((ours + a[11] + a[12] + a[13] + a[14]))
+    echo "$((u + n + s + idle + iow + irq + sirq)) $((u + n + s + irq + sirq)) $ours $(tree_ticks "$1")"
+}
+
+# --- rounds --------------------------------------------------------------------------
+
+RAW="$OUT/raw.csv"
+LOG="$OUT/sessions.log"
+echo "round,row,server,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
+CPU_CSV="$OUT/server-cpu.csv"
+echo "round,row,server,cpu_ms_per_session" >"$CPU_CSV"
+: >"$LOG"
+TICK="$(getconf CLK_TCK)"
+
+# measure ROUND ROW SERVER: starts the server fresh, runs the client, stops it.
+measure() {
+    local r="$1" row="$2" s="$3" pid port s0 s1 other srv_ticks extra=() errs left
+    if [[ "$s" == stoa ]]; then
+        start_stoa_mail
+        pid="$STOA_PID" port="$STOA_POP3"
+    else
+        start_dovecot
+        pid="$DV_PID" port="$DV_PORT"
+    fi
+    [[ "$row" == pop3-login-only ]] && extra=(--login-only)
+    : >"$BENCH_TMP/client-stderr.log"
+    s0="$(snap "$pid")"
+    run_client "$port" "${extra[@]}"
+    s1="$(snap "$pid")"
+    other="$(other_cpu_pct "${s0% *}" "${s1% *}")"
+    srv_ticks=$((${s1##* } - ${s0##* }))
+    kill -0 "$pid" 2>/dev/null || die "$s died during round $r $row"
+    stop_server "$pid"
+    errs="$(jget "$CLIENT_JSON" errors)"
+    # Every mailbox must be empty afterwards.
+    if [[ "$s" == stoa ]]; then
+        left="$(stoa_counts | grep -vx 0 | grep -c . || true)"
+    else
+        left="$(dovecot_left)"
+    fi
+    if ((left != 0)); then
+        log "!!! $s round $r $row: $left mailboxes/messages not empty after the run"
+        errs=$((errs + 1))
+    fi
+    local sps bps
+    sps="$(jget "$CLIENT_JSON" sessions_per_sec)"
+    bps="$(jget "$CLIENT_JSON" bytes_per_sec)"
+    echo "$r,$row,$s,$sps,$bps,$errs,$other" >>"$RAW"
+    awk -v t="$srv_ticks" -v k="$TICK" -v n="$USERS" -v pre="$r,$row,$s" 'BEGIN{printf "%s,%.2f\n", pre, 1000*t/k/n}' >>"$CPU_CSV"
+    {
+        echo "=== round $r row $row server $s: $CLIENT_JSON; server CPU $(awk -v t="$srv_ticks" -v k="$TICK" 'BEGIN{printf "%.2f", t/k}') s; other CPU ${other}%; left $left"
+        cat "$BENCH_TMP/client-stderr.log"
+    } >>"$LOG"
+    local msg
+    msg="round $r $row $s: $sps sessions/s (server CPU $(awk -v t="$srv_ticks" -v k="$TICK" -v n="$USERS" 'BEGIN{printf "%.1f", 1000*t/k/n}') ms/session, other CPU ${other}%)"
+    ((errs == 0)) || msg+="  !!! ERRORS: $errs ($(head -2 "$BENCH_TMP/client-stderr.log" | tr '\n' ' '))"
+    log "$msg"
+}
+
+log "running $ROUNDS rounds x 2 rows x 2 servers, $USERS users x $MESSAGES messages, $CLIENTS client processes"
+for ((r = 1; r <= ROUNDS; r++)); do
+    ((r == 1)) || wait_idle
+    if ((r % 2)); then order=(dovecot stoa); else order=(stoa dovecot); fi
+    # Fill both: stoa through SMTP (then stopped, so its login cache starts empty), Dovecot as files.
+    start_stoa_mail
+    fill_stoa
+    stop_server "$STOA_PID"
+    fill_dovecot
+    for s in "${order[@]}"; do measure "$r" pop3-session "$s"; done
+    for s in "${order[@]}"; do measure "$r" pop3-login-only "$s"; done
+done
+
+check_background "after the run (servers stopped)"
+
+# summarize.py speaks wrk's language; translate.
+python3 "$BENCH_DIR/summarize.py" "$RAW" dovecot stoa |
+    sed -e 's/req\/s/sess\/s/g' \
+        -e 's/no socket errors and no non-2xx\/3xx responses in any run/no errors in any run (failed checks, POP3 errors, mailboxes left non-empty)/' \
+        -e 's/(socket errors or non-2xx\/3xx)/(failed checks, POP3 errors or mailboxes left non-empty)/' \
+        -e 's/req\/s may be meaningless; see wrk.log/sessions\/s may be meaningless; see sessions.log/' |
+    tee "$OUT/summary.txt"
+# Server CPU per session: less sensitive to other load than sessions/s.
+python3 - "$CPU_CSV" <<'EOF' | tee -a "$OUT/summary.txt"
+import csv, statistics, sys
+d = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    d.setdefault((r["row"], r["server"]), []).append(float(r["cpu_ms_per_session"]))
+print()
+print("server CPU per session (ms, all its processes and threads; median [min-max] over rounds)")
+for row in dict.fromkeys(k[0] for k in d):
+    cells = []
+    for s in ("dovecot", "stoa"):
+        v = d.get((row, s), [])
+        cells.append(f"{s} {statistics.median(v):.1f} [{min(v):.1f}-{max(v):.1f}]" if v else f"{s} n/a")
+    print(f"{row:<22} " + "   ".join(cells))
+EOF
+sed "s#$BENCH_TMP#\$TMP#g" "$DV/dovecot.conf" >"$OUT/dovecot.conf"
+sed "s#$BENCH_TMP#\$TMP#g" "$STOA_CONF" >"$OUT/stoa.toml"
+
+{
+    echo "# POP3 sessions: stoa vs Dovecot"
+    echo
+    echo "Command (from the repository root): \`$CMDLINE\`"
+    echo
+    echo "Date: $(date -Is)"
+    echo
+    echo "## Machine"
+    echo
+    describe_machine
+    echo "- Dovecot: $("$DOVECOT_BIN" --version) (Debian $(dpkg-query -W -f '${Version}' dovecot-pop3d 2>/dev/null || echo '?'))"
+    echo "- Python: $(python3 --version 2>&1)"
+    echo
+    echo "## Setup"
+    echo
+    echo "- Loopback only (127.0.0.1). Client and servers share the machine's $(nproc) cores."
+    echo "- Users u1..u$USERS@example.test, password pw-u<i>, on both servers."
+    echo "- Messages: $MESSAGES per user per round, each a fixed ${SIZE}-byte text message (header + 72-column"
+    echo "  lines, some starting with a dot) plus the Received: header stoa's SMTP adds; $MSG_BYTES bytes per mailbox"
+    echo "  as stoa stores them. Stoa's mailboxes are filled through its SMTP (Python smtplib, 4 senders),"
+    echo "  waiting for \`stoa mailbox stat\` to show all of them; Dovecot's by writing the same bytes (u1's"
+    echo "  mailbox as \`stoa mailbox export\` wrote it) as Maildir files into new/."
+    echo "- Passwords: argon2id. stoa: \`stoa user add --password-stdin\` at its configured cost ($STOA_COST)."
+    if [[ "$DOVECOT_HASH" == stoa ]]; then
+        echo "  Dovecot: the same PHC strings as stoa's (\`{ARGON2ID}\` scheme, verified by libsodium), so"
+        echo "  the same cost ($DV_COST). Dovecot's own \`doveadm pw -s ARGON2ID\` cannot make hashes this cheap"
+        echo "  (its minimum is m=65536,t=3,p=1); \`--dovecot-hash doveadm\` uses those instead."
+    else
+        echo "  Dovecot: \`doveadm pw -s ARGON2ID\` ($DV_COST), **more expensive than stoa's** -- an unfair"
+        echo "  difference against Dovecot; \`--dovecot-hash stoa\` (the default) gives Dovecot stoa's hashes."
+    fi
+    echo "- Both servers are started fresh before every measurement, so every login runs argon2 once: stoa's"
+    echo "  cache of successful checks (15 min) starts empty, and Dovecot's auth cache is off (its default)."
+    echo "- stoa: \`stoa ${STOA_ARGS[*]//$BENCH_TMP/\$TMP}\` with stoa.toml (plaintext login allowed,"
+    echo "  no per-address connection limit). $WORKERS event loop(s); argon2 and file work run on its blocking pool."
+    echo "- Dovecot: dovecot.conf here (\`dovecot -F -c FILE\`, private base_dir/state_dir, Maildir, passwd-file"
+    echo "  + static userdb, mail processes as user mail). $WORKERS pop3-login process(es) in high-performance mode"
+    echo "  (service_count 0); a pop3 process per session (reused up to 100 times, $WORKERS kept ready); one auth"
+    echo "  process (passwd-file verification runs there, not in auth workers); logging to a file."
+    echo "  Dovecot's processes after the sanity run (comm, truncated by the kernel): $DV_PROCS."
+    echo "- Any system Dovecot is stopped first (not disabled)."
+    echo "- Message templates: ${SIZE} bytes each with LF line endings, more on the wire (CRLF)." 
+    echo "- Client: bench/pop3-sessions.py, $CLIENTS processes, each running sessions one after another for its"
+    echo "  share of the users (poplib). Row pop3-session: USER, PASS, STAT, LIST, RETR all, DELE all, QUIT."
+    echo "  Row pop3-login-only: USER, PASS, STAT (empty mailbox), QUIT. sessions/s = users / wall time."
+    echo "  Checked: STAT count, RETR octets = LIST size, every body byte-identical to a template (once each);"
+    echo "  after each run every mailbox must be empty. Any failure is an error."
+    echo "- $ROUNDS rounds; Dovecot first in odd rounds, stoa in even ones; both rows per round."
+    echo
+    echo "## Background load"
+    echo
+    describe_background
+    echo
+    echo "## Files"
+    echo
+    echo "- raw.csv: round,row,server,req_per_sec (= sessions/s),transfer (bytes retrieved/s),errors,"
+    echo "  other_cpu_pct (% of all CPU used by processes other than the client and the server's process tree)"
+    echo "- summary.txt: medians over rounds and the per-round ratio stoa/dovecot (median, min, max)"
+    echo "- server-cpu.csv: round,row,server,cpu_ms_per_session (the server's CPU time / users)"
+    echo "- sessions.log: every client result with the server's CPU seconds; dovecot.conf, stoa.toml"
+    echo
+    echo "## Summary"
+    echo
+    echo '```'
+    cat "$OUT/summary.txt"
+    echo '```'
+} >"$OUT/README.md"
+
+log "results in ${OUT#"$REPO_ROOT"/}"
