@@ -65,6 +65,34 @@ fn temporary_failure_is_retried() {
 }
 
 #[test]
+fn dropped_connection_is_retried() {
+    let mail = MailDir::new();
+    // First attempt: the smart host hangs up at RCPT; second: it reads the whole
+    // message and hangs up before the final reply; third: it takes it.
+    let sink = Sink::start(&["DROP", "DROP-DATA"]);
+    let server = Running::start(&mail, relaying(&mail, &sink));
+    let mut c = Client::ehlo(server.mx);
+    c.mail(JOE, &["bob@ext.test"], "Subject: dropped\r\n\r\nx\r\n")
+        .assert(250, "queued");
+    let got = sink.wait_messages(1);
+    assert_eq!(got[0].to, ["bob@ext.test"]);
+    assert!(
+        String::from_utf8_lossy(&got[0].data).ends_with("Subject: dropped\r\n\r\nx\r\n"),
+        "the message arrives whole on the retry"
+    );
+    assert!(
+        sink.connections.load(Ordering::Relaxed) >= 3,
+        "two dropped attempts, then the delivery"
+    );
+    mail.wait_queue_empty();
+    assert_eq!(sink.captured().len(), 1, "delivered once");
+    assert!(
+        mail.delivered(JOE).is_empty(),
+        "a dropped connection is temporary: no bounce"
+    );
+}
+
+#[test]
 fn permanent_failure_bounces_to_the_sender() {
     let mail = MailDir::new();
     let sink = Sink::start(&["550 5.1.1 <bob@ext.test>: no such user"]);

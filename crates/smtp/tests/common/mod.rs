@@ -454,7 +454,10 @@ pub(crate) struct Captured {
 }
 
 /// A tiny SMTP server on 127.0.0.1:0 that answers RCPT from a script (then `250`)
-/// and keeps every accepted message.
+/// and keeps every accepted message. Two script words are actions, not replies:
+/// `DROP` closes the connection instead of answering that RCPT, and `DROP-DATA`
+/// accepts the recipient but closes the connection after reading the message,
+/// before the final reply (the message is not kept).
 pub(crate) struct Sink {
     pub(crate) addr: SocketAddr,
     pub(crate) messages: Arc<Mutex<Vec<Captured>>>,
@@ -541,6 +544,7 @@ fn sink_session(
     let mut reader = BufReader::new(stream);
     out.write_all(b"220 sink.test ESMTP\r\n")?;
     let (mut from, mut to, mut accepted) = (String::new(), Vec::new(), 0);
+    let mut drop_after_data = false;
     let mut line = String::new();
     loop {
         line.clear();
@@ -564,6 +568,13 @@ fn sink_session(
         } else if upper.starts_with("RCPT TO:") {
             let scripted = replies.lock().expect("lock").pop_front();
             match scripted {
+                Some(r) if r == "DROP" => return Ok(()),
+                Some(r) if r == "DROP-DATA" => {
+                    drop_after_data = true;
+                    to.push(line[8..].trim().trim_matches(['<', '>']).to_owned());
+                    accepted += 1;
+                    "250 2.1.5 Ok".into()
+                }
                 Some(r) if !r.starts_with('2') => r,
                 _ => {
                     to.push(line[8..].trim().trim_matches(['<', '>']).to_owned());
@@ -587,6 +598,9 @@ fn sink_session(
                     }
                     let l = if l.starts_with(b".") { &l[1..] } else { &l[..] };
                     data.extend_from_slice(l);
+                }
+                if drop_after_data {
+                    return Ok(());
                 }
                 messages.lock().expect("lock").push(Captured {
                     from: from.clone(),
