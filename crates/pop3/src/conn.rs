@@ -29,7 +29,7 @@ use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::server::{ClientSlot, Shared};
-use crate::stream::Stream;
+use stoa_netkit::tls::Stream;
 
 /// Bytes read at a time. Commands are at most 255 octets (SASL lines 1 KiB), and
 /// the session consumes every complete line before the next read, so the buffer

@@ -8,7 +8,7 @@
 //!   (one event loop per core, `SO_REUSEPORT`, as the web and SMTP servers), counts
 //!   connections per worker and per client address, drains on shutdown.
 //! - `conn.rs`: one connection: it owns the socket (plain, or TLS after STLS or from
-//!   the start; `stream.rs`), the read and response buffers and, once logged in, the
+//!   the start; `stoa_netkit::tls::Stream`), the read and response buffers and, once logged in, the
 //!   locked mailbox, and drives [`stoa_pop3_proto::Session`] with deadlines (login,
 //!   autologout, session cap, send).
 //! - `login.rs`: the answer to credentials: the per-address throttle
@@ -54,7 +54,6 @@ mod conn;
 mod login;
 mod retrieve;
 mod server;
-mod stream;
 mod throttle;
 mod update;
 

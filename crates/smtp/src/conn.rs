@@ -29,7 +29,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::queue::{Recipient, Spool};
 use crate::server::{ClientSlot, Shared};
-use crate::stream::Stream;
+use stoa_netkit::tls::Stream;
 
 /// Bytes read at a time. Commands are at most `max_line` (2 KiB) and the DATA
 /// decoder consumes everything it is given, so the buffer stays near this size.

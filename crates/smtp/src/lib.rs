@@ -47,7 +47,6 @@ mod headers;
 mod policy;
 pub mod queue;
 mod server;
-mod stream;
 
 pub use config::Config;
 pub use delivery::{DeliveryError, LocalDelivery, StoreDelivery};

@@ -11,8 +11,9 @@
 //! Loading reports every problem at once, one [`Error`] per problem, each naming the
 //! file and what is wrong with it, so a configuration check can print them all.
 //!
-//! It does no I/O on sockets: the servers drive `rustls::ServerConnection`
-//! themselves.
+//! [`Stream`] is the mail servers' connection stream (plain, or TLS after an
+//! upgrade or from the start, through tokio-rustls); the web server drives
+//! `rustls::ServerConnection` on its socket itself.
 
 use std::fmt;
 use std::io;
@@ -25,6 +26,10 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache};
 use rustls::sign::CertifiedKey;
+
+mod stream;
+
+pub use stream::Stream;
 
 /// Sessions kept by each listener's server-side cache (TLS 1.2 session IDs). An
 /// entry is a few hundred bytes, so this is a few megabytes at most, shared by

@@ -1,4 +1,6 @@
-//! A connection's byte stream: plain TCP, or TLS after STARTTLS.
+//! A mail connection's byte stream: plain TCP, TLS after an in-protocol upgrade
+//! (SMTP STARTTLS, POP3 STLS), or TLS from the start (POP3S). Shared by the mail
+//! servers; the web server drives rustls on its socket itself.
 
 use std::io;
 use std::pin::Pin;
@@ -10,21 +12,23 @@ use tokio_rustls::server::TlsStream;
 
 /// Plain or TLS; `Upgrading` only while the handshake owns the socket.
 #[derive(Debug)]
-pub(crate) enum Stream {
+pub enum Stream {
+    /// Plain TCP.
     Plain(TcpStream),
+    /// TLS over TCP.
     Tls(Box<TlsStream<TcpStream>>),
+    /// The handshake owns the socket (or it failed): every I/O fails.
     Upgrading,
 }
 
 impl Stream {
     /// Runs the TLS handshake over the plain stream. On failure the connection is
     /// gone (the stream is left `Upgrading`, and every later I/O fails).
-    pub(crate) async fn start_tls(
-        &mut self,
-        acceptor: &tokio_rustls::TlsAcceptor,
-    ) -> io::Result<()> {
+    pub async fn start_tls(&mut self, acceptor: &tokio_rustls::TlsAcceptor) -> io::Result<()> {
         let Stream::Plain(tcp) = std::mem::replace(self, Stream::Upgrading) else {
-            return Err(io::Error::other("STARTTLS on a stream that is not plain"));
+            return Err(io::Error::other(
+                "TLS upgrade on a stream that is not plain",
+            ));
         };
         let tls = acceptor.accept(tcp).await?;
         *self = Stream::Tls(Box::new(tls));
