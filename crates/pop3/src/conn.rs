@@ -299,15 +299,8 @@ impl Conn {
         if self.out.is_empty() {
             return Ok(());
         }
-        let (stream, out) = (&mut self.stream, &self.out);
-        let write = async {
-            stream.write_all(out).await?;
-            stream.flush().await
-        };
-        match tokio::time::timeout(self.shared.config.limits.send_timeout, write).await {
-            Ok(result) => result?,
-            Err(_) => return Err(io::Error::new(io::ErrorKind::TimedOut, "send timed out")),
-        }
+        let timeout = self.shared.config.limits.send_timeout;
+        self.stream.write_all_within(&self.out, timeout).await?;
         self.out.clear();
         Ok(())
     }

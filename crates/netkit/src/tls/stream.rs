@@ -5,8 +5,9 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
@@ -33,6 +34,21 @@ impl Stream {
         let tls = acceptor.accept(tcp).await?;
         *self = Stream::Tls(Box::new(tls));
         Ok(())
+    }
+}
+
+impl Stream {
+    /// Writes all of `buf` and flushes it (TLS holds records until flushed),
+    /// within `timeout`; a client that takes longer gets `TimedOut`.
+    pub async fn write_all_within(&mut self, buf: &[u8], timeout: Duration) -> io::Result<()> {
+        let write = async {
+            self.write_all(buf).await?;
+            self.flush().await
+        };
+        match tokio::time::timeout(timeout, write).await {
+            Ok(result) => result,
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "send timed out")),
+        }
     }
 }
 
