@@ -54,6 +54,31 @@ impl Latency {
     pub fn max_ms(&self) -> f64 {
         self.0.max() as f64 / 1000.0
     }
+
+    /// The shortest time, ms; 0 when empty.
+    pub fn min_ms(&self) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        self.0.min() as f64 / 1000.0
+    }
+
+    /// The mean time, ms; 0 when empty.
+    pub fn mean_ms(&self) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        self.0.mean() / 1000.0
+    }
+
+    /// The share (0–1) of operations at or under `ms`; 1 when empty.
+    pub fn share_within_ms(&self, ms: f64) -> f64 {
+        if self.0.is_empty() {
+            return 1.0;
+        }
+        let us = (ms * 1000.0).max(0.0) as u64;
+        self.0.count_between(0, us) as f64 / self.0.len() as f64
+    }
 }
 
 /// On the wire: `[[µs, count], …]` for the non-empty buckets.
@@ -96,6 +121,9 @@ mod tests {
         assert!((l.quantile_ms(0.5) - 500.0).abs() < 1.0);
         assert!((l.quantile_ms(0.99) - 990.0).abs() < 1.0);
         assert!((l.max_ms() - 1000.0).abs() < 1.0);
+        assert!((l.min_ms() - 1.0).abs() < 0.01);
+        assert!((l.mean_ms() - 500.5).abs() < 1.0);
+        assert!((l.share_within_ms(250.0) - 0.25).abs() < 0.002);
         let wire = serde_json::to_string(&l).expect("serialise");
         let back: Latency = serde_json::from_str(&wire).expect("deserialise");
         assert_eq!(back.count(), 1000);

@@ -1,0 +1,182 @@
+//! The QoS rules (`mail2001.md` §2) and the rows of the published tables.
+//!
+//! Choices where the white paper is uncertain (each is printed in the report):
+//! - **"SMTP Data" and "POP Retrieve" at 5 s** time the command's first reply
+//!   (`DATA` → `354`; `RETR` → `+OK`), the whole transfer is judged separately
+//!   against 5 s + size / 3,000 B/s as "SMTP Data Response Time" and "POP
+//!   Retrieve Response Time" (D5: the summary table prints a 5 s limit for both,
+//!   the detailed tables have the size-adjusted rows; this reading fits both).
+//! - **Error rate** = failed steps / steps attempted, over every function and the
+//!   delivery probes (§2.4, the denominator is not stated).
+//! - **Remote delivery** counts recipients, as the published "Remote Message
+//!   Delivery" row equals its "SMTP To Remote" counter.
+//! - A row with no attempts passes and is marked "no sample".
+
+use serde::Serialize;
+
+use crate::tally::{Function, LevelTally};
+
+/// Response-time limit of every function, seconds (§2.1).
+pub const RESPONSE_LIMIT_SECS: f64 = 5.0;
+/// Delivery-time limit, seconds (§2.2).
+pub const DELIVERY_LIMIT_SECS: f64 = 60.0;
+/// The bandwidth the size-adjusted cutoff grants a message: half the modem's
+/// 6,000 B/s (§2.1).
+pub const SIZED_BYTES_PER_SEC: f64 = 3_000.0;
+/// The share of attempts every QoS row must pass, percent (strictly more than 95 %
+/// as printed; we require at least 95 %).
+pub const REQUIRED_PERCENT: f64 = 95.0;
+/// The largest error rate allowed, percent (strictly below).
+pub const MAX_ERROR_PERCENT: f64 = 1.0;
+
+/// The size-adjusted cutoff for a DATA body or RETR of `bytes`:
+/// 5 s + bytes / 3,000 B/s.
+pub fn sized_cutoff_secs(bytes: u64) -> f64 {
+    RESPONSE_LIMIT_SECS + bytes as f64 / SIZED_BYTES_PER_SEC
+}
+
+/// One QoS row: attempts, passes, percentage, verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// Row name as printed.
+    pub name: &'static str,
+    /// The limit as printed ("5", "60", "5+size/3000", "level", "NA").
+    pub limit: &'static str,
+    /// Attempts.
+    pub attempts: u64,
+    /// Passes.
+    pub pass: u64,
+    /// passes / attempts × 100; `None` with no attempts.
+    pub percent: Option<f64>,
+    /// Whether the row meets its requirement.
+    pub passed: bool,
+}
+
+impl Row {
+    fn ratio(name: &'static str, limit: &'static str, attempts: u64, pass: u64) -> Row {
+        let percent = (attempts > 0).then(|| pass as f64 * 100.0 / attempts as f64);
+        Row {
+            name,
+            limit,
+            attempts,
+            pass,
+            percent,
+            passed: percent.is_none_or(|p| p >= REQUIRED_PERCENT),
+        }
+    }
+}
+
+/// The error rate, percent (0 with no attempts).
+pub fn error_percent(t: &LevelTally) -> f64 {
+    let attempts = t.attempts();
+    if attempts == 0 {
+        0.0
+    } else {
+        t.errors() as f64 * 100.0 / attempts as f64
+    }
+}
+
+/// Every detailed-results row: the 13 functions, then Delivery Time, SMTP Data
+/// Response Time, POP Retrieve Response Time and Remote Message Delivery.
+pub fn detail_rows(t: &LevelTally) -> Vec<Row> {
+    let mut rows: Vec<Row> = Function::ALL
+        .iter()
+        .map(|&f| {
+            let s = t.function(f);
+            Row::ratio(f.name(), "5", s.attempts, s.pass)
+        })
+        .collect();
+    rows.push(Row::ratio(
+        "Delivery Time",
+        "60",
+        t.delivery.attempts,
+        t.delivery.pass,
+    ));
+    rows.push(Row::ratio(
+        "SMTP Data Response Time",
+        "5+size/3000",
+        t.data_response.attempts,
+        t.data_response.pass,
+    ));
+    rows.push(Row::ratio(
+        "POP Retrieve Response Time",
+        "5+size/3000",
+        t.retrieve_response.attempts,
+        t.retrieve_response.pass,
+    ));
+    rows.push(Row::ratio(
+        "Remote Message Delivery",
+        "level",
+        t.remote.sent,
+        t.remote.received,
+    ));
+    rows
+}
+
+/// The functions of the summary table, in its order.
+pub const SUMMARY_FUNCTIONS: [Function; 6] = [
+    Function::SmtpConnect,
+    Function::SmtpData,
+    Function::PopConnect,
+    Function::PopStatus,
+    Function::PopRetrieve,
+    Function::PopDelete,
+];
+
+/// The summary table's rows for one level: the six functions, Delivery Time, and
+/// the Error Rate (its `percent` is the error rate; it passes below 1 %).
+pub fn summary_rows(t: &LevelTally) -> Vec<Row> {
+    let detail = detail_rows(t);
+    let mut rows: Vec<Row> = SUMMARY_FUNCTIONS
+        .iter()
+        .map(|f| detail[f.index()].clone())
+        .collect();
+    rows.push(detail[Function::ALL.len()].clone());
+    let err = error_percent(t);
+    rows.push(Row {
+        name: "Error Rate",
+        limit: "NA",
+        attempts: t.attempts(),
+        pass: t.attempts() - t.errors().min(t.attempts()),
+        percent: Some(err),
+        passed: err < MAX_ERROR_PERCENT,
+    });
+    rows
+}
+
+/// Whether a level passes: every detailed row and the error rate (§2.5: each
+/// category on its own), with the failing rows named.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// All rows passed.
+    pub passed: bool,
+    /// "POP Connect 91.20 % < 95 %", "Error Rate 2.10 % ≥ 1 %", …
+    pub failures: Vec<String>,
+}
+
+/// Judges one level.
+pub fn verdict(t: &LevelTally) -> Verdict {
+    let mut failures: Vec<String> = detail_rows(t)
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| {
+            format!(
+                "{} {:.2}% < {REQUIRED_PERCENT}%",
+                r.name,
+                r.percent.unwrap_or(0.0)
+            )
+        })
+        .collect();
+    let err = error_percent(t);
+    if err >= MAX_ERROR_PERCENT {
+        failures.push(format!("Error Rate {err:.2}% >= {MAX_ERROR_PERCENT}%"));
+    }
+    Verdict {
+        passed: failures.is_empty(),
+        failures,
+    }
+}
+
+#[cfg(test)]
+#[path = "qos_tests.rs"]
+mod tests;

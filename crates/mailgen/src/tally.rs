@@ -1,0 +1,523 @@
+//! What a load level measured: per-function attempts, QoS passes, errors and
+//! times; the size-adjusted DATA and RETR checks; delivery probes; remote delivery
+//! at the sink; the counters of the published detailed tables.
+//!
+//! A client fills a [`SessionRecord`] as a session runs; the engine adds it to the
+//! level's [`LevelTally`] only when the session started inside the measurement
+//! window (the choice the white paper leaves open, `mail2001.md` §2.7: a session
+//! counts by its start time).
+
+use serde::{Deserialize, Serialize};
+use stoa_loadgen::Latency;
+
+use crate::qos;
+
+/// The protocol steps the published detailed tables list, in their order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Function {
+    /// TCP connect and the `220` banner.
+    SmtpConnect,
+    /// `HELO` → `250`.
+    SmtpHello,
+    /// `MAIL FROM` → `250`.
+    SmtpMailFrom,
+    /// Each `RCPT TO` → `250`.
+    SmtpRcptTo,
+    /// `DATA` → `354` (the message transfer is [`Sized::DataResponse`]).
+    SmtpData,
+    /// `QUIT` → `221`.
+    SmtpQuit,
+    /// TCP connect and the `+OK` greeting.
+    PopConnect,
+    /// `USER` → `+OK`.
+    PopUserId,
+    /// `PASS` → `+OK`.
+    PopPassword,
+    /// `STAT` → `+OK n size`.
+    PopStatus,
+    /// `RETR` → the first line `+OK` (the whole transfer is [`Sized::RetrieveResponse`]).
+    PopRetrieve,
+    /// `DELE` → `+OK`.
+    PopDelete,
+    /// `QUIT` → `+OK`.
+    PopQuit,
+}
+
+impl Function {
+    /// Every function, in report order.
+    pub const ALL: [Function; 13] = [
+        Function::SmtpConnect,
+        Function::SmtpHello,
+        Function::SmtpMailFrom,
+        Function::SmtpRcptTo,
+        Function::SmtpData,
+        Function::SmtpQuit,
+        Function::PopConnect,
+        Function::PopUserId,
+        Function::PopPassword,
+        Function::PopStatus,
+        Function::PopRetrieve,
+        Function::PopDelete,
+        Function::PopQuit,
+    ];
+
+    /// The row name of the published tables ("SMTP Connect", "POP User ID", …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::SmtpConnect => "SMTP Connect",
+            Function::SmtpHello => "SMTP Hello",
+            Function::SmtpMailFrom => "SMTP Mail From",
+            Function::SmtpRcptTo => "SMTP Rcpt To",
+            Function::SmtpData => "SMTP Data",
+            Function::SmtpQuit => "SMTP Quit",
+            Function::PopConnect => "POP Connect",
+            Function::PopUserId => "POP User ID",
+            Function::PopPassword => "POP Password",
+            Function::PopStatus => "POP Status",
+            Function::PopRetrieve => "POP Retrieve",
+            Function::PopDelete => "POP Delete",
+            Function::PopQuit => "POP Quit",
+        }
+    }
+
+    /// Position in [`Function::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether this is an SMTP step (else POP).
+    pub fn is_smtp(self) -> bool {
+        self.index() <= Function::SmtpQuit.index()
+    }
+}
+
+/// The two transfers judged against the size-adjusted cutoff (§2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Sized {
+    /// The message body sent after `354`, up to the final `250` ("SMTP Data Response Time").
+    DataResponse,
+    /// `RETR` sent, up to the terminating `.` ("POP Retrieve Response Time").
+    RetrieveResponse,
+}
+
+/// Why a step failed (§2.4: an unexpected reply or no reply within 60 s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Failure {
+    /// The TCP connection could not be made.
+    Connect,
+    /// A reply other than the expected one (or a malformed reply).
+    Protocol,
+    /// The server closed the connection (or it reset) before the reply.
+    Disconnect,
+    /// No reply within the reply timeout.
+    Timeout,
+}
+
+/// One step of a session: which function, how long, and how it ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// The function.
+    pub function: Function,
+    /// From just before the request was sent to the reply (or its first packet).
+    pub ms: f64,
+    /// `Ok` for the expected reply.
+    pub outcome: Result<(), Failure>,
+}
+
+/// One size-adjusted transfer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transfer {
+    /// DATA body or RETR.
+    pub kind: Sized,
+    /// Its time, ms.
+    pub ms: f64,
+    /// The message's size in bytes (the generator's size for DATA, the octets
+    /// received for RETR).
+    pub bytes: u64,
+    /// Whether it ended with the expected reply.
+    pub ok: bool,
+}
+
+/// What one SMTP or POP session did, filled by the client as it runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionRecord {
+    /// Every step, in order; a failed step ends the session.
+    pub steps: Vec<Step>,
+    /// DATA bodies and RETRs.
+    pub transfers: Vec<Transfer>,
+    /// SMTP: local recipients accepted (`RCPT` answered 250).
+    pub to_local: u32,
+    /// SMTP: remote recipients accepted.
+    pub to_remote: u32,
+    /// Whether the session reached the end of its last step (QUIT answered).
+    pub completed: bool,
+}
+
+impl SessionRecord {
+    /// Records a step.
+    pub fn step(&mut self, function: Function, ms: f64, outcome: Result<(), Failure>) {
+        self.steps.push(Step {
+            function,
+            ms,
+            outcome,
+        });
+    }
+
+    /// Records a size-adjusted transfer.
+    pub fn transfer(&mut self, kind: Sized, ms: f64, bytes: u64, ok: bool) {
+        self.transfers.push(Transfer {
+            kind,
+            ms,
+            bytes,
+            ok,
+        });
+    }
+
+    /// The first failure, if any.
+    pub fn failure(&self) -> Option<(Function, Failure)> {
+        self.steps
+            .iter()
+            .find_map(|s| s.outcome.err().map(|f| (s.function, f)))
+    }
+}
+
+/// Attempts, QoS passes, errors and times of one function.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FunctionStats {
+    /// Requests sent.
+    pub attempts: u64,
+    /// Expected replies within the function's limit (5 s).
+    pub pass: u64,
+    /// Unexpected replies, disconnects and timeouts.
+    pub errors: u64,
+    /// Times of the expected replies.
+    pub latency: Latency,
+}
+
+/// Attempts and passes of a size-adjusted check.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct SizedStats {
+    /// Transfers started.
+    pub attempts: u64,
+    /// Transfers that ended well within 5 s + size / 3,000 B/s.
+    pub pass: u64,
+}
+
+/// Smallest, largest and total message size of a direction.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct SizeStats {
+    /// Messages.
+    pub count: u64,
+    /// Smallest, bytes.
+    pub min: u64,
+    /// Largest, bytes.
+    pub max: u64,
+    /// Total, bytes.
+    pub sum: u64,
+}
+
+impl SizeStats {
+    /// Adds one message of `bytes`.
+    pub fn add(&mut self, bytes: u64) {
+        self.min = if self.count == 0 {
+            bytes
+        } else {
+            self.min.min(bytes)
+        };
+        self.max = self.max.max(bytes);
+        self.sum += bytes;
+        self.count += 1;
+    }
+
+    /// Adds `other`'s messages.
+    pub fn merge(&mut self, other: &SizeStats) {
+        if other.count == 0 {
+            return;
+        }
+        self.min = if self.count == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.count += other.count;
+    }
+
+    /// The mean size in bytes; 0 when empty.
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+}
+
+/// The delivery-time probes (§2.2).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DeliveryStats {
+    /// Probe messages accepted by the server (the SMTP session ended well).
+    pub attempts: u64,
+    /// Found by POP within 60 s of the start of the SMTP session.
+    pub pass: u64,
+    /// Found later than 60 s (within the polling limit).
+    pub late: u64,
+    /// Never found within the polling limit.
+    pub lost: u64,
+    /// Polls that could not connect or log in.
+    pub connect_errors: u64,
+    /// Times from the start of the SMTP session to the poll that found the message.
+    pub times: Latency,
+}
+
+/// Remote delivery, counted at the sink (§2.3).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct RemoteStats {
+    /// Remote recipients accepted by the server in measured sessions
+    /// ("SMTP To Remote"; the published denominator).
+    pub sent: u64,
+    /// Of those, recipients the sink received before the level ended.
+    pub received: u64,
+}
+
+/// The counters of the published detailed tables, plus the generator's health.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// SMTP sessions whose connection could not be made.
+    pub smtp_connect_error: u64,
+    /// SMTP steps answered with an unexpected reply.
+    pub smtp_protocol_error: u64,
+    /// SMTP sessions the server closed early.
+    pub smtp_disconnect: u64,
+    /// SMTP replies that did not come within the timeout.
+    pub smtp_timeout: u64,
+    /// SMTP sessions completed (QUIT answered).
+    pub smtp_session: u64,
+    /// Local recipients accepted.
+    pub smtp_to_local: u64,
+    /// Remote recipients accepted.
+    pub smtp_to_remote: u64,
+    /// Sink sessions that failed (the server's client broke the protocol or the
+    /// connection).
+    pub sink_connect_error: u64,
+    /// POP sessions whose connection could not be made.
+    pub pop_connect_error: u64,
+    /// POP steps answered with an unexpected reply.
+    pub pop_protocol_error: u64,
+    /// POP sessions the server closed early.
+    pub pop_disconnect: u64,
+    /// POP replies that did not come within the timeout.
+    pub pop_timeout: u64,
+    /// POP sessions completed (QUIT answered).
+    pub pop_session: u64,
+    /// Delivery probes' polls that could not connect or log in.
+    pub delivery_time_connect_error: u64,
+    /// Sessions started more than 1 s after their scheduled time: the generator
+    /// fell behind (an overloaded client, not a slow server).
+    pub late_starts: u64,
+    /// Repeated checks skipped because no retry-pool mailbox was eligible (all
+    /// checked within 300 s, or busy).
+    pub retry_pool_exhausted: u64,
+    /// Measured sessions still running when the level ended (aborted, not judged).
+    pub unfinished: u64,
+}
+
+/// Sessions started in the measurement window, per stream.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Started {
+    /// SMTP sessions of local users sending.
+    pub user_smtp: u64,
+    /// SMTP sessions of "remote MTAs".
+    pub remote_smtp: u64,
+    /// Initial POP checks (random pool).
+    pub initial_pop: u64,
+    /// Repeated POP checks (retry pool).
+    pub repeated_pop: u64,
+}
+
+/// Everything one load level measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LevelTally {
+    /// One entry per [`Function::ALL`], same order.
+    pub functions: Vec<FunctionStats>,
+    /// "SMTP Data Response Time".
+    pub data_response: SizedStats,
+    /// "POP Retrieve Response Time".
+    pub retrieve_response: SizedStats,
+    /// "Delivery Time".
+    pub delivery: DeliveryStats,
+    /// "Remote Message Delivery".
+    pub remote: RemoteStats,
+    /// The counters table.
+    pub counters: Counters,
+    /// "SMTP Data (KB up)".
+    pub data_up: SizeStats,
+    /// "POP Retrieve (KB down)".
+    pub retrieve_down: SizeStats,
+    /// Sessions started in the window.
+    pub started: Started,
+    /// Length of the measurement window, seconds.
+    pub window_secs: f64,
+}
+
+impl Default for LevelTally {
+    fn default() -> LevelTally {
+        LevelTally {
+            functions: vec![FunctionStats::default(); Function::ALL.len()],
+            data_response: SizedStats::default(),
+            retrieve_response: SizedStats::default(),
+            delivery: DeliveryStats::default(),
+            remote: RemoteStats::default(),
+            counters: Counters::default(),
+            data_up: SizeStats::default(),
+            retrieve_down: SizeStats::default(),
+            started: Started::default(),
+            window_secs: 0.0,
+        }
+    }
+}
+
+impl LevelTally {
+    /// The stats of one function.
+    pub fn function(&self, f: Function) -> &FunctionStats {
+        &self.functions[f.index()]
+    }
+
+    /// Adds a measured session.
+    pub fn add_session(&mut self, rec: &SessionRecord) {
+        let mut smtp = None;
+        for step in &rec.steps {
+            smtp = Some(step.function.is_smtp());
+            let stats = &mut self.functions[step.function.index()];
+            stats.attempts += 1;
+            match step.outcome {
+                Ok(()) => {
+                    stats.latency.record_ms(step.ms);
+                    if step.ms <= qos::RESPONSE_LIMIT_SECS * 1000.0 {
+                        stats.pass += 1;
+                    }
+                }
+                Err(failure) => {
+                    stats.errors += 1;
+                    let c = &mut self.counters;
+                    let counter = match (step.function.is_smtp(), failure) {
+                        (true, Failure::Connect) => &mut c.smtp_connect_error,
+                        (true, Failure::Protocol) => &mut c.smtp_protocol_error,
+                        (true, Failure::Disconnect) => &mut c.smtp_disconnect,
+                        (true, Failure::Timeout) => &mut c.smtp_timeout,
+                        (false, Failure::Connect) => &mut c.pop_connect_error,
+                        (false, Failure::Protocol) => &mut c.pop_protocol_error,
+                        (false, Failure::Disconnect) => &mut c.pop_disconnect,
+                        (false, Failure::Timeout) => &mut c.pop_timeout,
+                    };
+                    *counter += 1;
+                }
+            }
+        }
+        for t in &rec.transfers {
+            let (stats, sizes) = match t.kind {
+                Sized::DataResponse => (&mut self.data_response, &mut self.data_up),
+                Sized::RetrieveResponse => (&mut self.retrieve_response, &mut self.retrieve_down),
+            };
+            stats.attempts += 1;
+            if t.ok {
+                sizes.add(t.bytes);
+                if t.ms <= qos::sized_cutoff_secs(t.bytes) * 1000.0 {
+                    stats.pass += 1;
+                }
+            }
+        }
+        self.counters.smtp_to_local += u64::from(rec.to_local);
+        self.counters.smtp_to_remote += u64::from(rec.to_remote);
+        if rec.completed {
+            match smtp {
+                Some(true) => self.counters.smtp_session += 1,
+                Some(false) => self.counters.pop_session += 1,
+                None => {}
+            }
+        }
+    }
+
+    /// Adds another tally (another load thread's or agent's share of the level).
+    pub fn merge(&mut self, other: &LevelTally) {
+        for (a, b) in self.functions.iter_mut().zip(&other.functions) {
+            a.attempts += b.attempts;
+            a.pass += b.pass;
+            a.errors += b.errors;
+            a.latency.merge(&b.latency);
+        }
+        for (a, b) in [
+            (&mut self.data_response, &other.data_response),
+            (&mut self.retrieve_response, &other.retrieve_response),
+        ] {
+            a.attempts += b.attempts;
+            a.pass += b.pass;
+        }
+        let (d, o) = (&mut self.delivery, &other.delivery);
+        d.attempts += o.attempts;
+        d.pass += o.pass;
+        d.late += o.late;
+        d.lost += o.lost;
+        d.connect_errors += o.connect_errors;
+        d.times.merge(&o.times);
+        self.remote.sent += other.remote.sent;
+        self.remote.received += other.remote.received;
+        let (c, o) = (&mut self.counters, &other.counters);
+        for (a, b) in [
+            (&mut c.smtp_connect_error, o.smtp_connect_error),
+            (&mut c.smtp_protocol_error, o.smtp_protocol_error),
+            (&mut c.smtp_disconnect, o.smtp_disconnect),
+            (&mut c.smtp_timeout, o.smtp_timeout),
+            (&mut c.smtp_session, o.smtp_session),
+            (&mut c.smtp_to_local, o.smtp_to_local),
+            (&mut c.smtp_to_remote, o.smtp_to_remote),
+            (&mut c.sink_connect_error, o.sink_connect_error),
+            (&mut c.pop_connect_error, o.pop_connect_error),
+            (&mut c.pop_protocol_error, o.pop_protocol_error),
+            (&mut c.pop_disconnect, o.pop_disconnect),
+            (&mut c.pop_timeout, o.pop_timeout),
+            (&mut c.pop_session, o.pop_session),
+            (
+                &mut c.delivery_time_connect_error,
+                o.delivery_time_connect_error,
+            ),
+            (&mut c.late_starts, o.late_starts),
+            (&mut c.retry_pool_exhausted, o.retry_pool_exhausted),
+            (&mut c.unfinished, o.unfinished),
+        ] {
+            *a += b;
+        }
+        self.data_up.merge(&other.data_up);
+        self.retrieve_down.merge(&other.retrieve_down);
+        let (s, o) = (&mut self.started, &other.started);
+        s.user_smtp += o.user_smtp;
+        s.remote_smtp += o.remote_smtp;
+        s.initial_pop += o.initial_pop;
+        s.repeated_pop += o.repeated_pop;
+        self.window_secs = self.window_secs.max(other.window_secs);
+    }
+
+    /// All errors: every failed step, plus delivery probes' failed polls.
+    pub fn errors(&self) -> u64 {
+        self.functions.iter().map(|f| f.errors).sum::<u64>() + self.delivery.connect_errors
+    }
+
+    /// All attempts: every step sent, plus delivery probes.
+    pub fn attempts(&self) -> u64 {
+        self.functions.iter().map(|f| f.attempts).sum::<u64>() + self.delivery.attempts
+    }
+
+    /// The msgs/min actually offered: user SMTP sessions started per minute of the
+    /// window (the published "Actual Message Rate").
+    pub fn actual_mpm(&self) -> f64 {
+        if self.window_secs <= 0.0 {
+            return 0.0;
+        }
+        self.started.user_smtp as f64 * 60.0 / self.window_secs
+    }
+}
+
+#[cfg(test)]
+#[path = "tally_tests.rs"]
+mod tests;
