@@ -11,6 +11,7 @@
 //! of the Standard Performance Evaluation Corporation.
 
 pub(crate) mod agent;
+mod mail;
 mod control;
 mod report;
 mod server;

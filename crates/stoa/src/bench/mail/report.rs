@@ -1,0 +1,1 @@
+//! The mail run's reports (being written).

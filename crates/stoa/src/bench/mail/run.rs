@@ -1,0 +1,130 @@
+//! What a `stoa bench mail` run produced: the input of the report.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use stoa_mail2001::Rates;
+use stoa_mailgen::qos::Verdict;
+use stoa_mailgen::sink::SinkStats;
+use stoa_mailgen::tally::LevelTally;
+
+/// Phase lengths of one load level.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Phases {
+    /// `quick`, `standard` or `custom`.
+    pub(crate) profile: &'static str,
+    /// Load without measurement.
+    pub(crate) warmup: Duration,
+    /// The measurement window: sessions starting in it are judged.
+    pub(crate) run: Duration,
+    /// Load continues while the window's sessions finish and remote mail reaches
+    /// the sink.
+    pub(crate) cooldown: Duration,
+}
+
+/// One load level's result.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LevelResult {
+    /// The load factor (0.8, 1.0, 1.2).
+    pub(crate) load: f64,
+    /// The stream rates offered (per second).
+    #[serde(skip)]
+    pub(crate) rates: Rates,
+    /// What was measured.
+    pub(crate) tally: LevelTally,
+    /// The judgement.
+    pub(crate) verdict: Verdict,
+    /// Wall time of the whole level (warm-up to the last measured session's end).
+    pub(crate) wall: Duration,
+    /// CPU time the harness used during the level.
+    pub(crate) harness_cpu: Option<Duration>,
+    /// CPU time the server's processes used during the level, when known.
+    pub(crate) server_cpu: Option<Duration>,
+}
+
+/// One trial of `--find-max`: the 100 % level at `mpm`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Trial {
+    /// The msgs/min tried.
+    pub(crate) mpm: f64,
+    /// Whether its 100 % level passed.
+    pub(crate) passed: bool,
+    /// Why not.
+    pub(crate) failures: Vec<String>,
+}
+
+/// The store check made before the run (§1.11, §3.1).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct StoreCheck {
+    /// Mailboxes checked (a random sample).
+    pub(crate) mailboxes: u64,
+    /// Messages found in them.
+    pub(crate) messages: u64,
+    /// Octets found in them.
+    pub(crate) octets: u64,
+    /// Mailboxes found empty.
+    pub(crate) empty: u64,
+    /// Mean messages per mailbox, and the model's 3.43.
+    pub(crate) mean_messages: f64,
+    /// Mean message size found, bytes (the model: 24.5 KB).
+    pub(crate) mean_size: f64,
+    /// Whether the sample is close enough to the steady state.
+    pub(crate) passed: bool,
+    /// What was off.
+    pub(crate) notes: Vec<String>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct MailRun {
+    /// The server's product name ("Stoa 0.1.0 (built-in)", or `--server-software`).
+    pub(crate) server_software: String,
+    /// The claimed msgs/min (the 100 % level); for `--find-max`, the best passing.
+    pub(crate) mpm: f64,
+    /// Accounts the store holds (≥ 200 × msgs/min).
+    pub(crate) users: u64,
+    /// The local domain.
+    pub(crate) domain: String,
+    /// The domain relayed to the sink.
+    pub(crate) remote_domain: String,
+    /// The SMTP address.
+    pub(crate) smtp: String,
+    /// The POP3 address.
+    pub(crate) pop3: String,
+    /// The sink's address.
+    pub(crate) sink: String,
+    /// Phase lengths.
+    pub(crate) phases: Phases,
+    /// The levels run, in order.
+    pub(crate) levels: Vec<LevelResult>,
+    /// `--find-max` trials, in order (empty otherwise).
+    pub(crate) search: Vec<Trial>,
+    /// The store check before the run.
+    pub(crate) store: Option<StoreCheck>,
+    /// The sink's totals over the whole run.
+    pub(crate) sink_stats: SinkStats,
+    /// Share of SMTP sessions that carry a delivery probe (0.01 by the white
+    /// paper; more at small scale so the Delivery Time row has a sample).
+    pub(crate) probe_share: f64,
+    /// Load threads of the harness.
+    pub(crate) threads: u32,
+    /// The random seed of the run.
+    pub(crate) seed: u64,
+    /// Started, as RFC 3339 UTC.
+    pub(crate) started: String,
+    /// The interpretations this harness makes where the white paper is
+    /// uncertain, one sentence each (printed in the report's notes).
+    pub(crate) choices: Vec<&'static str>,
+}
+
+impl MailRun {
+    /// The 100 % level, if it ran.
+    pub(crate) fn full_level(&self) -> Option<&LevelResult> {
+        self.levels.iter().find(|l| (l.load - 1.0).abs() < 1e-9)
+    }
+
+    /// Whether the run's claim holds: its 100 % level ran and passed.
+    pub(crate) fn passed(&self) -> bool {
+        self.full_level().is_some_and(|l| l.verdict.passed)
+    }
+}
