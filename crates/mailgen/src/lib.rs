@@ -18,6 +18,8 @@
 //!
 //! The workload's numbers (rates, distributions) come from `stoa-mail2001`.
 
+pub mod engine;
+pub mod init;
 pub mod message;
 pub mod pace;
 pub mod pop_client;

@@ -387,10 +387,20 @@ impl LevelTally {
     /// Adds a measured session.
     pub fn add_session(&mut self, rec: &SessionRecord) {
         let mut smtp = None;
+        let mut previous: Option<&Step> = None;
         for step in &rec.steps {
             smtp = Some(step.function.is_smtp());
+            // A failed step right after a successful one of the same function is
+            // that request's later reply failing (DATA's final reply after its
+            // 354, a RETR body cut off after its +OK): an error, not a new attempt.
+            let continuation = matches!(step.function, Function::SmtpData | Function::PopRetrieve)
+                && previous.is_some_and(|p| p.function == step.function && p.outcome.is_ok())
+                && step.outcome.is_err();
+            previous = Some(step);
             let stats = &mut self.functions[step.function.index()];
-            stats.attempts += 1;
+            if !continuation {
+                stats.attempts += 1;
+            }
             match step.outcome {
                 Ok(()) => {
                     stats.latency.record_ms(step.ms);

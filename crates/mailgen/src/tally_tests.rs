@@ -60,3 +60,23 @@ fn actual_rate_is_user_sessions_per_minute() {
     t.started.remote_smtp = 27;
     assert_eq!(t.actual_mpm(), 15.0);
 }
+
+#[test]
+fn a_failed_final_reply_is_an_error_not_a_second_attempt() {
+    let mut t = LevelTally::default();
+    let mut r = SessionRecord::default();
+    r.step(Function::SmtpData, 3.0, Ok(()));
+    r.step(Function::SmtpData, 60_000.0, Err(Failure::Timeout));
+    r.transfer(Sized::DataResponse, 60_000.0, 4096, false);
+    t.add_session(&r);
+    let data = t.function(Function::SmtpData);
+    assert_eq!((data.attempts, data.pass, data.errors), (1, 1, 1));
+    assert_eq!(t.counters.smtp_timeout, 1);
+    assert_eq!((t.data_response.attempts, t.data_response.pass), (1, 0));
+    // Two separate RCPTs, the second refused, are two attempts.
+    let mut r = SessionRecord::default();
+    r.step(Function::SmtpRcptTo, 1.0, Ok(()));
+    r.step(Function::SmtpRcptTo, 1.0, Err(Failure::Protocol));
+    t.add_session(&r);
+    assert_eq!(t.function(Function::SmtpRcptTo).attempts, 2);
+}

@@ -53,6 +53,13 @@ pub(crate) enum BenchCommand {
     /// Without --target, generates a file set and benchmarks a built-in
     /// `stoa serve --web99` on loopback.
     Web(BenchWebArgs),
+    /// SPECmail2001-style mail benchmark (SMTP + POP3 at 80/100/120 % of a rate,
+    /// with the published QoS tables). Without --smtp/--pop3, benchmarks a
+    /// built-in `stoa serve` with generated users.
+    Mail(BenchMailArgs),
+    /// Writes the benchmark's users for another server: a Dovecot passwd-file
+    /// (or a plain list), so Postfix + Dovecot can be measured the same way.
+    MailUsers(BenchMailUsersArgs),
     /// A client daemon for `stoa bench web --agents`: runs the load generators a
     /// prime client sends it and answers with their counters.
     Agent(BenchAgentArgs),
@@ -180,6 +187,165 @@ pub(crate) struct BenchWebArgs {
     /// The SPECweb99 CGI program on the server.
     #[arg(long, value_name = "PATH", default_value = "/cgi-bin/web99")]
     pub(crate) cgi_path: String,
+}
+
+/// `stoa bench mail`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchMailArgs {
+    /// The server's SMTP service (`HOST:PORT`); with --pop3. Default: a built-in
+    /// `stoa serve` on loopback, filled and checked for the run.
+    #[arg(long, value_name = "ADDR", requires = "pop3")]
+    pub(crate) smtp: Option<String>,
+
+    /// The server's POP3 service (`HOST:PORT`); with --smtp.
+    #[arg(long, value_name = "ADDR", requires = "smtp")]
+    pub(crate) pop3: Option<String>,
+
+    /// The claimed rate, SPECmail2001-style messages per minute (the 100 %
+    /// level); users = 200 × rate. Default: --users / 200, or 20 (4,000 users).
+    #[arg(long, value_name = "MPM", value_parser = parse_positive)]
+    pub(crate) rate: Option<f64>,
+
+    /// Accounts in the store (`user1@DOMAIN` … `userN@DOMAIN`); at least 200 ×
+    /// rate. --find-max searches rates up to N / 200. Default 200 × rate.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) users: Option<u32>,
+
+    /// The local domain.
+    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
+    pub(crate) domain: String,
+
+    /// The remote domain: mail to it must be relayed by the server to the sink.
+    #[arg(long, value_name = "NAME", default_value = "remote.test")]
+    pub(crate) remote_domain: String,
+
+    /// Every account's password.
+    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
+    pub(crate) password: String,
+
+    /// Where the harness's SMTP sink listens (the server relays remote mail
+    /// here). Default 127.0.0.1:2526 for an external server; any free port for
+    /// the built-in one.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) sink_listen: Option<String>,
+
+    /// Phase lengths: `quick` (per level 10 s warm-up, 60 s measurement, 20 s
+    /// cool-down) or `standard` (the white paper's 5 min, 60 min, 15 min).
+    #[arg(long, value_name = "PROFILE", default_value = "quick", value_parser = ["quick", "standard"])]
+    pub(crate) profile: String,
+
+    /// Warm-up of each level, overriding the profile's (e.g. `30s`).
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) warmup: Option<String>,
+
+    /// Measurement window of each level, overriding the profile's.
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) run_time: Option<String>,
+
+    /// Cool-down of each level, overriding the profile's.
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) cooldown: Option<String>,
+
+    /// Load levels to run, percent of the rate.
+    #[arg(long, value_name = "PERCENT,…", value_delimiter = ',', default_value = "80,100,120",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) levels: Vec<u32>,
+
+    /// Search the highest rate whose 100 % level passes (up to --users / 200).
+    #[arg(long)]
+    pub(crate) find_max: bool,
+
+    /// Only fill the store to the steady state (by SMTP), check it and stop.
+    /// Resumable: accounts already filled are in --init-journal.
+    #[arg(long)]
+    pub(crate) init_only: bool,
+
+    /// The fill's journal (accounts done). Default
+    /// `stoa-bench-mail-init.journal` in the current directory.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) init_journal: Option<PathBuf>,
+
+    /// Parallel SMTP connections of the fill.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub(crate) init_connections: u32,
+
+    /// Mailboxes whose contents are checked before the run.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub(crate) check_sample: u32,
+
+    /// Share (0–1) of SMTP sessions carrying a delivery probe. Default: the white
+    /// paper's 0.01, raised at small rates to at least one probe per 10 s so the
+    /// Delivery Time row has a sample.
+    #[arg(long, value_name = "RATIO", value_parser = parse_ratio)]
+    pub(crate) probe_share: Option<f64>,
+
+    /// Time a reply may take before it counts as an error (60 s in the white
+    /// paper).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub(crate) reply_timeout: String,
+
+    /// Load threads of the harness.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub(crate) threads: u32,
+
+    /// Longest wait after a level's cool-down for its judged sessions and
+    /// probes (default: 2 min for the quick profile, 20 min for standard).
+    #[arg(long, value_name = "DURATION", hide = true)]
+    pub(crate) drain_limit: Option<String>,
+
+    /// The random seed of the load (the store's fill uses --store-seed).
+    #[arg(long, value_name = "N")]
+    pub(crate) seed: Option<u64>,
+
+    /// The seed of the initial store's contents.
+    #[arg(long, value_name = "N", default_value_t = 2001)]
+    pub(crate) store_seed: u64,
+
+    /// The server's name in the report. Default: Stoa's version for the built-in
+    /// server, "unnamed server" otherwise.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) server_software: Option<String>,
+
+    /// Processes of the server under test whose CPU time the report shows (same
+    /// machine; the built-in server is measured without it).
+    #[arg(long, value_name = "PID")]
+    pub(crate) server_pid: Vec<u32>,
+
+    /// Write result.txt, result.json and result.html here.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// `stoa bench mail-users`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchMailUsersArgs {
+    /// Accounts (`user1@DOMAIN` … `userN@DOMAIN`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) users: u32,
+
+    /// The local domain.
+    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
+    pub(crate) domain: String,
+
+    /// Every account's password.
+    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
+    pub(crate) password: String,
+
+    /// `dovecot`: passwd-file lines `ADDRESS:{ARGON2ID}HASH` (one argon2id hash,
+    /// Stoa's parameters, shared by every account); `plain`: one address per line.
+    #[arg(long, value_name = "FORMAT", default_value = "dovecot", value_parser = ["dovecot", "plain"])]
+    pub(crate) format: String,
+
+    /// The file to write (replaced atomically).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: PathBuf,
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
 }
 
 fn parse_ratio(s: &str) -> Result<f64, String> {

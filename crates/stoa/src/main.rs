@@ -32,6 +32,8 @@ fn main() -> ExitCode {
         cli::Command::Web99Cgi => web99_cgi::run(),
         cli::Command::Bench(cli::BenchCommand::Web(args)) => bench::run(args),
         cli::Command::Bench(cli::BenchCommand::Agent(args)) => bench::agent::serve(args),
+        cli::Command::Bench(cli::BenchCommand::Mail(args)) => bench::mail::run(args),
+        cli::Command::Bench(cli::BenchCommand::MailUsers(args)) => bench::mail::write_users(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

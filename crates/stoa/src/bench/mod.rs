@@ -11,8 +11,8 @@
 //! of the Standard Performance Evaluation Corporation.
 
 pub(crate) mod agent;
-mod mail;
 mod control;
+pub(crate) mod mail;
 mod report;
 mod server;
 mod svg;
@@ -429,7 +429,7 @@ async fn iteration(
 
 /// CPU time (user + system) of `pids` so far, from `/proc/PID/stat`; `None`
 /// when there are none or one cannot be read.
-fn cpu_of(pids: &[u32]) -> Option<Duration> {
+pub(crate) fn cpu_of(pids: &[u32]) -> Option<Duration> {
     if pids.is_empty() {
         return None;
     }

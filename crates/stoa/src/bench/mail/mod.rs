@@ -1,6 +1,777 @@
 //! `stoa bench mail`: the SPECmail2001-style harness (`mail2001.md` §1–§4).
-// Being assembled: the engine and CLI land next.
-#![allow(dead_code)]
+//!
+//! A run: the SMTP sink starts (the server relays remote mail to it); without
+//! `--smtp`/`--pop3` a built-in `stoa serve` starts with generated users and is
+//! filled to the steady state; the store is checked (a sample of mailboxes
+//! against the steady-state model); then each load level (80, 100, 120 % by
+//! default) runs warm-up, measurement and cool-down with the four Poisson
+//! streams (`stoa-mailgen`), and is judged by the QoS rules. `--find-max`
+//! searches the highest rate whose 100 % level passes; `--init-only` fills an
+//! external server's store (resumably) and stops.
+//!
+//! Figures are "SPECmail2001-style, not SPEC results": SPEC and SPECmail are
+//! trademarks of the Standard Performance Evaluation Corporation.
 
 mod report;
 mod run;
+mod server;
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use stoa_mail2001::Rates;
+use stoa_mailgen::engine::{Engine, LevelPlan, Live, Phase, Workload};
+use stoa_mailgen::init::{self, FillProgress, StoreSample};
+use stoa_mailgen::qos;
+use stoa_mailgen::sink::Sink;
+
+use crate::cli::{BenchMailArgs, BenchMailUsersArgs};
+use run::{LevelResult, MailRun, Phases, StoreCheck, Trial};
+
+/// The white paper's phases: 5 min warm-up, 60 min measurement, 15 min
+/// cool-down per level ((WP) figure "Phases of a Benchmark Run").
+const STANDARD: Phases = Phases {
+    profile: "standard",
+    warmup: Duration::from_secs(300),
+    run: Duration::from_secs(3600),
+    cooldown: Duration::from_secs(900),
+};
+
+/// Short phases for the README and CI.
+const QUICK: Phases = Phases {
+    profile: "quick",
+    warmup: Duration::from_secs(10),
+    run: Duration::from_secs(60),
+    cooldown: Duration::from_secs(20),
+};
+
+/// The rate of the built-in run when neither --rate nor --users is given.
+const DEFAULT_RATE: f64 = 20.0;
+/// Fewest probes per second when --probe-share is not given: one per 10 s.
+const MIN_PROBE_RATE: f64 = 0.1;
+/// The white paper's probe share: 1 % of the mail (§2.2).
+const PROBE_SHARE: f64 = 0.01;
+/// Longest wait for the fill's mail to show up in the mailboxes.
+const FILL_SETTLE: Duration = Duration::from_secs(600);
+/// Most `--find-max` trials.
+const MAX_TRIALS: usize = 12;
+/// The default sink address for an external server.
+const DEFAULT_SINK: &str = "127.0.0.1:2526";
+
+/// The interpretations printed in every report's notes.
+const CHOICES: [&str; 9] = [
+    "A session is judged if it starts inside the measurement window; load continues through the cool-down, then the level waits for judged sessions (quick profile: at most 2 min, standard: 20 min) and counts those still running as unfinished, not as errors.",
+    "\"SMTP Data\" and \"POP Retrieve\" (5 s) time the command's first reply (354, +OK); the whole transfer is judged against 5 s + size / 3,000 B/s as \"SMTP Data Response Time\" and \"POP Retrieve Response Time\".",
+    "Error rate = failed steps / steps attempted over every function and the delivery probes; an error is an unexpected reply, a closed connection or no reply within the reply timeout.",
+    "Remote Message Delivery counts recipients (as the published row equals \"SMTP To Remote\"); a recipient counts if the sink received it before its level ended.",
+    "Delivery time runs from the start of the probe's SMTP session until a POP poll (every 1 s, TOP of each message) finds it; a probe not found after 120 s is lost. Probed mailboxes are kept from other POP sessions.",
+    "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
+    "Modem sessions (90 % of user SMTP and POP sessions) send and receive at 6,000 B/s throughout; remote-MTA sessions run at full speed.",
+    "The retry pool (7.5 % of the accounts) is drawn per run; a repeated check takes a pool mailbox not checked for 300 s, or is skipped and counted as \"Retry Pool Exhausted\".",
+    "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates.",
+];
+
+/// `stoa bench mail`.
+pub(crate) fn run(args: &BenchMailArgs) -> anyhow::Result<()> {
+    // Thousands of sessions need thousands of descriptors.
+    stoa_netkit::limits::raise_nofile();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads as usize)
+        .enable_all()
+        .build()
+        .context("cannot start the harness runtime")?;
+    runtime.block_on(run_async(args))
+}
+
+/// The settings a run derives from its arguments.
+#[derive(Debug, Clone)]
+struct Settings {
+    /// The claimed rate (or the first rate of --find-max).
+    rate: f64,
+    /// Accounts.
+    users: u32,
+    phases: Phases,
+    reply_timeout: Duration,
+    drain_limit: Duration,
+    seed: u64,
+}
+
+fn duration(text: Option<&String>, default: Duration, flag: &str) -> anyhow::Result<Duration> {
+    match text {
+        None => Ok(default),
+        Some(t) => crate::config::parse_duration(t).map_err(|e| anyhow::anyhow!("{flag} {t}: {e}")),
+    }
+}
+
+fn settings(args: &BenchMailArgs) -> anyhow::Result<Settings> {
+    let users = match (args.users, args.rate) {
+        (Some(u), _) => u,
+        (None, Some(r)) => {
+            let u = (r * 200.0).ceil();
+            if u > f64::from(u32::MAX) {
+                bail!("--rate {r} needs more than {} accounts", u32::MAX);
+            }
+            u as u32
+        }
+        (None, None) => (DEFAULT_RATE * 200.0) as u32,
+    };
+    let cap = f64::from(users) / 200.0;
+    let rate = args.rate.unwrap_or(if args.find_max {
+        (cap / 8.0).max(cap.min(1.0))
+    } else {
+        cap
+    });
+    if rate > cap + 1e-9 {
+        bail!(
+            "--rate {rate} needs {} accounts, but --users is {users}: the store must hold 200 × rate accounts",
+            (rate * 200.0).ceil()
+        );
+    }
+    let base = if args.profile == "standard" {
+        STANDARD
+    } else {
+        QUICK
+    };
+    let phases = Phases {
+        profile: if args.warmup.is_some() || args.run_time.is_some() || args.cooldown.is_some() {
+            "custom"
+        } else {
+            base.profile
+        },
+        warmup: duration(args.warmup.as_ref(), base.warmup, "--warmup")?,
+        run: duration(args.run_time.as_ref(), base.run, "--run-time")?,
+        cooldown: duration(args.cooldown.as_ref(), base.cooldown, "--cooldown")?,
+    };
+    if phases.run.is_zero() {
+        bail!("--run-time must be longer than zero");
+    }
+    let reply_timeout = duration(
+        Some(&args.reply_timeout),
+        Duration::from_secs(60),
+        "--reply-timeout",
+    )?;
+    if reply_timeout.is_zero() {
+        bail!("--reply-timeout must be longer than zero");
+    }
+    let drain_limit = duration(
+        args.drain_limit.as_ref(),
+        if base.profile == "standard" {
+            Duration::from_secs(1200)
+        } else {
+            Duration::from_secs(120)
+        },
+        "--drain-limit",
+    )?;
+    let seed = args.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    Ok(Settings {
+        rate,
+        users,
+        phases,
+        reply_timeout,
+        drain_limit,
+        seed,
+    })
+}
+
+fn resolve(text: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+    text.to_socket_addrs()
+        .with_context(|| format!("{flag} {text}: not an address (HOST:PORT)"))?
+        .next()
+        .with_context(|| format!("{flag} {text}: the name has no address"))
+}
+
+/// The probe share for `rate`: the given one, or 1 % raised so that at least
+/// [`MIN_PROBE_RATE`] probes start per second.
+fn probe_share(args: &BenchMailArgs, rate: f64) -> f64 {
+    args.probe_share.unwrap_or_else(|| {
+        let smtp = Rates::at(rate).smtp_total();
+        if smtp <= 0.0 {
+            PROBE_SHARE
+        } else {
+            (MIN_PROBE_RATE / smtp).clamp(PROBE_SHARE, 0.5)
+        }
+    })
+}
+
+async fn run_async(args: &BenchMailArgs) -> anyhow::Result<()> {
+    let s = settings(args)?;
+    let started = http_date();
+    let external = args.smtp.is_some();
+    let sink_text = args.sink_listen.clone().unwrap_or_else(|| {
+        if external {
+            DEFAULT_SINK.to_owned()
+        } else {
+            "127.0.0.1:0".to_owned()
+        }
+    });
+    let sink_addr = resolve(&sink_text, "--sink-listen")?;
+    let listener = tokio::net::TcpListener::bind(sink_addr)
+        .await
+        .with_context(|| format!("cannot listen on {sink_addr} for the sink (--sink-listen)"))?;
+    let sink_addr = listener.local_addr().context("the sink's address")?;
+
+    let (smtp, pop3, server) = match (&args.smtp, &args.pop3) {
+        (Some(smtp), Some(pop3)) => (resolve(smtp, "--smtp")?, resolve(pop3, "--pop3")?, None),
+        _ => {
+            let b =
+                server::BuiltIn::start(&args.domain, s.users, &args.password, sink_addr).await?;
+            (b.smtp, b.pop3, Some(b))
+        }
+    };
+    let run_id = (s.seed as u32) ^ ((s.seed >> 32) as u32) ^ 0x5eed_0001;
+    let engine = Engine::new(Workload {
+        smtp,
+        pop3,
+        domain: args.domain.clone(),
+        remote_domain: args.remote_domain.clone(),
+        users: s.users,
+        password: args.password.clone(),
+        reply_timeout: s.reply_timeout,
+        probe_share: probe_share(args, s.rate),
+        seed: s.seed,
+        run_id,
+    });
+    let sink = Sink::start(listener, engine.on_sink_message());
+    eprintln!("stoa bench: sink listening on {}", sink.local_addr());
+
+    // The store: the built-in server is filled for every run; an external one
+    // by --init-only, once.
+    if !external || args.init_only {
+        let journal = if external {
+            Some(
+                args.init_journal
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("stoa-bench-mail-init.journal")),
+            )
+        } else {
+            None
+        };
+        fill_store(&engine, args, journal.as_deref()).await?;
+    }
+    let store = check_store(&engine, args).await;
+    print_store_check(&store);
+    if args.init_only {
+        sink.stop();
+        if !store.passed {
+            bail!(
+                "the store does not look like the steady state: {}",
+                store.notes.join("; ")
+            );
+        }
+        eprintln!(
+            "stoa bench: the store is ready for runs up to {} msgs/min",
+            s.users / 200
+        );
+        return Ok(());
+    }
+    if !store.passed {
+        if external {
+            bail!(
+                "the store does not look like the steady state ({}); fill it first with \
+                 `stoa bench mail --init-only --smtp … --pop3 … --users {}`",
+                store.notes.join("; "),
+                s.users
+            );
+        }
+        bail!(
+            "the built-in store failed its check: {}",
+            store.notes.join("; ")
+        );
+    }
+
+    let server_pids: Vec<u32> = match &server {
+        Some(b) => b.pid().into_iter().collect(),
+        None => args.server_pid.clone(),
+    };
+    let mut levels = Vec::new();
+    let mut search = Vec::new();
+    let mpm;
+    if args.find_max {
+        let (best, trials, results) = find_max(&engine, &s, &server_pids).await;
+        search = trials;
+        levels = results;
+        mpm = best.unwrap_or(0.0);
+    } else {
+        for (i, &percent) in args.levels.iter().enumerate() {
+            let load = f64::from(percent) / 100.0;
+            let r = run_level(&engine, &s, s.rate, load, i as u8, &server_pids).await;
+            levels.push(r);
+        }
+        mpm = s.rate;
+    }
+    sink.stop();
+
+    let server_software = args.server_software.clone().unwrap_or_else(|| {
+        if external {
+            "unnamed server".to_owned()
+        } else {
+            format!("Stoa {} (built-in)", env!("CARGO_PKG_VERSION"))
+        }
+    });
+    let run = MailRun {
+        server_software,
+        mpm,
+        users: u64::from(s.users),
+        domain: args.domain.clone(),
+        remote_domain: args.remote_domain.clone(),
+        smtp: smtp.to_string(),
+        pop3: pop3.to_string(),
+        sink: sink.local_addr().to_string(),
+        phases: s.phases,
+        levels,
+        search,
+        store: Some(store),
+        sink_stats: sink.stats(),
+        probe_share: engine.workload().probe_share,
+        threads: args.threads,
+        seed: s.seed,
+        started,
+        choices: CHOICES.to_vec(),
+    };
+    drop(server);
+    let text = report::text(&run);
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .context("cannot write the report")?;
+    if let Some(dir) = &args.out {
+        let paths = report::write_all(&run, dir)?;
+        eprintln!(
+            "stoa bench: reports in {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The current time as an IMF-fixdate.
+fn http_date() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut out = Vec::new();
+    stoa_http_proto::date::write_http_date(&mut out, secs);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Runs one level at `load` × `mpm`, with a progress line.
+async fn run_level(
+    engine: &Engine,
+    s: &Settings,
+    mpm: f64,
+    load: f64,
+    index: u8,
+    server_pids: &[u32],
+) -> LevelResult {
+    let rates = Rates::at_load(mpm, load);
+    let plan = LevelPlan {
+        index,
+        rates,
+        warmup: s.phases.warmup,
+        run: s.phases.run,
+        cooldown: s.phases.cooldown,
+        drain_limit: s.drain_limit,
+    };
+    let label = format!("{mpm:.1} msgs/min at {:.0}%", load * 100.0);
+    eprintln!(
+        "stoa bench: level {label}: {:.2} user SMTP/s, {:.2} remote SMTP/s, {:.2} initial POP/s, {:.2} repeated POP/s",
+        rates.user_smtp, rates.remote_smtp, rates.initial_pop, rates.repeated_pop
+    );
+    let live = Arc::new(Live::default());
+    let progress = progress(&label, &plan, &live);
+    let self_pid = [std::process::id()];
+    let (harness0, server0) = (super::cpu_of(&self_pid), super::cpu_of(server_pids));
+    let started = Instant::now();
+    let tally = engine.run_level(&plan, &live).await;
+    let wall = started.elapsed();
+    progress.abort();
+    let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let harness_cpu = diff(harness0, super::cpu_of(&self_pid));
+    let server_cpu = diff(server0, super::cpu_of(server_pids));
+    let verdict = qos::verdict(&tally);
+    eprintln!(
+        "stoa bench: level {label}: {} ({} SMTP and {} POP sessions judged)",
+        if verdict.passed {
+            "passed".to_owned()
+        } else {
+            format!("failed: {}", verdict.failures.join(", "))
+        },
+        tally.started.user_smtp + tally.started.remote_smtp,
+        tally.started.initial_pop + tally.started.repeated_pop,
+    );
+    LevelResult {
+        load,
+        rates,
+        tally,
+        verdict,
+        wall,
+        harness_cpu,
+        server_cpu,
+    }
+}
+
+/// A live progress line on a terminal (hidden otherwise): phase, time left,
+/// sessions running, started and failed.
+fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::JoinHandle<()> {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let (label, live) = (label.to_owned(), Arc::clone(live));
+    let ends = [
+        plan.warmup,
+        plan.warmup + plan.run,
+        plan.warmup + plan.run + plan.cooldown,
+    ];
+    tokio::spawn(async move {
+        let t0 = Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let phase = live.phase();
+            let left = |end: Duration| end.saturating_sub(t0.elapsed()).as_secs();
+            let (name, left) = match phase {
+                Phase::Warmup => ("warm-up", left(ends[0])),
+                Phase::Measure => ("measurement", left(ends[1])),
+                Phase::Cooldown => ("cool-down", left(ends[2])),
+                Phase::Drain => ("finishing judged sessions", 0),
+                Phase::Done => break,
+            };
+            bar.set_message(format!(
+                "{label}: {name} {left}s left | running {} | started {} | failed {}",
+                live.active.load(Ordering::Relaxed),
+                live.started.load(Ordering::Relaxed),
+                live.failed.load(Ordering::Relaxed),
+            ));
+            bar.tick();
+        }
+        bar.finish_and_clear();
+    })
+}
+
+/// `--find-max`: doubles the rate from the first one until a 100 % level fails
+/// (or the store's capacity, --users / 200, is reached), then bisects to 5 %.
+async fn find_max(
+    engine: &Engine,
+    s: &Settings,
+    server_pids: &[u32],
+) -> (Option<f64>, Vec<Trial>, Vec<LevelResult>) {
+    let cap = f64::from(s.users) / 200.0;
+    let round = |r: f64| {
+        if cap >= 20.0 {
+            r.round().max(1.0)
+        } else {
+            (r * 10.0).round().max(1.0) / 10.0
+        }
+    };
+    let (mut best, mut lowest_fail): (Option<f64>, Option<f64>) = (None, None);
+    let mut trials = Vec::new();
+    let mut results: Vec<LevelResult> = Vec::new();
+    let mut rate = round(s.rate.min(cap));
+    for i in 0..MAX_TRIALS {
+        eprintln!("stoa bench: find-max trial {}: {rate} msgs/min", i + 1);
+        let r = run_level(engine, s, rate, 1.0, i as u8, server_pids).await;
+        let passed = r.verdict.passed;
+        trials.push(Trial {
+            mpm: rate,
+            passed,
+            failures: r.verdict.failures.clone(),
+        });
+        if passed {
+            best = Some(rate);
+            results = vec![r];
+        } else {
+            lowest_fail = Some(rate);
+            if best.is_none() {
+                results = vec![r];
+            }
+        }
+        let next = match (best, lowest_fail) {
+            (Some(b), None) if b >= cap => break,
+            (Some(b), None) => round((b * 2.0).min(cap)),
+            (Some(b), Some(f)) => {
+                if f - b <= (b * 0.05).max(if cap >= 20.0 { 1.0 } else { 0.1 }) {
+                    break;
+                }
+                round((b + f) / 2.0)
+            }
+            (None, Some(f)) => {
+                let n = round(f / 2.0);
+                if n >= f {
+                    break;
+                }
+                n
+            }
+            (None, None) => break,
+        };
+        if trials.iter().any(|t| (t.mpm - next).abs() < 1e-9) {
+            break;
+        }
+        rate = next;
+    }
+    (best, trials, results)
+}
+
+/// Fills the store (resuming from `journal` if given), then waits until the
+/// fill's mail shows in a sample of mailboxes.
+async fn fill_store(
+    engine: &Engine,
+    args: &BenchMailArgs,
+    journal: Option<&Path>,
+) -> anyhow::Result<()> {
+    let w = engine.workload();
+    let header = format!(
+        "stoa-bench-mail-init v1 users={} domain={} store-seed={}",
+        w.users, w.domain, args.store_seed
+    );
+    let done = match journal {
+        Some(path) => read_journal(path, &header)?,
+        None => HashSet::new(),
+    };
+    let writer: Option<Arc<std::sync::Mutex<std::fs::File>>> = match journal {
+        Some(path) => {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the journal {}", path.display()))?;
+            if done.is_empty() {
+                writeln!(f, "{header}")
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            Some(Arc::new(std::sync::Mutex::new(f)))
+        }
+        None => None,
+    };
+    let todo = w.users as usize - done.len();
+    let total_messages: usize = (1..=w.users)
+        .filter(|u| !done.contains(u))
+        .map(|u| init::initial_mailbox(args.store_seed, u).len())
+        .sum();
+    eprintln!(
+        "stoa bench: filling {todo} mailboxes ({} already done) with {total_messages} messages over {} connections",
+        done.len(),
+        args.init_connections
+    );
+    let progress = Arc::new(FillProgress::default());
+    let on_done: Arc<dyn Fn(u32) + Send + Sync> = match writer {
+        Some(f) => Arc::new(move |u: u32| {
+            let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _ = writeln!(f, "{u}");
+        }),
+        None => Arc::new(|_| {}),
+    };
+    let bar = ProgressBar::new(total_messages as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} messages, {per_sec}, {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let ticker = {
+        let (bar, progress) = (bar.clone(), Arc::clone(&progress));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                tick.tick().await;
+                bar.set_position(progress.messages.load(Ordering::Relaxed));
+            }
+        })
+    };
+    let started = Instant::now();
+    let result = init::fill(
+        w,
+        args.store_seed,
+        args.init_connections,
+        &done,
+        &progress,
+        on_done,
+    )
+    .await;
+    ticker.abort();
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let messages = progress.messages.load(Ordering::Relaxed);
+    let bytes = progress.bytes.load(Ordering::Relaxed);
+    eprintln!(
+        "stoa bench: fill sent {messages} messages ({:.1} MiB) in {secs:.1} s ({:.0} msgs/s)",
+        bytes as f64 / 1_048_576.0,
+        messages as f64 / secs.max(0.001)
+    );
+    result.map_err(|e| {
+        let hint = if journal.is_some() {
+            "; run --init-only again to resume"
+        } else {
+            ""
+        };
+        anyhow::anyhow!("{e}{hint}")
+    })?;
+    settle(engine, args.store_seed, &done).await
+}
+
+/// Reads the accounts a previous fill finished; the header must match.
+fn read_journal(path: &Path, header: &str) -> anyhow::Result<HashSet<u32>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashSet::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut lines = text.lines();
+    match lines.next() {
+        None => return Ok(HashSet::new()),
+        Some(h) if h == header => {}
+        Some(h) => bail!(
+            "{} is the journal of another fill ({h}); this one is {header}. Remove it to start over",
+            path.display()
+        ),
+    }
+    // A torn last line (a crash mid-write) is ignored: that account is redone.
+    Ok(lines.filter_map(|l| l.trim().parse().ok()).collect())
+}
+
+/// Waits until a sample of the accounts just filled hold at least their
+/// initial messages (the server may still be delivering from its queue).
+async fn settle(
+    engine: &Engine,
+    store_seed: u64,
+    done_before: &HashSet<u32>,
+) -> anyhow::Result<()> {
+    let w = engine.workload();
+    let mut rng = fastrand::Rng::with_seed(store_seed ^ 0x5e77);
+    let mut sample: Vec<(u32, usize)> = (0..400)
+        .map(|_| rng.u32(1..=w.users))
+        .filter(|u| !done_before.contains(u))
+        .map(|u| (u, init::initial_mailbox(store_seed, u).len()))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    sample.sort_unstable();
+    sample.dedup();
+    sample.truncate(100);
+    let deadline = Instant::now() + FILL_SETTLE;
+    loop {
+        let users: Vec<u32> = sample.iter().map(|&(u, _)| u).collect();
+        let (_, counts) = init::check_accounts(w, users, 8).await;
+        let behind: Vec<u32> = counts
+            .iter()
+            .filter(|(u, n)| {
+                let want = sample.iter().find(|(s, _)| s == u).map_or(0, |&(_, n)| n);
+                n.is_none_or(|n| (n as usize) < want)
+            })
+            .map(|&(u, _)| u)
+            .collect();
+        if behind.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "{} of {} sampled mailboxes still lack their initial mail after {} s (e.g. {}): is the server delivering?",
+                behind.len(),
+                sample.len(),
+                FILL_SETTLE.as_secs(),
+                w.account(behind[0])
+            );
+        }
+        sample.retain(|(u, _)| behind.contains(u));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Checks a random sample of mailboxes against the steady state.
+async fn check_store(engine: &Engine, args: &BenchMailArgs) -> StoreCheck {
+    let w = engine.workload();
+    let sample: StoreSample =
+        init::sample_store(w, args.check_sample.max(1), args.store_seed ^ 0xc4ec, 8).await;
+    let notes = init::judge_sample(&sample);
+    let checked = (sample.mailboxes - sample.failed).max(1);
+    StoreCheck {
+        mailboxes: sample.mailboxes,
+        messages: sample.messages,
+        octets: sample.octets,
+        empty: sample.empty,
+        mean_messages: sample.messages as f64 / checked as f64,
+        mean_size: if sample.messages == 0 {
+            0.0
+        } else {
+            sample.octets as f64 / sample.messages as f64
+        },
+        passed: notes.is_empty(),
+        notes,
+    }
+}
+
+fn print_store_check(c: &StoreCheck) {
+    eprintln!(
+        "stoa bench: store check: {} mailboxes, {:.2} messages each (steady state 3.43), {:.1} KB mean size (24.5), {:.1} % empty (26.5): {}",
+        c.mailboxes,
+        c.mean_messages,
+        c.mean_size / 1024.0,
+        c.empty as f64 * 100.0 / c.mailboxes.max(1) as f64,
+        if c.passed {
+            "ok".to_owned()
+        } else {
+            c.notes.join("; ")
+        }
+    );
+}
+
+/// `stoa bench mail-users`: the accounts for another server.
+pub(crate) fn write_users(args: &BenchMailUsersArgs) -> anyhow::Result<()> {
+    use std::io::BufWriter;
+    let domain = stoa_directory::address::normalize_domain(&args.domain)
+        .map_err(|e| anyhow::anyhow!("--domain {}: {e}", args.domain))?;
+    let hash = if args.format == "dovecot" {
+        let cost = stoa_directory::password::PasswordCost::default();
+        Some(
+            stoa_directory::password::hash_password(&args.password, &cost)
+                .context("cannot hash the password")?,
+        )
+    } else {
+        None
+    };
+    let dir = args
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    {
+        let mut out = BufWriter::new(tmp.as_file_mut());
+        for n in 1..=args.users {
+            match &hash {
+                Some(h) => writeln!(out, "user{n}@{domain}:{{ARGON2ID}}{h}"),
+                None => writeln!(out, "user{n}@{domain}"),
+            }
+            .context("cannot write the users")?;
+        }
+        out.flush().context("cannot write the users")?;
+    }
+    tmp.as_file()
+        .sync_all()
+        .context("cannot sync the users file")?;
+    tmp.persist(&args.out)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    eprintln!(
+        "stoa bench: {} users of {domain} written to {}",
+        args.users,
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,716 @@
+//! The load of one level: four Poisson streams over the random and retry pools,
+//! delivery probes, and the measurement window (`mail2001.md` §1.3–§1.10, §2.2,
+//! §2.7).
+//!
+//! An [`Engine`] lives for a whole run, so the retry pool's "last checked" times
+//! and the mailboxes in use carry over from one level to the next, as they would
+//! on one continuous run. [`Engine::run_level`] offers the load of one level:
+//!
+//! - **Streams**: user SMTP, remote-MTA SMTP, initial POP checks and repeated POP
+//!   checks, each its own Poisson process (exponential gaps at the level's rate),
+//!   open-loop: a slow server does not slow the schedule. A session that starts
+//!   more than [`LATE_START`] after its scheduled time counts as a late start
+//!   (the harness fell behind, not the server).
+//! - **Sessions**: one message per SMTP session (recipients from
+//!   `MSG_RECP_DISTRIBUTION`, each local with 10 % in user mail, all local in
+//!   remote-MTA mail; sizes from `MSG_SIZE_DISTRIBUTION`); 90 % of user sessions,
+//!   SMTP and POP, at modem speed; remote-MTA sessions at full speed. POP checks
+//!   retrieve and delete everything.
+//! - **Pools**: 7.5 % of the accounts, chosen at random per run, form the retry
+//!   pool; initial checks pick random-pool mailboxes, repeated checks pick a
+//!   retry-pool mailbox not checked for 300 s. A mailbox in a POP session or
+//!   under a probe is never picked by another POP session.
+//! - **Probes**: a share of SMTP sessions ([`Workload::probe_share`]) carry a
+//!   tagged message to a reserved mailbox, which is then polled by POP every
+//!   [`PROBE_POLL`] until the message appears (delivery time from the start of
+//!   the SMTP session) or [`PROBE_GIVE_UP`] passes (lost).
+//! - **Window**: sessions starting in the measurement window are judged; load goes
+//!   on through the cool-down, then the level waits (at most its drain limit) for
+//!   the judged sessions and probes to end; sessions still running are aborted
+//!   and counted as unfinished.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use fastrand::Rng;
+use stoa_mail2001::{Rates, dist};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::message::{Message, Tag};
+use crate::pace::Pace;
+use crate::pop_client::{PopPlan, ProbeResult, pop_session, probe_poll};
+use crate::qos::DELIVERY_LIMIT_SECS;
+use crate::sink::SinkMessage;
+use crate::smtp_client::{SmtpPlan, smtp_session};
+use crate::tally::LevelTally;
+
+/// A session starting later than this after its scheduled time is a late start.
+pub const LATE_START: Duration = Duration::from_secs(1);
+/// How often a delivery probe polls its mailbox.
+pub const PROBE_POLL: Duration = Duration::from_secs(1);
+/// When a probe stops polling and counts its message as lost: twice the 60 s limit,
+/// so the delivery-time chart shows how late the late ones were.
+pub const PROBE_GIVE_UP: Duration = Duration::from_secs(120);
+/// The minimum time between two checks of one retry-pool mailbox (§1.5).
+pub const RETRY_INTERVAL: Duration = Duration::from_secs(300);
+/// Attempts to draw a free mailbox at random before scanning.
+const PICK_TRIES: usize = 64;
+
+/// The server under test and the accounts: fixed for a whole run.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// The SMTP service.
+    pub smtp: SocketAddr,
+    /// The POP3 service.
+    pub pop3: SocketAddr,
+    /// The local domain: accounts are `user1@DOMAIN` … `userN@DOMAIN`.
+    pub domain: String,
+    /// The remote domain, which the server relays to the sink.
+    pub remote_domain: String,
+    /// Accounts in the store (N).
+    pub users: u32,
+    /// Every account's password.
+    pub password: String,
+    /// How long a reply may take before it is an error (60 s, §2.4).
+    pub reply_timeout: Duration,
+    /// Share of SMTP sessions carrying a delivery probe (0.01 in the white paper).
+    pub probe_share: f64,
+    /// The run's seed.
+    pub seed: u64,
+    /// The run's id, in every message's tag.
+    pub run_id: u32,
+}
+
+impl Workload {
+    /// The address (and POP login) of account `n`.
+    pub fn account(&self, n: u32) -> String {
+        format!("user{n}@{}", self.domain)
+    }
+
+    fn pop_plan(&self, user: u32, pace: Pace) -> PopPlan {
+        PopPlan {
+            addr: self.pop3,
+            user: self.account(user),
+            password: self.password.clone(),
+            pace,
+            reply_timeout: self.reply_timeout,
+        }
+    }
+}
+
+/// One level's plan.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelPlan {
+    /// The level's index in the run (in the messages' tags).
+    pub index: u8,
+    /// The stream rates.
+    pub rates: Rates,
+    /// Load before the window.
+    pub warmup: Duration,
+    /// The measurement window.
+    pub run: Duration,
+    /// Load after the window.
+    pub cooldown: Duration,
+    /// The longest wait after the cool-down for the window's sessions and probes.
+    pub drain_limit: Duration,
+}
+
+/// Where a level is, for the progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Load, not measured.
+    Warmup,
+    /// The measurement window.
+    Measure,
+    /// Load after the window.
+    Cooldown,
+    /// No new sessions; waiting for the window's sessions and probes.
+    Drain,
+    /// Over.
+    Done,
+}
+
+/// Live counters for the progress line (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Sessions and probes running.
+    pub active: AtomicU64,
+    /// Sessions started in this level.
+    pub started: AtomicU64,
+    /// Sessions that failed in this level.
+    pub failed: AtomicU64,
+    /// Judged sessions still running (during the drain).
+    pub pending: AtomicU64,
+    phase: AtomicU64,
+}
+
+impl Live {
+    /// The current phase.
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Ordering::Relaxed) {
+            0 => Phase::Warmup,
+            1 => Phase::Measure,
+            2 => Phase::Cooldown,
+            3 => Phase::Drain,
+            _ => Phase::Done,
+        }
+    }
+
+    fn set_phase(&self, p: Phase) {
+        self.phase.store(p as u64, Ordering::Relaxed);
+    }
+}
+
+/// Which stream a session belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    UserSmtp,
+    RemoteSmtp,
+    InitialPop,
+    RepeatedPop,
+}
+
+/// The mailboxes: pools, busy marks, retry-pool check times.
+#[derive(Debug)]
+struct Pools {
+    random: Vec<u32>,
+    retry: Vec<u32>,
+    /// Last check of each retry-pool mailbox (same index as `retry`).
+    last_check: Vec<Option<Instant>>,
+    /// Mailboxes in a POP session or under a probe (index = account number).
+    busy: Vec<bool>,
+}
+
+impl Pools {
+    fn new(users: u32, rng: &mut Rng) -> Pools {
+        let mut all: Vec<u32> = (1..=users).collect();
+        rng.shuffle(&mut all);
+        let retry_len = ((f64::from(users) * stoa_mail2001::profile::RETRY_POOL_SHARE).round()
+            as usize)
+            .min(all.len());
+        let random = all.split_off(retry_len);
+        Pools {
+            last_check: vec![None; all.len()],
+            retry: all,
+            random,
+            busy: vec![false; users as usize + 1],
+        }
+    }
+
+    /// A random-pool mailbox not in use, marked busy.
+    fn take_random(&mut self, rng: &mut Rng) -> Option<u32> {
+        if self.random.is_empty() {
+            return None;
+        }
+        for _ in 0..PICK_TRIES {
+            let u = self.random[rng.usize(..self.random.len())];
+            if !self.busy[u as usize] {
+                self.busy[u as usize] = true;
+                return Some(u);
+            }
+        }
+        let start = rng.usize(..self.random.len());
+        let n = self.random.len();
+        let found = (0..n)
+            .map(|i| self.random[(start + i) % n])
+            .find(|&u| !self.busy[u as usize])?;
+        self.busy[found as usize] = true;
+        Some(found)
+    }
+
+    /// A retry-pool mailbox not in use and not checked for [`RETRY_INTERVAL`],
+    /// marked busy and checked now.
+    fn take_retry(&mut self, rng: &mut Rng, now: Instant) -> Option<u32> {
+        let n = self.retry.len();
+        if n == 0 {
+            return None;
+        }
+        let eligible = |p: &Pools, i: usize| {
+            !p.busy[p.retry[i] as usize]
+                && p.last_check[i].is_none_or(|t| now.duration_since(t) >= RETRY_INTERVAL)
+        };
+        let pick = (0..PICK_TRIES)
+            .map(|_| rng.usize(..n))
+            .find(|&i| eligible(self, i))
+            .or_else(|| {
+                let start = rng.usize(..n);
+                (0..n).map(|k| (start + k) % n).find(|&i| eligible(self, i))
+            })?;
+        self.last_check[pick] = Some(now);
+        let u = self.retry[pick];
+        self.busy[u as usize] = true;
+        Some(u)
+    }
+
+    fn release(&mut self, user: u32) {
+        if let Some(b) = self.busy.get_mut(user as usize) {
+            *b = false;
+        }
+    }
+}
+
+/// Remote recipients the sink received, per level, from judged sessions of this run.
+#[derive(Debug, Default)]
+struct SinkCounts {
+    received: HashMap<u8, u64>,
+    foreign: u64,
+}
+
+/// The harness's load engine for one run.
+#[derive(Debug)]
+pub struct Engine {
+    workload: Arc<Workload>,
+    pools: Arc<Mutex<Pools>>,
+    sink: Arc<Mutex<SinkCounts>>,
+    seq: Arc<AtomicU64>,
+}
+
+/// Locks a mutex, ignoring poisoning (the data stays consistent: every critical
+/// section is a few assignments).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Engine {
+    /// An engine for `workload`; the retry pool is drawn from its seed.
+    pub fn new(workload: Workload) -> Engine {
+        let mut rng = Rng::with_seed(workload.seed ^ 0x7e7a_9001);
+        let pools = Pools::new(workload.users, &mut rng);
+        Engine {
+            workload: Arc::new(workload),
+            pools: Arc::new(Mutex::new(pools)),
+            sink: Arc::new(Mutex::new(SinkCounts::default())),
+            seq: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The workload.
+    pub fn workload(&self) -> &Workload {
+        &self.workload
+    }
+
+    /// The sink's callback: counts the recipients of this run's judged messages.
+    pub fn on_sink_message(&self) -> Arc<dyn Fn(SinkMessage) + Send + Sync> {
+        let sink = Arc::clone(&self.sink);
+        let run = self.workload.run_id;
+        Arc::new(move |m: SinkMessage| {
+            let mut s = lock(&sink);
+            match m.tag {
+                Some(tag) if tag.run == run => {
+                    if tag.measured {
+                        *s.received.entry(tag.level).or_default() += u64::from(m.recipients);
+                    }
+                }
+                _ => s.foreign += 1,
+            }
+        })
+    }
+
+    /// Messages the sink received that were not this run's (older runs' mail
+    /// still in the server's queue, or the initial fill's).
+    pub fn sink_foreign(&self) -> u64 {
+        lock(&self.sink).foreign
+    }
+
+    /// Offers one level's load and returns what its window measured.
+    pub async fn run_level(&self, plan: &LevelPlan, live: &Arc<Live>) -> LevelTally {
+        live.started.store(0, Ordering::Relaxed);
+        live.failed.store(0, Ordering::Relaxed);
+        live.pending.store(0, Ordering::Relaxed);
+        live.set_phase(Phase::Warmup);
+        let tally = Arc::new(Mutex::new(LevelTally {
+            window_secs: plan.run.as_secs_f64(),
+            ..LevelTally::default()
+        }));
+        let t0 = Instant::now();
+        let window = (t0 + plan.warmup, t0 + plan.warmup + plan.run);
+        let load_end = window.1 + plan.cooldown;
+
+        let rates = plan.rates;
+        let mut streams = JoinSet::new();
+        let (judged_tx, mut judged_rx) = tokio::sync::mpsc::unbounded_channel();
+        for (k, (stream, rate)) in [
+            (Stream::UserSmtp, rates.user_smtp),
+            (Stream::RemoteSmtp, rates.remote_smtp),
+            (Stream::InitialPop, rates.initial_pop),
+            (Stream::RepeatedPop, rates.repeated_pop),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let ctx = SessionCtx {
+                workload: Arc::clone(&self.workload),
+                pools: Arc::clone(&self.pools),
+                tally: Arc::clone(&tally),
+                live: Arc::clone(live),
+                seq: Arc::clone(&self.seq),
+                level: plan.index,
+                probe_share: self.workload.probe_share,
+            };
+            let seed =
+                self.workload.seed ^ (u64::from(plan.index) << 32) ^ ((k as u64 + 1) * 0x9e37_79b9);
+            let judged_tx = judged_tx.clone();
+            streams.spawn(schedule(
+                ctx, stream, rate, seed, t0, window, load_end, judged_tx,
+            ));
+        }
+        drop(judged_tx);
+
+        // Phases, for the progress line.
+        let phase_clock = {
+            let live = Arc::clone(live);
+            tokio::spawn(async move {
+                tokio::time::sleep_until(window.0).await;
+                live.set_phase(Phase::Measure);
+                tokio::time::sleep_until(window.1).await;
+                live.set_phase(Phase::Cooldown);
+                tokio::time::sleep_until(load_end).await;
+                live.set_phase(Phase::Drain);
+            })
+        };
+
+        // The streams end at `load_end`, each handing back its unjudged sessions
+        // (aborted now) while judged ones come through the channel.
+        let mut unjudged = Vec::new();
+        while let Some(joined) = streams.join_next().await {
+            if let Ok(set) = joined {
+                unjudged.push(set);
+            }
+        }
+        let _ = phase_clock.await;
+        live.set_phase(Phase::Drain);
+        for mut set in unjudged {
+            set.abort_all();
+            while set.join_next().await.is_some() {}
+        }
+
+        // Drain the judged sessions, bounded.
+        let mut judged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+        while let Ok(h) = judged_rx.try_recv() {
+            judged.push(h);
+        }
+        let deadline = Instant::now() + plan.drain_limit;
+        let mut unfinished = 0u64;
+        for mut h in judged {
+            live.pending
+                .store(live.active.load(Ordering::Relaxed), Ordering::Relaxed);
+            if tokio::time::timeout_at(deadline, &mut h).await.is_err() {
+                h.abort();
+                let _ = h.await;
+                unfinished += 1;
+            }
+        }
+        live.set_phase(Phase::Done);
+
+        let mut t = lock(&tally).clone();
+        t.counters.unfinished += unfinished;
+        t.remote.received = lock(&self.sink)
+            .received
+            .get(&plan.index)
+            .copied()
+            .unwrap_or(0);
+        t
+    }
+}
+
+/// What every session task of a level shares.
+#[derive(Clone)]
+struct SessionCtx {
+    workload: Arc<Workload>,
+    pools: Arc<Mutex<Pools>>,
+    tally: Arc<Mutex<LevelTally>>,
+    live: Arc<Live>,
+    seq: Arc<AtomicU64>,
+    level: u8,
+    probe_share: f64,
+}
+
+/// One stream: sessions at exponential gaps from `t0` until `load_end`. Judged
+/// sessions' handles go to `judged`; the others are returned for aborting.
+#[allow(clippy::too_many_arguments)]
+async fn schedule(
+    ctx: SessionCtx,
+    stream: Stream,
+    rate: f64,
+    seed: u64,
+    t0: Instant,
+    window: (Instant, Instant),
+    load_end: Instant,
+    judged: tokio::sync::mpsc::UnboundedSender<tokio::task::JoinHandle<()>>,
+) -> JoinSet<()> {
+    let mut rng = Rng::with_seed(seed);
+    let mut others = JoinSet::new();
+    let mut at = t0;
+    loop {
+        let gap = dist::exponential_secs(&mut rng, rate);
+        if !gap.is_finite() {
+            break;
+        }
+        at += Duration::from_secs_f64(gap);
+        if at >= load_end {
+            break;
+        }
+        tokio::time::sleep_until(at).await;
+        // Reap finished unjudged sessions so the set stays small.
+        while others.try_join_next().is_some() {}
+        let measured = at >= window.0 && at < window.1;
+        let late = Instant::now().duration_since(at) > LATE_START;
+        let session_rng = rng.fork();
+        let ctx = ctx.clone();
+        let fut = async move {
+            ctx.live.active.fetch_add(1, Ordering::Relaxed);
+            ctx.live.started.fetch_add(1, Ordering::Relaxed);
+            if measured {
+                let mut t = lock(&ctx.tally);
+                if late {
+                    t.counters.late_starts += 1;
+                }
+                match stream {
+                    Stream::UserSmtp => t.started.user_smtp += 1,
+                    Stream::RemoteSmtp => t.started.remote_smtp += 1,
+                    Stream::InitialPop => t.started.initial_pop += 1,
+                    Stream::RepeatedPop => t.started.repeated_pop += 1,
+                }
+            }
+            run_session(&ctx, stream, measured, session_rng).await;
+            ctx.live.active.fetch_sub(1, Ordering::Relaxed);
+        };
+        if measured {
+            let _ = judged.send(tokio::spawn(fut));
+        } else {
+            others.spawn(fut);
+        }
+    }
+    others
+}
+
+/// Picks `n` distinct accounts at random (fewer if there are not enough).
+fn distinct_accounts(rng: &mut Rng, users: u32, n: usize, exclude: Option<u32>) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::with_capacity(n);
+    let available = users as usize - usize::from(exclude.is_some());
+    let mut tries = 0;
+    while out.len() < n.min(available) && tries < n * 20 + 100 {
+        tries += 1;
+        let u = rng.u32(1..=users);
+        if Some(u) != exclude && !out.contains(&u) {
+            out.push(u);
+        }
+    }
+    out
+}
+
+/// Runs one session of `stream` (and its probe, if it carries one).
+async fn run_session(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng) {
+    let w = &ctx.workload;
+    match stream {
+        Stream::InitialPop | Stream::RepeatedPop => {
+            let user = {
+                let mut pools = lock(&ctx.pools);
+                if stream == Stream::InitialPop {
+                    pools.take_random(&mut rng)
+                } else {
+                    pools.take_retry(&mut rng, Instant::now())
+                }
+            };
+            let Some(user) = user else {
+                if measured && stream == Stream::RepeatedPop {
+                    lock(&ctx.tally).counters.retry_pool_exhausted += 1;
+                }
+                return;
+            };
+            let pace = if dist::session_is_modem(&mut rng) {
+                Pace::modem()
+            } else {
+                Pace::full()
+            };
+            let record = pop_session(&w.pop_plan(user, pace)).await;
+            lock(&ctx.pools).release(user);
+            if record.failure().is_some() {
+                ctx.live.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            if measured {
+                lock(&ctx.tally).add_session(&record);
+            }
+        }
+        Stream::UserSmtp | Stream::RemoteSmtp => {
+            let user_mail = stream == Stream::UserSmtp;
+            let probe_user = if rng.f64() < ctx.probe_share {
+                lock(&ctx.pools).take_random(&mut rng)
+            } else {
+                None
+            };
+            let n = dist::recipient_count(&mut rng) as usize;
+            let mut rcpts: Vec<(String, bool)> = Vec::with_capacity(n);
+            if let Some(p) = probe_user {
+                rcpts.push((w.account(p), true));
+            }
+            let locals: Vec<bool> = (rcpts.len()..n)
+                .map(|_| !user_mail || dist::recipient_is_local(&mut rng))
+                .collect();
+            let local_n = locals.iter().filter(|&&l| l).count();
+            let mut local_accounts =
+                distinct_accounts(&mut rng, w.users, local_n, probe_user).into_iter();
+            for local in locals {
+                if local {
+                    if let Some(u) = local_accounts.next() {
+                        rcpts.push((w.account(u), true));
+                    }
+                } else {
+                    let u = rng.u32(1..=w.users.max(1));
+                    let addr = format!("user{u}.{}@{}", rcpts.len(), w.remote_domain);
+                    rcpts.push((addr, false));
+                }
+            }
+            let seq = ctx.seq.fetch_add(1, Ordering::Relaxed);
+            let tag = Tag {
+                run: w.run_id,
+                level: ctx.level,
+                measured,
+                seq,
+                probe: probe_user.is_some(),
+            };
+            let (mail_from, helo, pace) = if user_mail {
+                let sender = w.account(rng.u32(1..=w.users.max(1)));
+                let pace = if dist::session_is_modem(&mut rng) {
+                    Pace::modem()
+                } else {
+                    Pace::full()
+                };
+                (sender, format!("dialup{seq}.{}", w.domain), pace)
+            } else {
+                (
+                    format!("sender{seq}@{}", w.remote_domain),
+                    format!("mta{}.{}", seq % 64, w.remote_domain),
+                    Pace::full(),
+                )
+            };
+            let size = dist::message_size_bytes(&mut rng) as usize;
+            let to = rcpts.first().map_or("", |r| r.0.as_str()).to_owned();
+            let plan = SmtpPlan {
+                addr: w.smtp,
+                helo,
+                mail_from: mail_from.clone(),
+                rcpts,
+                message: Message::new(&mail_from, &to, &tag, size),
+                pace,
+                reply_timeout: w.reply_timeout,
+            };
+            let started = Instant::now();
+            let record = smtp_session(&plan).await;
+            let accepted = record
+                .transfers
+                .iter()
+                .any(|t| t.ok && t.kind == crate::tally::Sized::DataResponse);
+            if record.failure().is_some() {
+                ctx.live.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            if measured {
+                let mut t = lock(&ctx.tally);
+                t.add_session(&record);
+                if accepted {
+                    t.remote.sent += u64::from(record.to_remote);
+                    // A probe counts once its message is accepted, so one
+                    // still polling when the level ends counts as not delivered.
+                    if probe_user.is_some() {
+                        t.delivery.attempts += 1;
+                    }
+                }
+            }
+            if let Some(p) = probe_user {
+                if accepted {
+                    probe(ctx, p, &tag, started, measured).await;
+                }
+                lock(&ctx.pools).release(p);
+            }
+        }
+    }
+}
+
+/// Polls mailbox `user` until the probe message `tag` appears or the give-up
+/// time passes, and records the delivery time.
+async fn probe(ctx: &SessionCtx, user: u32, tag: &Tag, started: Instant, measured: bool) {
+    let plan = ctx.workload.pop_plan(user, Pace::full());
+    let mut connect_errors = 0u64;
+    let found = loop {
+        match probe_poll(&plan, tag).await {
+            ProbeResult::Found => break Some(started.elapsed()),
+            ProbeResult::NotFound => {}
+            ProbeResult::Failed(_) => connect_errors += 1,
+        }
+        if started.elapsed() >= PROBE_GIVE_UP {
+            break None;
+        }
+        tokio::time::sleep(PROBE_POLL).await;
+    };
+    if !measured {
+        return;
+    }
+    let mut t = lock(&ctx.tally);
+    let d = &mut t.delivery;
+    d.connect_errors += connect_errors;
+    match found {
+        Some(elapsed) => {
+            d.times.record_ms(elapsed.as_secs_f64() * 1000.0);
+            if elapsed.as_secs_f64() <= DELIVERY_LIMIT_SECS {
+                d.pass += 1;
+            } else {
+                d.late += 1;
+            }
+        }
+        None => d.lost += 1,
+    }
+    t.counters.delivery_time_connect_error += connect_errors;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_split_and_exclude() {
+        let mut rng = Rng::with_seed(1);
+        let mut p = Pools::new(1000, &mut rng);
+        assert_eq!(p.retry.len(), 75);
+        assert_eq!(p.random.len(), 925);
+        let mut all: Vec<u32> = p.retry.iter().chain(&p.random).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (1..=1000).collect::<Vec<_>>());
+        // Every retry mailbox once, then none until 300 s pass.
+        let now = Instant::now();
+        let mut seen = Vec::new();
+        for _ in 0..75 {
+            let u = p.take_retry(&mut rng, now).expect("eligible");
+            p.release(u);
+            seen.push(u);
+        }
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 75);
+        assert_eq!(p.take_retry(&mut rng, now + Duration::from_secs(299)), None);
+        assert!(p.take_retry(&mut rng, now + RETRY_INTERVAL).is_some());
+        // Busy mailboxes are never handed out twice.
+        let mut taken = Vec::new();
+        while let Some(u) = p.take_random(&mut rng) {
+            taken.push(u);
+        }
+        assert_eq!(taken.len(), 925);
+        p.release(taken[0]);
+        assert_eq!(p.take_random(&mut rng), Some(taken[0]));
+    }
+
+    #[test]
+    fn distinct_accounts_are_distinct() {
+        let mut rng = Rng::with_seed(3);
+        let v = distinct_accounts(&mut rng, 20, 20, Some(5));
+        assert_eq!(v.len(), 19);
+        assert!(!v.contains(&5));
+        let mut s = v.clone();
+        s.sort_unstable();
+        s.dedup();
+        assert_eq!(s.len(), 19);
+    }
+}

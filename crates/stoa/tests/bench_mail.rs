@@ -1,0 +1,401 @@
+//! `stoa bench mail` end to end (`mail2001.md` §1–§4): a short run against the
+//! built-in server (filled by SMTP, checked, loaded, judged, relaying to the
+//! harness's sink), and a deliberately broken server in this file (it loses all
+//! mail and takes 6 s to answer DELE) whose failures must land in exactly the
+//! right QoS rows.
+//!
+//! Every run is a child process in its own process group, killed whole if it
+//! overstays its time; every wait is bounded.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Longest a short run may take: fill, check, one level, drain.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a finished run printed.
+struct Outcome {
+    success: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `stoa bench mail <args>` in its own process group, killed if it takes
+/// longer than [`RUN_TIMEOUT`].
+fn bench_mail(args: &[&str]) -> Outcome {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
+        .args(["bench", "mail"])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn stoa bench mail");
+    let pgid = rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("pid"))
+        .expect("positive pid");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let (out_tx, out_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        let _ = out_tx.send(s);
+    });
+    let (err_tx, err_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        let _ = err_tx.send(s);
+    });
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let status = match done_rx.recv_timeout(RUN_TIMEOUT) {
+        Ok(status) => status.expect("wait"),
+        Err(_) => {
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            let stderr = err_rx
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_default();
+            panic!("stoa bench mail ran over {RUN_TIMEOUT:?}; stderr:\n{stderr}");
+        }
+    };
+    // The built-in server is a child of the run: make sure nothing outlives it.
+    let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    Outcome {
+        success: status.success(),
+        stdout: out_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_default(),
+        stderr: err_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_default(),
+    }
+}
+
+fn read_json(dir: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("result.json")).expect("result.json");
+    serde_json::from_str(&text).expect("result.json parses")
+}
+
+/// The row `name` of level `level`'s detailed table.
+fn detail_row<'a>(json: &'a Value, level: usize, name: &str) -> &'a Value {
+    json["levels"][level]["detail"]
+        .as_array()
+        .expect("detail rows")
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no detail row {name}"))
+}
+
+fn passed(row: &Value) -> bool {
+    row["passed"].as_bool().expect("passed is a bool")
+}
+
+fn attempts(row: &Value) -> u64 {
+    row["attempts"].as_u64().expect("attempts")
+}
+
+#[test]
+fn quick_run_against_the_builtin_server() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("report");
+    let dir_text = dir.to_str().expect("utf-8 path");
+    let run = bench_mail(&[
+        "--users",
+        "1000",
+        "--rate",
+        "5",
+        "--levels",
+        "100",
+        "--warmup",
+        "2s",
+        "--run-time",
+        "40s",
+        "--cooldown",
+        "8s",
+        "--drain-limit",
+        "60s",
+        "--probe-share",
+        "0.5",
+        "--check-sample",
+        "40",
+        "--seed",
+        "11",
+        "--out",
+        dir_text,
+    ]);
+    assert!(run.success, "the run failed; stderr:\n{}", run.stderr);
+    for needle in [
+        "SPECmail2001-style result; not a SPEC result",
+        "Summary Results",
+        "Detailed Results -- 100% Load",
+        "SMTP Connect",
+        "POP Retrieve",
+        "Delivery Time",
+    ] {
+        assert!(
+            run.stdout.contains(needle),
+            "no {needle:?} in the report:\n{}",
+            run.stdout
+        );
+    }
+    assert!(run.stderr.contains("store check"), "{}", run.stderr);
+    let json = read_json(&dir);
+    assert_eq!(json["benchmark"], "SPECmail2001-style");
+    let level = &json["levels"][0];
+    // Every session of the window was answered as expected, on a quiet machine
+    // with a light load: the level passes, with samples in the main rows.
+    assert_eq!(
+        json["passed"], true,
+        "the 100 % level failed: {}",
+        level["verdict"]
+    );
+    for name in ["SMTP Connect", "SMTP Data", "POP Connect", "POP Status"] {
+        let row = detail_row(&json, 0, name);
+        assert!(attempts(row) > 0, "no {name} attempts");
+        assert!(passed(row), "{name}: {row}");
+    }
+    let delivery = detail_row(&json, 0, "Delivery Time");
+    assert!(attempts(delivery) > 0, "no delivery probes: {delivery}");
+    assert_eq!(delivery["pass"], delivery["attempts"], "{delivery}");
+    // Remote mail went through the server's queue to the harness's sink.
+    let remote = detail_row(&json, 0, "Remote Message Delivery");
+    assert!(attempts(remote) > 0, "no remote recipients: {remote}");
+    assert_eq!(remote["pass"], remote["attempts"], "{remote}");
+    assert!(dir.join("result.html").exists() && dir.join("result.txt").exists());
+}
+
+// ---------------------------------------------------------------------------
+// A broken server: loses every message, answers DELE after 6 s
+// ---------------------------------------------------------------------------
+
+/// Bytes of every message the broken POP server offers: 25 KB, the mean size.
+const FAKE_SIZE: usize = 25 * 1024;
+
+struct Broken {
+    smtp: SocketAddr,
+    pop3: SocketAddr,
+    stop: Arc<AtomicBool>,
+    messages_lost: Arc<AtomicU64>,
+}
+
+impl Drop for Broken {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(self.smtp);
+        let _ = TcpStream::connect(self.pop3);
+    }
+}
+
+fn serve(
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+    handler: Arc<dyn Fn(TcpStream) + Send + Sync>,
+) {
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+            let handler = Arc::clone(&handler);
+            std::thread::spawn(move || handler(conn));
+        }
+    });
+}
+
+fn broken_server() -> Broken {
+    let smtp_l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let pop_l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let stop = Arc::new(AtomicBool::new(false));
+    let lost = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&lost);
+    let smtp = Arc::new(move |conn: TcpStream| {
+        let mut w = conn.try_clone().expect("clone");
+        let mut r = BufReader::new(conn);
+        let _ = w.write_all(b"220 broken ESMTP\r\n");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let verb = line.get(..4).unwrap_or("").to_ascii_uppercase();
+            let reply: &[u8] = match verb.as_str() {
+                "DATA" => {
+                    let _ = w.write_all(b"354 go ahead\r\n");
+                    loop {
+                        line.clear();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == ".\r\n" {
+                            break;
+                        }
+                    }
+                    // Accepted, and then lost.
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    b"250 2.0.0 queued (into the void)\r\n"
+                }
+                "QUIT" => {
+                    let _ = w.write_all(b"221 bye\r\n");
+                    return;
+                }
+                _ => b"250 ok\r\n",
+            };
+            if w.write_all(reply).is_err() {
+                return;
+            }
+        }
+    });
+    let pop = Arc::new(|conn: TcpStream| {
+        let mut w = conn.try_clone().expect("clone");
+        let mut r = BufReader::new(conn);
+        let _ = w.write_all(b"+OK broken POP3\r\n");
+        let mut body = Vec::with_capacity(FAKE_SIZE + 64);
+        body.extend_from_slice(b"Subject: old mail\r\n\r\n");
+        while body.len() < FAKE_SIZE {
+            let n = (FAKE_SIZE - body.len()).min(78);
+            if n < 2 {
+                // Finish the last line.
+                let k = body.len();
+                body.truncate(k - (2 - n));
+            }
+            let n = (FAKE_SIZE - body.len()).min(78);
+            body.extend(std::iter::repeat_n(b'x', n - 2));
+            body.extend_from_slice(b"\r\n");
+        }
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let upper = line.to_ascii_uppercase();
+            let ok = if upper.starts_with("STAT") {
+                w.write_all(format!("+OK 3 {}\r\n", 3 * FAKE_SIZE).as_bytes())
+            } else if upper.starts_with("RETR") {
+                let mut out = format!("+OK {FAKE_SIZE} octets\r\n").into_bytes();
+                out.extend_from_slice(&body);
+                out.extend_from_slice(b".\r\n");
+                w.write_all(&out)
+            } else if upper.starts_with("TOP") {
+                w.write_all(b"+OK\r\nSubject: old mail\r\n\r\n.\r\n")
+            } else if upper.starts_with("DELE") {
+                // The fault under test (a reply over the 5 s limit), not a
+                // synchronisation.
+                #[allow(clippy::disallowed_methods)]
+                std::thread::sleep(Duration::from_secs(6));
+                w.write_all(b"+OK deleted, slowly\r\n")
+            } else if upper.starts_with("QUIT") {
+                let _ = w.write_all(b"+OK bye\r\n");
+                return;
+            } else {
+                w.write_all(b"+OK\r\n")
+            };
+            if ok.is_err() {
+                return;
+            }
+        }
+    });
+    let b = Broken {
+        smtp: smtp_l.local_addr().expect("addr"),
+        pop3: pop_l.local_addr().expect("addr"),
+        stop: Arc::clone(&stop),
+        messages_lost: lost,
+    };
+    serve(smtp_l, Arc::clone(&stop), smtp);
+    serve(pop_l, stop, pop);
+    b
+}
+
+#[test]
+fn a_broken_server_fails_the_right_rows() {
+    let broken = broken_server();
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("report");
+    let (smtp, pop3) = (broken.smtp.to_string(), broken.pop3.to_string());
+    let run = bench_mail(&[
+        "--smtp",
+        &smtp,
+        "--pop3",
+        &pop3,
+        "--sink-listen",
+        "127.0.0.1:0",
+        "--users",
+        "1000",
+        "--rate",
+        "5",
+        "--levels",
+        "100",
+        "--warmup",
+        "1s",
+        "--run-time",
+        "30s",
+        "--cooldown",
+        "2s",
+        "--drain-limit",
+        "20s",
+        "--probe-share",
+        "0.5",
+        "--check-sample",
+        "20",
+        "--seed",
+        "11",
+        "--reply-timeout",
+        "20s",
+        "--server-software",
+        "Broken 1.0",
+        "--out",
+        dir.to_str().expect("utf-8 path"),
+    ]);
+    assert!(
+        run.success,
+        "the run failed to report; stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        broken.messages_lost.load(Ordering::Relaxed) > 0,
+        "no mail reached the broken server"
+    );
+    let json = read_json(&dir);
+    assert_eq!(json["passed"], false);
+    assert!(run.stdout.contains("Broken 1.0"), "{}", run.stdout);
+    // What the broken server does wrong fails, and only that.
+    for name in ["POP Delete", "Delivery Time", "Remote Message Delivery"] {
+        let row = detail_row(&json, 0, name);
+        assert!(attempts(row) > 0, "no {name} attempts: {row}");
+        assert!(!passed(row), "{name} passed: {row}");
+    }
+    for name in [
+        "SMTP Connect",
+        "SMTP Hello",
+        "SMTP Mail From",
+        "SMTP Rcpt To",
+        "SMTP Data",
+        "SMTP Quit",
+        "POP Connect",
+        "POP User ID",
+        "POP Password",
+        "POP Status",
+        "POP Retrieve",
+        "SMTP Data Response Time",
+        "POP Retrieve Response Time",
+    ] {
+        let row = detail_row(&json, 0, name);
+        assert!(passed(row), "{name} failed: {row}");
+    }
+    assert_eq!(detail_row(&json, 0, "Remote Message Delivery")["pass"], 0);
+}
