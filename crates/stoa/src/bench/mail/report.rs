@@ -478,6 +478,11 @@ fn find_max(doc: &mut Vec<Block>, run: &MailRun, charts: bool) {
     }
     doc.push(Block::Table(t));
     doc.push(Block::Para(match best_mpm(run) {
+        Some(best) if best * 200.0 >= run.users as f64 - 1e-6 => format!(
+            "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the server may carry more; a larger --users would tell.",
+            mpm(best),
+            int(run.users)
+        ),
         Some(best) => format!("Best passing: {} msgs/min.", mpm(best)),
         None => "No trial passed.".into(),
     }));
@@ -982,6 +987,9 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "passed": run.passed(),
         "find_max": {
             "best_mpm": if run.search.is_empty() { None } else { best_mpm(run) },
+            "capacity_mpm": run.users as f64 / 200.0,
+            "at_capacity": !run.search.is_empty()
+                && best_mpm(run).is_some_and(|b| b * 200.0 >= run.users as f64 - 1e-6),
             "trials": run.search,
         },
         "levels": run.levels.iter().map(level_json).collect::<Vec<_>>(),
