@@ -58,8 +58,9 @@ const DEFAULT_RATE: f64 = 20.0;
 const MIN_PROBE_RATE: f64 = 0.1;
 /// The white paper's probe share: 1 % of the mail (§2.2).
 const PROBE_SHARE: f64 = 0.01;
-/// Longest wait for the fill's mail to show up in the mailboxes.
-const FILL_SETTLE: Duration = Duration::from_secs(600);
+/// Longest wait for the fill's mail to show up in the mailboxes (a server may
+/// accept faster than it delivers, and work off a queue of a million messages).
+const FILL_SETTLE: Duration = Duration::from_secs(3600);
 /// Most `--find-max` trials.
 const MAX_TRIALS: usize = 12;
 /// The default sink address for an external server.
@@ -664,7 +665,9 @@ async fn settle(
     sample.sort_unstable();
     sample.dedup();
     sample.truncate(100);
-    let deadline = Instant::now() + FILL_SETTLE;
+    let start = Instant::now();
+    let deadline = start + FILL_SETTLE;
+    let mut said = start;
     loop {
         let users: Vec<u32> = sample.iter().map(|&(u, _)| u).collect();
         let (_, counts) = init::check_accounts(w, users, 8).await;
@@ -686,6 +689,15 @@ async fn settle(
                 sample.len(),
                 FILL_SETTLE.as_secs(),
                 w.account(behind[0])
+            );
+        }
+        if said.elapsed() >= Duration::from_secs(15) {
+            said = Instant::now();
+            eprintln!(
+                "stoa bench: waiting for the server to deliver the fill: {} of {} sampled mailboxes incomplete after {} s",
+                behind.len(),
+                sample.len(),
+                start.elapsed().as_secs()
             );
         }
         sample.retain(|(u, _)| behind.contains(u));
