@@ -147,10 +147,10 @@ start_stoa_mail() {
         STOA_SMTP="$(grep -m1 -o 'listening on smtp://127\.0\.0\.1:[0-9]*' "$errlog" | sed 's/.*://' || true)"
         STOA_POP3="$(grep -m1 -o 'listening on pop3://127\.0\.0\.1:[0-9]*' "$errlog" | sed 's/.*://' || true)"
         [[ -n "$STOA_SMTP" && -n "$STOA_POP3" ]] && return 0
-        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -5 "$errlog")"
+        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$errlog")"
         sleep 0.05
     done
-    die "stoa did not report its SMTP and POP3 listeners within 15 s: $(tail -5 "$errlog")"
+    die "stoa did not report its SMTP and POP3 listeners within 15 s: $(tail -n 5 "$errlog")"
 }
 
 # Messages in every user's stoa mailbox, one "count" per line (u1..uN).
@@ -278,14 +278,14 @@ service imap-login {
 mail_max_userip_connections = 10
 EOF
 "$DOVECOT_BIN" -c "$DV/dovecot.conf" -n >"$DV/dovecot-n.txt" 2>&1 ||
-    die "dovecot rejects its configuration: $(tail -5 "$DV/dovecot-n.txt")"
+    die "dovecot rejects its configuration: $(tail -n 5 "$DV/dovecot-n.txt")"
 
 start_dovecot() {
     rm -f "$DV/base/master.pid"
     "$DOVECOT_BIN" -F -c "$DV/dovecot.conf" 2>>"$DV/stderr.log" &
     DV_PID=$!
     SERVER_PIDS+=("$DV_PID")
-    wait_port "$DV_PORT" "$DV_PID" || die "dovecot did not start on $DV_PORT: $(tail -5 "$DV/dovecot.log" "$DV/stderr.log" 2>/dev/null)"
+    wait_port "$DV_PORT" "$DV_PID" || die "dovecot did not start on $DV_PORT: $(tail -n 5 "$DV/dovecot.log" "$DV/stderr.log" 2>/dev/null)"
 }
 
 # Writes the stoa-exported messages into every Dovecot user's Maildir new/.
@@ -337,14 +337,14 @@ run_client() { # PORT [--login-only] -> CLIENT_JSON
 }
 jget() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 run_client "$STOA_POP3"
-(($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against stoa had errors: $(tail -5 "$BENCH_TMP/client-stderr.log")"
+(($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against stoa had errors: $(tail -n 5 "$BENCH_TMP/client-stderr.log")"
 stop_server "$STOA_PID"
 fill_dovecot
 start_dovecot
 run_client "$DV_PORT"
 # What Dovecot runs (to check, e.g., that no auth-worker process verifies passwords).
 DV_PROCS="$(for c in $(nginx_children "$DV_PID"); do cat "/proc/$c/comm" 2>/dev/null; done | sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')"
-(($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against dovecot had errors: $(tail -5 "$BENCH_TMP/client-stderr.log") $(tail -3 "$DV/dovecot.log")"
+(($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against dovecot had errors: $(tail -n 5 "$BENCH_TMP/client-stderr.log") $(tail -n 3 "$DV/dovecot.log")"
 stop_server "$DV_PID"
 log "sanity runs passed; $MESSAGES messages, $MSG_BYTES bytes per mailbox as stored by stoa"
 

@@ -205,17 +205,17 @@ EOF
 for u in "${USERS[@]}"; do printf '%s %s/Maildir/\n' "$u" "${u%@*}" >>"$PF_CONF/vmailbox"; done
 /usr/sbin/postmap -c "$PF_CONF" "hash:$PF_CONF/vmailbox"
 timeout 60 /usr/sbin/postfix -c "$PF_CONF" check >"$BENCH_TMP/postfix-check.log" 2>&1 ||
-    die "postfix check failed: $(tail -5 "$BENCH_TMP/postfix-check.log")"
+    die "postfix check failed: $(tail -n 5 "$BENCH_TMP/postfix-check.log")"
 PF_RUNNING=1
 timeout 60 /usr/sbin/postfix -c "$PF_CONF" start >"$BENCH_TMP/postfix-start.log" 2>&1 ||
-    die "postfix start failed: $(tail -5 "$BENCH_TMP/postfix-start.log" "$PF_LOG" 2>/dev/null)"
+    die "postfix start failed: $(tail -n 5 "$BENCH_TMP/postfix-start.log" "$PF_LOG" 2>/dev/null)"
 for ((i = 0; i < 200; i++)); do
     [[ -s "$PF_QUEUE/pid/master.pid" ]] && break
     sleep 0.05
 done
 PF_MASTER="$(tr -d ' \n' <"$PF_QUEUE/pid/master.pid" 2>/dev/null || true)"
 [[ "$PF_MASTER" =~ ^[0-9]+$ ]] || die "no Postfix master pid in $PF_QUEUE/pid/master.pid"
-wait_port "$PF_PORT" "$PF_MASTER" || die "postfix did not listen on $PF_PORT: $(tail -5 "$PF_LOG" 2>/dev/null)"
+wait_port "$PF_PORT" "$PF_MASTER" || die "postfix did not listen on $PF_PORT: $(tail -n 5 "$PF_LOG" 2>/dev/null)"
 log "postfix $(/usr/sbin/postconf -c "$PF_CONF" -h mail_version) (master $PF_MASTER) on 127.0.0.1:$PF_PORT"
 
 # --- Stoa ------------------------------------------------------------------------------
@@ -225,7 +225,7 @@ STOA_ERR="$BENCH_TMP/stoa-stderr.log"
 mkdir -p "$STOA_MAIL"
 for u in "${USERS[@]}"; do
     "$STOA_BIN" user add "$u" --mail-dir "$STOA_MAIL" 2>>"$BENCH_TMP/stoa-user.log" ||
-        die "stoa user add $u failed: $(tail -3 "$BENCH_TMP/stoa-user.log")"
+        die "stoa user add $u failed: $(tail -n 3 "$BENCH_TMP/stoa-user.log")"
 done
 # All the load comes from 127.0.0.1: lift the per-client connection limit (50), as
 # for Postfix.
@@ -246,17 +246,17 @@ for ((i = 0; i < 300; i++)); do
         STOA_PORT="${line##*:}"
         break
     fi
-    kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -5 "$STOA_ERR")"
+    kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$STOA_ERR")"
     sleep 0.05
 done
-[[ -n "$STOA_PORT" ]] || die "stoa did not report listening within 15 s: $(tail -5 "$STOA_ERR")"
+[[ -n "$STOA_PORT" ]] || die "stoa did not report listening within 15 s: $(tail -n 5 "$STOA_ERR")"
 log "stoa (pid $STOA_PID) on 127.0.0.1:$STOA_PORT"
 
 declare -A PORT=([postfix]="$PF_PORT" [stoa]="$STOA_PORT")
 
 check_alive() {
-    kill -0 "$STOA_PID" 2>/dev/null || die "stoa (pid $STOA_PID) died: $(tail -5 "$STOA_ERR")"
-    kill -0 "$PF_MASTER" 2>/dev/null || die "the postfix master (pid $PF_MASTER) died: $(tail -5 "$PF_LOG")"
+    kill -0 "$STOA_PID" 2>/dev/null || die "stoa (pid $STOA_PID) died: $(tail -n 5 "$STOA_ERR")"
+    kill -0 "$PF_MASTER" 2>/dev/null || die "the postfix master (pid $PF_MASTER) died: $(tail -n 5 "$PF_LOG")"
 }
 
 # --- delivered mail ----------------------------------------------------------------------
@@ -352,7 +352,7 @@ run_smtp() {
     accepted="$msgs"
     if ((rc != 0)); then
         # -c prints a running count of completed DATA commands; take the last one.
-        accepted="$(tr '\r' '\n' <"$out" | grep -Eo '^[0-9]+' | tail -1 || true)"
+        accepted="$(tr '\r' '\n' <"$out" | grep -Eo '^[0-9]+' | tail -n 1 || true)"
         accepted="${accepted:-0}"
         ((accepted <= msgs)) || accepted="$msgs"
     fi
@@ -407,7 +407,7 @@ run_smtp() {
     if [[ -n "$RUN_NOTE" ]]; then
         {
             echo "--- last lines of the $s log:"
-            if [[ "$s" == postfix ]]; then tail -20 "$PF_LOG"; else tail -20 "$STOA_ERR"; fi
+            if [[ "$s" == postfix ]]; then tail -n 20 "$PF_LOG"; else tail -n 20 "$STOA_ERR"; fi
         } >>"$RUNLOG" 2>/dev/null || true
     fi
     clear_delivered "$s"

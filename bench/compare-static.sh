@@ -89,7 +89,7 @@ done
 sleep 1 # let buffered access-log lines reach the files
 for s in nginx stoa; do
     [[ -s "${ACCESS_LOG[$s]}" ]] || die "$s wrote no access-log lines during the warm-up"
-    log "$s access log after warm-up: $(wc -l <"${ACCESS_LOG[$s]}") lines; sample: $(tail -1 "${ACCESS_LOG[$s]}")"
+    log "$s access log after warm-up: $(wc -l <"${ACCESS_LOG[$s]}") lines; sample: $(tail -n 1 "${ACCESS_LOG[$s]}")"
     : >"${ACCESS_LOG[$s]}"
 done
 check_alive

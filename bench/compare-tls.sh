@@ -165,7 +165,7 @@ if ((FINDMAX)); then
         "$STOA_BIN" bench web --target "https://127.0.0.1:${PORT[$s]}" --tls-ca "$CERT" --static-only --find-max \
             --find-max-limit "$FINDMAX_LIMIT" --connections "$FINDMAX_START" --run-time "${FINDMAX_RUN}s" \
             --out "$OUT/findmax-$s" >"$OUT/findmax-$s.txt" 2>"$OUT/findmax-$s.log" ||
-            die "harness failed against $s: $(tail -3 "$OUT/findmax-$s.log")"
+            die "harness failed against $s: $(tail -n 3 "$OUT/findmax-$s.log")"
     done
     python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys

@@ -70,7 +70,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         else
             "$STOA_BIN" bench web --target "http://127.0.0.1:$PORT_ONE" --static-only --closed-loop \
                 --connections "$CONNS" --run-time "${DURATION}s" --out "$BENCH_TMP/h" >/dev/null 2>"$BENCH_TMP/h.err" ||
-                die "harness failed: $(tail -3 "$BENCH_TMP/h.err")"
+                die "harness failed: $(tail -n 3 "$BENCH_TMP/h.err")"
             ops="$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); it=d["iterations"][0]; assert not it["errors"], it["errors"]; print(it["ops_per_sec"])' "$BENCH_TMP/h/report.json")"
         fi
         echo "$r,$tool,$ops" >>"$RAW"

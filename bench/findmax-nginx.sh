@@ -57,7 +57,7 @@ for server in stoa nginx; do
     log "find-max against $server"
     "$STOA_BIN" bench web --target "$url" --static-only --find-max --find-max-limit "$MAX_CONNS" --connections "$START" \
         --run-time "${RUN_TIME}s" --out "$OUT/$server" >"$OUT/$server.txt" 2>"$OUT/$server.log" ||
-        die "harness failed against $server: $(tail -3 "$OUT/$server.log")"
+        die "harness failed against $server: $(tail -n 3 "$OUT/$server.log")"
 done
 
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"

@@ -64,7 +64,7 @@ run_one() { # server connections label extra-args...
     log "$server, $label"
     "$STOA_BIN" bench web --target "$url" --static-only --connections "$n" --run-time "${RUN_TIME}s" \
         "${pids[@]}" "$@" --out "$OUT/$server-$label" >"$OUT/$server-$label.txt" 2>"$OUT/$server-$label.log" ||
-        die "harness failed against $server: $(tail -3 "$OUT/$server-$label.log")"
+        die "harness failed against $server: $(tail -n 3 "$OUT/$server-$label.log")"
 }
 
 for n in $LOADS; do

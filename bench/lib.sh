@@ -234,7 +234,7 @@ start_nginx() {
     NGINX_PID=$!
     SERVER_PIDS+=("$NGINX_PID")
     wait_port "$port" "$NGINX_PID" ||
-        die "nginx did not start listening on $port: $(tail -5 "$dir/error.log" "$dir/stderr.log" 2>/dev/null)"
+        die "nginx did not start listening on $port: $(tail -n 5 "$dir/error.log" "$dir/stderr.log" 2>/dev/null)"
 }
 
 # The worker PIDs of an nginx master, waiting up to 10 s for them to appear (the
@@ -283,10 +283,10 @@ start_stoa() {
             STOA_PORT="${line##*:}"
             return 0
         fi
-        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -5 "$errlog")"
+        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$errlog")"
         sleep 0.05
     done
-    die "stoa did not report listening within 15 s: $(tail -5 "$errlog")"
+    die "stoa did not report listening within 15 s: $(tail -n 5 "$errlog")"
 }
 
 # check_fetch PORT DOCROOT LABEL: every test file comes back 200 with the right bytes.

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Stoa vs Postfix + Dovecot under the SPECmail2001-style harness, `stoa bench mail
+# --find-max`: the highest load (messages per minute) each mail system passes.
+#
+#   bench/compare-mail.sh [--users 1000] [--rate-start MPM] [--profile quick]
+#                         [--rounds 1] [--run-timeout 14400]
+#
+# Stoa: the harness's built-in server (it starts its own). Postfix + Dovecot: a
+# private instance from bench/mail-sut.sh (virtual(8) Maildirs read by Dovecot's
+# POP3, remote mail relayed to the harness's sink), initialised with `stoa bench
+# mail --init-only`. Rounds alternate which system goes first. Results (each run's
+# report, the SUT configuration, a table of find-max results) go to
+# bench-results/<date>-<host>-mail/. See bench/README.md.
+set -euo pipefail
+
+# shellcheck source=bench/lib.sh disable=SC1091
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+USERS=1000
+RATE_START=""
+PROFILE=quick
+ROUNDS=1
+RUN_TIMEOUT=14400
+# The same load (arrival times, sizes, recipients) for both systems.
+SEED=2001
+# The harness's defaults (bench/mail-sut.sh's too): the local and the remote domain.
+DOMAIN=stoa.test
+REMOTE_DOMAIN=remote.test
+CMDLINE="bench/compare-mail.sh"
+for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
+
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+while (($#)); do
+    case "$1" in
+        --users) USERS="${2:?--users needs a value}"; shift 2 ;;
+        --rate-start) RATE_START="${2:?--rate-start needs a value}"; shift 2 ;;
+        --profile) PROFILE="${2:?--profile needs a value}"; shift 2 ;;
+        --rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
+        --run-timeout) RUN_TIMEOUT="${2:?--run-timeout needs a value}"; shift 2 ;;
+        -h | --help) usage 0 ;;
+        *) echo "unknown argument: $1" >&2; usage 2 ;;
+    esac
+done
+for v in "$USERS" "$ROUNDS" "$RUN_TIMEOUT" ${RATE_START:+"$RATE_START"}; do
+    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "--users, --rate-start, --rounds and --run-timeout take positive integers"
+done
+((USERS <= 10000000 && ROUNDS <= 20)) || die "settings out of range (users <= 10000000, rounds <= 20)"
+[[ "$PROFILE" =~ ^[a-z0-9_-]+$ ]] || die "--profile: a profile name such as quick"
+
+[[ "$(id -u)" == 0 ]] || die "run as root: Postfix's and Dovecot's masters start as root"
+ensure_commands python3:python3 timeout:coreutils git:git
+MAIL_SUT="$BENCH_DIR/mail-sut.sh"
+[[ -x "$MAIL_SUT" ]] || die "$MAIL_SUT is missing or not executable"
+
+# The SUT directory (under BENCH_TMP) and whether a SUT runs from it now.
+SUT_DIR=""
+SUT_UP=""
+sut_stop() {
+    [[ -n "$SUT_UP" ]] || return 0
+    SUT_UP=""
+    "$MAIL_SUT" stop --dir "$SUT_DIR" || log "!!! stopping the Postfix + Dovecot SUT failed"
+}
+cleanup_mail() {
+    sut_stop
+    bench_cleanup
+}
+bench_install_traps
+trap cleanup_mail EXIT
+make_tmp
+build_stoa
+raise_nofile 65536
+"$STOA_BIN" bench mail --help >/dev/null 2>&1 ||
+    die "this stoa build has no 'stoa bench mail' (the harness): build a revision that has it"
+
+OUT="$(result_dir mail)"
+wait_idle
+check_background "before the run"
+
+# Paths in recorded commands: $TMP for the temp dir, $OUT for the results.
+show_cmd() {
+    local s="" a
+    for a in "$@"; do s+=" $(printf '%q' "$a")"; done
+    s="${s# }"
+    s="${s//"$STOA_BIN"/stoa}"
+    s="${s//"$BENCH_TMP"/\$TMP}"
+    printf '%s\n' "${s//"$OUT"/\$OUT}"
+}
+COMMANDS="$OUT/commands.txt"
+: >"$COMMANDS"
+RUNS=()          # "server|round|dir|exit status"
+
+# run_harness SERVER ROUND NAME ARGS...: runs `stoa bench mail ARGS...`, output in
+# OUT/NAME.txt (stdout) and OUT/NAME.log (stderr), bounded by --run-timeout. Sets
+# HARNESS_RC.
+run_harness() {
+    local server="$1" round="$2" name="$3"
+    shift 3
+    show_cmd stoa bench mail "$@" | sed "s/^/[$server, round $round] /" >>"$COMMANDS"
+    HARNESS_RC=0
+    timeout --kill-after=30 "$RUN_TIMEOUT" "$STOA_BIN" bench mail "$@" \
+        >"$OUT/$name.txt" 2>"$OUT/$name.log" || HARNESS_RC=$?
+    if ((HARNESS_RC == 124)); then
+        log "!!! $server round $round ($name): the harness ran out of time (--run-timeout $RUN_TIMEOUT)"
+    elif ((HARNESS_RC != 0)); then
+        log "!!! $server round $round ($name): the harness exited $HARNESS_RC: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
+    fi
+}
+
+# Results of round 1 keep the plain names (OUT/stoa, OUT/postfix-dovecot).
+run_name() { if (($2 == 1)); then echo "$1"; else echo "$1-r$2"; fi; }
+
+run_stoa() {
+    local r="$1" name args
+    name="$(run_name stoa "$r")"
+    args=(--find-max --users "$USERS" --profile "$PROFILE" --seed "$SEED")
+    if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
+    log "round $r: stoa (the harness's built-in server), find-max"
+    run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
+    RUNS+=("stoa|$r|$name|$HARNESS_RC")
+}
+
+PD_SOFTWARE=""
+run_postfix_dovecot() {
+    local r="$1" name sink_port args
+    name="$(run_name postfix-dovecot "$r")"
+    SUT_DIR="$BENCH_TMP/sut"
+    sink_port="$(free_port)"
+    log "round $r: starting Postfix + Dovecot for $USERS users"
+    show_cmd bench/mail-sut.sh start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" \
+        --remote-domain "$REMOTE_DOMAIN" --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" |
+        sed "s/^/[postfix-dovecot, round $r] /" >>"$COMMANDS"
+    SUT_UP=1
+    "$MAIL_SUT" start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" --remote-domain "$REMOTE_DOMAIN" \
+        --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" >"$OUT/$name-sut.txt" 2>"$OUT/$name-sut.log" ||
+        die "bench/mail-sut.sh start failed: $(tail -n 3 "$OUT/$name-sut.log")"
+    # SMTP_ADDR, POP3_ADDR, POSTFIX_VERSION, DOVECOT_VERSION, ... (written by mail-sut.sh).
+    # shellcheck disable=SC1091
+    source "$SUT_DIR/sut.env"
+    PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
+    log "Postfix + Dovecot: SMTP $SMTP_ADDR, POP3 $POP3_ADDR, sink 127.0.0.1:$sink_port"
+    args=(--smtp "$SMTP_ADDR" --pop3 "$POP3_ADDR" --sink-listen "127.0.0.1:$sink_port" --users "$USERS"
+        --domain "$DOMAIN")
+    log "round $r: Postfix + Dovecot, init-only (the initial mailboxes)"
+    run_harness postfix-dovecot "$r" "$name-init" --init-only "${args[@]}"
+    if ((HARNESS_RC == 0)); then
+        log "round $r: Postfix + Dovecot, find-max"
+        args+=(--find-max --profile "$PROFILE" --seed "$SEED" --server-software "$PD_SOFTWARE")
+        if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
+        run_harness postfix-dovecot "$r" "$name" "${args[@]}" --out "$OUT/$name"
+    fi
+    RUNS+=("postfix-dovecot|$r|$name|$HARNESS_RC")
+    save_sut_files "$name"
+    sut_stop
+}
+
+# Copies the SUT's configuration (once) and its logged problems (every round) into OUT.
+save_sut_files() {
+    local name="$1" cfg="$OUT/postfix-dovecot-config" f
+    if [[ ! -d "$cfg" ]]; then
+        mkdir -p "$cfg"
+        for f in postfix/main.cf postfix/master.cf postfix/transport dovecot/dovecot.conf dovecot/dovecot-n.txt \
+            dovecot/sql.conf.ext sut.env; do
+            if [[ -f "$SUT_DIR/$f" ]]; then sed "s#$SUT_DIR#\$SUT#g" "$SUT_DIR/$f" >"$cfg/$(basename "$f")"; fi
+        done
+        {
+            head -3 "$SUT_DIR/postfix/vmailbox"
+            echo "... ($(wc -l <"$SUT_DIR/postfix/vmailbox") lines in all)"
+        } >"$cfg/vmailbox.head"
+        {
+            head -1 "$SUT_DIR/dovecot/passwd"
+            echo "... ($(wc -l <"$SUT_DIR/dovecot/passwd") lines in all, one shared hash)"
+        } >"$cfg/passwd.head"
+    fi
+    grep -hiE 'warning|error|fatal|panic' "$SUT_DIR/postfix.log" "$SUT_DIR/dovecot.log" 2>/dev/null |
+        tail -n 200 >"$OUT/$name-sut-problems.txt" || true
+}
+
+log "running $ROUNDS round(s): stoa and Postfix + Dovecot, $USERS users, profile $PROFILE"
+for ((r = 1; r <= ROUNDS; r++)); do
+    ((r == 1)) || wait_idle
+    if ((r % 2)); then order=(stoa postfix-dovecot); else order=(postfix-dovecot stoa); fi
+    for s in "${order[@]}"; do
+        if [[ "$s" == stoa ]]; then run_stoa "$r"; else run_postfix_dovecot "$r"; fi
+    done
+done
+
+check_background "after the run (servers stopped)"
+
+# The table: best_mpm from each run's result.json (top-level "find_max": {"best_mpm":
+# N or null}); anything missing or unreadable reads "see report".
+printf '%s\n' "${RUNS[@]}" >"$BENCH_TMP/runs.txt"
+python3 - "$OUT" "$BENCH_TMP/runs.txt" <<'EOF' | tee "$OUT/summary.txt"
+import json, os, sys
+out, runs = sys.argv[1], sys.argv[2]
+def best(d):
+    path = os.path.join(out, d, "result.json")
+    try:
+        with open(path) as f:
+            v = json.load(f)
+    except (OSError, ValueError):
+        return "see report"
+    fm = v.get("find_max") if isinstance(v, dict) else None
+    b = fm.get("best_mpm") if isinstance(fm, dict) else None
+    if isinstance(fm, dict) and "best_mpm" in fm and b is None:
+        return "none passed"
+    if isinstance(b, bool) or not isinstance(b, (int, float)):
+        return "see report"
+    return f"{b:g}"
+rows = []
+for line in open(runs):
+    server, rnd, d, rc = line.rstrip("\n").split("|")
+    rows.append((server, rnd, best(d), "ok" if rc == "0" else f"harness exit {rc}", d))
+w = max(len(r[0]) for r in rows) if rows else 6
+print(f"{'server':<{w}}  round  {'find-max best MPM':>17}  {'status':<16} report")
+for server, rnd, b, st, d in rows:
+    print(f"{server:<{w}}  {rnd:>5}  {b:>17}  {st:<16} {d}/")
+EOF
+
+{
+    echo "# Mail: stoa vs Postfix + Dovecot, \`stoa bench mail --find-max\`"
+    echo
+    echo "Command (from the repository root): \`$CMDLINE\`"
+    echo
+    echo "Date: $(date -Is)"
+    echo
+    echo "## Machine"
+    echo
+    describe_machine
+    echo "- Postfix: ${POSTFIX_VERSION:-?} (Debian ${POSTFIX_PACKAGE:-?})"
+    echo "- Dovecot: ${DOVECOT_VERSION:-?} (Debian ${DOVECOT_PACKAGE:-?}, dovecot-pop3d)"
+    echo
+    echo "## Setup"
+    echo
+    echo "- Loopback only (127.0.0.1). The harness and the mail system share the machine's $(nproc) cores;"
+    echo "  nothing is pinned."
+    echo "- $USERS users user1..user$USERS@$DOMAIN with the harness's default password; mail for"
+    echo "  @$REMOTE_DOMAIN goes to the harness's mail sink. Profile \`$PROFILE\`${RATE_START:+, find-max starting at $RATE_START MPM}."
+    echo "- stoa: the harness's built-in server (\`stoa bench mail\` without --smtp/--pop3 starts its own and"
+    echo "  creates the users and initial mailboxes itself)."
+    echo "- Postfix + Dovecot (\`$PD_SOFTWARE\`): \`bench/mail-sut.sh start\` (see bench/README.md), then"
+    echo "  \`stoa bench mail --init-only\` fills the initial mailboxes through it, then the find-max run; the"
+    echo "  SUT is stopped after each round. Postfix: smtpd on 127.0.0.1 (up to 1000 sessions), virtual(8)"
+    echo "  delivery into Maildirs as nobody with fsync on (default), at most 20 deliveries at once,"
+    echo "  @$REMOTE_DOMAIN relayed to the sink by \`transport_maps\` (\`smtp:[127.0.0.1]:PORT\`, no DNS), no"
+    echo "  per-client limits, log to a file. Dovecot: POP3 on 127.0.0.1 over the same Maildirs, one argon2id"
+    echo "  hash for all users (${PASSWD_COST:-?}; from: ${PASSWD_SOURCE:-?}) checked through the"
+    echo "  \`${PASSDB:-?}\` passdb (sqlite: argon2 in up to 30 auth-worker processes, auth cache 10M / 15 min;"
+    echo "  **Dovecot runs argon2 on every login, cached or not**, where stoa's cache of successful checks"
+    echo "  skips it), \`pop3_uidl_format = %g\`, up to 3000 pop3 processes (one per session, reused 100"
+    echo "  times), login processes in high-performance mode, no per-IP auth penalty, \`mail_fsync\` at its"
+    echo "  default (optimized). Files in postfix-dovecot-config/."
+    echo "- $ROUNDS round(s); stoa first in odd rounds, Postfix + Dovecot first in even ones. Harness runs"
+    echo "  bounded by --run-timeout $RUN_TIMEOUT s. BENCH_WAIT_IDLE=${BENCH_WAIT_IDLE:-unset}."
+    echo
+    echo "## Commands"
+    echo
+    echo "\$TMP is the script's temp directory, \$OUT this directory, stoa the release binary built from"
+    echo "the revision above."
+    echo
+    echo '```'
+    cat "$COMMANDS"
+    echo '```'
+    echo
+    echo "## Background load"
+    echo
+    describe_background
+    echo
+    echo "## Files"
+    echo
+    echo "- stoa/, postfix-dovecot/ (and -rN/ for later rounds): each run's report (result.json and the rest)"
+    echo "- NAME.txt, NAME.log: the harness's standard output and error for each run (NAME-init: init-only)"
+    echo "- postfix-dovecot-sut.txt/.log: mail-sut.sh's output; postfix-dovecot-sut-problems.txt: warnings and"
+    echo "  errors from the Postfix and Dovecot logs (last 200)"
+    echo "- postfix-dovecot-config/: main.cf, master.cf, transport, dovecot.conf, dovecot-n.txt (\`dovecot -n\`),"
+    echo "  sql.conf.ext, sut.env, and the first lines of the user map and passwd-file (\$SUT = the SUT directory)"
+    echo "- commands.txt: every command run, summary.txt: the table below"
+    echo
+    echo "## Summary"
+    echo
+    echo '```'
+    cat "$OUT/summary.txt"
+    echo '```'
+} >"$OUT/README.md"
+
+log "results in ${OUT#"$REPO_ROOT"/}"
