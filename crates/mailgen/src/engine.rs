@@ -21,7 +21,8 @@
 //!   retry-pool mailbox not checked for 300 s. A mailbox in a POP session or
 //!   under a probe is never picked by another POP session.
 //! - **Probes**: a share of SMTP sessions ([`Workload::probe_share`]) carry a
-//!   tagged message to a reserved mailbox, which is then polled by POP every
+//!   tagged message to a reserved mailbox (always at full speed: a 1 MB upload
+//!   at modem speed alone would take 171 s), which is then polled by POP every
 //!   [`PROBE_POLL`] until the message appears (delivery time from the start of
 //!   the SMTP session) or [`PROBE_GIVE_UP`] passes (lost).
 //! - **Window**: sessions starting in the measurement window are judged; load goes
@@ -143,7 +144,7 @@ pub struct Live {
     pub started: AtomicU64,
     /// Sessions that failed in this level.
     pub failed: AtomicU64,
-    /// Judged sessions still running (during the drain).
+    /// Judged sessions (and probes) not yet awaited during the drain.
     pub pending: AtomicU64,
     phase: AtomicU64,
 }
@@ -395,9 +396,10 @@ impl Engine {
         }
         let deadline = Instant::now() + plan.drain_limit;
         let mut unfinished = 0u64;
+        let mut left = judged.len() as u64;
         for mut h in judged {
-            live.pending
-                .store(live.active.load(Ordering::Relaxed), Ordering::Relaxed);
+            live.pending.store(left, Ordering::Relaxed);
+            left -= 1;
             if tokio::time::timeout_at(deadline, &mut h).await.is_err() {
                 h.abort();
                 let _ = h.await;
@@ -575,7 +577,9 @@ async fn run_session(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: 
             };
             let (mail_from, helo, pace) = if user_mail {
                 let sender = w.account(rng.u32(1..=w.users.max(1)));
-                let pace = if dist::session_is_modem(&mut rng) {
+                // A probe is the harness's instrument: sent at full speed, so its
+                // delivery time is the server's, not a modem's upload time.
+                let pace = if dist::session_is_modem(&mut rng) && probe_user.is_none() {
                     Pace::modem()
                 } else {
                     Pace::full()

@@ -72,7 +72,7 @@ const CHOICES: [&str; 9] = [
     "\"SMTP Data\" and \"POP Retrieve\" (5 s) time the command's first reply (354, +OK); the whole transfer is judged against 5 s + size / 3,000 B/s as \"SMTP Data Response Time\" and \"POP Retrieve Response Time\".",
     "Error rate = failed steps / steps attempted over every function and the delivery probes; an error is an unexpected reply, a closed connection or no reply within the reply timeout.",
     "Remote Message Delivery counts recipients (as the published row equals \"SMTP To Remote\"); a recipient counts if the sink received it before its level ended.",
-    "Delivery time runs from the start of the probe's SMTP session until a POP poll (every 1 s, TOP of each message) finds it; a probe not found after 120 s is lost. Probed mailboxes are kept from other POP sessions.",
+    "Delivery time runs from the start of the probe's SMTP session (sent at full speed) until a POP poll (every 1 s, TOP of each message) finds it; a probe not found after 120 s, or still polling when its level ends, is not delivered. Probed mailboxes are kept from other POP sessions.",
     "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
     "Modem sessions (90 % of user SMTP and POP sessions) send and receive at 6,000 B/s throughout; remote-MTA sessions run at full speed.",
     "The retry pool (7.5 % of the accounts) is drawn per run; a repeated check takes a pool mailbox not checked for 300 s, or is skipped and counted as \"Retry Pool Exhausted\".",
@@ -222,7 +222,7 @@ async fn run_async(args: &BenchMailArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {sink_addr} for the sink (--sink-listen)"))?;
     let sink_addr = listener.local_addr().context("the sink's address")?;
 
-    let (smtp, pop3, server) = match (&args.smtp, &args.pop3) {
+    let (smtp, pop3, mut server) = match (&args.smtp, &args.pop3) {
         (Some(smtp), Some(pop3)) => (resolve(smtp, "--smtp")?, resolve(pop3, "--pop3")?, None),
         _ => {
             let b =
@@ -299,7 +299,7 @@ async fn run_async(args: &BenchMailArgs) -> anyhow::Result<()> {
     let mut search = Vec::new();
     let mpm;
     if args.find_max {
-        let (best, trials, results) = find_max(&engine, &s, &server_pids).await;
+        let (best, trials, results) = find_max(&engine, &s, &server_pids, &mut server).await?;
         search = trials;
         levels = results;
         mpm = best.unwrap_or(0.0);
@@ -308,6 +308,9 @@ async fn run_async(args: &BenchMailArgs) -> anyhow::Result<()> {
             let load = f64::from(percent) / 100.0;
             let r = run_level(&engine, &s, s.rate, load, i as u8, &server_pids).await;
             levels.push(r);
+            if let Some(b) = server.as_mut() {
+                b.check_alive()?;
+            }
         }
         mpm = s.rate;
     }
@@ -450,15 +453,18 @@ fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::Joi
             tick.tick().await;
             let phase = live.phase();
             let left = |end: Duration| end.saturating_sub(t0.elapsed()).as_secs();
-            let (name, left) = match phase {
-                Phase::Warmup => ("warm-up", left(ends[0])),
-                Phase::Measure => ("measurement", left(ends[1])),
-                Phase::Cooldown => ("cool-down", left(ends[2])),
-                Phase::Drain => ("finishing judged sessions", 0),
+            let state = match phase {
+                Phase::Warmup => format!("warm-up {}s left", left(ends[0])),
+                Phase::Measure => format!("measurement {}s left", left(ends[1])),
+                Phase::Cooldown => format!("cool-down {}s left", left(ends[2])),
+                Phase::Drain => format!(
+                    "finishing {} judged sessions",
+                    live.pending.load(Ordering::Relaxed)
+                ),
                 Phase::Done => break,
             };
             bar.set_message(format!(
-                "{label}: {name} {left}s left | running {} | started {} | failed {}",
+                "{label}: {state} | running {} | started {} | failed {}",
                 live.active.load(Ordering::Relaxed),
                 live.started.load(Ordering::Relaxed),
                 live.failed.load(Ordering::Relaxed),
@@ -475,7 +481,8 @@ async fn find_max(
     engine: &Engine,
     s: &Settings,
     server_pids: &[u32],
-) -> (Option<f64>, Vec<Trial>, Vec<LevelResult>) {
+    server: &mut Option<server::BuiltIn>,
+) -> anyhow::Result<(Option<f64>, Vec<Trial>, Vec<LevelResult>)> {
     let cap = f64::from(s.users) / 200.0;
     let round = |r: f64| {
         if cap >= 20.0 {
@@ -491,6 +498,9 @@ async fn find_max(
     for i in 0..MAX_TRIALS {
         eprintln!("stoa bench: find-max trial {}: {rate} msgs/min", i + 1);
         let r = run_level(engine, s, rate, 1.0, i as u8, server_pids).await;
+        if let Some(b) = server.as_mut() {
+            b.check_alive()?;
+        }
         let passed = r.verdict.passed;
         trials.push(Trial {
             mpm: rate,
@@ -529,7 +539,7 @@ async fn find_max(
         }
         rate = next;
     }
-    (best, trials, results)
+    Ok((best, trials, results))
 }
 
 /// Fills the store (resuming from `journal` if given), then waits until the
@@ -588,11 +598,22 @@ async fn fill_store(
     );
     let ticker = {
         let (bar, progress) = (bar.clone(), Arc::clone(&progress));
+        // On a terminal the bar moves; in a log, a line every 30 s.
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(500));
+            let mut ticks = 0u64;
             loop {
                 tick.tick().await;
-                bar.set_position(progress.messages.load(Ordering::Relaxed));
+                ticks += 1;
+                let sent = progress.messages.load(Ordering::Relaxed);
+                bar.set_position(sent);
+                if !terminal && ticks.is_multiple_of(60) {
+                    eprintln!(
+                        "stoa bench: fill: {sent} of {total_messages} messages, {} mailboxes done",
+                        progress.users_done.load(Ordering::Relaxed)
+                    );
+                }
             }
         })
     };
@@ -643,8 +664,13 @@ fn read_journal(path: &Path, header: &str) -> anyhow::Result<HashSet<u32>> {
             path.display()
         ),
     }
-    // A torn last line (a crash mid-write) is ignored: that account is redone.
-    Ok(lines.filter_map(|l| l.trim().parse().ok()).collect())
+    // A torn last line (a crash mid-write: "12" of "123") is ignored, that
+    // account is redone: only lines ended by a newline count.
+    let mut done: Vec<&str> = lines.collect();
+    if !text.ends_with('\n') {
+        done.pop();
+    }
+    Ok(done.iter().filter_map(|l| l.trim().parse().ok()).collect())
 }
 
 /// Waits until a sample of the accounts just filled hold at least their
@@ -786,4 +812,78 @@ pub(crate) fn write_users(args: &BenchMailUsersArgs) -> anyhow::Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn args(extra: &[&str]) -> BenchMailArgs {
+        let mut argv = vec!["stoa", "bench", "mail"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Bench(crate::cli::BenchCommand::Mail(a)) => a,
+            _ => unreachable!("bench mail"),
+        }
+    }
+
+    #[test]
+    fn settings_follow_the_rate_and_the_store() {
+        let s = settings(&args(&[])).expect("defaults");
+        assert_eq!((s.rate, s.users), (20.0, 4_000));
+        assert_eq!(s.phases.run, Duration::from_secs(60));
+        let s = settings(&args(&["--rate", "7.5"])).expect("rate");
+        assert_eq!(s.users, 1_500);
+        let s = settings(&args(&["--users", "1000"])).expect("users");
+        assert_eq!(s.rate, 5.0);
+        // A store may be bigger than the rate needs, never smaller.
+        assert!(settings(&args(&["--users", "1000", "--rate", "2"])).is_ok());
+        let e = settings(&args(&["--users", "1000", "--rate", "6"])).expect_err("too small");
+        assert!(e.to_string().contains("1200 accounts"), "{e}");
+        // --find-max starts at an eighth of the capacity.
+        let s = settings(&args(&["--users", "80000", "--find-max"])).expect("find-max");
+        assert_eq!(s.rate, 50.0);
+        let s = settings(&args(&["--profile", "standard", "--run-time", "90s"])).expect("custom");
+        assert_eq!(
+            (s.phases.profile, s.phases.warmup),
+            ("custom", Duration::from_secs(300))
+        );
+        assert!(settings(&args(&["--run-time", "0s"])).is_err());
+        assert!(settings(&args(&["--reply-timeout", "soon"])).is_err());
+    }
+
+    #[test]
+    fn probe_share_has_a_floor_at_small_rates() {
+        // 1 % at 7,500 msgs/min (237.5 SMTP sessions/s: 2.4 probes/s).
+        assert_eq!(probe_share(&args(&[]), 7_500.0), PROBE_SHARE);
+        // At 20 msgs/min (0.63 SMTP sessions/s) one probe per 10 s is 15.8 %.
+        let share = probe_share(&args(&[]), 20.0);
+        assert!((share - 0.1 / (20.0 / 60.0 * 1.9)).abs() < 1e-9, "{share}");
+        assert_eq!(probe_share(&args(&["--probe-share", "0.2"]), 20.0), 0.2);
+    }
+
+    #[test]
+    fn the_journal_resumes_only_its_own_fill() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("journal");
+        let header = "stoa-bench-mail-init v1 users=10 domain=stoa.test store-seed=1";
+        assert!(
+            read_journal(&path, header)
+                .expect("missing is empty")
+                .is_empty()
+        );
+        // A torn last line (a crash mid-write of "123") is ignored.
+        std::fs::write(&path, format!("{header}\n3\n1\n7\n12")).expect("write");
+        let done = read_journal(&path, header).expect("read");
+        assert_eq!(done, HashSet::from([1, 3, 7]));
+        std::fs::write(&path, format!("{header}\n3\n1\n7\n123\n")).expect("write");
+        assert_eq!(read_journal(&path, header).expect("read").len(), 4);
+        let other = "stoa-bench-mail-init v1 users=20 domain=stoa.test store-seed=1";
+        let e = read_journal(&path, other).expect_err("another fill");
+        assert!(e.to_string().contains("journal of another fill"), "{e}");
+    }
 }

@@ -479,7 +479,8 @@ fn find_max(doc: &mut Vec<Block>, run: &MailRun, charts: bool) {
     doc.push(Block::Table(t));
     doc.push(Block::Para(match best_mpm(run) {
         Some(best) if best * 200.0 >= run.users as f64 - 1e-6 => format!(
-            "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the server may carry more; a larger --users would tell.",
+            "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the \
+             server may carry more; a larger --users would tell.",
             mpm(best),
             int(run.users)
         ),
@@ -1272,7 +1273,9 @@ mod tests {
         assert!(t.contains("msgs/min = 45\n") && t.contains("Find-max Trials"));
         // The fixture's store holds 6,000 accounts (30 msgs/min): 45 is at (over)
         // its capacity, which the report points out.
-        assert!(t.contains("Best passing: 45 msgs/min, the store's capacity (6,000 accounts / 200)"));
+        assert!(
+            t.contains("Best passing: 45 msgs/min, the store's capacity (6,000 accounts / 200)")
+        );
         assert_eq!(j["find_max"]["at_capacity"], true);
         assert!(html(&run).contains("Find-max trials"));
     }

@@ -18,6 +18,8 @@ pub(crate) struct BuiltIn {
     pub(crate) smtp: SocketAddr,
     pub(crate) pop3: SocketAddr,
     child: Child,
+    /// The last lines of its error log.
+    log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -115,8 +117,21 @@ impl BuiltIn {
                 log.push(line);
             }
         }
-        // Keep draining its log so it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        // Keep draining its log so it never blocks on a full pipe; keep the tail
+        // for when it dies.
+        let tail = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let keep = std::sync::Arc::clone(&tail);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut t = keep
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if t.len() == 20 {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        });
         let (Some(smtp), Some(pop3)) = (smtp, pop3) else {
             bail!("stoa serve did not report its addresses");
         };
@@ -125,8 +140,28 @@ impl BuiltIn {
             smtp,
             pop3,
             child,
+            log: tail,
             _dir: dir,
         })
+    }
+
+    /// An error if the server has exited (killed by the OOM killer, say), with
+    /// the end of its log: a run against a dead server measures nothing.
+    pub(crate) fn check_alive(&mut self) -> anyhow::Result<()> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => {
+                let log = self
+                    .log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                bail!(
+                    "the built-in server exited ({status}); the end of its log:\n{}",
+                    log.iter().cloned().collect::<Vec<_>>().join("\n")
+                )
+            }
+            Err(e) => bail!("cannot check the built-in server: {e}"),
+        }
     }
 }
 
