@@ -399,7 +399,11 @@ async fn run_level(
     let live = Arc::new(Live::default());
     let progress = progress(&label, &plan, &live);
     let self_pid = [std::process::id()];
-    let (harness0, server0) = (super::cpu_of(&self_pid), super::cpu_of(server_pids));
+    let (harness0, server0, machine0) = (
+        super::cpu_of(&self_pid),
+        super::cpu_of(server_pids),
+        machine_busy(),
+    );
     let started = Instant::now();
     let tally = engine.run_level(&plan, &live).await;
     let wall = started.elapsed();
@@ -410,6 +414,7 @@ async fn run_level(
     };
     let harness_cpu = diff(harness0, super::cpu_of(&self_pid));
     let server_cpu = diff(server0, super::cpu_of(server_pids));
+    let machine_cpu = diff(machine0, machine_busy());
     let verdict = qos::verdict(&tally);
     eprintln!(
         "stoa bench: level {label}: {} ({} SMTP and {} POP sessions judged)",
@@ -429,7 +434,31 @@ async fn run_level(
         wall,
         harness_cpu,
         server_cpu,
+        machine_cpu,
     }
+}
+
+/// CPU time the machine has been busy since boot (user, nice, system, irq,
+/// softirq, steal: everything but idle and I/O wait), from `/proc/stat`.
+fn machine_busy() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is in user).
+    let busy: u64 = fields
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|&(i, _)| i != 3 && i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    let ticks = rustix::param::clock_ticks_per_second().max(1);
+    Some(Duration::from_micros(busy * 1_000_000 / ticks))
 }
 
 /// A live progress line on a terminal (hidden otherwise): phase, time left,

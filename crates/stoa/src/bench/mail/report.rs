@@ -693,6 +693,10 @@ fn detail(doc: &mut Vec<Block>, level: &LevelResult, charts: bool) {
         format!("Harness CPU: {}", cpu(level.harness_cpu)),
         format!("Server CPU: {}", cpu(level.server_cpu)),
         format!(
+            "Machine CPU, every process (the harness's included): {}",
+            cpu(level.machine_cpu)
+        ),
+        format!(
             "Level result: {}",
             if level.verdict.passed {
                 "passed".to_owned()
@@ -972,6 +976,7 @@ fn level_json(l: &LevelResult) -> Value {
         "wall_secs": l.wall.as_secs_f64(),
         "harness_cpu_secs": l.harness_cpu.map(|d| d.as_secs_f64()),
         "server_cpu_secs": l.server_cpu.map(|d| d.as_secs_f64()),
+        "machine_cpu_secs": l.machine_cpu.map(|d| d.as_secs_f64()),
     })
 }
 
@@ -1121,6 +1126,7 @@ mod tests {
             wall: Duration::from_secs(90),
             harness_cpu: Some(Duration::from_millis(1_500)),
             server_cpu: None,
+            machine_cpu: None,
         }
     }
 

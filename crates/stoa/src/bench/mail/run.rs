@@ -40,6 +40,10 @@ pub(crate) struct LevelResult {
     pub(crate) harness_cpu: Option<Duration>,
     /// CPU time the server's processes used during the level, when known.
     pub(crate) server_cpu: Option<Duration>,
+    /// CPU time the whole machine was busy during the level (every process, the
+    /// harness included, from `/proc/stat`): a server of many processes
+    /// (Postfix + Dovecot) is measured as machine − harness.
+    pub(crate) machine_cpu: Option<Duration>,
 }
 
 /// One trial of `--find-max`: the 100 % level at `mpm`.
