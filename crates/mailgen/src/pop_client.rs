@@ -11,12 +11,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::{Instant, timeout};
 
 use crate::message::Tag;
-use crate::pace::{Pace, Pacer, Reader, read_dot_body, write_paced};
-use crate::smtp_client::{MAX_LINE, READ_BUFFER, StepError, detail, ms_since, open, step};
+use crate::pace::{Pace, read_dot_body};
+use crate::smtp_client::{Line, MAX_LINE, StepError, detail, ms_since, step};
 use crate::tally::{Failure, Function, SessionRecord, Sized};
 
 /// How much of a message a probe keeps to look for its tag: the generator's
@@ -54,38 +53,26 @@ pub enum ProbeResult {
 
 /// An open POP3 connection.
 struct Client {
-    reader: Reader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
-    pace: Pace,
-    limit: Duration,
+    line: Line,
 }
 
 impl Client {
     /// Connects (the greeting is read separately, by [`Client::status`]).
     async fn open(addr: SocketAddr, pace: Pace, limit: Duration) -> Result<Client, StepError> {
-        let (rd, writer) = open(addr, limit).await?.into_split();
         Ok(Client {
-            reader: Reader::new(rd, READ_BUFFER, pace, limit),
-            writer,
-            pace,
-            limit,
+            line: Line::open(addr, pace, limit).await?,
         })
     }
 
-    /// Sends one command line (CRLF added); the reply starts a new read schedule.
+    /// Sends one command line (CRLF added).
     async fn send(&mut self, command: &str) -> Result<(), StepError> {
-        self.reader.begin_transfer();
-        let line = format!("{command}\r\n");
-        let mut pacer = Pacer::new(self.pace);
-        write_paced(&mut self.writer, &mut pacer, line.as_bytes(), self.limit)
-            .await
-            .map_err(|e| StepError::write(&e))
+        self.line.send(command).await
     }
 
     /// Reads a status line: `Ok(Ok(text))` for `+OK text`, `Ok(Err(line))` for
     /// `-ERR`, a protocol error for anything else.
     async fn status(&mut self) -> Result<Result<String, String>, StepError> {
-        let line = self.reader.line(MAX_LINE).await?;
+        let line = self.line.reader.line(MAX_LINE).await?;
         if line.starts_with(b"+OK") {
             Ok(Ok(detail(&line[3..]).trim().to_owned()))
         } else if line.starts_with(b"-ERR") {
@@ -114,7 +101,7 @@ impl Client {
         head: &mut Vec<u8>,
         keep: usize,
     ) -> Result<(), StepError> {
-        read_dot_body(&mut self.reader, count, |data| {
+        read_dot_body(&mut self.line.reader, count, |data| {
             let room = keep.saturating_sub(head.len()).min(data.len());
             head.extend_from_slice(&data[..room]);
         })
@@ -139,7 +126,7 @@ impl Client {
     /// any error.
     async fn quit_best_effort(&mut self) {
         let _ = timeout(QUIT_GRACE, async {
-            let _ = self.writer.write_all(b"QUIT\r\n").await;
+            let _ = self.line.writer.write_all(b"QUIT\r\n").await;
             let _ = self.status().await;
         })
         .await;

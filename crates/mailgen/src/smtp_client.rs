@@ -181,19 +181,23 @@ async fn read_reply<R: AsyncRead + Unpin>(
     Err(StepError::protocol("reply has too many lines"))
 }
 
-/// An open SMTP connection.
-struct Client {
-    reader: Reader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
-    pace: Pace,
-    limit: Duration,
+/// An open client connection, SMTP's or POP3's: the paced reader and writer.
+pub(crate) struct Line {
+    pub(crate) reader: Reader<OwnedReadHalf>,
+    pub(crate) writer: OwnedWriteHalf,
+    pub(crate) pace: Pace,
+    pub(crate) limit: Duration,
 }
 
-impl Client {
-    /// Connects (the banner is read separately, by [`Client::expect`]).
-    async fn open(addr: SocketAddr, pace: Pace, limit: Duration) -> Result<Client, StepError> {
+impl Line {
+    /// Connects (the greeting is read by the protocol's client).
+    pub(crate) async fn open(
+        addr: SocketAddr,
+        pace: Pace,
+        limit: Duration,
+    ) -> Result<Line, StepError> {
         let (rd, writer) = open(addr, limit).await?.into_split();
-        Ok(Client {
+        Ok(Line {
             reader: Reader::new(rd, READ_BUFFER, pace, limit),
             writer,
             pace,
@@ -201,8 +205,8 @@ impl Client {
         })
     }
 
-    /// Sends one command line (CRLF added).
-    async fn send(&mut self, command: &str) -> Result<(), StepError> {
+    /// Sends one command line (CRLF added); the reply starts a new read schedule.
+    pub(crate) async fn send(&mut self, command: &str) -> Result<(), StepError> {
         self.reader.begin_transfer();
         let line = format!("{command}\r\n");
         let mut pacer = Pacer::new(self.pace);
@@ -210,10 +214,29 @@ impl Client {
             .await
             .map_err(|e| StepError::write(&e))
     }
+}
+
+/// An open SMTP connection.
+struct Client {
+    line: Line,
+}
+
+impl Client {
+    /// Connects (the banner is read separately, by [`Client::expect`]).
+    async fn open(addr: SocketAddr, pace: Pace, limit: Duration) -> Result<Client, StepError> {
+        Ok(Client {
+            line: Line::open(addr, pace, limit).await?,
+        })
+    }
+
+    /// Sends one command line (CRLF added).
+    async fn send(&mut self, command: &str) -> Result<(), StepError> {
+        self.line.send(command).await
+    }
 
     /// Reads a reply and checks its code.
     async fn expect(&mut self, code: u16) -> Result<(), StepError> {
-        let (got, text) = read_reply(&mut self.reader).await?;
+        let (got, text) = read_reply(&mut self.line.reader).await?;
         if got == code {
             Ok(())
         } else {
@@ -230,10 +253,10 @@ impl Client {
     /// Sends the message and the terminating dot on one schedule (the message
     /// needs no dot-stuffing, see [`crate::message`]), then expects `250`.
     async fn data(&mut self, message: &Message) -> Result<(), StepError> {
-        self.reader.begin_transfer();
-        let mut pacer = Pacer::new(self.pace);
+        self.line.reader.begin_transfer();
+        let mut pacer = Pacer::new(self.line.pace);
         for part in [&message.head[..], message.body, b".\r\n"] {
-            write_paced(&mut self.writer, &mut pacer, part, self.limit)
+            write_paced(&mut self.line.writer, &mut pacer, part, self.line.limit)
                 .await
                 .map_err(|e| StepError::write(&e))?;
         }
@@ -244,8 +267,8 @@ impl Client {
     /// any error.
     async fn quit_best_effort(&mut self) {
         let _ = timeout(QUIT_GRACE, async {
-            let _ = self.writer.write_all(b"QUIT\r\n").await;
-            let _ = read_reply(&mut self.reader).await;
+            let _ = self.line.writer.write_all(b"QUIT\r\n").await;
+            let _ = read_reply(&mut self.line.reader).await;
         })
         .await;
     }
