@@ -461,10 +461,20 @@ fn machine_busy() -> Option<Duration> {
     Some(Duration::from_micros(busy * 1_000_000 / ticks))
 }
 
+/// Standard error when it is a terminal; nothing otherwise (a log gets plain
+/// lines instead).
+fn draw_target() -> indicatif::ProgressDrawTarget {
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressDrawTarget::stderr()
+    } else {
+        indicatif::ProgressDrawTarget::hidden()
+    }
+}
+
 /// A live progress line on a terminal (hidden otherwise): phase, time left,
 /// sessions running, started and failed.
 fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::JoinHandle<()> {
-    let bar = ProgressBar::new_spinner();
+    let bar = ProgressBar::with_draw_target(None, draw_target());
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -620,7 +630,7 @@ async fn fill_store(
         }),
         None => Arc::new(|_| {}),
     };
-    let bar = ProgressBar::new(total_messages as u64);
+    let bar = ProgressBar::with_draw_target(Some(total_messages as u64), draw_target());
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} messages, {per_sec}, {eta} left")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
