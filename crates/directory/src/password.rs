@@ -93,7 +93,7 @@ pub fn is_valid_hash(phc: &str) -> bool {
 
 /// Checks `password` against a PHC string, with the parameters the string carries.
 /// `Err` only when the string itself is malformed (`login` names it in the error).
-/// Waits its turn under [`argon2_slot`].
+/// Waits its turn: at most one argon2 run per core at once (see `Slots`).
 pub fn verify_password(login: &str, password: &str, phc: &str) -> Result<bool> {
     let hash = PasswordHash::new(phc).map_err(|_| Error::InvalidHash(login.to_owned()))?;
     let _slot = argon2_slot();
