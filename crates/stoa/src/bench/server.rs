@@ -147,12 +147,16 @@ impl BuiltIn {
 
 impl Drop for BuiltIn {
     fn drop(&mut self) {
-        if let Some(pid) = self
-            .child
-            .id()
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32))
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
+        terminate(&self.child);
+    }
+}
+
+/// Asks a built-in server to drain and exit (SIGTERM), if it still runs.
+pub(crate) fn terminate(child: &Child) {
+    if let Some(pid) = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
 }

@@ -167,12 +167,6 @@ impl BuiltIn {
 
 impl Drop for BuiltIn {
     fn drop(&mut self) {
-        if let Some(pid) = self
-            .child
-            .id()
-            .and_then(|p| rustix::process::Pid::from_raw(p as i32))
-        {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
+        crate::bench::server::terminate(&self.child);
     }
 }
