@@ -1,11 +1,12 @@
 //! One connection: the read → parse → respond → write loop, keep-alive, pipelining,
 //! timeouts and lingering close.
 //!
-//! [`Conn`] owns the socket and both buffers; handlers only see a parsed request head
-//! and append to the [`Output`]. The loop in [`Conn::run`]:
+//! [`Conn`] owns the socket and both buffers; what to answer is decided in
+//! [`crate::dispatch`], which sees a parsed request head and appends to the
+//! [`Output`]. The loop in [`Conn::run`]:
 //!
 //! 1. parses every complete request in the read buffer and queues its response,
-//!    up to [`Limits::max_pipeline`] at a time (bounded look-ahead);
+//!    up to [`crate::config::Limits::max_pipeline`] at a time (bounded look-ahead);
 //! 2. writes the whole batch, memory parts in one `sendmsg`, files with `sendfile`;
 //! 3. logs each response once its bytes are out (or the connection died);
 //! 4. reads more only when no complete request is left.
@@ -20,29 +21,24 @@
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
-use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rustix::net::{SendAncillaryBuffer, SendFlags};
-use stoa_http_proto::chunked::ChunkedDecoder;
 use stoa_http_proto::request::header_storage;
-use stoa_http_proto::{BodyKind, Method, RequestHead, Status, parse_request};
+use stoa_http_proto::{Status, parse_request};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::access_log;
-use crate::cgi::{self, Cgi};
-use crate::config::Limits;
+use crate::dispatch::{self, Client, Cx, Discard, Gathering, Outcome, Site, Then, Waiting};
 use crate::local::{self, Local};
 use crate::output::{MAX_SENDFILE_CHUNK, Output};
 use crate::response::Reply;
 use crate::server::Shared;
-use crate::static_files;
 use crate::tls;
-use crate::web99::{self, Web99};
 
 /// Where a connection stands when its task starts.
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +76,11 @@ pub(crate) async fn serve(
     };
     let mut conn = Conn {
         stream,
-        nodelay: tls.is_some(),
+        // Over TLS a response is several records: Nagle would hold the last one.
+        writing: match tls {
+            Some(_) => Writing::NoDelay,
+            None => Writing::Plain,
+        },
         tls,
         peer: origin.peer,
         shared,
@@ -90,13 +90,8 @@ pub(crate) async fn serve(
         served: origin.served,
         born: origin.born,
         head_started,
-        busy: false,
-        discard: None,
-        fresh: true,
-        last_batch: false,
-        corked: false,
-        continue_sent: false,
-        pending: None,
+        phase: Phase::Fresh,
+        intake: Intake::Head,
     };
     let exit = conn.run().await;
     conn.set_busy(false);
@@ -150,24 +145,10 @@ enum Exit {
     Park(Instant),
 }
 
-/// A request body being read and thrown away.
-#[derive(Debug)]
-struct Discard {
-    framing: Framing,
-    started: Instant,
-    seen: u64,
-}
-
-#[derive(Debug)]
-enum Framing {
-    Length(u64),
-    Chunked(ChunkedDecoder),
-}
-
 /// What the connection needs after processing its buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Step {
-    /// Read more: the next head (or part of it).
+    /// Read more: the next head (or part of it, or of a dynamic request's body).
     NeedHead,
     /// Read more of a body being discarded.
     NeedBody,
@@ -175,9 +156,51 @@ enum Step {
     Flush,
     /// Write the queued batch, then close (after lingering if input may be unread).
     Close { linger: bool },
-    /// Write the queued batch, wait for the dynamic API's state thread, queue its
-    /// answer; then go on, or close.
-    Wait { close: bool },
+    /// Write the queued batch, wait for the dynamic API's state thread or a CGI
+    /// script, queue its answer; then go on, or close.
+    Wait { waiting: Waiting, close: bool },
+}
+
+/// Where the connection stands, for the readiness it knows and the server's
+/// in-flight count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Nothing read yet, and no readiness learned from epoll: the first read and
+    /// write are tried directly instead of waiting for an event (the request
+    /// usually arrived with the connection, and a new socket can always take a
+    /// small response).
+    Fresh,
+    /// Waiting for a request, lingering or closing: not in flight.
+    Idle,
+    /// In the middle of a request or its response: counted in [`Shared::busy`],
+    /// which draining waits for.
+    Busy,
+}
+
+/// What the next bytes of input are.
+#[derive(Debug)]
+enum Intake {
+    /// A request head (or nothing yet).
+    Head,
+    /// The head at `buf[pos..]` again, then more of its body being gathered.
+    Gather(Box<Gathering>),
+    /// The body of a request already answered, being skipped.
+    Discard(Discard),
+}
+
+/// How batches are written. It only moves forward: `Plain` to `NoDelay` once the
+/// connection is kept alive, and either to `Last` for its final batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writing {
+    /// Nagle left on: a single response in one write never waits for it.
+    Plain,
+    /// `TCP_NODELAY` is set: pipelined answers and file tails must not wait for
+    /// the peer's delayed ACK.
+    NoDelay,
+    /// The batch being written is the connection's last: it is corked (`MSG_MORE`,
+    /// and `TCP_CORK` before a file, `corked` once set) so the data leaves with the
+    /// FIN of the close in as few packets as possible, as nginx's `tcp_nopush` does.
+    Last { corked: bool },
 }
 
 /// How a read ended when it brought no bytes.
@@ -211,26 +234,9 @@ struct Conn {
     born: Instant,
     /// When the first byte of the current head arrived (accept time for the first).
     head_started: Instant,
-    /// Counted in the server's in-flight total (for draining).
-    busy: bool,
-    discard: Option<Discard>,
-    /// No readiness has been learned from epoll yet: the first read and write are
-    /// tried directly instead of waiting for an event (the request usually arrived
-    /// with the connection, and a new socket can always take a small response).
-    fresh: bool,
-    /// `TCP_NODELAY` is set (only once the connection is kept alive: a single
-    /// response in one write never waits for Nagle).
-    nodelay: bool,
-    /// The batch being written is the connection's last: it is corked (`MSG_MORE`,
-    /// `TCP_CORK` before a file) so the data leaves with the FIN of the close in as
-    /// few packets as possible, as nginx's `tcp_nopush` does.
-    last_batch: bool,
-    /// `TCP_CORK` is on.
-    corked: bool,
-    /// `100 Continue` was sent for the request whose body is being gathered.
-    continue_sent: bool,
-    /// A dynamic request waiting for the web99 state thread or a CGI script.
-    pending: Option<Waiting>,
+    phase: Phase,
+    intake: Intake,
+    writing: Writing,
 }
 
 impl Conn {
@@ -238,32 +244,28 @@ impl Conn {
         loop {
             let step = self.process();
             if !self.out.is_done() {
-                self.last_batch = matches!(step, Step::Close { .. });
+                let closing = matches!(step, Step::Close { .. });
+                if closing {
+                    self.writing = Writing::Last { corked: false };
+                }
                 let flushed = self.flush().await;
                 self.log_batch();
                 if let Err(e) = flushed {
                     tracing::debug!("{}: write failed: {e}", self.peer);
                     return Exit::Close;
                 }
-                if !self.nodelay && !matches!(step, Step::Close { .. }) {
-                    // Kept alive: pipelined answers and file tails must not wait
-                    // for the peer's delayed ACK.
-                    self.nodelay = true;
+                if self.writing == Writing::Plain && !closing {
+                    // Kept alive: see `Writing::NoDelay`.
+                    self.writing = Writing::NoDelay;
                     let _ = self.stream.set_nodelay(true);
                 }
             }
             match step {
                 Step::Flush => continue,
-                Step::Wait { close } => {
-                    match self.pending.take() {
-                        Some(Waiting::Web99(p)) => {
-                            web99::finish(p, &mut self.out, &self.shared).await
-                        }
-                        Some(Waiting::Cgi(p)) => cgi::run(p, &mut self.out, &self.shared).await,
-                        None => {}
-                    }
+                Step::Wait { waiting, close } => {
+                    self.finish(waiting).await;
                     if close {
-                        self.last_batch = true;
+                        self.writing = Writing::Last { corked: false };
                         let flushed = self.flush().await;
                         self.log_batch();
                         if flushed.is_ok() && self.input_pending() {
@@ -281,33 +283,41 @@ impl Conn {
                 }
                 Step::NeedHead | Step::NeedBody => {}
             }
-            match self.read(step).await {
-                Ok(()) => {}
-                Err(ReadEnd::Park(deadline)) => return Exit::Park(deadline),
-                Err(ReadEnd::Timeout) if self.has_partial_head(step) => {
-                    self.answer_and_close(408).await;
-                    return Exit::Close;
-                }
-                Err(ReadEnd::Eof) if self.has_partial_head(step) => {
-                    // The client gave up mid-head: log it, there is no one to answer.
-                    self.reject(400);
-                    self.log_batch();
-                    return Exit::Close;
-                }
-                Err(ReadEnd::Failed(e)) => {
-                    tracing::debug!("{}: read failed: {e}", self.peer);
-                    return Exit::Close;
-                }
-                Err(ReadEnd::Draining) => {
-                    // A request came in as the server began to drain: it goes
-                    // unanswered, but it must be read, or closing would reset the
-                    // connection and destroy the last response still in flight.
-                    self.linger().await;
-                    return Exit::Close;
-                }
-                Err(ReadEnd::Timeout | ReadEnd::Eof) => return Exit::Close,
+            if let Err(end) = self.read(&step).await {
+                let partial_head = self.has_partial_head(&step);
+                return self.read_ended(end, partial_head).await;
             }
         }
+    }
+
+    /// Ends the connection after a read that brought no bytes.
+    async fn read_ended(&mut self, end: ReadEnd, partial_head: bool) -> Exit {
+        match end {
+            ReadEnd::Park(deadline) => return Exit::Park(deadline),
+            ReadEnd::Timeout if partial_head => self.answer_and_close(408).await,
+            ReadEnd::Eof if partial_head => {
+                // The client gave up mid-head: log it, there is no one to answer.
+                self.reject(400);
+                self.log_batch();
+            }
+            ReadEnd::Failed(e) => tracing::debug!("{}: read failed: {e}", self.peer),
+            ReadEnd::Draining => {
+                // A request came in as the server began to drain: it goes
+                // unanswered, but it must be read, or closing would reset the
+                // connection and destroy the last response still in flight.
+                self.linger().await;
+            }
+            ReadEnd::Timeout | ReadEnd::Eof => {}
+        }
+        Exit::Close
+    }
+
+    /// Waits for what a dynamic answer depends on, then queues the answer.
+    async fn finish(&mut self, waiting: Waiting) {
+        let shared = Arc::clone(&self.shared);
+        let ready = waiting.wait(Site::of(&shared)).await;
+        local::with(&shared, |local| stamp(&mut self.out, local));
+        ready.send(&mut self.out);
     }
 
     /// Whether the client may have sent bytes we have not read. Closing a socket
@@ -339,23 +349,29 @@ impl Conn {
         )
     }
 
-    fn has_partial_head(&self, step: Step) -> bool {
-        step == Step::NeedHead && self.pos < self.buf.len()
+    fn has_partial_head(&self, step: &Step) -> bool {
+        matches!(step, Step::NeedHead) && self.pos < self.buf.len()
     }
 
     /// Parses and answers every complete request in the buffer (up to the
     /// pipelining bound).
     fn process(&mut self) -> Step {
         let shared = Arc::clone(&self.shared);
+        let site = Site::of(&shared);
         let limits = &shared.config.limits;
         local::with(&shared, |local| {
-            local.tick();
+            stamp(&mut self.out, local);
             let now = Instant::now();
             loop {
-                if self.discard.is_some() {
-                    match self.discard_body(limits) {
-                        Ok(true) => self.discard = None,
-                        Ok(false) => return Step::NeedBody,
+                if let Intake::Discard(d) = &mut self.intake {
+                    match d.skip(&self.buf[self.pos..], limits.max_discard_body) {
+                        Ok((used, done)) => {
+                            self.pos += used;
+                            if !done {
+                                return Step::NeedBody;
+                            }
+                            self.intake = Intake::Head;
+                        }
                         // The body is malformed or too big; what was answered stands,
                         // the connection cannot continue.
                         Err(()) => return Step::Close { linger: true },
@@ -367,7 +383,7 @@ impl Conn {
                 if self.pos == self.buf.len() {
                     return Step::NeedHead;
                 }
-                if let Some(step) = self.process_one(local, &shared, now) {
+                if let Some(step) = self.process_one(local, site, now) {
                     return step;
                 }
             }
@@ -375,100 +391,76 @@ impl Conn {
     }
 
     /// Parses and answers one request; `Some` when the loop must stop.
-    fn process_one(&mut self, local: &mut Local, shared: &Shared, now: Instant) -> Option<Step> {
-        let limits = &shared.config.limits;
+    fn process_one(&mut self, local: &mut Local, site: Site<'_>, now: Instant) -> Option<Step> {
         let mut storage = header_storage();
-        let head = match parse_request(&self.buf[self.pos..], &mut storage, &limits.head) {
+        let limits = &site.config.limits.head;
+        let head = match parse_request(&self.buf[self.pos..], &mut storage, limits) {
             Ok(Status::Complete(head)) => head,
             Ok(Status::Partial) => return Some(Step::NeedHead),
             Err(e) => {
                 tracing::debug!("{}: {} for a malformed head: {e}", self.peer, e.status());
-                self.reject_with(local, e.status());
+                self.reject_with(site, e.status());
                 return Some(Step::Close { linger: true });
             }
         };
-        if let Some(route) = dynamic_route(shared, &head) {
-            let local_addr = match route {
-                Dynamic::Cgi(..) => self.stream.local_addr().ok(),
-                Dynamic::Web99(_) => None,
-            };
-            let input = &self.buf[self.pos + head.len..];
-            let mut state = DynState {
-                out: &mut self.out,
-                continue_sent: &mut self.continue_sent,
+        let resumed = match std::mem::replace(&mut self.intake, Intake::Head) {
+            Intake::Gather(gathering) => Some(gathering),
+            Intake::Head | Intake::Discard(_) => None,
+        };
+        let mut cx = Cx {
+            site,
+            client: Client {
                 peer: self.peer,
-                local: local_addr.unwrap_or(self.peer),
+                socket: &self.stream,
                 served: self.served,
                 born: self.born,
-            };
-            let (taken, step) =
-                process_dynamic(&head, input, route, local, shared, now, &mut state);
-            let head_len = head.len;
-            if let Some((body_len, pending)) = taken {
-                self.pos += head_len + body_len;
-                self.served += 1;
-                self.head_started = now;
-                self.continue_sent = false;
-                self.pending = pending;
-            } else if step == Some(Step::Close { linger: true }) {
-                self.pos = self.buf.len();
+            },
+            cache: &mut local.cache,
+            out: &mut self.out,
+            now,
+        };
+        let input = &self.buf[self.pos + head.len..];
+        let outcome = dispatch::answer(&head, input, resumed, &mut cx);
+        self.advance(outcome, now)
+    }
+
+    /// Moves past an answered request, or keeps what its answer waits for.
+    fn advance(&mut self, outcome: Outcome, now: Instant) -> Option<Step> {
+        let (consumed, then) = match outcome {
+            Outcome::Answered { consumed, then } => (consumed, then),
+            Outcome::Incomplete(gathering) => {
+                self.intake = Intake::Gather(gathering);
+                return Some(Step::NeedHead);
             }
-            return step;
-        }
-        let body_ok = match head.body {
-            BodyKind::None => true,
-            BodyKind::Length(n) => n <= limits.max_discard_body && !head.expect_continue,
-            BodyKind::Chunked => !head.expect_continue,
+            Outcome::Refused => {
+                // The rest of the input cannot be framed: it is never read.
+                self.pos = self.buf.len();
+                return Some(Step::Close { linger: true });
+            }
         };
-        let keep_alive = head.keep_alive
-            && body_ok
-            && self.served + 1 < limits.keepalive_requests
-            && now.duration_since(self.born) < limits.keepalive_max_age
-            && !shared.draining.load(Ordering::Relaxed);
-        let log = capture_log(&mut self.out, shared, |text, format| {
-            access_log::capture_request(text, &head, format);
-        });
-        let reply = Reply {
-            date: local.date.http(),
-            keep_alive,
-            version: head.version,
-            head_only: head.method == Method::Head,
-            log,
-        };
-        let (consumed, body) = (head.len, head.body);
-        static_files::serve(&head, reply, &mut self.out, &mut local.cache, shared, now);
-        self.served += 1;
         self.pos += consumed;
+        self.served += 1;
         self.head_started = now;
-        if !keep_alive {
-            return Some(Step::Close {
-                linger: body != BodyKind::None,
-            });
+        match then {
+            Then::Next => None,
+            Then::Discard(discard) => {
+                self.intake = Intake::Discard(discard);
+                None
+            }
+            Then::Wait { waiting, close } => Some(Step::Wait { waiting, close }),
+            Then::Close { linger } => Some(Step::Close { linger }),
         }
-        self.discard = match body {
-            BodyKind::None => None,
-            BodyKind::Length(n) => Some(Framing::Length(n)),
-            BodyKind::Chunked => Some(Framing::Chunked(ChunkedDecoder::new())),
-        }
-        .map(|framing| Discard {
-            framing,
-            started: now,
-            seen: 0,
-        });
-        None
     }
 
     /// Queues an error answer for the unparsable head at `buf[pos..]`; the
     /// connection closes after it.
-    fn reject_with(&mut self, local: &Local, status: u16) {
-        let shared = Arc::clone(&self.shared);
+    fn reject_with(&mut self, site: Site<'_>, status: u16) {
         let (buf, pos) = (&self.buf, self.pos);
-        let log = capture_log(&mut self.out, &shared, |text, format| {
+        let log = dispatch::capture_log(&mut self.out, &site, |text, format| {
             access_log::capture_raw(text, &buf[pos..], format);
         });
         self.pos = self.buf.len();
         let reply = Reply {
-            date: local.date.http(),
             keep_alive: false,
             version: stoa_http_proto::Version::Http11,
             head_only: false,
@@ -479,10 +471,8 @@ impl Conn {
 
     fn reject(&mut self, status: u16) {
         let shared = Arc::clone(&self.shared);
-        local::with(&shared, |local| {
-            local.tick();
-            self.reject_with(local, status);
-        });
+        local::with(&shared, |local| stamp(&mut self.out, local));
+        self.reject_with(Site::of(&shared), status);
     }
 
     /// Answers `status` to the partial head in the buffer and closes.
@@ -492,38 +482,6 @@ impl Conn {
         self.log_batch();
         if flushed.is_ok() {
             self.linger().await;
-        }
-    }
-
-    /// Consumes body bytes from the buffer; `Ok(true)` once the body is complete.
-    fn discard_body(&mut self, limits: &Limits) -> Result<bool, ()> {
-        let Some(d) = &mut self.discard else {
-            return Ok(true);
-        };
-        let input = &self.buf[self.pos..];
-        match &mut d.framing {
-            Framing::Length(left) => {
-                let n = (*left).min(input.len() as u64);
-                *left -= n;
-                self.pos += n as usize;
-                d.seen += n;
-                Ok(*left == 0)
-            }
-            Framing::Chunked(decoder) => {
-                let mut used = 0;
-                loop {
-                    let step = decoder.decode(&input[used..]).map_err(|_| ())?;
-                    used += step.consumed;
-                    d.seen += step.data.len() as u64;
-                    if d.seen > limits.max_discard_body {
-                        return Err(());
-                    }
-                    if step.done || step.consumed == 0 {
-                        self.pos += used;
-                        return Ok(step.done);
-                    }
-                }
-            }
         }
     }
 
@@ -538,9 +496,10 @@ impl Conn {
             return tls::flush(tls, &self.stream, &mut self.out, &self.shared).await;
         }
         let send_timeout = self.shared.config.limits.send_timeout;
-        if self.last_batch && !self.corked && self.out.has_file() {
+        if self.writing == (Writing::Last { corked: false }) && self.out.has_file() {
             // Best effort: without the cork the bytes just leave sooner.
-            self.corked = rustix::net::sockopt::set_tcp_cork(&self.stream, true).is_ok();
+            let corked = rustix::net::sockopt::set_tcp_cork(&self.stream, true).is_ok();
+            self.writing = Writing::Last { corked };
         }
         let mut direct = true;
         while !self.out.is_done() {
@@ -584,7 +543,7 @@ impl Conn {
         let mut iov = [IoSlice::new(&[]); 64];
         let (n, file_next) = self.out.fill_iovecs(&mut iov);
         let mut flags = SendFlags::NOSIGNAL | SendFlags::DONTWAIT;
-        if file_next || self.last_batch {
+        if file_next || matches!(self.writing, Writing::Last { .. }) {
             flags |= SendFlags::MORE;
         }
         rustix::net::sendmsg(
@@ -617,14 +576,14 @@ impl Conn {
     }
 
     /// Reads more input for `step`, within that phase's deadline.
-    async fn read(&mut self, step: Step) -> Result<(), ReadEnd> {
+    async fn read(&mut self, step: &Step) -> Result<(), ReadEnd> {
         if self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
         }
-        if step == Step::NeedHead && self.buf.is_empty() {
-            if self.fresh {
-                self.fresh = false;
+        if matches!(step, Step::NeedHead) && self.buf.is_empty() {
+            if self.phase == Phase::Fresh {
+                self.phase = Phase::Idle;
                 if self.read_direct()? {
                     return Ok(());
                 }
@@ -658,7 +617,7 @@ impl Conn {
     }
 
     /// The first read of a new connection, as a plain system call (see
-    /// [`Conn::fresh`]). `Ok(false)` when nothing has arrived yet.
+    /// [`Phase::Fresh`]). `Ok(false)` when nothing has arrived yet.
     fn read_direct(&mut self) -> Result<bool, ReadEnd> {
         self.take_buffers();
         if self.tls.is_some() {
@@ -750,13 +709,13 @@ impl Conn {
     }
 
     /// The deadline of the current read phase.
-    fn deadline(&self, step: Step) -> Instant {
+    fn deadline(&self, step: &Step) -> Instant {
         let limits = &self.shared.config.limits;
         let grace = |base: Duration, bytes: u64| {
             base + limits.head_timeout_per_500b * u32::try_from(bytes / 500).unwrap_or(u32::MAX)
         };
-        match (&self.discard, step) {
-            (Some(d), Step::NeedBody) => d.started + grace(limits.body_timeout, d.seen),
+        match (&self.intake, step) {
+            (Intake::Discard(d), Step::NeedBody) => d.started + grace(limits.body_timeout, d.seen),
             _ => {
                 let bytes = (self.buf.len() - self.pos) as u64;
                 self.head_started + grace(limits.head_timeout, bytes).min(limits.head_timeout_max)
@@ -826,14 +785,18 @@ impl Conn {
         }
     }
 
+    /// Enters or leaves [`Phase::Busy`], keeping the server's in-flight count.
     fn set_busy(&mut self, busy: bool) {
-        if busy != self.busy {
-            self.busy = busy;
-            if busy {
+        match (self.phase, busy) {
+            (Phase::Fresh | Phase::Idle, true) => {
+                self.phase = Phase::Busy;
                 self.shared.busy.fetch_add(1, Ordering::Relaxed);
-            } else {
+            }
+            (Phase::Busy, false) => {
+                self.phase = Phase::Idle;
                 self.shared.busy.fetch_sub(1, Ordering::Relaxed);
             }
+            _ => {}
         }
     }
 
@@ -850,209 +813,8 @@ impl Conn {
     }
 }
 
-/// Saves the access-log text of a request, when the log is on.
-fn capture_log(
-    out: &mut Output,
-    shared: &Shared,
-    capture: impl FnOnce(&mut Vec<u8>, crate::config::LogFormat),
-) -> Option<Range<usize>> {
-    shared.log.as_ref()?;
-    let text = out.log_text_mut();
-    let start = text.len();
-    capture(text, shared.config.log_format);
-    Some(start..text.len())
-}
-
-/// A request that is not for a static file.
-#[derive(Debug, Clone, Copy)]
-enum Dynamic<'s> {
-    /// The SPECweb99 entry point.
-    Web99(&'s Web99),
-    /// A CGI mount (its index).
-    Cgi(&'s Cgi, usize),
-}
-
-/// Something a connection waits for before it can answer.
-#[derive(Debug)]
-enum Waiting {
-    Web99(Box<web99::Pending>),
-    Cgi(Box<cgi::Pending>),
-}
-
-/// Which dynamic handler, if any, a request is for.
-fn dynamic_route<'s>(shared: &'s Shared, head: &RequestHead<'_, '_>) -> Option<Dynamic<'s>> {
-    if let Some(w) = shared.web99.as_ref().filter(|w| w.matches(head.target)) {
-        return Some(Dynamic::Web99(w));
-    }
-    let cgi = shared.cgi.as_ref()?;
-    let target = stoa_http_proto::target::decode(head.target).ok()?;
-    cgi.route(&target.path)
-        .map(|(mount, _)| Dynamic::Cgi(cgi, mount))
-}
-
-/// The connection fields the dynamic handlers touch (the rest of the connection
-/// stays borrowed by the request head).
-struct DynState<'c> {
-    out: &'c mut Output,
-    continue_sent: &'c mut bool,
-    peer: SocketAddr,
-    local: SocketAddr,
-    served: u32,
-    born: Instant,
-}
-
-/// Handles a request for the dynamic API or a CGI script. Its body is gathered
-/// whole first (it stays in the buffer, unconsumed, until all of it has arrived);
-/// then the handler answers at once, or hands the connection something to wait for.
-/// Returns, when the request was taken, the body bytes consumed and any wait; and
-/// the next step.
-#[allow(
-    clippy::type_complexity,
-    reason = "one call site, which unpacks it at once"
-)]
-fn process_dynamic(
-    head: &RequestHead<'_, '_>,
-    input: &[u8],
-    route: Dynamic<'_>,
-    local: &mut Local,
-    shared: &Shared,
-    now: Instant,
-    conn: &mut DynState<'_>,
-) -> (Option<(usize, Option<Waiting>)>, Option<Step>) {
-    let max_body = match route {
-        Dynamic::Web99(w) => w.config.max_post_body,
-        Dynamic::Cgi(c, _) => c.config.max_body,
-    };
-    let (body, body_len) = match gather_body(head, input, max_body, route) {
-        Gathered::Complete(body, len) => (body, len),
-        Gathered::Incomplete => {
-            if head.expect_continue && !*conn.continue_sent {
-                *conn.continue_sent = true;
-                conn.out.push_interim(b"HTTP/1.1 100 Continue\r\n\r\n");
-            }
-            return (None, Some(Step::NeedHead));
-        }
-        Gathered::Refused(status, why) => {
-            let log = capture_log(conn.out, shared, |text, format| {
-                access_log::capture_request(text, head, format);
-            });
-            let reply = Reply {
-                date: local.date.http(),
-                keep_alive: false,
-                version: head.version,
-                head_only: false,
-                log,
-            };
-            reply.explained_page(conn.out, status, b"", why);
-            return (None, Some(Step::Close { linger: true }));
-        }
-    };
-    let limits = &shared.config.limits;
-    let keep_alive = head.keep_alive
-        && conn.served + 1 < limits.keepalive_requests
-        && now.duration_since(conn.born) < limits.keepalive_max_age
-        && !shared.draining.load(Ordering::Relaxed);
-    let log = capture_log(conn.out, shared, |text, format| {
-        access_log::capture_request(text, head, format);
-    });
-    let answer = web99::Answer {
-        keep_alive,
-        version: head.version,
-        head_only: head.method == Method::Head,
-        log,
-    };
-    let waiting = match route {
-        Dynamic::Web99(web99) => {
-            let mut ctx = web99::Context {
-                web99,
-                shared,
-                cache: &mut local.cache,
-                peer: conn.peer.ip(),
-                now,
-            };
-            match web99::handle(head, &body, answer, conn.out, &mut ctx, local.date.http()) {
-                web99::Outcome::Done => None,
-                web99::Outcome::Wait(p) => Some(Waiting::Web99(p)),
-            }
-        }
-        Dynamic::Cgi(cgi, mount) => {
-            let rest = stoa_http_proto::target::decode(head.target)
-                .ok()
-                .and_then(|t| cgi.route(&t.path).map(|(_, rest)| rest.to_vec()))
-                .unwrap_or_default();
-            let addrs = (conn.local, conn.peer);
-            match cgi::prepare(cgi, mount, &rest, head, &body, answer, shared, addrs) {
-                Ok(p) => Some(Waiting::Cgi(p)),
-                Err((answer, (status, why))) => {
-                    answer
-                        .reply(local.date.http())
-                        .explained_page(conn.out, status, b"", why);
-                    None
-                }
-            }
-        }
-    };
-    let step = match &waiting {
-        Some(_) => Some(Step::Wait { close: !keep_alive }),
-        None if keep_alive => None,
-        None => Some(Step::Close { linger: false }),
-    };
-    (Some((body_len, waiting)), step)
-}
-
-/// A request body, gathered whole from the buffer.
-enum Gathered<'a> {
-    /// The body and how many input bytes it took (with chunked framing).
-    Complete(std::borrow::Cow<'a, [u8]>, usize),
-    /// More bytes are needed.
-    Incomplete,
-    /// Refused: the status and why.
-    Refused(u16, &'static str),
-}
-
-/// Gathers the body of `head` from `input` (the bytes after the head), up to `max`
-/// bytes, whatever its framing.
-fn gather_body<'a>(
-    head: &RequestHead<'_, '_>,
-    input: &'a [u8],
-    max: u64,
-    route: Dynamic<'_>,
-) -> Gathered<'a> {
-    match head.body {
-        // The dynamic API needs its form; a CGI script may take a bodiless POST.
-        // `Content-Length: 0` is a length, and an empty form (400 later on).
-        BodyKind::None
-            if head.method == Method::Post
-                && matches!(route, Dynamic::Web99(_))
-                && head.header("Content-Length").is_none() =>
-        {
-            Gathered::Refused(411, "POST without Content-Length")
-        }
-        BodyKind::None => Gathered::Complete(std::borrow::Cow::Borrowed(&[]), 0),
-        BodyKind::Length(n) if n > max => Gathered::Refused(413, "request body too large"),
-        BodyKind::Length(n) => match input.get(..n as usize) {
-            Some(body) => Gathered::Complete(std::borrow::Cow::Borrowed(body), n as usize),
-            None => Gathered::Incomplete,
-        },
-        BodyKind::Chunked => {
-            let mut decoder = ChunkedDecoder::new();
-            let (mut body, mut used) = (Vec::new(), 0);
-            loop {
-                let Ok(step) = decoder.decode(&input[used..]) else {
-                    return Gathered::Refused(400, "malformed chunked body");
-                };
-                used += step.consumed;
-                body.extend_from_slice(step.data);
-                if body.len() as u64 > max {
-                    return Gathered::Refused(413, "request body too large");
-                }
-                if step.done {
-                    return Gathered::Complete(std::borrow::Cow::Owned(body), used);
-                }
-                if step.consumed == 0 {
-                    return Gathered::Incomplete;
-                }
-            }
-        }
-    }
+/// Sets the output's `Date` to the worker's current second.
+fn stamp(out: &mut Output, local: &mut Local) {
+    local.tick();
+    out.set_date(local.date.http());
 }

@@ -9,7 +9,10 @@
 //!
 //! - [`Server`] (`server.rs`): binds, starts the workers, drains on shutdown.
 //! - `conn.rs`: the connection loop: keep-alive, pipelining, timeouts, lingering
-//!   close. It owns the socket and its buffers.
+//!   close, parking. It owns the socket and its buffers.
+//! - `dispatch/`: from a parsed head to a queued answer: routing (once per
+//!   request), the keep-alive decision, gathering or skipping request bodies, and
+//!   the calls into the handlers below.
 //! - `idle.rs`: parking of connections idle for over a second outside tokio, so
 //!   an idle keep-alive connection costs under a hundred bytes.
 //! - `output.rs`: the write queue that turns a batch of responses into few
@@ -39,6 +42,7 @@ mod cache;
 mod cgi;
 pub mod config;
 mod conn;
+mod dispatch;
 mod idle;
 mod local;
 mod output;

@@ -1,8 +1,11 @@
 //! Response heads and generated responses, shared by every handler.
 //!
 //! All responses go through [`Reply`]: it writes the status line, `Server` and the
-//! cached `Date`, closes the head with the right `Connection` header, and queues the
-//! response on the connection's [`Output`] together with its access-log text.
+//! batch's `Date` (see [`Output::set_date`]), closes the head with the right
+//! `Connection` header, and queues the response on the connection's [`Output`]
+//! together with its access-log text. A `Reply` owns everything it needs, so an
+//! answer that waits (for the web99 state thread, a CGI script) keeps its `Reply`
+//! across the wait and queues it afterwards.
 
 use std::ops::Range;
 
@@ -21,9 +24,7 @@ pub(crate) const SERVER_LINE: &[u8] =
 
 /// What every response to one request shares.
 #[derive(Debug)]
-pub(crate) struct Reply<'a> {
-    /// The cached `Date` value.
-    pub(crate) date: &'a [u8],
+pub(crate) struct Reply {
     /// Whether the connection stays open after this response.
     pub(crate) keep_alive: bool,
     /// The request's version (HTTP/1.0 needs an explicit `keep-alive`).
@@ -34,14 +35,14 @@ pub(crate) struct Reply<'a> {
     pub(crate) log: Option<Range<usize>>,
 }
 
-impl Reply<'_> {
+impl Reply {
     /// Starts a head in `out`; returns where it starts and the writer.
     pub(crate) fn begin<'o>(&self, out: &'o mut Output, status: u16) -> (usize, HeadWriter<'o>) {
-        let buf = out.heads_mut();
+        let (buf, date) = out.heads_and_date();
         let start = buf.len();
         let w = HeadWriter::new(buf, status)
             .raw(SERVER_LINE)
-            .header("Date", self.date);
+            .header("Date", date);
         (start, w)
     }
 
@@ -56,21 +57,21 @@ impl Reply<'_> {
     }
 
     /// Queues a finished head and its body (dropped for HEAD).
-    pub(crate) fn send(self, out: &mut Output, status: u16, head_start: usize, body: Body) {
+    pub(crate) fn send(&self, out: &mut Output, status: u16, head_start: usize, body: Body) {
         let body = if self.head_only { Body::Empty } else { body };
         let head = head_start..out.heads_mut().len();
-        out.push(status, head, body, self.log);
+        out.push(status, head, body, self.log.clone());
     }
 
     /// Queues a small generated response: `status`, extra header lines (CRLF-ended),
     /// and a one-line text body naming the status.
-    pub(crate) fn status_page(self, out: &mut Output, status: u16, extra: &[u8]) {
+    pub(crate) fn status_page(&self, out: &mut Output, status: u16, extra: &[u8]) {
         self.explained_page(out, status, extra, "");
     }
 
     /// Like [`Reply::status_page`], with a reason after the status in the body
     /// (`400 Bad Request: bad user_id in my_cookie`).
-    pub(crate) fn explained_page(self, out: &mut Output, status: u16, extra: &[u8], why: &str) {
+    pub(crate) fn explained_page(&self, out: &mut Output, status: u16, extra: &[u8], why: &str) {
         let reason = stoa_http_proto::response::reason(status);
         let mut text = format!("{status} {reason}");
         if !why.is_empty() {
@@ -94,6 +95,35 @@ impl Reply<'_> {
         let head = start..body_start;
         heads.extend_from_slice(text.as_bytes());
         let body = Body::Heads(body_start..heads.len());
-        out.push(status, head, body, self.log);
+        out.push(status, head, body, self.log.clone());
+    }
+}
+
+/// A request answered with a generated status page instead of a handler's
+/// response (a method the resource does not allow, a malformed target or query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) status: u16,
+    /// Why, after the status in the page's text; may be empty.
+    pub(crate) why: &'static str,
+    /// Extra header lines, CRLF-ended (`Allow: …`).
+    pub(crate) extra: &'static [u8],
+}
+
+impl Refusal {
+    /// A refusal with a reason and no extra header.
+    pub(crate) fn new(status: u16, why: &'static str) -> Refusal {
+        Refusal {
+            status,
+            why,
+            extra: b"",
+        }
+    }
+}
+
+impl Reply {
+    /// Queues the status page of `refusal`.
+    pub(crate) fn refuse(&self, out: &mut Output, refusal: &Refusal) {
+        self.explained_page(out, refusal.status, refusal.extra, refusal.why);
     }
 }

@@ -1,39 +1,39 @@
 //! The static-file handler: GET and HEAD of regular files beneath the document root,
 //! with conditional requests (304), one byte range (206/416), and the directory
 //! rules (`index.html`, 301 to add the slash).
+//!
+//! The method and the target were checked when the request was routed
+//! ([`crate::dispatch`]): a request here is a GET or HEAD of a decoded path.
 
+use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use stoa_http_proto::precondition::{ByteRange, if_none_match, if_range, parse_range};
-use stoa_http_proto::{Method, RequestHead, target};
+use stoa_http_proto::target::Target;
+use stoa_http_proto::{Method, RequestHead};
 
 use crate::cache::{FileCache, FileInfo, Kind};
 use crate::output::{Body, Output};
 use crate::response::Reply;
-use crate::server::Shared;
 
-/// Answers one request for a file; returns the status sent.
+/// What answering a file request needs besides the request.
+pub(crate) struct Files<'a> {
+    /// The worker's open-file cache.
+    pub(crate) cache: &'a mut FileCache,
+    /// The document root every path is opened beneath.
+    pub(crate) docroot: &'a OwnedFd,
+    pub(crate) now: Instant,
+}
+
+/// Answers one GET or HEAD of `target`; returns the status sent.
 pub(crate) fn serve(
     head: &RequestHead<'_, '_>,
-    reply: Reply<'_>,
+    target: &Target<'_>,
+    reply: &Reply,
     out: &mut Output,
-    cache: &mut FileCache,
-    shared: &Shared,
-    now: Instant,
+    files: &mut Files<'_>,
 ) -> u16 {
-    if !matches!(head.method, Method::Get | Method::Head) {
-        reply.status_page(out, 405, b"Allow: GET, HEAD\r\n");
-        return 405;
-    }
-    let target = match target::decode(head.target) {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::debug!("400 for {:?}: {e}", String::from_utf8_lossy(head.target));
-            reply.status_page(out, 400, b"");
-            return 400;
-        }
-    };
-    let entry = cache.lookup(&shared.docroot, &target.path, now);
+    let entry = files.cache.lookup(files.docroot, &target.path, files.now);
     match &entry.kind {
         Kind::File(info) => send_file(head, reply, out, info),
         Kind::Directory => {
@@ -54,17 +54,12 @@ pub(crate) fn serve(
     }
 }
 
-fn status(reply: Reply<'_>, out: &mut Output, code: u16) -> u16 {
+fn status(reply: &Reply, out: &mut Output, code: u16) -> u16 {
     reply.status_page(out, code, b"");
     code
 }
 
-fn send_file(
-    head: &RequestHead<'_, '_>,
-    reply: Reply<'_>,
-    out: &mut Output,
-    info: &FileInfo,
-) -> u16 {
+fn send_file(head: &RequestHead<'_, '_>, reply: &Reply, out: &mut Output, info: &FileInfo) -> u16 {
     if not_modified(head, info) {
         let (start, w) = reply.begin(out, 304);
         let w = w.header("ETag", &info.etag);

@@ -30,8 +30,6 @@ use tokio::sync::Semaphore;
 use crate::config::CgiConfig;
 use crate::output::Output;
 use crate::response::{Reply, SERVER_SOFTWARE};
-use crate::server::Shared;
-use crate::web99::Answer;
 
 /// The CGI gateway's shared state.
 #[derive(Debug)]
@@ -60,8 +58,7 @@ impl Cgi {
 
 /// A script to run, with everything it needs captured from the request.
 #[derive(Debug)]
-pub(crate) struct Pending {
-    answer: Answer,
+pub(crate) struct Script {
     program: PathBuf,
     dir: PathBuf,
     name: String,
@@ -69,47 +66,64 @@ pub(crate) struct Pending {
     body: Vec<u8>,
 }
 
-/// Why a CGI request fails before its script runs.
+/// Why a CGI request fails before or while its script runs.
 pub(crate) type Refusal = (u16, &'static str);
 
-/// Prepares a CGI request: finds the script under mount `mount` and builds its
-/// environment. The script runs in [`run`].
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the request's parts, each needed once"
-)]
-pub(crate) fn prepare(
-    cgi: &Cgi,
-    mount: usize,
-    rest: &[u8],
-    head: &RequestHead<'_, '_>,
-    body: &[u8],
-    answer: Answer,
-    shared: &Shared,
-    addrs: (SocketAddr, SocketAddr),
-) -> Result<Box<Pending>, (Answer, Refusal)> {
-    let m = &cgi.config.mounts[mount];
-    let rest = String::from_utf8_lossy(rest).into_owned();
+/// A request for a script, as routed: its mount and the path beneath it, with the
+/// request and the connection's addresses.
+#[derive(Debug)]
+pub(crate) struct Call<'a> {
+    pub(crate) head: &'a RequestHead<'a, 'a>,
+    /// The complete request body.
+    pub(crate) body: &'a [u8],
+    /// Index of the mount in [`CgiConfig::mounts`].
+    pub(crate) mount: usize,
+    /// The decoded path after the mount's prefix: the script's name, then any
+    /// `PATH_INFO`.
+    pub(crate) rest: &'a [u8],
+    pub(crate) local: SocketAddr,
+    pub(crate) peer: SocketAddr,
+}
+
+/// Prepares a CGI request: finds the script under its mount and builds its
+/// environment (`docroot` is the configured document root path). The script runs
+/// in [`Pending::wait`].
+pub(crate) fn prepare(cgi: &Cgi, docroot: &Path, call: &Call<'_>) -> Result<Script, Refusal> {
+    let m = &cgi.config.mounts[call.mount];
+    let rest = String::from_utf8_lossy(call.rest).into_owned();
     let (name, path_info) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest.as_str(), ""),
     };
     if name.is_empty() || name.starts_with('.') {
-        return Err((answer, (404, "no script named")));
+        return Err((404, "no script named"));
     }
     let program = m.dir.join(name);
     if !is_executable(&program) {
-        return Err((answer, (404, "no such script")));
+        return Err((404, "no such script"));
     }
-    let env = environment(head, body, &m.prefix, name, path_info, shared, addrs);
-    Ok(Box::new(Pending {
-        answer,
+    let script = Where {
+        prefix: &m.prefix,
+        name,
+        path_info,
+        docroot,
+    };
+    let env = environment(call, &script);
+    Ok(Script {
         program,
         dir: m.dir.clone(),
         name: name.to_owned(),
         env,
-        body: body.to_vec(),
-    }))
+        body: call.body.to_vec(),
+    })
+}
+
+/// Where a script is, for its meta-variables.
+struct Where<'a> {
+    prefix: &'a str,
+    name: &'a str,
+    path_info: &'a str,
+    docroot: &'a Path,
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -119,15 +133,14 @@ fn is_executable(path: &Path) -> bool {
 
 /// The meta-variables of RFC 3875 §4.1, plus `DOCUMENT_ROOT`, `REQUEST_URI`,
 /// `REMOTE_PORT` and the request's headers as `HTTP_*`.
-fn environment(
-    head: &RequestHead<'_, '_>,
-    body: &[u8],
-    prefix: &str,
-    name: &str,
-    path_info: &str,
-    shared: &Shared,
-    (local, peer): (SocketAddr, SocketAddr),
-) -> Vec<(String, Vec<u8>)> {
+fn environment(call: &Call<'_>, script: &Where<'_>) -> Vec<(String, Vec<u8>)> {
+    let Where {
+        prefix,
+        name,
+        path_info,
+        docroot,
+    } = *script;
+    let (head, body, local, peer) = (call.head, call.body, call.local, call.peer);
     let query = head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"");
     let host = head
         .header("Host")
@@ -137,12 +150,7 @@ fn environment(
             _ => h.to_vec(),
         })
         .unwrap_or_else(|| local.ip().to_string().into_bytes());
-    let docroot = shared
-        .config
-        .docroot
-        .as_os_str()
-        .as_encoded_bytes()
-        .to_vec();
+    let docroot = docroot.as_os_str().as_encoded_bytes().to_vec();
     let mut env: Vec<(String, Vec<u8>)> = vec![
         ("GATEWAY_INTERFACE".into(), b"CGI/1.1".to_vec()),
         ("SERVER_SOFTWARE".into(), SERVER_SOFTWARE.into()),
@@ -178,35 +186,63 @@ fn environment(
     env
 }
 
-/// Runs the script and queues its answer.
-pub(crate) async fn run(pending: Box<Pending>, out: &mut Output, shared: &Shared) {
-    let Some(cgi) = shared.cgi.as_ref() else {
-        return;
-    };
-    let Pending {
-        answer,
-        program,
-        dir,
-        name,
-        env,
-        body,
-    } = *pending;
-    let timeout = cgi.config.timeout;
-    let result = match tokio::time::timeout(timeout, Arc::clone(&cgi.slots).acquire_owned()).await {
-        Ok(Ok(_slot)) => execute(&program, &dir, &name, env, body, cgi).await,
-        _ => Err((503, "too many CGI scripts running")),
-    };
-    crate::local::with(shared, |local| {
-        local.tick();
-        let reply = answer.reply(local.date.http());
-        match result.and_then(|output| response::parse(&output, cgi.config.max_output)) {
-            Ok(parsed) => response::send(reply, out, parsed),
+/// A script waiting for its turn and its output.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    reply: Reply,
+    script: Script,
+}
+
+/// A script's answer, ready to queue.
+#[derive(Debug)]
+pub(crate) struct Ready {
+    reply: Reply,
+    name: String,
+    result: Result<response::Parsed, Refusal>,
+}
+
+impl Pending {
+    /// A script to run, answered with `reply`.
+    pub(crate) fn new(reply: Reply, script: Script) -> Box<Pending> {
+        Box::new(Pending { reply, script })
+    }
+
+    /// Runs the script (once a slot is free) and reads its response.
+    pub(crate) async fn wait(self: Box<Self>, cgi: &Cgi) -> Ready {
+        let Pending { reply, script } = *self;
+        let Script {
+            program,
+            dir,
+            name,
+            env,
+            body,
+        } = script;
+        let timeout = cgi.config.timeout;
+        let slot = tokio::time::timeout(timeout, Arc::clone(&cgi.slots).acquire_owned()).await;
+        let result = match slot {
+            Ok(Ok(_slot)) => execute(&program, &dir, &name, env, body, cgi).await,
+            _ => Err((503, "too many CGI scripts running")),
+        };
+        let result = result.and_then(|output| response::parse(&output, cgi.config.max_output));
+        Ready {
+            reply,
+            name,
+            result,
+        }
+    }
+}
+
+impl Ready {
+    /// Queues the script's answer, or the status page of what went wrong.
+    pub(crate) fn send(self, out: &mut Output) {
+        match self.result {
+            Ok(parsed) => response::send(&self.reply, out, parsed),
             Err((status, why)) => {
-                tracing::warn!("cgi {name}: {why}");
-                Reply::explained_page(reply, out, status, b"", why);
+                tracing::warn!("cgi {}: {why}", self.name);
+                self.reply.explained_page(out, status, b"", why);
             }
         }
-    });
+    }
 }
 
 /// Spawns the script, feeds it the body, collects its output within the timeout.

@@ -1,5 +1,3 @@
-use std::net::SocketAddr;
-
 use super::*;
 
 #[test]
@@ -11,19 +9,21 @@ fn meta_variables() {
     else {
         panic!("valid head");
     };
-    let config = crate::Config::new("/srv/www".into(), vec![]);
-    let shared = crate::server::Shared::for_tests(config);
-    let local: SocketAddr = "127.0.0.1:8080".parse().expect("addr");
-    let peer: SocketAddr = "10.0.0.7:51000".parse().expect("addr");
-    let env = environment(
-        &head,
-        b"abc",
-        "/cgi-bin/",
-        "env",
-        "/extra/path",
-        &shared,
-        (local, peer),
-    );
+    let call = Call {
+        head: &head,
+        body: b"abc",
+        mount: 0,
+        rest: b"env/extra/path",
+        local: "127.0.0.1:8080".parse().expect("addr"),
+        peer: "10.0.0.7:51000".parse().expect("addr"),
+    };
+    let script = Where {
+        prefix: "/cgi-bin/",
+        name: "env",
+        path_info: "/extra/path",
+        docroot: Path::new("/srv/www"),
+    };
+    let env = environment(&call, &script);
     let get = |k: &str| {
         env.iter()
             .find(|(name, _)| name == k)

@@ -20,6 +20,7 @@ mod service;
 
 use std::io;
 use std::net::IpAddr;
+use std::os::fd::OwnedFd;
 
 use bytes::Bytes;
 use stoa_http_proto::{Method, RequestHead};
@@ -30,8 +31,7 @@ use tokio::sync::oneshot;
 use crate::cache::{FileCache, Kind};
 use crate::config::Web99Config;
 use crate::output::{Body, Output};
-use crate::response::{Reply, SERVER_SOFTWARE};
-use crate::server::Shared;
+use crate::response::{Refusal, Reply, SERVER_SOFTWARE};
 
 pub(crate) use service::Service;
 use service::{Job, PostEntry};
@@ -79,31 +79,81 @@ impl Web99 {
     }
 }
 
-/// Everything a dynamic answer needs besides its body.
+/// A request for the entry point, routed from its head alone (a POST's form is
+/// read from the body once it is in).
 #[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) keep_alive: bool,
-    pub(crate) version: stoa_http_proto::Version,
-    pub(crate) head_only: bool,
-    pub(crate) log: Option<std::ops::Range<usize>>,
+pub(crate) enum Request {
+    /// A dynamic GET (or HEAD): the file in its wrapper.
+    Get {
+        /// The file, beneath the document root.
+        path: String,
+    },
+    /// A custom-ad-rotation GET: a dynamic GET with `my_cookie`.
+    Cad {
+        path: String,
+        cookie: request::Cookie,
+        /// The file has ad tags to rewrite (class 1 and 2).
+        rewrite: bool,
+    },
+    /// A POST of the §6.5 form.
+    Post { cookie: request::Cookie },
+    /// A harness command.
+    Command(Command),
 }
 
-impl Answer {
-    pub(crate) fn reply<'d>(&self, date: &'d [u8]) -> Reply<'d> {
-        Reply {
-            date,
-            keep_alive: self.keep_alive,
-            version: self.version,
-            head_only: self.head_only,
-            log: self.log.clone(),
+/// `GET /web99?command/…`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Command {
+    /// Regenerate the tables and empty the log.
+    Reset(ads::ResetParams),
+    /// Return the log.
+    Fetch,
+    /// Answered 200, does nothing.
+    Finish,
+}
+
+impl Request {
+    /// Routes a request for the entry point by its method, query and cookie.
+    pub(crate) fn parse(head: &RequestHead<'_, '_>) -> Result<Request, Refusal> {
+        let bad = |why| Refusal::new(400, why);
+        let cookie = || head.header("Cookie").map(request::parse_cookie).transpose();
+        match head.method {
+            Method::Get | Method::Head => {
+                Ok(match request::parse_query(query_of(head)).map_err(bad)? {
+                    Query::File { id, path } => match cookie().map_err(bad)?.flatten() {
+                        Some(cookie) => Request::Cad {
+                            path,
+                            cookie,
+                            rewrite: id.tags() > 0,
+                        },
+                        None => Request::Get { path },
+                    },
+                    Query::Reset(params) => Request::Command(Command::Reset(params)),
+                    Query::Fetch => Request::Command(Command::Fetch),
+                    Query::Finish => Request::Command(Command::Finish),
+                })
+            }
+            Method::Post => match cookie().map_err(bad)?.flatten() {
+                Some(cookie) => Ok(Request::Post { cookie }),
+                None => Err(bad("POST without my_cookie")),
+            },
+            _ => Err(Refusal {
+                status: 405,
+                why: "",
+                extra: b"Allow: GET, HEAD, POST\r\n",
+            }),
         }
     }
+}
+
+fn query_of<'h>(head: &RequestHead<'h, '_>) -> &'h [u8] {
+    head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"")
 }
 
 /// A dynamic request the state thread must handle first.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    answer: Answer,
+    reply: Reply,
     wait: Wait,
 }
 
@@ -126,138 +176,124 @@ struct Page {
     file_len: u64,
 }
 
-/// What the connection does next with a request for this module.
-#[derive(Debug)]
-pub(crate) enum Outcome {
-    /// The answer is queued.
-    Done,
-    /// The answer depends on the state thread: await [`finish`].
-    Wait(Box<Pending>),
-}
-
-/// Request details the handlers need beyond the head.
+/// What the handlers need besides the request.
 #[derive(Debug)]
 pub(crate) struct Context<'a> {
     pub(crate) web99: &'a Web99,
-    pub(crate) shared: &'a Shared,
+    /// The document root the file set lives in.
+    pub(crate) docroot: &'a OwnedFd,
     pub(crate) cache: &'a mut FileCache,
     pub(crate) peer: IpAddr,
     pub(crate) now: std::time::Instant,
 }
 
-/// Handles a request for the entry point. `body` is the complete request body
-/// (POST); the connection gathers it first.
+/// Answers a request for the entry point, or returns what it waits for. `body`
+/// is the complete request body (POST); the connection gathers it first.
 pub(crate) fn handle(
+    request: Request,
     head: &RequestHead<'_, '_>,
     body: &[u8],
-    answer: Answer,
+    reply: Reply,
     out: &mut Output,
     ctx: &mut Context<'_>,
-    date: &[u8],
-) -> Outcome {
-    let query = head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"");
-    let result = match head.method {
-        Method::Get | Method::Head => get(head, query, &answer, out, ctx, date),
-        Method::Post => post(head, body, ctx),
-        _ => {
-            answer
-                .reply(date)
-                .status_page(out, 405, b"Allow: GET, HEAD, POST\r\n");
-            return Outcome::Done;
-        }
+) -> Option<Box<Pending>> {
+    let query = String::from_utf8_lossy(query_of(head));
+    let result = match request {
+        Request::Get { path } => get(&path, &query, &reply, out, ctx),
+        Request::Cad {
+            path,
+            cookie,
+            rewrite,
+        } => cad(&path, cookie, rewrite, &query, &reply, out, ctx),
+        Request::Post { cookie } => post(body, cookie, &query, ctx),
+        Request::Command(command) => run_command(command, &query, &reply, out, ctx),
     };
     match result {
-        Ok(None) => Outcome::Done,
-        Ok(Some(wait)) => Outcome::Wait(Box::new(Pending { answer, wait })),
+        Ok(None) => None,
+        Ok(Some(wait)) => Some(Box::new(Pending { reply, wait })),
         Err((status, why)) => {
-            tracing::debug!(
-                "web99: {status} for {:?}: {why}",
-                String::from_utf8_lossy(head.target)
-            );
-            answer.reply(date).explained_page(out, status, b"", why);
-            Outcome::Done
+            refuse(head, &reply, out, &Refusal::new(status, why));
+            None
         }
     }
 }
 
+/// Answers a request refused by its route or its handler.
+pub(crate) fn refuse(head: &RequestHead<'_, '_>, reply: &Reply, out: &mut Output, r: &Refusal) {
+    if !r.why.is_empty() {
+        tracing::debug!(
+            "web99: {} for {:?}: {}",
+            r.status,
+            String::from_utf8_lossy(head.target),
+            r.why
+        );
+    }
+    reply.refuse(out, r);
+}
+
 type Handled = Result<Option<Wait>, (u16, &'static str)>;
 
-fn get(
-    head: &RequestHead<'_, '_>,
-    query: &[u8],
-    answer: &Answer,
+fn get(path: &str, query: &str, reply: &Reply, out: &mut Output, ctx: &mut Context<'_>) -> Handled {
+    let page = page(ctx, path, query)?;
+    send_page(reply, out, &page, b"", None);
+    Ok(None)
+}
+
+fn cad(
+    path: &str,
+    cookie: request::Cookie,
+    rewrite: bool,
+    query: &str,
+    reply: &Reply,
     out: &mut Output,
     ctx: &mut Context<'_>,
-    date: &[u8],
 ) -> Handled {
-    let parsed = request::parse_query(query).map_err(|e| (400, e))?;
-    let query_text = String::from_utf8_lossy(query);
-    let (rx_page, job) = match parsed {
-        Query::File { id, path } => {
-            let cookie = match head.header("Cookie") {
-                Some(value) => request::parse_cookie(value).map_err(|e| (400, e))?,
-                None => None,
-            };
-            let mut page = page(ctx, &path, &query_text)?;
-            let mut extra = String::new();
-            if let Some(cookie) = cookie {
-                let found = custom_ad(ctx, cookie)?;
-                extra = format!(
-                    "Set-Cookie: found_cookie=Ad_id={}&Ad_weight={}&Expired={}\r\n",
-                    found.ad,
-                    found.weight,
-                    u8::from(found.expired)
-                );
-                if id.tags() > 0 {
-                    page.file = rewritten(&page.file, found.ad)
-                        .map_err(|_| (500, "cannot read the file"))?;
-                }
-            }
-            send_page(answer.reply(date), out, &page, extra.as_bytes(), None);
+    let mut page = page(ctx, path, query)?;
+    let found = custom_ad(ctx, cookie)?;
+    let extra = format!(
+        "Set-Cookie: found_cookie=Ad_id={}&Ad_weight={}&Expired={}\r\n",
+        found.ad,
+        found.weight,
+        u8::from(found.expired)
+    );
+    if rewrite {
+        page.file = rewritten(&page.file, found.ad).map_err(|_| (500, "cannot read the file"))?;
+    }
+    send_page(reply, out, &page, extra.as_bytes(), None);
+    Ok(None)
+}
+
+fn run_command(
+    command: Command,
+    query: &str,
+    reply: &Reply,
+    out: &mut Output,
+    ctx: &mut Context<'_>,
+) -> Handled {
+    let page = empty_page(ctx, query);
+    let (wait, job) = match command {
+        Command::Finish => {
+            send_page(reply, out, &page, b"", None);
             return Ok(None);
         }
-        Query::Finish => {
-            send_page(
-                answer.reply(date),
-                out,
-                &empty_page(ctx, &query_text),
-                b"",
-                None,
-            );
-            return Ok(None);
-        }
-        Query::Reset(params) => {
+        Command::Reset(params) => {
             let (tx, rx) = oneshot::channel();
-            (
-                Wait::Reset(rx, empty_page(ctx, &query_text)),
-                Job::Reset(params, tx),
-            )
+            (Wait::Reset(rx, page), Job::Reset(params, tx))
         }
-        Query::Fetch => {
+        Command::Fetch => {
             let (tx, rx) = oneshot::channel();
-            (
-                Wait::Fetch(rx, empty_page(ctx, &query_text)),
-                Job::Fetch(tx),
-            )
+            (Wait::Fetch(rx, page), Job::Fetch(tx))
         }
     };
     if !ctx.web99.service.submit(job) {
         return Err((503, "state thread stopped"));
     }
-    Ok(Some(rx_page))
+    Ok(Some(wait))
 }
 
-fn post(head: &RequestHead<'_, '_>, body: &[u8], ctx: &mut Context<'_>) -> Handled {
-    let cookie = head
-        .header("Cookie")
-        .map(request::parse_cookie)
-        .transpose()
-        .map_err(|e| (400, e))?
-        .flatten()
-        .ok_or((400, "POST without my_cookie"))?;
+fn post(body: &[u8], cookie: request::Cookie, query: &str, ctx: &mut Context<'_>) -> Handled {
     let form = request::parse_form(body).map_err(|e| (400, e))?;
-    let query = head.target.splitn(2, |&b| b == b'?').nth(1).unwrap_or(b"");
-    let page = page(ctx, &form.path, &String::from_utf8_lossy(query))?;
+    let page = page(ctx, &form.path, query)?;
     let (tx, rx) = oneshot::channel();
     let entry = PostEntry {
         dir: form.id.dir,
@@ -285,7 +321,7 @@ fn page(ctx: &mut Context<'_>, path: &str, query: &str) -> Result<Page, (u16, &'
     let wrapper = wrapper(ctx, query);
     let entry = ctx
         .cache
-        .lookup(&ctx.shared.docroot, format!("/{path}").as_bytes(), ctx.now);
+        .lookup(ctx.docroot, format!("/{path}").as_bytes(), ctx.now);
     let Kind::File(info) = &entry.kind else {
         return Err((404, "no such file in the file set"));
     };
@@ -353,7 +389,7 @@ fn rewritten(file: &Body, ad: u32) -> io::Result<Body> {
 
 /// Queues `200 text/html` with the wrapper, the file (or `contents`), the trailer.
 fn send_page(
-    reply: Reply<'_>,
+    reply: &Reply,
     out: &mut Output,
     page: &Page,
     extra: &[u8],
@@ -384,9 +420,9 @@ fn send_page(
     ]);
     let head = start..head_end;
     if reply.head_only {
-        out.push(200, head, Body::Empty, reply.log);
+        out.push(200, head, Body::Empty, reply.log.clone());
     } else {
-        out.push(200, head, body, reply.log);
+        out.push(200, head, body, reply.log.clone());
     }
 }
 
@@ -405,34 +441,71 @@ fn clone_body(body: &Body) -> Body {
 /// How long a connection waits for the state thread before giving up with 503.
 const STATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Waits for the state thread, then queues the answer to `pending`.
-pub(crate) async fn finish(pending: Box<Pending>, out: &mut Output, shared: &Shared) {
-    let Pending { answer, wait } = *pending;
-    let outcome = match wait {
-        Wait::Post {
-            done,
+/// A state-thread answer, ready to queue.
+#[derive(Debug)]
+pub(crate) struct Ready {
+    reply: Reply,
+    outcome: Result<Done, (u16, String)>,
+}
+
+/// What the state thread's success adds to a page.
+#[derive(Debug)]
+struct Done {
+    page: Page,
+    /// Extra header lines (`Set-Cookie`).
+    extra: String,
+    /// The page's contents instead of its file (Fetch: the log).
+    contents: Option<Vec<u8>>,
+}
+
+impl Done {
+    fn page(page: Page) -> Done {
+        Done {
             page,
-            user_id,
-        } => match wait_for(done).await {
-            Ok(_) => Ok((page, format!("Set-Cookie: my_cookie={user_id}\r\n"), None)),
-            Err(e) => Err(e),
-        },
-        Wait::Reset(done, page) => wait_for(done).await.map(|()| (page, String::new(), None)),
-        Wait::Fetch(done, page) => wait_for(done)
-            .await
-            .map(|log| (page, String::new(), Some(log))),
-    };
-    crate::local::with(shared, |local| {
-        local.tick();
-        let reply = answer.reply(local.date.http());
-        match outcome {
-            Ok((page, extra, contents)) => send_page(reply, out, &page, extra.as_bytes(), contents),
+            extra: String::new(),
+            contents: None,
+        }
+    }
+}
+
+impl Pending {
+    /// Waits for the state thread's answer (at most [`STATE_TIMEOUT`]).
+    pub(crate) async fn wait(self: Box<Self>) -> Ready {
+        let Pending { reply, wait } = *self;
+        let outcome = match wait {
+            Wait::Post {
+                done,
+                page,
+                user_id,
+            } => wait_for(done).await.map(|_| Done {
+                extra: format!("Set-Cookie: my_cookie={user_id}\r\n"),
+                ..Done::page(page)
+            }),
+            Wait::Reset(done, page) => wait_for(done).await.map(|()| Done::page(page)),
+            Wait::Fetch(done, page) => wait_for(done).await.map(|log| Done {
+                contents: Some(log),
+                ..Done::page(page)
+            }),
+        };
+        Ready { reply, outcome }
+    }
+}
+
+impl Ready {
+    /// Queues the answer (the output's `Date` set to now).
+    pub(crate) fn send(self, out: &mut Output) {
+        let reply = self.reply;
+        match self.outcome {
+            Ok(done) => {
+                let extra = done.extra.as_bytes();
+                send_page(&reply, out, &done.page, extra, done.contents);
+            }
             Err((status, why)) => {
                 tracing::warn!("web99: {why}");
                 reply.explained_page(out, status, b"", &why);
             }
         }
-    });
+    }
 }
 
 async fn wait_for<T>(rx: oneshot::Receiver<Result<T, String>>) -> Result<T, (u16, String)> {

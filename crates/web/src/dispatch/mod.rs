@@ -1,0 +1,377 @@
+//! From a parsed request head to a queued answer: each request is routed once
+//! ([`route()`]), its keep-alive decided once ([`keep_alive`]), its body gathered
+//! (dynamic requests) or left for the connection to discard (files), and its
+//! handler called with only what that handler needs.
+//!
+//! The connection ([`crate::conn`]) owns the socket and the buffers and calls
+//! [`answer`] for each complete head; it gets back an [`Outcome`] saying how much
+//! input was used and what comes next. Nothing here does I/O: answers are queued
+//! on the connection's [`Output`], and a handler that must wait (the web99 state
+//! thread, a CGI script) hands back a [`Waiting`] for the connection to await.
+//!
+//! Main types: [`Site`] (the server's side), [`Client`] (the connection's side),
+//! [`Route`], [`Gathering`] (a dynamic request's body as it arrives), [`Discard`]
+//! (a file request's body being skipped), [`Outcome`].
+
+mod body;
+mod route;
+
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use stoa_http_proto::target::Target;
+use stoa_http_proto::{BodyKind, Method, RequestHead};
+use tokio::net::TcpStream;
+
+use body::Gathered;
+pub(crate) use body::{Discard, Gathering};
+pub(crate) use route::{Dynamic, Route, route};
+
+use crate::access_log;
+use crate::cache::FileCache;
+use crate::cgi::{self, Cgi};
+use crate::config::{Config, LogFormat};
+use crate::output::Output;
+use crate::response::{Refusal, Reply};
+use crate::server::Shared;
+use crate::static_files::{self, Files};
+use crate::web99::{self, Web99};
+
+/// The interim response sent to a client waiting for `100 Continue`.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// The server's side of answering: what the handlers may use of [`Shared`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Site<'s> {
+    pub(crate) config: &'s Config,
+    /// The document root, opened once; every file is opened beneath it.
+    pub(crate) docroot: &'s OwnedFd,
+    pub(crate) web99: Option<&'s Web99>,
+    pub(crate) cgi: Option<&'s Cgi>,
+    /// The access log is on: each request's log text is captured.
+    pub(crate) logging: bool,
+    /// Set on shutdown: answers carry `Connection: close`.
+    pub(crate) draining: &'s AtomicBool,
+}
+
+impl Site<'_> {
+    /// The view of a server's shared state.
+    pub(crate) fn of(shared: &Shared) -> Site<'_> {
+        Site {
+            config: &shared.config,
+            docroot: &shared.docroot,
+            web99: shared.web99.as_ref(),
+            cgi: shared.cgi.as_ref(),
+            logging: shared.log.is_some(),
+            draining: &shared.draining,
+        }
+    }
+}
+
+/// The connection's side of answering one request.
+#[derive(Debug)]
+pub(crate) struct Client<'c> {
+    pub(crate) peer: SocketAddr,
+    /// Asked for its local address only by CGI (`SERVER_PORT`).
+    pub(crate) socket: &'c TcpStream,
+    /// Requests answered before this one.
+    pub(crate) served: u32,
+    /// When the connection was accepted.
+    pub(crate) born: Instant,
+}
+
+/// Everything [`answer`] works with besides the request.
+#[derive(Debug)]
+pub(crate) struct Cx<'a> {
+    pub(crate) site: Site<'a>,
+    pub(crate) client: Client<'a>,
+    /// The worker's open-file cache.
+    pub(crate) cache: &'a mut FileCache,
+    /// Where the answer is queued (its `Date` already set).
+    pub(crate) out: &'a mut Output,
+    pub(crate) now: Instant,
+}
+
+/// What became of a request.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Its body is still arriving: read more, then call [`answer`] again (on the
+    /// re-parsed head) with this.
+    Incomplete(Box<Gathering>),
+    /// Refused for its body's framing or size: answered, and the connection
+    /// closes (lingering) without reading the rest.
+    Refused,
+    /// Answered, or handed to something to wait for: `consumed` bytes of input
+    /// (its head and any gathered body) are used up.
+    Answered { consumed: usize, then: Then },
+}
+
+/// What the connection does after an answered request.
+#[derive(Debug)]
+pub(crate) enum Then {
+    /// The next request.
+    Next,
+    /// Skip the request's body, then the next request.
+    Discard(Discard),
+    /// Await this, queue its answer, then go on (or close).
+    Wait { waiting: Waiting, close: bool },
+    /// Close once the answer is out (lingering if input may be unread).
+    Close { linger: bool },
+}
+
+/// Something a connection waits for before it can answer.
+#[derive(Debug)]
+pub(crate) enum Waiting {
+    Web99(Box<web99::Pending>),
+    Cgi(Box<cgi::Pending>),
+}
+
+/// A waited-for answer, ready to queue.
+#[derive(Debug)]
+pub(crate) enum Ready {
+    Web99(web99::Ready),
+    Cgi(cgi::Ready),
+}
+
+impl Waiting {
+    /// Waits for the state thread's answer or the script's output.
+    pub(crate) async fn wait(self, site: Site<'_>) -> Ready {
+        match self {
+            Waiting::Web99(p) => Ready::Web99(p.wait().await),
+            Waiting::Cgi(p) => {
+                let cgi = site.cgi.expect(
+                    "invariant: a CGI wait comes from a CGI route, which needs the gateway",
+                );
+                Ready::Cgi(p.wait(cgi).await)
+            }
+        }
+    }
+}
+
+impl Ready {
+    /// Queues the answer; the caller has set the output's `Date` to now.
+    pub(crate) fn send(self, out: &mut Output) {
+        match self {
+            Ready::Web99(r) => r.send(out),
+            Ready::Cgi(r) => r.send(out),
+        }
+    }
+}
+
+/// Answers the request whose head is `head` and whose body (if any) starts
+/// `input`; `resumed` is the gathering state of this same request from an earlier
+/// call, when its body was incomplete then.
+pub(crate) fn answer(
+    head: &RequestHead<'_, '_>,
+    input: &[u8],
+    resumed: Option<Box<Gathering>>,
+    cx: &mut Cx<'_>,
+) -> Outcome {
+    let gathering = match resumed {
+        Some(g) => g,
+        None => match route(head, &cx.site) {
+            Route::File(target) => return answer_static(head, Ok(&target), cx),
+            Route::Refused(refusal) => return answer_static(head, Err(refusal), cx),
+            Route::Dynamic(dynamic) => Box::new(Gathering::new(dynamic, head, &cx.site)),
+        },
+    };
+    answer_dynamic(head, input, gathering, cx)
+}
+
+/// A file request (or one refused as such): answered at once; its body, if any,
+/// is skipped afterwards.
+fn answer_static(
+    head: &RequestHead<'_, '_>,
+    route: Result<&Target<'_>, Refusal>,
+    cx: &mut Cx<'_>,
+) -> Outcome {
+    let limits = &cx.site.config.limits;
+    // A body can be skipped if small enough, and if the client is not waiting for
+    // `100 Continue` before sending it (it never comes: the connection closes).
+    let skippable = match head.body {
+        BodyKind::None => true,
+        BodyKind::Length(n) => n <= limits.max_discard_body && !head.expect_continue,
+        BodyKind::Chunked => !head.expect_continue,
+    };
+    let keep_alive = keep_alive(head, skippable, cx);
+    let reply = reply(head, keep_alive, cx);
+    match route {
+        Ok(target) => {
+            let mut files = Files {
+                cache: cx.cache,
+                docroot: cx.site.docroot,
+                now: cx.now,
+            };
+            static_files::serve(head, target, &reply, cx.out, &mut files);
+        }
+        Err(refusal) => reply.refuse(cx.out, &refusal),
+    }
+    let then = if !keep_alive {
+        Then::Close {
+            linger: head.body != BodyKind::None,
+        }
+    } else {
+        Discard::new(head.body, cx.now).map_or(Then::Next, Then::Discard)
+    };
+    Outcome::Answered {
+        consumed: head.len,
+        then,
+    }
+}
+
+/// A dynamic request: its body is gathered whole first (it stays in the input,
+/// unconsumed, until all of it has arrived); then the handler answers at once or
+/// hands back something to wait for.
+fn answer_dynamic(
+    head: &RequestHead<'_, '_>,
+    input: &[u8],
+    mut gathering: Box<Gathering>,
+    cx: &mut Cx<'_>,
+) -> Outcome {
+    let (body, body_len) = match gathering.gather(head, input) {
+        Gathered::Complete(body, len) => (body, len),
+        Gathered::Incomplete => {
+            if gathering.wants_continue(head) {
+                cx.out.push_interim(CONTINUE);
+            }
+            return Outcome::Incomplete(gathering);
+        }
+        Gathered::Refused(status, why) => {
+            let mut reply = reply(head, false, cx);
+            // The status page goes out whole even for HEAD: the client is told why
+            // the connection closes.
+            reply.head_only = false;
+            reply.explained_page(cx.out, status, b"", why);
+            return Outcome::Refused;
+        }
+    };
+    let keep_alive = keep_alive(head, true, cx);
+    let reply = reply(head, keep_alive, cx);
+    let then = match handle(gathering.route, head, &body, reply, cx) {
+        Some(waiting) => Then::Wait {
+            waiting,
+            close: !keep_alive,
+        },
+        None if keep_alive => Then::Next,
+        None => Then::Close { linger: false },
+    };
+    Outcome::Answered {
+        consumed: head.len + body_len,
+        then,
+    }
+}
+
+/// Calls the dynamic handler of `route` with its complete body.
+fn handle(
+    route: Dynamic,
+    head: &RequestHead<'_, '_>,
+    body: &[u8],
+    reply: Reply,
+    cx: &mut Cx<'_>,
+) -> Option<Waiting> {
+    match route {
+        Dynamic::Web99(Ok(request)) => handle_web99(request, head, body, reply, cx),
+        Dynamic::Web99(Err(refusal)) => {
+            web99::refuse(head, &reply, cx.out, &refusal);
+            None
+        }
+        Dynamic::Cgi { mount, rest } => handle_cgi(mount, &rest, head, body, reply, cx),
+    }
+}
+
+fn handle_web99(
+    request: web99::Request,
+    head: &RequestHead<'_, '_>,
+    body: &[u8],
+    reply: Reply,
+    cx: &mut Cx<'_>,
+) -> Option<Waiting> {
+    let mut ctx = web99::Context {
+        web99: cx
+            .site
+            .web99
+            .expect("invariant: web99 routes exist only when web99 is on"),
+        docroot: cx.site.docroot,
+        cache: cx.cache,
+        peer: cx.client.peer.ip(),
+        now: cx.now,
+    };
+    web99::handle(request, head, body, reply, cx.out, &mut ctx).map(Waiting::Web99)
+}
+
+fn handle_cgi(
+    mount: usize,
+    rest: &[u8],
+    head: &RequestHead<'_, '_>,
+    body: &[u8],
+    reply: Reply,
+    cx: &mut Cx<'_>,
+) -> Option<Waiting> {
+    let cgi = cx
+        .site
+        .cgi
+        .expect("invariant: CGI routes exist only when CGI is on");
+    let peer = cx.client.peer;
+    let call = cgi::Call {
+        head,
+        body,
+        mount,
+        rest,
+        local: cx.client.socket.local_addr().unwrap_or(peer),
+        peer,
+    };
+    match cgi::prepare(cgi, &cx.site.config.docroot, &call) {
+        Ok(script) => Some(Waiting::Cgi(cgi::Pending::new(reply, script))),
+        Err((status, why)) => {
+            reply.explained_page(cx.out, status, b"", why);
+            None
+        }
+    }
+}
+
+/// Whether the connection stays open after answering `head`: the client asked for
+/// it, its body can be got past (`body_ok`), the connection is under its request
+/// count and age limits, and the server is not draining. Decided once per
+/// request, before its answer's head is written.
+fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
+    let limits = &cx.site.config.limits;
+    head.keep_alive
+        && body_ok
+        && cx.client.served + 1 < limits.keepalive_requests
+        && cx.now.duration_since(cx.client.born) < limits.keepalive_max_age
+        && !cx.site.draining.load(Ordering::Relaxed)
+}
+
+/// The [`Reply`] to `head`, its access-log text captured.
+fn reply(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'_>) -> Reply {
+    let log = capture_log(cx.out, &cx.site, |text, format| {
+        access_log::capture_request(text, head, format);
+    });
+    Reply {
+        keep_alive,
+        version: head.version,
+        head_only: head.method == Method::Head,
+        log,
+    }
+}
+
+/// Saves the access-log text of a request, when the log is on.
+pub(crate) fn capture_log(
+    out: &mut Output,
+    site: &Site<'_>,
+    capture: impl FnOnce(&mut Vec<u8>, LogFormat),
+) -> Option<Range<usize>> {
+    if !site.logging {
+        return None;
+    }
+    let text = out.log_text_mut();
+    let start = text.len();
+    capture(text, site.config.log_format);
+    Some(start..text.len())
+}
+
+#[cfg(test)]
+mod tests;
