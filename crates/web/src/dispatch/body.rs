@@ -25,8 +25,9 @@ pub(crate) struct Gathering {
     length_required: bool,
     /// `100 Continue` was sent for this request.
     continue_sent: bool,
-    /// The chunked decoding so far (on the first chunked call).
-    chunked: Option<Dechunked>,
+    /// The chunked decoding so far (on the first chunked call; boxed so that the
+    /// common bodiless request moves less).
+    chunked: Option<Box<Dechunked>>,
 }
 
 #[derive(Debug)]
@@ -92,10 +93,12 @@ impl Gathering {
     /// Decodes the chunked input that arrived since the last call.
     fn dechunk<'a>(&mut self, input: &'a [u8]) -> Gathered<'a> {
         let max = self.max;
-        let d = self.chunked.get_or_insert_with(|| Dechunked {
-            decoder: ChunkedDecoder::new(),
-            body: Vec::new(),
-            used: 0,
+        let d = self.chunked.get_or_insert_with(|| {
+            Box::new(Dechunked {
+                decoder: ChunkedDecoder::new(),
+                body: Vec::new(),
+                used: 0,
+            })
         });
         loop {
             let Some(rest) = input.get(d.used..) else {

@@ -171,11 +171,12 @@ pub(crate) fn answer(
     cx: &mut Cx<'_>,
 ) -> Outcome {
     let gathering = match resumed {
-        Some(g) => g,
+        Some(g) => *g,
         None => match route(head, &cx.site) {
             Route::File(target) => return answer_static(head, Ok(&target), cx),
             Route::Refused(refusal) => return answer_static(head, Err(refusal), cx),
-            Route::Dynamic(dynamic) => Box::new(Gathering::new(dynamic, head, &cx.site)),
+            // On the stack: most dynamic requests are complete in their first read.
+            Route::Dynamic(dynamic) => Gathering::new(dynamic, head, &cx.site),
         },
     };
     answer_dynamic(head, input, gathering, cx)
@@ -228,7 +229,7 @@ fn answer_static(
 fn answer_dynamic(
     head: &RequestHead<'_, '_>,
     input: &[u8],
-    mut gathering: Box<Gathering>,
+    mut gathering: Gathering,
     cx: &mut Cx<'_>,
 ) -> Outcome {
     let (body, body_len) = match gathering.gather(head, input) {
@@ -237,7 +238,7 @@ fn answer_dynamic(
             if gathering.wants_continue(head) {
                 cx.out.push_interim(CONTINUE);
             }
-            return Outcome::Incomplete(gathering);
+            return Outcome::Incomplete(Box::new(gathering));
         }
         Gathered::Refused(status, why) => {
             let mut reply = reply(head, false, cx);
