@@ -234,8 +234,15 @@ struct Conn {
     born: Instant,
     /// When the first byte of the current head arrived (accept time for the first).
     head_started: Instant,
+    /// One enum rather than `fresh` and `busy` flags: a fresh connection has not
+    /// read a request yet, so it is never busy.
     phase: Phase,
+    /// What `buf[pos..]` holds; a `100 Continue` already sent belongs to the
+    /// request being gathered, so it lives in the [`Gathering`].
     intake: Intake,
+    /// One enum rather than `nodelay`, `last_batch` and `corked` flags: the cork
+    /// only matters in the last batch, and nothing is written after it, so
+    /// whether `TCP_NODELAY` was set no longer matters then.
     writing: Writing,
 }
 

@@ -174,3 +174,65 @@ fn skipped_chunked_body_in_pieces() {
     assert_eq!(d.skip(b"cdGET", 10), Ok((2, true)));
     assert!(Discard::new(BodyKind::None, Instant::now()).is_none());
 }
+
+/// A chunked body to a CGI script, written a chunk at a time after `100 Continue`
+/// (so the server reads the head alone first), comes back whole from `cat`.
+#[test]
+fn chunked_body_in_many_writes_reaches_the_script() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, scripts) = (dir.path().join("root"), dir.path().join("cgi-bin"));
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::create_dir_all(&scripts).expect("mkdir");
+    let echo = scripts.join("echo");
+    std::fs::write(
+        &echo,
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'; cat\n",
+    )
+    .expect("write the script");
+    std::fs::set_permissions(&echo, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let listen = "127.0.0.1:0".parse().expect("address");
+    let mut config = Config::new(root, vec![listen]);
+    config.workers = 1;
+    let mut cgi = CgiConfig::new();
+    cgi.mounts.push(CgiMount {
+        prefix: "/cgi-bin/".into(),
+        dir: scripts,
+    });
+    config.cgi = Some(cgi);
+    let server = crate::Server::bind(config).expect("bind");
+    let addr = server.local_addrs()[0];
+    let (trigger, shutdown) = stoa_netkit::shutdown::channel();
+    let thread = std::thread::spawn(move || server.run(shutdown));
+
+    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    c.set_nodelay(true).expect("nodelay");
+    c.write_all(
+        b"POST /cgi-bin/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\
+          Expect: 100-continue\r\nConnection: close\r\n\r\n",
+    )
+    .expect("send the head");
+    let mut interim = [0; 25];
+    c.read_exact(&mut interim).expect("read 100 Continue");
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    let mut want = Vec::new();
+    for i in 0..300usize {
+        let byte = b'a' + (i % 26) as u8;
+        want.push(byte);
+        c.write_all(&[b'1', b'\r', b'\n', byte, b'\r', b'\n'])
+            .expect("send a chunk");
+    }
+    c.write_all(b"0\r\n\r\n").expect("send the last chunk");
+    let mut response = Vec::new();
+    c.read_to_end(&mut response).expect("read the response");
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.ends_with(&format!("\r\n\r\n{}", String::from_utf8_lossy(&want))));
+
+    trigger.trigger();
+    thread.join().expect("server thread").expect("run");
+}
