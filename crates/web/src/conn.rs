@@ -76,7 +76,7 @@ pub(crate) async fn serve(
     };
     let mut conn = Conn {
         stream,
-        // Over TLS a response is several records: Nagle would hold the last one.
+        // `tls::serve` has set `TCP_NODELAY` already, for the handshake.
         writing: match tls {
             Some(_) => Writing::NoDelay,
             None => Writing::Plain,
@@ -323,8 +323,10 @@ impl Conn {
     async fn finish(&mut self, waiting: Waiting) {
         let shared = Arc::clone(&self.shared);
         let ready = waiting.wait(Site::of(&shared)).await;
-        local::with(&shared, |local| stamp(&mut self.out, local));
-        ready.send(&mut self.out);
+        local::with(&shared, |local| {
+            local.tick();
+            ready.send(&mut self.out, local.date.http());
+        });
     }
 
     /// Whether the client may have sent bytes we have not read. Closing a socket
@@ -367,7 +369,7 @@ impl Conn {
         let site = Site::of(&shared);
         let limits = &shared.config.limits;
         local::with(&shared, |local| {
-            stamp(&mut self.out, local);
+            local.tick();
             let now = Instant::now();
             loop {
                 if let Intake::Discard(d) = &mut self.intake {
@@ -390,7 +392,7 @@ impl Conn {
                 if self.pos == self.buf.len() {
                     return Step::NeedHead;
                 }
-                if let Some(step) = self.process_one(local, site, now) {
+                if let Some(step) = self.process_one(local, &site, now) {
                     return step;
                 }
             }
@@ -398,7 +400,7 @@ impl Conn {
     }
 
     /// Parses and answers one request; `Some` when the loop must stop.
-    fn process_one(&mut self, local: &mut Local, site: Site<'_>, now: Instant) -> Option<Step> {
+    fn process_one(&mut self, local: &mut Local, site: &Site<'_>, now: Instant) -> Option<Step> {
         let mut storage = header_storage();
         let limits = &site.config.limits.head;
         let head = match parse_request(&self.buf[self.pos..], &mut storage, limits) {
@@ -406,12 +408,16 @@ impl Conn {
             Ok(Status::Partial) => return Some(Step::NeedHead),
             Err(e) => {
                 tracing::debug!("{}: {} for a malformed head: {e}", self.peer, e.status());
-                self.reject_with(site, e.status());
+                self.reject_with(site, local.date.http(), e.status());
                 return Some(Step::Close { linger: true });
             }
         };
-        let resumed = match std::mem::replace(&mut self.intake, Intake::Head) {
-            Intake::Gather(gathering) => Some(gathering),
+        // Checked first so that the common case does not move the state.
+        let resumed = match &self.intake {
+            Intake::Gather(_) => match std::mem::replace(&mut self.intake, Intake::Head) {
+                Intake::Gather(gathering) => Some(gathering),
+                Intake::Head | Intake::Discard(_) => None,
+            },
             Intake::Head | Intake::Discard(_) => None,
         };
         let mut cx = Cx {
@@ -423,6 +429,7 @@ impl Conn {
                 born: self.born,
             },
             cache: &mut local.cache,
+            date: local.date.http(),
             out: &mut self.out,
             now,
         };
@@ -461,13 +468,14 @@ impl Conn {
 
     /// Queues an error answer for the unparsable head at `buf[pos..]`; the
     /// connection closes after it.
-    fn reject_with(&mut self, site: Site<'_>, status: u16) {
+    fn reject_with(&mut self, site: &Site<'_>, date: &[u8], status: u16) {
         let (buf, pos) = (&self.buf, self.pos);
-        let log = dispatch::capture_log(&mut self.out, &site, |text, format| {
+        let log = dispatch::capture_log(&mut self.out, site, |text, format| {
             access_log::capture_raw(text, &buf[pos..], format);
         });
         self.pos = self.buf.len();
         let reply = Reply {
+            date,
             keep_alive: false,
             version: stoa_http_proto::Version::Http11,
             head_only: false,
@@ -478,8 +486,10 @@ impl Conn {
 
     fn reject(&mut self, status: u16) {
         let shared = Arc::clone(&self.shared);
-        local::with(&shared, |local| stamp(&mut self.out, local));
-        self.reject_with(Site::of(&shared), status);
+        local::with(&shared, |local| {
+            local.tick();
+            self.reject_with(&Site::of(&shared), local.date.http(), status);
+        });
     }
 
     /// Answers `status` to the partial head in the buffer and closes.
@@ -818,10 +828,4 @@ impl Conn {
             local.give_output(out);
         });
     }
-}
-
-/// Sets the output's `Date` to the worker's current second.
-fn stamp(out: &mut Output, local: &mut Local) {
-    local.tick();
-    out.set_date(local.date.http());
 }

@@ -65,9 +65,6 @@ pub(crate) struct Queued {
     pub(crate) log: Option<Range<usize>>,
 }
 
-/// Length of an IMF-fixdate `Date` value (`Sun, 06 Nov 1994 08:49:37 GMT`).
-pub(crate) const DATE_LEN: usize = 29;
-
 /// A file to send with `sendfile`.
 pub(crate) struct FileSlice<'a> {
     pub(crate) fd: &'a Arc<File>,
@@ -76,7 +73,7 @@ pub(crate) struct FileSlice<'a> {
 }
 
 /// The queue. Empty and allocation-free while a connection is idle.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Output {
     heads: Vec<u8>,
     segments: Vec<Segment>,
@@ -89,27 +86,6 @@ pub(crate) struct Output {
     written: u64,
     /// Bytes of interim responses (`100 Continue`) queued, not part of any response.
     interim: u64,
-    /// The `Date` of the responses being queued: the worker's cached second, set
-    /// by the connection whenever it starts queueing (so a waiting answer gets the
-    /// time it is sent, not the time it was asked).
-    date: [u8; DATE_LEN],
-}
-
-impl Default for Output {
-    fn default() -> Self {
-        Output {
-            heads: Vec::new(),
-            segments: Vec::new(),
-            cursor: 0,
-            cursor_offset: 0,
-            queued: Vec::new(),
-            log_text: Vec::new(),
-            written: 0,
-            interim: 0,
-            // Overwritten before any response is queued; a valid value all the same.
-            date: *b"Thu, 01 Jan 1970 00:00:00 GMT",
-        }
-    }
 }
 
 impl Output {
@@ -120,20 +96,6 @@ impl Output {
             self.heads.reserve(2048);
         }
         &mut self.heads
-    }
-
-    /// Sets the `Date` value of the responses queued from now on.
-    pub(crate) fn set_date(&mut self, date: &[u8]) {
-        match <&[u8; DATE_LEN]>::try_from(date) {
-            Ok(date) => self.date = *date,
-            Err(_) => debug_assert!(false, "a Date value of {} bytes", date.len()),
-        }
-    }
-
-    /// The head buffer and the `Date` value, for starting a response head.
-    pub(crate) fn heads_and_date(&mut self) -> (&mut Vec<u8>, &[u8]) {
-        self.heads_mut();
-        (&mut self.heads, &self.date)
     }
 
     /// The log-text buffer, for escaping the next request's log fields into.

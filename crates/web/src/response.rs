@@ -1,11 +1,10 @@
 //! Response heads and generated responses, shared by every handler.
 //!
 //! All responses go through [`Reply`]: it writes the status line, `Server` and the
-//! batch's `Date` (see [`Output::set_date`]), closes the head with the right
-//! `Connection` header, and queues the response on the connection's [`Output`]
-//! together with its access-log text. A `Reply` owns everything it needs, so an
+//! cached `Date`, closes the head with the right `Connection` header, and queues the
+//! response on the connection's [`Output`] together with its access-log text. An
 //! answer that waits (for the web99 state thread, a CGI script) keeps its `Reply`
-//! across the wait and queues it afterwards.
+//! [`Reply::undated`] across the wait and dates it when it is sent.
 
 use std::ops::Range;
 
@@ -24,7 +23,9 @@ pub(crate) const SERVER_LINE: &[u8] =
 
 /// What every response to one request shares.
 #[derive(Debug)]
-pub(crate) struct Reply {
+pub(crate) struct Reply<'a> {
+    /// The cached `Date` value (empty in an undated reply).
+    pub(crate) date: &'a [u8],
     /// Whether the connection stays open after this response.
     pub(crate) keep_alive: bool,
     /// The request's version (HTTP/1.0 needs an explicit `keep-alive`).
@@ -35,14 +36,37 @@ pub(crate) struct Reply {
     pub(crate) log: Option<Range<usize>>,
 }
 
-impl Reply {
+impl Reply<'_> {
+    /// The reply without its date, to keep across a wait: the `Date` sent is that
+    /// of the moment the answer is ready ([`Reply::dated`]).
+    pub(crate) fn undated(self) -> Reply<'static> {
+        Reply {
+            date: b"",
+            keep_alive: self.keep_alive,
+            version: self.version,
+            head_only: self.head_only,
+            log: self.log,
+        }
+    }
+
+    /// The reply with `date` as its `Date`.
+    pub(crate) fn dated(self, date: &[u8]) -> Reply<'_> {
+        Reply {
+            date,
+            keep_alive: self.keep_alive,
+            version: self.version,
+            head_only: self.head_only,
+            log: self.log,
+        }
+    }
+
     /// Starts a head in `out`; returns where it starts and the writer.
     pub(crate) fn begin<'o>(&self, out: &'o mut Output, status: u16) -> (usize, HeadWriter<'o>) {
-        let (buf, date) = out.heads_and_date();
+        let buf = out.heads_mut();
         let start = buf.len();
         let w = HeadWriter::new(buf, status)
             .raw(SERVER_LINE)
-            .header("Date", date);
+            .header("Date", self.date);
         (start, w)
     }
 
@@ -121,7 +145,7 @@ impl Refusal {
     }
 }
 
-impl Reply {
+impl Reply<'_> {
     /// Queues the status page of `refusal`.
     pub(crate) fn refuse(&self, out: &mut Output, refusal: &Refusal) {
         self.explained_page(out, refusal.status, refusal.extra, refusal.why);

@@ -29,7 +29,7 @@ pub(crate) struct Files<'a> {
 pub(crate) fn serve(
     head: &RequestHead<'_, '_>,
     target: &Target<'_>,
-    reply: &Reply,
+    reply: &Reply<'_>,
     out: &mut Output,
     files: &mut Files<'_>,
 ) -> u16 {
@@ -54,12 +54,17 @@ pub(crate) fn serve(
     }
 }
 
-fn status(reply: &Reply, out: &mut Output, code: u16) -> u16 {
+fn status(reply: &Reply<'_>, out: &mut Output, code: u16) -> u16 {
     reply.status_page(out, code, b"");
     code
 }
 
-fn send_file(head: &RequestHead<'_, '_>, reply: &Reply, out: &mut Output, info: &FileInfo) -> u16 {
+fn send_file(
+    head: &RequestHead<'_, '_>,
+    reply: &Reply<'_>,
+    out: &mut Output,
+    info: &FileInfo,
+) -> u16 {
     if not_modified(head, info) {
         let (start, w) = reply.begin(out, 304);
         let w = w.header("ETag", &info.etag);

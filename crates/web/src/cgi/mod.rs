@@ -189,22 +189,25 @@ fn environment(call: &Call<'_>, script: &Where<'_>) -> Vec<(String, Vec<u8>)> {
 /// A script waiting for its turn and its output.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    reply: Reply,
+    reply: Reply<'static>,
     script: Script,
 }
 
 /// A script's answer, ready to queue.
 #[derive(Debug)]
 pub(crate) struct Ready {
-    reply: Reply,
+    reply: Reply<'static>,
     name: String,
     result: Result<response::Parsed, Refusal>,
 }
 
 impl Pending {
     /// A script to run, answered with `reply`.
-    pub(crate) fn new(reply: Reply, script: Script) -> Box<Pending> {
-        Box::new(Pending { reply, script })
+    pub(crate) fn new(reply: Reply<'_>, script: Script) -> Box<Pending> {
+        Box::new(Pending {
+            reply: reply.undated(),
+            script,
+        })
     }
 
     /// Runs the script (once a slot is free) and reads its response.
@@ -233,13 +236,15 @@ impl Pending {
 }
 
 impl Ready {
-    /// Queues the script's answer, or the status page of what went wrong.
-    pub(crate) fn send(self, out: &mut Output) {
+    /// Queues the script's answer, or the status page of what went wrong, dated
+    /// `date`.
+    pub(crate) fn send(self, out: &mut Output, date: &[u8]) {
+        let reply = self.reply.dated(date);
         match self.result {
-            Ok(parsed) => response::send(&self.reply, out, parsed),
+            Ok(parsed) => response::send(&reply, out, parsed),
             Err((status, why)) => {
                 tracing::warn!("cgi {}: {why}", self.name);
-                self.reply.explained_page(out, status, b"", why);
+                reply.explained_page(out, status, b"", why);
             }
         }
     }

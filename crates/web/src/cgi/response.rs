@@ -123,7 +123,7 @@ fn parse_status(value: &[u8]) -> Result<u16, Refusal> {
 }
 
 /// Queues the script's answer.
-pub(crate) fn send(reply: &Reply, out: &mut Output, parsed: Parsed) {
+pub(crate) fn send(reply: &Reply<'_>, out: &mut Output, parsed: Parsed) {
     let (start, w) = reply.begin(out, parsed.status);
     let w = w
         .raw(&parsed.headers)

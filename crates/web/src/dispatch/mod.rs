@@ -86,11 +86,13 @@ pub(crate) struct Client<'c> {
 /// Everything [`answer`] works with besides the request.
 #[derive(Debug)]
 pub(crate) struct Cx<'a> {
-    pub(crate) site: Site<'a>,
+    pub(crate) site: &'a Site<'a>,
     pub(crate) client: Client<'a>,
     /// The worker's open-file cache.
     pub(crate) cache: &'a mut FileCache,
-    /// Where the answer is queued (its `Date` already set).
+    /// The worker's cached `Date` value.
+    pub(crate) date: &'a [u8],
+    /// Where the answer is queued.
     pub(crate) out: &'a mut Output,
     pub(crate) now: Instant,
 }
@@ -152,11 +154,11 @@ impl Waiting {
 }
 
 impl Ready {
-    /// Queues the answer; the caller has set the output's `Date` to now.
-    pub(crate) fn send(self, out: &mut Output) {
+    /// Queues the answer, dated `date` (now).
+    pub(crate) fn send(self, out: &mut Output, date: &[u8]) {
         match self {
-            Ready::Web99(r) => r.send(out),
-            Ready::Cgi(r) => r.send(out),
+            Ready::Web99(r) => r.send(out, date),
+            Ready::Cgi(r) => r.send(out, date),
         }
     }
 }
@@ -172,11 +174,11 @@ pub(crate) fn answer(
 ) -> Outcome {
     let gathering = match resumed {
         Some(g) => *g,
-        None => match route(head, &cx.site) {
+        None => match route(head, cx.site) {
             Route::File(target) => return answer_static(head, Ok(&target), cx),
             Route::Refused(refusal) => return answer_static(head, Err(refusal), cx),
             // On the stack: most dynamic requests are complete in their first read.
-            Route::Dynamic(dynamic) => Gathering::new(dynamic, head, &cx.site),
+            Route::Dynamic(dynamic) => Gathering::new(dynamic, head, cx.site),
         },
     };
     answer_dynamic(head, input, gathering, cx)
@@ -270,7 +272,7 @@ fn handle(
     route: Dynamic,
     head: &RequestHead<'_, '_>,
     body: &[u8],
-    reply: Reply,
+    reply: Reply<'_>,
     cx: &mut Cx<'_>,
 ) -> Option<Waiting> {
     match route {
@@ -287,7 +289,7 @@ fn handle_web99(
     request: web99::Request,
     head: &RequestHead<'_, '_>,
     body: &[u8],
-    reply: Reply,
+    reply: Reply<'_>,
     cx: &mut Cx<'_>,
 ) -> Option<Waiting> {
     let mut ctx = web99::Context {
@@ -308,7 +310,7 @@ fn handle_cgi(
     rest: &[u8],
     head: &RequestHead<'_, '_>,
     body: &[u8],
-    reply: Reply,
+    reply: Reply<'_>,
     cx: &mut Cx<'_>,
 ) -> Option<Waiting> {
     let cgi = cx
@@ -337,6 +339,7 @@ fn handle_cgi(
 /// it, its body can be got past (`body_ok`), the connection is under its request
 /// count and age limits, and the server is not draining. Decided once per
 /// request, before its answer's head is written.
+#[inline]
 fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
     let limits = &cx.site.config.limits;
     head.keep_alive
@@ -347,11 +350,13 @@ fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
 }
 
 /// The [`Reply`] to `head`, its access-log text captured.
-fn reply(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'_>) -> Reply {
-    let log = capture_log(cx.out, &cx.site, |text, format| {
+#[inline]
+fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> Reply<'d> {
+    let log = capture_log(cx.out, cx.site, |text, format| {
         access_log::capture_request(text, head, format);
     });
     Reply {
+        date: cx.date,
         keep_alive,
         version: head.version,
         head_only: head.method == Method::Head,

@@ -153,7 +153,7 @@ fn query_of<'h>(head: &RequestHead<'h, '_>) -> &'h [u8] {
 /// A dynamic request the state thread must handle first.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    reply: Reply,
+    reply: Reply<'static>,
     wait: Wait,
 }
 
@@ -193,7 +193,7 @@ pub(crate) fn handle(
     request: Request,
     head: &RequestHead<'_, '_>,
     body: &[u8],
-    reply: Reply,
+    reply: Reply<'_>,
     out: &mut Output,
     ctx: &mut Context<'_>,
 ) -> Option<Box<Pending>> {
@@ -210,7 +210,10 @@ pub(crate) fn handle(
     };
     match result {
         Ok(None) => None,
-        Ok(Some(wait)) => Some(Box::new(Pending { reply, wait })),
+        Ok(Some(wait)) => Some(Box::new(Pending {
+            reply: reply.undated(),
+            wait,
+        })),
         Err((status, why)) => {
             refuse(head, &reply, out, &Refusal::new(status, why));
             None
@@ -219,7 +222,7 @@ pub(crate) fn handle(
 }
 
 /// Answers a request refused by its route or its handler.
-pub(crate) fn refuse(head: &RequestHead<'_, '_>, reply: &Reply, out: &mut Output, r: &Refusal) {
+pub(crate) fn refuse(head: &RequestHead<'_, '_>, reply: &Reply<'_>, out: &mut Output, r: &Refusal) {
     if !r.why.is_empty() {
         tracing::debug!(
             "web99: {} for {:?}: {}",
@@ -233,7 +236,13 @@ pub(crate) fn refuse(head: &RequestHead<'_, '_>, reply: &Reply, out: &mut Output
 
 type Handled = Result<Option<Wait>, (u16, &'static str)>;
 
-fn get(path: &str, query: &str, reply: &Reply, out: &mut Output, ctx: &mut Context<'_>) -> Handled {
+fn get(
+    path: &str,
+    query: &str,
+    reply: &Reply<'_>,
+    out: &mut Output,
+    ctx: &mut Context<'_>,
+) -> Handled {
     let page = page(ctx, path, query)?;
     send_page(reply, out, &page, b"", None);
     Ok(None)
@@ -244,7 +253,7 @@ fn cad(
     cookie: request::Cookie,
     rewrite: bool,
     query: &str,
-    reply: &Reply,
+    reply: &Reply<'_>,
     out: &mut Output,
     ctx: &mut Context<'_>,
 ) -> Handled {
@@ -266,7 +275,7 @@ fn cad(
 fn run_command(
     command: Command,
     query: &str,
-    reply: &Reply,
+    reply: &Reply<'_>,
     out: &mut Output,
     ctx: &mut Context<'_>,
 ) -> Handled {
@@ -389,7 +398,7 @@ fn rewritten(file: &Body, ad: u32) -> io::Result<Body> {
 
 /// Queues `200 text/html` with the wrapper, the file (or `contents`), the trailer.
 fn send_page(
-    reply: &Reply,
+    reply: &Reply<'_>,
     out: &mut Output,
     page: &Page,
     extra: &[u8],
@@ -444,7 +453,7 @@ const STATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// A state-thread answer, ready to queue.
 #[derive(Debug)]
 pub(crate) struct Ready {
-    reply: Reply,
+    reply: Reply<'static>,
     outcome: Result<Done, (u16, String)>,
 }
 
@@ -492,9 +501,9 @@ impl Pending {
 }
 
 impl Ready {
-    /// Queues the answer (the output's `Date` set to now).
-    pub(crate) fn send(self, out: &mut Output) {
-        let reply = self.reply;
+    /// Queues the answer, dated `date`.
+    pub(crate) fn send(self, out: &mut Output, date: &[u8]) {
+        let reply = self.reply.dated(date);
         match self.outcome {
             Ok(done) => {
                 let extra = done.extra.as_bytes();
