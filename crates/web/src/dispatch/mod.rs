@@ -166,6 +166,7 @@ impl Ready {
 /// Answers the request whose head is `head` and whose body (if any) starts
 /// `input`; `resumed` is the gathering state of this same request from an earlier
 /// call, when its body was incomplete then.
+#[inline]
 pub(crate) fn answer(
     head: &RequestHead<'_, '_>,
     input: &[u8],
@@ -186,6 +187,7 @@ pub(crate) fn answer(
 
 /// A file request (or one refused as such): answered at once; its body, if any,
 /// is skipped afterwards.
+#[inline]
 fn answer_static(
     head: &RequestHead<'_, '_>,
     route: Result<&Target<'_>, Refusal>,
@@ -352,9 +354,14 @@ fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
 /// The [`Reply`] to `head`, its access-log text captured.
 #[inline]
 fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> Reply<'d> {
-    let log = capture_log(cx.out, cx.site, |text, format| {
-        access_log::capture_request(text, head, format);
-    });
+    // Checked here, where it inlines: the log is usually off.
+    let log = if cx.site.logging {
+        capture_log(cx.out, cx.site, |text, format| {
+            access_log::capture_request(text, head, format);
+        })
+    } else {
+        None
+    };
     Reply {
         date: cx.date,
         keep_alive,
