@@ -82,13 +82,15 @@ pub(crate) async fn serve(
             None => Writing::Plain,
         },
         tls,
-        peer: origin.peer,
+        client: Client {
+            peer: origin.peer,
+            served: origin.served,
+            born: origin.born,
+        },
         shared,
         buf: Vec::new(),
         pos: 0,
         out: Output::default(),
-        served: origin.served,
-        born: origin.born,
         head_started,
         phase: Phase::Fresh,
         intake: Intake::Head,
@@ -108,10 +110,8 @@ pub(crate) async fn serve(
 fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
     let Conn {
         stream,
-        peer,
         shared,
-        served,
-        born,
+        client: Client { peer, served, born },
         ..
     } = conn;
     if shared.draining.load(Ordering::Relaxed) {
@@ -222,16 +222,14 @@ struct Conn {
     stream: TcpStream,
     /// The TLS state of an HTTPS connection.
     tls: Option<Box<tls::Session>>,
-    peer: SocketAddr,
+    /// The peer, the accept time and the requests answered so far.
+    client: Client,
     shared: Arc<Shared>,
     /// Read buffer; `buf[pos..]` is unprocessed input. Empty and unallocated while
     /// idle.
     buf: Vec<u8>,
     pos: usize,
     out: Output,
-    /// Requests answered so far.
-    served: u32,
-    born: Instant,
     /// When the first byte of the current head arrived (accept time for the first).
     head_started: Instant,
     /// One enum rather than `fresh` and `busy` flags: a fresh connection has not
@@ -258,7 +256,7 @@ impl Conn {
                 let flushed = self.flush().await;
                 self.log_batch();
                 if let Err(e) = flushed {
-                    tracing::debug!("{}: write failed: {e}", self.peer);
+                    tracing::debug!("{}: write failed: {e}", self.client.peer);
                     return Exit::Close;
                 }
                 if self.writing == Writing::Plain && !closing {
@@ -307,7 +305,7 @@ impl Conn {
                 self.reject(400);
                 self.log_batch();
             }
-            ReadEnd::Failed(e) => tracing::debug!("{}: read failed: {e}", self.peer),
+            ReadEnd::Failed(e) => tracing::debug!("{}: read failed: {e}", self.client.peer),
             ReadEnd::Draining => {
                 // A request came in as the server began to drain: it goes
                 // unanswered, but it must be read, or closing would reset the
@@ -341,7 +339,7 @@ impl Conn {
         if self.pos < self.buf.len() {
             return true;
         }
-        if self.served <= 1 {
+        if self.client.served <= 1 {
             return false;
         }
         if self.tls.as_mut().is_some_and(|t| t.buffered()) {
@@ -407,7 +405,11 @@ impl Conn {
             Ok(Status::Complete(head)) => head,
             Ok(Status::Partial) => return Some(Step::NeedHead),
             Err(e) => {
-                tracing::debug!("{}: {} for a malformed head: {e}", self.peer, e.status());
+                tracing::debug!(
+                    "{}: {} for a malformed head: {e}",
+                    self.client.peer,
+                    e.status()
+                );
                 self.reject_with(site, local.date.http(), e.status());
                 return Some(Step::Close { linger: true });
             }
@@ -422,12 +424,8 @@ impl Conn {
         };
         let mut cx = Cx {
             site,
-            client: Client {
-                peer: self.peer,
-                socket: &self.stream,
-                served: self.served,
-                born: self.born,
-            },
+            client: &self.client,
+            socket: &self.stream,
             cache: &mut local.cache,
             date: local.date.http(),
             out: &mut self.out,
@@ -453,7 +451,7 @@ impl Conn {
             }
         };
         self.pos += consumed;
-        self.served += 1;
+        self.client.served += 1;
         self.head_started = now;
         match then {
             Then::Next => None,
@@ -580,7 +578,7 @@ impl Conn {
             self.out.reset();
             return;
         };
-        let ip = self.peer.ip();
+        let ip = self.client.peer.ip();
         local::with(&shared, |local| {
             let now = Instant::now();
             let Local { date, log, .. } = local;
@@ -681,8 +679,8 @@ impl Conn {
         self.set_busy(false);
         let limits = &self.shared.config.limits;
         let now = Instant::now();
-        let deadline = if self.served == 0 {
-            self.born + limits.head_timeout
+        let deadline = if self.client.served == 0 {
+            self.client.born + limits.head_timeout
         } else {
             now + limits.keepalive_timeout
         };
@@ -719,7 +717,7 @@ impl Conn {
             }
         }
         self.set_busy(true);
-        if self.served > 0 {
+        if self.client.served > 0 {
             self.head_started = Instant::now();
         }
         Ok(())

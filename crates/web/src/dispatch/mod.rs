@@ -71,13 +71,12 @@ impl Site<'_> {
     }
 }
 
-/// The connection's side of answering one request.
-#[derive(Debug)]
-pub(crate) struct Client<'c> {
+/// The connection's side of answering: who it is with, since when, and how many
+/// requests it has answered. The connection keeps it, so answering borrows it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Client {
     pub(crate) peer: SocketAddr,
-    /// Asked for its local address only by CGI (`SERVER_PORT`).
-    pub(crate) socket: &'c TcpStream,
-    /// Requests answered before this one.
+    /// Requests answered so far (before the one being answered).
     pub(crate) served: u32,
     /// When the connection was accepted.
     pub(crate) born: Instant,
@@ -87,7 +86,9 @@ pub(crate) struct Client<'c> {
 #[derive(Debug)]
 pub(crate) struct Cx<'a> {
     pub(crate) site: &'a Site<'a>,
-    pub(crate) client: Client<'a>,
+    pub(crate) client: &'a Client,
+    /// Asked for its local address only by CGI (`SERVER_PORT`).
+    pub(crate) socket: &'a TcpStream,
     /// The worker's open-file cache.
     pub(crate) cache: &'a mut FileCache,
     /// The worker's cached `Date` value.
@@ -325,7 +326,7 @@ fn handle_cgi(
         body,
         mount,
         rest,
-        local: cx.client.socket.local_addr().unwrap_or(peer),
+        local: cx.socket.local_addr().unwrap_or(peer),
         peer,
     };
     match cgi::prepare(cgi, &cx.site.config.docroot, &call) {
