@@ -390,7 +390,7 @@ impl Conn {
                 if self.pos == self.buf.len() {
                     return Step::NeedHead;
                 }
-                if let Some(step) = self.process_one(local, &site, now) {
+                if let Some(step) = self.process_one(local, site, now) {
                     return step;
                 }
             }
@@ -398,9 +398,9 @@ impl Conn {
     }
 
     /// Parses and answers one request; `Some` when the loop must stop.
-    fn process_one(&mut self, local: &mut Local, site: &Site<'_>, now: Instant) -> Option<Step> {
+    fn process_one(&mut self, local: &mut Local, site: Site<'_>, now: Instant) -> Option<Step> {
         let mut storage = header_storage();
-        let limits = &site.config.limits.head;
+        let limits = &site.config().limits.head;
         let head = match parse_request(&self.buf[self.pos..], &mut storage, limits) {
             Ok(Status::Complete(head)) => head,
             Ok(Status::Partial) => return Some(Step::NeedHead),
@@ -466,7 +466,7 @@ impl Conn {
 
     /// Queues an error answer for the unparsable head at `buf[pos..]`; the
     /// connection closes after it.
-    fn reject_with(&mut self, site: &Site<'_>, date: &[u8], status: u16) {
+    fn reject_with(&mut self, site: Site<'_>, date: &[u8], status: u16) {
         let (buf, pos) = (&self.buf, self.pos);
         let log = dispatch::capture_log(&mut self.out, site, |text, format| {
             access_log::capture_raw(text, &buf[pos..], format);
@@ -486,7 +486,7 @@ impl Conn {
         let shared = Arc::clone(&self.shared);
         local::with(&shared, |local| {
             local.tick();
-            self.reject_with(&Site::of(&shared), local.date.http(), status);
+            self.reject_with(Site::of(&shared), local.date.http(), status);
         });
     }
 

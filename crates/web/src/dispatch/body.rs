@@ -52,10 +52,10 @@ pub(crate) enum Gathered<'a> {
 
 impl Gathering {
     /// Starts gathering the body of `head`, routed to `route`.
-    pub(crate) fn new(route: Dynamic, head: &RequestHead<'_, '_>, site: &Site<'_>) -> Gathering {
+    pub(crate) fn new(route: Dynamic, head: &RequestHead<'_, '_>, site: Site<'_>) -> Gathering {
         let (max, web99) = match &route {
-            Dynamic::Web99(_) => (site.web99.map_or(0, |w| w.config.max_post_body), true),
-            Dynamic::Cgi { .. } => (site.cgi.map_or(0, |c| c.config.max_body), false),
+            Dynamic::Web99(_) => (site.web99().map_or(0, |w| w.config.max_post_body), true),
+            Dynamic::Cgi { .. } => (site.cgi().map_or(0, |c| c.config.max_body), false),
         };
         Gathering {
             route,

@@ -19,7 +19,7 @@ mod route;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use stoa_http_proto::target::Target;
@@ -43,31 +43,45 @@ use crate::web99::{self, Web99};
 /// The interim response sent to a client waiting for `100 Continue`.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// The server's side of answering: what the handlers may use of [`Shared`].
+/// The server's side of answering: the parts of [`Shared`] that routing and the
+/// handlers' contexts are built from. A view (one pointer) rather than a copy of
+/// the fields, because one is made for every batch of requests.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Site<'s> {
-    pub(crate) config: &'s Config,
-    /// The document root, opened once; every file is opened beneath it.
-    pub(crate) docroot: &'s OwnedFd,
-    pub(crate) web99: Option<&'s Web99>,
-    pub(crate) cgi: Option<&'s Cgi>,
-    /// The access log is on: each request's log text is captured.
-    pub(crate) logging: bool,
-    /// Set on shutdown: answers carry `Connection: close`.
-    pub(crate) draining: &'s AtomicBool,
+    shared: &'s Shared,
 }
 
-impl Site<'_> {
+impl<'s> Site<'s> {
     /// The view of a server's shared state.
-    pub(crate) fn of(shared: &Shared) -> Site<'_> {
-        Site {
-            config: &shared.config,
-            docroot: &shared.docroot,
-            web99: shared.web99.as_ref(),
-            cgi: shared.cgi.as_ref(),
-            logging: shared.log.is_some(),
-            draining: &shared.draining,
-        }
+    pub(crate) fn of(shared: &'s Shared) -> Site<'s> {
+        Site { shared }
+    }
+
+    pub(crate) fn config(self) -> &'s Config {
+        &self.shared.config
+    }
+
+    /// The document root, opened once; every file is opened beneath it.
+    pub(crate) fn docroot(self) -> &'s OwnedFd {
+        &self.shared.docroot
+    }
+
+    pub(crate) fn web99(self) -> Option<&'s Web99> {
+        self.shared.web99.as_ref()
+    }
+
+    pub(crate) fn cgi(self) -> Option<&'s Cgi> {
+        self.shared.cgi.as_ref()
+    }
+
+    /// The access log is on: each request's log text is captured.
+    fn logging(self) -> bool {
+        self.shared.log.is_some()
+    }
+
+    /// Set on shutdown: answers carry `Connection: close`.
+    fn draining(self) -> bool {
+        self.shared.draining.load(Ordering::Relaxed)
     }
 }
 
@@ -85,7 +99,7 @@ pub(crate) struct Client {
 /// Everything [`answer`] works with besides the request.
 #[derive(Debug)]
 pub(crate) struct Cx<'a> {
-    pub(crate) site: &'a Site<'a>,
+    pub(crate) site: Site<'a>,
     pub(crate) client: &'a Client,
     /// Asked for its local address only by CGI (`SERVER_PORT`).
     pub(crate) socket: &'a TcpStream,
@@ -145,7 +159,7 @@ impl Waiting {
         match self {
             Waiting::Web99(p) => Ready::Web99(p.wait().await),
             Waiting::Cgi(p) => {
-                let cgi = site.cgi.expect(
+                let cgi = site.cgi().expect(
                     "invariant: a CGI wait comes from a CGI route, which needs the gateway",
                 );
                 Ready::Cgi(p.wait(cgi).await)
@@ -194,7 +208,7 @@ fn answer_static(
     route: Result<&Target<'_>, Refusal>,
     cx: &mut Cx<'_>,
 ) -> Outcome {
-    let limits = &cx.site.config.limits;
+    let limits = &cx.site.config().limits;
     // A body can be skipped if small enough, and if the client is not waiting for
     // `100 Continue` before sending it (it never comes: the connection closes).
     let skippable = match head.body {
@@ -208,7 +222,7 @@ fn answer_static(
         Ok(target) => {
             let mut files = Files {
                 cache: cx.cache,
-                docroot: cx.site.docroot,
+                docroot: cx.site.docroot(),
                 now: cx.now,
             };
             static_files::serve(head, target, &reply, cx.out, &mut files);
@@ -298,9 +312,9 @@ fn handle_web99(
     let mut ctx = web99::Context {
         web99: cx
             .site
-            .web99
+            .web99()
             .expect("invariant: web99 routes exist only when web99 is on"),
-        docroot: cx.site.docroot,
+        docroot: cx.site.docroot(),
         cache: cx.cache,
         peer: cx.client.peer.ip(),
         now: cx.now,
@@ -318,7 +332,7 @@ fn handle_cgi(
 ) -> Option<Waiting> {
     let cgi = cx
         .site
-        .cgi
+        .cgi()
         .expect("invariant: CGI routes exist only when CGI is on");
     let peer = cx.client.peer;
     let call = cgi::Call {
@@ -329,7 +343,7 @@ fn handle_cgi(
         local: cx.socket.local_addr().unwrap_or(peer),
         peer,
     };
-    match cgi::prepare(cgi, &cx.site.config.docroot, &call) {
+    match cgi::prepare(cgi, &cx.site.config().docroot, &call) {
         Ok(script) => Some(Waiting::Cgi(cgi::Pending::new(reply, script))),
         Err((status, why)) => {
             reply.explained_page(cx.out, status, b"", why);
@@ -344,19 +358,19 @@ fn handle_cgi(
 /// request, before its answer's head is written.
 #[inline]
 fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
-    let limits = &cx.site.config.limits;
+    let limits = &cx.site.config().limits;
     head.keep_alive
         && body_ok
         && cx.client.served + 1 < limits.keepalive_requests
         && cx.now.duration_since(cx.client.born) < limits.keepalive_max_age
-        && !cx.site.draining.load(Ordering::Relaxed)
+        && !cx.site.draining()
 }
 
 /// The [`Reply`] to `head`, its access-log text captured.
 #[inline]
 fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> Reply<'d> {
     // Checked here, where it inlines: the log is usually off.
-    let log = if cx.site.logging {
+    let log = if cx.site.logging() {
         capture_log(cx.out, cx.site, |text, format| {
             access_log::capture_request(text, head, format);
         })
@@ -375,15 +389,15 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
 /// Saves the access-log text of a request, when the log is on.
 pub(crate) fn capture_log(
     out: &mut Output,
-    site: &Site<'_>,
+    site: Site<'_>,
     capture: impl FnOnce(&mut Vec<u8>, LogFormat),
 ) -> Option<Range<usize>> {
-    if !site.logging {
+    if !site.logging() {
         return None;
     }
     let text = out.log_text_mut();
     let start = text.len();
-    capture(text, site.config.log_format);
+    capture(text, site.config().log_format);
     Some(start..text.len())
 }
 

@@ -34,12 +34,12 @@ pub(crate) enum Dynamic {
 /// Routes a request: the web99 entry point, a CGI mount, or a file. The target
 /// is decoded once, here.
 #[inline]
-pub(crate) fn route<'h>(head: &RequestHead<'h, '_>, site: &Site<'_>) -> Route<'h> {
-    if site.web99.is_some_and(|w| w.matches(head.target)) {
+pub(crate) fn route<'h>(head: &RequestHead<'h, '_>, site: Site<'_>) -> Route<'h> {
+    if site.web99().is_some_and(|w| w.matches(head.target)) {
         return Route::Dynamic(Dynamic::Web99(web99::Request::parse(head)));
     }
     let target = target::decode(head.target);
-    if let (Some(cgi), Ok(t)) = (site.cgi, &target)
+    if let (Some(cgi), Ok(t)) = (site.cgi(), &target)
         && let Some((mount, rest)) = cgi.route(&t.path)
     {
         return Route::Dynamic(Dynamic::Cgi {

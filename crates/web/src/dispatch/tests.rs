@@ -8,7 +8,7 @@ use super::*;
 use crate::config::{CgiConfig, CgiMount};
 
 /// Runs `f` on a site with one CGI mount, `/cgi-bin/`, taking bodies up to 64 bytes.
-fn with_site<R>(f: impl FnOnce(&Site<'_>) -> R) -> R {
+fn with_site<R>(f: impl FnOnce(Site<'_>) -> R) -> R {
     let mut shared = Shared::for_tests(Config::new(".".into(), vec![]));
     shared.cgi = Some(Cgi::new(&CgiConfig {
         mounts: vec![CgiMount {
@@ -18,7 +18,7 @@ fn with_site<R>(f: impl FnOnce(&Site<'_>) -> R) -> R {
         max_body: 64,
         ..CgiConfig::default()
     }));
-    f(&Site::of(&shared))
+    f(Site::of(&shared))
 }
 
 fn with_head<R>(raw: &[u8], f: impl FnOnce(&RequestHead<'_, '_>) -> R) -> R {
@@ -32,7 +32,7 @@ fn with_head<R>(raw: &[u8], f: impl FnOnce(&RequestHead<'_, '_>) -> R) -> R {
 const CHUNKED_POST: &[u8] =
     b"POST /cgi-bin/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
 
-fn gathering(head: &RequestHead<'_, '_>, site: &Site<'_>) -> Gathering {
+fn gathering(head: &RequestHead<'_, '_>, site: Site<'_>) -> Gathering {
     match route(head, site) {
         Route::Dynamic(d) => Gathering::new(d, head, site),
         other => panic!("not dynamic: {other:?}"),
