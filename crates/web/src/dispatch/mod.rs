@@ -5,9 +5,10 @@
 //!
 //! The connection ([`crate::conn`]) owns the socket and the buffers and calls
 //! [`answer`] for each complete head; it gets back an [`Outcome`] saying how much
-//! input was used and what comes next. Nothing here does I/O: answers are queued
-//! on the connection's [`Output`], and a handler that must wait (the web99 state
-//! thread, a CGI script) hands back a [`Waiting`] for the connection to await.
+//! input was used and what comes next. Nothing here reads or writes the socket:
+//! answers are queued on the connection's [`Output`], and a handler that must wait
+//! (the web99 state thread, a CGI script) hands back a [`Waiting`] for the
+//! connection to await.
 //!
 //! Main types: [`Site`] (the server's side), [`Client`] (the connection's side),
 //! [`Route`], [`Gathering`] (a dynamic request's body as it arrives), [`Discard`]
