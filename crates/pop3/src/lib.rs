@@ -54,6 +54,7 @@ mod conn;
 mod login;
 mod retrieve;
 mod server;
+mod shared;
 mod throttle;
 mod update;
 
