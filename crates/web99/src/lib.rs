@@ -1,5 +1,5 @@
 //! The SPECweb99 workload as data and arithmetic, shared by the server's dynamic API
-//! and the benchmark harness ([docs/specweb99.md](../../../docs/specweb99.md); cited
+//! and the benchmark harness ([docs/web99.md](../../../docs/web99.md); cited
 //! as `web99.md` §N in this crate).
 //!
 //! # Layout
