@@ -1,4 +1,4 @@
-//! The mail server's "no mail lost" tests (robustness.md §5.2, issue 6), driving the
+//! The mail server's "no mail lost" tests (docs/robustness.md §5.2, issue 6), driving the
 //! built binary:
 //!
 //! - `kill -9` under load: concurrent SMTP clients keep a ledger of every message

@@ -170,7 +170,7 @@ pub enum LogFormat {
     Combined,
 }
 
-/// Limits and timeouts; defaults from robustness.md §3.7.
+/// Limits and timeouts; defaults from docs/robustness.md §3.7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Request-head size limits.
