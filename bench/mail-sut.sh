@@ -246,7 +246,8 @@ start_failed() {
     mail_sut_stop --dir "$DIR" >/dev/null 2>&1 || true
 }
 
-mail_sut_start() {
+# Options of start (globals DIR, USERS, DOMAIN, REMOTE, PASSWORD, SINK, ...), checked.
+sut_parse_start() {
     DIR="" USERS=1000 DOMAIN=stoa.test REMOTE=remote.test PASSWORD=stoa-bench SINK=""
     SMTP_PORT="" POP3_PORT="" OPT_STOA="" PASSDB=sqlite
     parse_args "--dir=DIR --users=USERS --domain=DOMAIN --remote-domain=REMOTE --password=PASSWORD --sink=SINK
@@ -266,11 +267,11 @@ mail_sut_start() {
     [[ -n "$OPT_STOA" && ! -x "$OPT_STOA" ]] && die "--stoa $OPT_STOA: not an executable"
     [[ "$PASSDB" == sqlite || "$PASSDB" == passwd-file ]] || die "--passdb is sqlite or passwd-file"
     [[ "$(id -u)" == 0 ]] || die "run as root: Postfix's and Dovecot's master processes start as root"
+}
 
-    sut_prerequisites
-
-    # The directory: new, empty, or one of ours from an earlier start (whose state is
-    # reset: queue, mailboxes, logs).
+# The directory: new, empty, or one of ours from an earlier start (whose state is
+# reset: queue, mailboxes, logs).
+sut_prepare_dir() {
     mkdir -p "$DIR"
     DIR="$(cd "$DIR" && pwd)"
     [[ "$DIR" != / ]] || die "--dir must not be /"
@@ -293,7 +294,10 @@ mail_sut_start() {
     fi
     touch "$DIR/$SUT_MARKER"
     chmod 755 "$DIR"
+}
 
+# SMTP_PORT and POP3_PORT: as given (and free), or free ones.
+sut_choose_ports() {
     [[ -n "$SMTP_PORT" ]] && check_port_arg --smtp-port "$SMTP_PORT"
     [[ -n "$POP3_PORT" ]] && check_port_arg --pop3-port "$POP3_PORT"
     SMTP_PORT="${SMTP_PORT:-$(free_port)}"
@@ -301,22 +305,20 @@ mail_sut_start() {
     while [[ "$POP3_PORT" == "$SMTP_PORT" ]]; do POP3_PORT="$(free_port)"; done
     [[ "$SINK" != "127.0.0.1:$SMTP_PORT" && "$SINK" != "127.0.0.1:$POP3_PORT" ]] ||
         die "--sink $SINK is one of the SUT's own ports"
+}
 
-    # PF_CONF, PF_QUEUE, PF_LOG, VMAIL, VMAIL_UID, ... (bench/lib/mail.sh).
-    postfix_layout "$DIR"
-    local dv="$DIR/dovecot" dv_log="$DIR/dovecot.log" t0
-
-    # Whatever fails from here on: stop what was started.
-    SUT_STARTED=""
-    trap 'start_failed' EXIT
-
-    mkdir -p "$VMAIL/$DOMAIN" "$dv"/{base,state}
+# The Maildir root for DOMAIN (nobody must be able to write it) and Dovecot's directories.
+sut_make_dirs() {
+    mkdir -p "$VMAIL/$DOMAIN" "$DV_DIR"/{base,state}
     chown -R "$VMAIL_UID:$VMAIL_GID" "$VMAIL"
-    chmod 755 "$dv"
+    chmod 755 "$DV_DIR"
     runuser -u nobody -- test -w "$VMAIL/$DOMAIN" ||
         die "user nobody cannot write $VMAIL/$DOMAIN: a parent of $DIR is not searchable by others (use a --dir under /tmp or /var)"
+}
 
-    # Local users: DIR/vmail/$DOMAIN/userK/Maildir/; remote ones relayed to the sink.
+# main.cf and master.cf: local users in DIR/vmail/DOMAIN/userK/Maildir/, remote ones
+# relayed to the sink.
+sut_write_postfix() {
     write_postfix_main_cf "Private Postfix for bench/mail-sut.sh: the SMTP side of the mail SUT." \
         sut.bench.invalid "$DOMAIN" "
 # The harness's SMTP clients (users sending mail, and remote MTAs delivering
@@ -341,25 +343,30 @@ default_process_limit = $PF_PROCESS_LIMIT
 message_size_limit = 10485760
 virtual_mailbox_limit = 51200000"
     write_postfix_master_cf "$SMTP_PORT" "$SMTPD_LIMIT"
+}
 
-    # Users (postmap needs main.cf): the Postfix map, one line per user, and Dovecot's
-    # passwd-file.
-    t0=$SECONDS
+# Users (postmap needs main.cf): the Postfix maps, one line per user, and Dovecot's
+# passwd-file and passdb.
+sut_write_users() {
+    local t0=$SECONDS
     awk -v n="$USERS" -v d="$DOMAIN" \
         'BEGIN { for (i = 1; i <= n; i++) printf "user%d@%s %s/user%d/Maildir/\n", i, d, d, i }' >"$PF_CONF/vmailbox"
     printf '%s smtp:[%s]:%s\n' "$REMOTE" "${SINK%:*}" "${SINK##*:}" >"$PF_CONF/transport"
     /usr/sbin/postmap -c "$PF_CONF" "hash:$PF_CONF/vmailbox"
     /usr/sbin/postmap -c "$PF_CONF" "hash:$PF_CONF/transport"
-    write_passwd "$dv/passwd"
-    setup_passdb "$dv"
+    write_passwd "$DV_DIR/passwd"
+    setup_passdb "$DV_DIR"
     log "$USERS users written (Postfix map and Dovecot passwd-file) in $((SECONDS - t0)) s"
+}
 
+# DV_DIR/dovecot.conf: POP3 on 127.0.0.1:POP3_PORT over the same Maildirs.
+sut_write_dovecot() {
     # Dovecot's auth process serves the login processes and one userdb connection per
     # pop3 process; anvil and stats see every process too.
     local auth_clients=$((POP3_LIMIT + 1000))
     {
         dovecot_conf_head "Private Dovecot for bench/mail-sut.sh: the POP3 side of the mail SUT." \
-            "$dv" stoa-bench-mail-sut "$dv_log"
+            "$DV_DIR" stoa-bench-mail-sut "$DV_LOG"
         cat <<EOF
 # The Maildirs Postfix's virtual(8) writes, as the same user (nobody).
 mail_location = maildir:$VMAIL/%d/%n/Maildir
@@ -408,54 +415,81 @@ service stats {
 }
 EOF
         dovecot_conf_no_imap
-    } >"$dv/dovecot.conf"
+    } >"$DV_DIR/dovecot.conf"
+}
 
-    postfix_check
-    dovecot_check "$dv/dovecot.conf" "$dv/dovecot-n.txt"
-
-    # Both masters (and so every process they fork) inherit this limit.
-    raise_nofile "$NOFILE"
-
-    local dv_pid
-    postfix_start "$SMTP_PORT"
-
-    # Dovecot daemonizes (master.pid in base_dir).
-    if ! "$DOVECOT_BIN" -c "$dv/dovecot.conf" >"$DIR/dovecot-start.log" 2>&1; then
+# Starts Dovecot (it daemonizes: master.pid in base_dir) and waits for DV_PID to
+# listen on POP3_PORT.
+sut_start_dovecot() {
+    if ! "$DOVECOT_BIN" -c "$DV_DIR/dovecot.conf" >"$DIR/dovecot-start.log" 2>&1; then
         # The daemonized child may write the reason just after the parent has exited.
         wait_file "$DIR/dovecot-start.log" 2 || true
-        die "dovecot failed to start: $(tail -n 5 "$DIR/dovecot-start.log" "$dv_log" 2>/dev/null)"
+        die "dovecot failed to start: $(tail -n 5 "$DIR/dovecot-start.log" "$DV_LOG" 2>/dev/null)"
     fi
-    dv_pid="$(read_pidfile "$dv/base/master.pid")"
-    [[ "$dv_pid" =~ ^[0-9]+$ ]] || die "no Dovecot master pid in $dv/base/master.pid: $(tail -n 5 "$dv_log" 2>/dev/null)"
-    wait_port "$POP3_PORT" "$dv_pid" || die "dovecot did not listen on $POP3_PORT: $(tail -n 5 "$dv_log" 2>/dev/null)"
+    DV_PID="$(read_pidfile "$DV_DIR/base/master.pid")"
+    [[ "$DV_PID" =~ ^[0-9]+$ ]] || die "no Dovecot master pid in $DV_DIR/base/master.pid: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
+    wait_port "$POP3_PORT" "$DV_PID" || die "dovecot did not listen on $POP3_PORT: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
+}
 
+# Both answer with their greeting, and what Dovecot logged at startup.
+sut_check_greetings() {
     local smtp_banner pop3_banner
     smtp_banner="$(probe_greeting "$SMTP_PORT")" || die "no SMTP greeting on 127.0.0.1:$SMTP_PORT"
     [[ "$smtp_banner" == 220* ]] || die "unexpected SMTP greeting: $smtp_banner"
     pop3_banner="$(probe_greeting "$POP3_PORT")" || die "no POP3 greeting on 127.0.0.1:$POP3_PORT"
     [[ "$pop3_banner" == +OK* ]] || die "unexpected POP3 greeting: $pop3_banner"
-    if grep -qiE 'warning|error|fatal' "$dv_log" 2>/dev/null; then
-        log "dovecot logged at startup: $(grep -iE 'warning|error|fatal' "$dv_log" | tail -3)"
+    if grep -qiE 'warning|error|fatal' "$DV_LOG" 2>/dev/null; then
+        log "dovecot logged at startup: $(grep -iE 'warning|error|fatal' "$DV_LOG" | tail -3)"
     fi
+}
 
-    local pf_version dv_version
-    pf_version="$(postfix_version)"
-    dv_version="$("$DOVECOT_BIN" --version)"
+# DIR/sut.env, for mail_sut_load and compare-mail.sh.
+sut_write_env() {
+    PF_VERSION="$(postfix_version)"
+    DV_VERSION="$("$DOVECOT_BIN" --version)"
     {
         printf '# Written by bench/mail-sut.sh start on %s\n' "$(date -Is)"
         printf '%s=%q\n' SMTP_ADDR "127.0.0.1:$SMTP_PORT" POP3_ADDR "127.0.0.1:$POP3_PORT" \
             SINK_ADDR "$SINK" DOMAIN "$DOMAIN" REMOTE_DOMAIN "$REMOTE" USERS "$USERS" \
-            POSTFIX_PID "$PF_MASTER" DOVECOT_PID "$dv_pid" \
-            POSTFIX_VERSION "$pf_version" DOVECOT_VERSION "$dv_version" \
+            POSTFIX_PID "$PF_MASTER" DOVECOT_PID "$DV_PID" \
+            POSTFIX_VERSION "$PF_VERSION" DOVECOT_VERSION "$DV_VERSION" \
             POSTFIX_PACKAGE "$(dpkg-query -W -f '${Version}' postfix 2>/dev/null || echo '?')" \
             DOVECOT_PACKAGE "$(dpkg-query -W -f '${Version}' dovecot-pop3d 2>/dev/null || echo '?')" \
             PASSWD_SOURCE "$PASSWD_SOURCE" PASSWD_COST "$PASSWD_COST" PASSDB "$PASSDB" \
-            POSTFIX_CONF "$PF_CONF" DOVECOT_CONF "$dv/dovecot.conf" VMAIL "$VMAIL" \
-            POSTFIX_LOG "$PF_LOG" DOVECOT_LOG "$dv_log"
+            POSTFIX_CONF "$PF_CONF" DOVECOT_CONF "$DV_DIR/dovecot.conf" VMAIL "$VMAIL" \
+            POSTFIX_LOG "$PF_LOG" DOVECOT_LOG "$DV_LOG"
     } >"$DIR/sut.env"
+}
+
+mail_sut_start() {
+    sut_parse_start "$@"
+    sut_prerequisites
+    sut_prepare_dir
+    sut_choose_ports
+    # PF_CONF, PF_QUEUE, PF_LOG, VMAIL, VMAIL_UID, ... (bench/lib/mail.sh).
+    postfix_layout "$DIR"
+    DV_DIR="$DIR/dovecot" DV_LOG="$DIR/dovecot.log"
+
+    # Whatever fails from here on: stop what was started.
+    SUT_STARTED=""
+    trap 'start_failed' EXIT
+
+    sut_make_dirs
+    sut_write_postfix
+    sut_write_users
+    sut_write_dovecot
+    postfix_check
+    dovecot_check "$DV_DIR/dovecot.conf" "$DV_DIR/dovecot-n.txt"
+
+    # Both masters (and so every process they fork) inherit this limit.
+    raise_nofile "$NOFILE"
+    postfix_start "$SMTP_PORT"
+    sut_start_dovecot
+    sut_check_greetings
+    sut_write_env
     SUT_STARTED=1
-    log "Postfix $pf_version (master $PF_MASTER) on 127.0.0.1:$SMTP_PORT," \
-        "Dovecot $dv_version (master $dv_pid) on 127.0.0.1:$POP3_PORT; $REMOTE relayed to $SINK"
+    log "Postfix $PF_VERSION (master $PF_MASTER) on 127.0.0.1:$SMTP_PORT," \
+        "Dovecot $DV_VERSION (master $DV_PID) on 127.0.0.1:$POP3_PORT; $REMOTE relayed to $SINK"
     printf 'SMTP_ADDR=127.0.0.1:%s\nPOP3_ADDR=127.0.0.1:%s\n' "$SMTP_PORT" "$POP3_PORT"
 }
 
