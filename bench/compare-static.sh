@@ -64,8 +64,7 @@ servers_alive
 
 ROWS=(1k-keepalive 1k-close 10k-keepalive 10k-close 100k-keepalive 100k-close)
 new_raw_csv
-total=$((ROUNDS * ${#ROWS[@]} * 2 * DURATION))
-log "running $ROUNDS rounds x ${#ROWS[@]} rows x 2 servers x ${DURATION}s (~$((total / 60 + 1)) min)"
+announce_rounds
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
     round_order "$r" "${SERVERS[@]}"

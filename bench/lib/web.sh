@@ -236,6 +236,13 @@ measure_row() {
     done
 }
 
+# Logs how many wrk runs ROUNDS x ROWS x SERVERS of DURATION seconds make, and
+# about how long they take.
+announce_rounds() {
+    local total=$((ROUNDS * ${#ROWS[@]} * ${#SERVERS[@]} * DURATION))
+    log "running $ROUNDS rounds x ${#ROWS[@]} rows x ${#SERVERS[@]} servers x ${DURATION}s (~$((total / 60 + 1)) min)"
+}
+
 # warm_up CONNS FILE...: 2 s of wrk per server in SERVERS (the calling script's
 # list, ports in PORT) and file (/FILE.bin), results thrown away.
 warm_up() {
