@@ -2,11 +2,14 @@
 # Stoa vs nginx, static files over loopback, interleaved rounds of wrk.
 #
 #   bench/compare-static.sh [--rounds N] [--duration SECS] [--threads T] [--connections C]
+#                           [--baseline STOA_BINARY]
 #
 # Both servers run one worker with the access log on (to a file). Each round runs
 # wrk against both servers for every row ({1k,10k,100k} x {keep-alive, close}); the
-# server that goes first alternates between rounds. Results go to
-# bench-results/<date>-<host>-static/. See bench/README.md.
+# server that goes first alternates between rounds. --baseline adds a third server,
+# "stoa-base": another stoa binary (an earlier build) run with the same flags, so a
+# change to stoa is judged before/after in the same interleaved rounds. Results go
+# to bench-results/<date>-<host>-static/. See bench/README.md.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -16,12 +19,14 @@ ROUNDS=5
 DURATION=5
 THREADS=1
 CONNS=64
+BASELINE=""
 bench_cmdline "$@"
-parse_args "--rounds=ROUNDS --duration=DURATION --threads=THREADS --connections=CONNS" "$@"
+parse_args "--rounds=ROUNDS --duration=DURATION --threads=THREADS --connections=CONNS --baseline=BASELINE" "$@"
 require_positive "rounds, duration, threads and connections must be positive integers" \
     "$ROUNDS" "$DURATION" "$THREADS" "$CONNS"
 
 ensure_commands nginx:nginx wrk:wrk python3:python3 timeout:coreutils git:git
+[[ -z "$BASELINE" || -x "$BASELINE" ]] || die "--baseline: $BASELINE is not an executable file"
 bench_setup
 bench_begin static
 DOCROOT="$BENCH_TMP/www"
@@ -32,19 +37,39 @@ NGINX_LOG="$BENCH_TMP/nginx-access.log"
 nginx_up "$NGINX_DIR" "$DOCROOT" 75s 4096 "$NGINX_LOG"
 log "nginx (master $NGINX_PID) on 127.0.0.1:$NGINX_PORT"
 
+stoa_args() { # stoa_args ACCESS_LOG: the flags both stoa builds run with
+    STOA_ARGS=(--docroot "$DOCROOT" --workers 1 --access-log "$1" --log-format combined --keepalive-timeout 75s)
+}
+SERVERS=(nginx)
+declare -A PORT=([nginx]="$NGINX_PORT") PID=([nginx]="$NGINX_PID") ACCESS_LOG=([nginx]="$NGINX_LOG")
+if [[ -n "$BASELINE" ]]; then
+    BASE_SHA="$(sha256sum "$BASELINE" | cut -c1-16)"
+    cp "$BASELINE" "$BENCH_TMP/stoa-base"
+    CANDIDATE_BIN="$STOA_BIN"
+    STOA_BIN="$BENCH_TMP/stoa-base"
+    ACCESS_LOG[stoa-base]="$BENCH_TMP/stoa-base-access.log"
+    stoa_args "${ACCESS_LOG[stoa-base]}"
+    start_stoa "$BENCH_TMP/stoa-base-stderr.log" "${STOA_ARGS[@]}"
+    STOA_BIN="$CANDIDATE_BIN"
+    log "stoa-base ($BASELINE, sha256 $BASE_SHA; pid $STOA_PID) on 127.0.0.1:$STOA_PORT"
+    SERVERS+=(stoa-base)
+    PORT[stoa-base]="$STOA_PORT"
+    PID[stoa-base]="$STOA_PID"
+    check_fetch "$STOA_PORT" "$DOCROOT" stoa-base
+fi
 STOA_LOG="$BENCH_TMP/stoa-access.log"
-STOA_ARGS=(--docroot "$DOCROOT" --workers 1 --access-log "$STOA_LOG" --log-format combined --keepalive-timeout 75s)
+stoa_args "$STOA_LOG"
 start_stoa "$BENCH_TMP/stoa-stderr.log" "${STOA_ARGS[@]}"
 log "stoa (pid $STOA_PID) on 127.0.0.1:$STOA_PORT"
+SERVERS+=(stoa)
+PORT[stoa]="$STOA_PORT"
+PID[stoa]="$STOA_PID"
+ACCESS_LOG[stoa]="$STOA_LOG"
 
-MEASURE_PIDS=("$NGINX_PID" "$(nginx_workers "$NGINX_PID")" "$STOA_PID")
+MEASURE_PIDS=("$(nginx_workers "$NGINX_PID")")
+for s in "${SERVERS[@]}"; do MEASURE_PIDS+=("${PID[$s]}"); done
 check_fetch "$NGINX_PORT" "$DOCROOT" nginx
 check_fetch "$STOA_PORT" "$DOCROOT" stoa
-
-SERVERS=(nginx stoa)
-declare -A PORT=([nginx]="$NGINX_PORT" [stoa]="$STOA_PORT")
-declare -A PID=([nginx]="$NGINX_PID" [stoa]="$STOA_PID")
-declare -A ACCESS_LOG=([nginx]="$NGINX_LOG" [stoa]="$STOA_LOG")
 
 after_run() {
     : >"${ACCESS_LOG[$1]}" # keep the disk bounded; both logs stay open and on
@@ -78,6 +103,10 @@ done
 check_background "after the run (servers idle)"
 
 python3 "$BENCH_DIR/summarize.py" "$RAW" nginx stoa | tee "$OUT/summary.txt"
+if [[ -n "$BASELINE" ]]; then
+    echo | tee -a "$OUT/summary.txt"
+    python3 "$BENCH_DIR/summarize.py" "$RAW" stoa-base stoa | tee -a "$OUT/summary.txt"
+fi
 save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
 
 {
@@ -93,6 +122,12 @@ save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
     echo "- $ROUNDS rounds; in each round every row runs against both servers back to back;"
     echo "  nginx goes first in odd rounds, stoa in even ones. 2 s warm-up per server and file first."
     echo "- Access logs are truncated after every run (the servers keep logging)."
+    if [[ -n "$BASELINE" ]]; then
+        echo "- stoa-base: the baseline build \`$BASELINE\` (sha256 $BASE_SHA…), same flags as stoa"
+        echo "  (its own access log); it runs between nginx and stoa in every round, so stoa and"
+        echo "  stoa-base swap the earlier slot from round to round. The second table of"
+        echo "  summary.txt is the ratio stoa/stoa-base."
+    fi
     readme_background
     readme_section Files
     echo "- raw.csv: round,row,server,req_per_sec,transfer (bytes/s),errors (socket errors + non-2xx/3xx),"
