@@ -6,7 +6,9 @@ mod common;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use common::{A_TXT, BIG_LEN, TestServer, assert_rejected, get, pattern};
+use stoa_testkit::http::get;
+
+use common::{A_TXT, BIG_LEN, TestServer, assert_rejected, pattern};
 
 /// `GET <target> HTTP/1.1` whose request line (CRLF excluded) is `len` bytes long.
 fn request_line_of(len: usize) -> Vec<u8> {

@@ -5,7 +5,9 @@ mod common;
 
 use std::io::Write as _;
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, get, pattern, request};
+use stoa_testkit::http::{get, request};
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, pattern};
 
 const FILES: [(&str, &[u8]); 3] = [("/a.txt", A_TXT), ("/b.txt", B_TXT), ("/c.html", C_HTML)];
 

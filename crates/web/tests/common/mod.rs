@@ -1,7 +1,7 @@
-//! Shared harness for the in-process protocol tests: a server on 127.0.0.1:0 with a
-//! temporary document root, and a small raw HTTP/1.1 client over `std::net::TcpStream`,
-//! optionally through a rustls client (with a self-signed certificate made by
-//! `rcgen` for the server's HTTPS listener).
+//! What the web server's in-process protocol tests share beyond `stoa-testkit`: a
+//! server on 127.0.0.1:0 with a temporary document root, and a small raw HTTP/1.1
+//! client over `std::net::TcpStream`, optionally through the kit's rustls client
+//! (trusting a [`TestCert`] made for the server's HTTPS listener).
 //!
 //! Every wait is bounded: sockets get read and write timeouts, and the server guard
 //! triggers shutdown and joins the server thread when dropped.
@@ -18,9 +18,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection};
 use stoa_netkit::shutdown::Trigger;
+use stoa_testkit::TestCert;
+use stoa_testkit::http::{Response, get};
+use stoa_testkit::net::{is_reset, is_timeout};
 use stoa_web::config::{AccessLogTarget, CertKeyFiles, LogFormat, TlsListener};
 use stoa_web::{Config, Server};
 
@@ -41,16 +43,6 @@ pub(crate) const BIG_LEN: usize = 300 * 1024;
 /// Size of `100k.bin`.
 pub(crate) const HUNDRED_K: usize = 100 * 1024;
 
-/// Waits `d` to pace a deliberately slow client (trickled bytes, requests spaced
-/// in time). Never used to wait for the server: that is always a bounded read.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "pacing a slow client is the behaviour under test, not synchronisation"
-)]
-pub(crate) fn pace(d: Duration) {
-    std::thread::sleep(d);
-}
-
 /// Deterministic, non-repeating-looking content for binary files.
 pub(crate) fn pattern(len: usize) -> Vec<u8> {
     (0..len)
@@ -66,7 +58,7 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     pub(crate) fn new() -> Fixture {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = stoa_testkit::temp_dir();
         let f = Fixture { dir };
         for outside in ["x", "x.html", "etc/passwd", "secret.txt"] {
             f.write_outside(outside, SECRET.as_bytes());
@@ -94,11 +86,11 @@ impl Fixture {
 
     /// Writes `rel` (beneath the document root), creating parent directories.
     pub(crate) fn write(&self, rel: &str, bytes: &[u8]) {
-        write_file(&self.root().join(rel), bytes);
+        stoa_testkit::write_file(&self.root().join(rel), bytes);
     }
 
     fn write_outside(&self, rel: &str, bytes: &[u8]) {
-        write_file(&self.dir.path().join(rel), bytes);
+        stoa_testkit::write_file(&self.dir.path().join(rel), bytes);
     }
 
     /// Defaults for tests: two workers, short lingering and a bounded drain.
@@ -139,13 +131,6 @@ impl Fixture {
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).expect("create directories");
-    }
-    std::fs::write(path, bytes).expect("write fixture file");
-}
-
 /// A running server; dropping it triggers shutdown and joins the server thread.
 pub(crate) struct TestServer {
     addr: SocketAddr,
@@ -179,7 +164,10 @@ impl TestServer {
         let mut config = fixture.config();
         config.tls_listen.push(TlsListener {
             addr: "127.0.0.1:0".parse().expect("address"),
-            certs: vec![cert.files.clone()],
+            certs: vec![CertKeyFiles {
+                cert: cert.cert.clone(),
+                key: cert.key.clone(),
+            }],
         });
         edit(&mut config);
         let mut server = fixture.start(config);
@@ -252,66 +240,6 @@ impl Drop for TestServer {
     }
 }
 
-/// `GET path HTTP/1.1` with a `Host` header.
-pub(crate) fn get(path: &str) -> Vec<u8> {
-    format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
-}
-
-/// `METHOD path HTTP/1.1` with a `Host` header and extra header lines.
-pub(crate) fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> Vec<u8> {
-    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
-    for (name, value) in headers {
-        r.push_str(name);
-        r.push_str(": ");
-        r.push_str(value);
-        r.push_str("\r\n");
-    }
-    r.push_str("\r\n");
-    r.into_bytes()
-}
-
-/// One parsed response.
-#[derive(Debug, Clone)]
-pub(crate) struct Response {
-    pub(crate) status: u16,
-    pub(crate) version: String,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Response {
-    /// The first header named `name` (ASCII case-insensitive).
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// How many headers are named `name`.
-    pub(crate) fn header_count(&self, name: &str) -> usize {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .count()
-    }
-
-    /// `Connection: close` was sent.
-    pub(crate) fn closes(&self) -> bool {
-        self.header("Connection")
-            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
-    }
-
-    pub(crate) fn content_length(&self) -> Option<u64> {
-        self.header("Content-Length")
-            .map(|v| v.trim().parse().expect("numeric Content-Length"))
-    }
-
-    pub(crate) fn body_str(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
 /// How a read that brought no bytes ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Closed {
@@ -319,20 +247,6 @@ pub(crate) enum Closed {
     Eof,
     /// The peer reset the connection.
     Reset,
-}
-
-fn is_reset(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-    )
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
 }
 
 /// A raw client connection with its own read buffer, so that pipelined responses can
@@ -390,13 +304,10 @@ impl Client {
         config: &Arc<ClientConfig>,
         name: &str,
     ) -> io::Result<Client> {
-        let mut client = Client::connect(addr);
-        let name = ServerName::try_from(name.to_owned()).expect("a DNS name");
-        let mut conn = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
-        while conn.is_handshaking() {
-            conn.complete_io(&mut client.stream)?;
-        }
-        client.tls = Some(Box::new(conn));
+        let plain = Client::connect(addr);
+        let tls = stoa_testkit::handshake(plain.stream, config, name)?;
+        let mut client = Client::from_stream(tls.sock);
+        client.tls = Some(Box::new(tls.conn));
         Ok(client)
     }
 
@@ -508,34 +419,10 @@ impl Client {
                 ));
             }
         };
-        let text = String::from_utf8_lossy(&self.buf[self.pos..end - 4]).into_owned();
-        let mut lines = text.split("\r\n");
-        let status_line = lines.next().unwrap_or_default();
-        let mut parts = status_line.splitn(3, ' ');
-        let version = parts.next().unwrap_or_default().to_owned();
-        let status: u16 = parts
-            .next()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| bad(format!("bad status line {status_line:?}")))?;
-        if !version.starts_with("HTTP/1.") {
-            return Err(bad(format!("bad status line {status_line:?}")));
-        }
-        let mut headers = Vec::new();
-        for line in lines {
-            let (name, value) = line
-                .split_once(':')
-                .ok_or_else(|| bad(format!("bad header line {line:?}")))?;
-            headers.push((name.to_owned(), value.trim().to_owned()));
-        }
+        let mut response = Response::parse_head(&self.buf[self.pos..end])?;
+        let status = response.status;
         self.pos = end;
-        let mut response = Response {
-            status,
-            version,
-            headers,
-            body: Vec::new(),
-        };
-        let no_body = head || status == 204 || status == 304 || (100..200).contains(&status);
-        if no_body {
+        if response.is_bodiless(head) {
             return Ok(Some(response));
         }
         match response.content_length() {
@@ -717,51 +604,10 @@ pub(crate) fn assert_rejected(server: &TestServer, req: &[u8], status: u16) {
     c.expect_closed();
 }
 
-/// A self-signed certificate and its key, as PEM files and as the DER a client
-/// trusts.
-pub(crate) struct TestCert {
-    pub(crate) files: CertKeyFiles,
-    pub(crate) der: CertificateDer<'static>,
-}
-
-impl TestCert {
-    /// A certificate for `name` (subject alternative name and common name) with a
-    /// P-256 key, written as `name.crt` and `name.key` in `dir`.
-    pub(crate) fn new(dir: &Path, name: &str) -> TestCert {
-        let key = rcgen::KeyPair::generate().expect("generate a key");
-        let mut params =
-            rcgen::CertificateParams::new(vec![name.to_owned()]).expect("certificate parameters");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let cert = params.self_signed(&key).expect("self-sign");
-        let files = CertKeyFiles {
-            cert: dir.join(format!("{name}.crt")),
-            key: dir.join(format!("{name}.key")),
-        };
-        std::fs::write(&files.cert, cert.pem()).expect("write the certificate");
-        std::fs::write(&files.key, key.serialize_pem()).expect("write the key");
-        TestCert {
-            files,
-            der: cert.der().clone(),
-        }
-    }
-}
-
 /// A TLS client configuration trusting `certs`, offering ALPN `http/1.1`.
 pub(crate) fn client_config(certs: &[&TestCert]) -> Arc<ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in certs {
-        roots.add(cert.der.clone()).expect("a usable trust anchor");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
+    let ders: Vec<_> = certs.iter().map(|c| &c.der).collect();
+    stoa_testkit::client_config(&ders, &[b"http/1.1"])
 }
 
 /// Access-log target in `dir`, with the combined format.
