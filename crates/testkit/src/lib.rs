@@ -12,7 +12,7 @@
 //!   a rustls client that trusts them ([`client_config`], [`handshake`]);
 //! - [`net`]: a bounded connect, and telling timeouts and resets apart
 //!   ([`net::is_timeout`], [`net::is_reset`]);
-//! - [`line`]: a CRLF line conversation over TCP, plain or TLS, upgraded in place
+//! - [`mod@line`]: a CRLF line conversation over TCP, plain or TLS, upgraded in place
 //!   for STARTTLS/STLS ([`LineConn`]);
 //! - [`http`]: HTTP/1.x request bytes and a parsed response head
 //!   ([`http::Response`]), under each crate's own HTTP client;

@@ -196,23 +196,12 @@ impl Process {
         timeout: Duration,
         mut pred: impl FnMut(&[String]) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut guard = self.stderr.lines.lock().expect("stderr log lock");
-        loop {
-            if pred(&guard.0) {
-                return true;
-            }
-            let now = Instant::now();
-            if guard.1 || now >= deadline {
-                return false;
-            }
-            guard = self
-                .stderr
-                .changed
-                .wait_timeout(guard, deadline - now)
-                .expect("stderr log lock")
-                .0;
-        }
+        let mut held = false;
+        self.wait_log(timeout, |lines, ended| {
+            held = pred(lines);
+            held || ended
+        });
+        held
     }
 
     /// The first standard-error line for which `pick` gives a value, waiting at
@@ -239,12 +228,21 @@ impl Process {
     }
 
     fn wait_stderr_end(&self, timeout: Duration) {
+        self.wait_log(timeout, |_, ended| ended);
+    }
+
+    /// Waits until `done(lines, ended)` holds for the standard-error log or
+    /// `timeout` passes; returns whether it held.
+    fn wait_log(&self, timeout: Duration, mut done: impl FnMut(&[String], bool) -> bool) -> bool {
         let deadline = Instant::now() + timeout;
         let mut guard = self.stderr.lines.lock().expect("stderr log lock");
-        while !guard.1 {
+        loop {
+            if done(&guard.0, guard.1) {
+                return true;
+            }
             let now = Instant::now();
             if now >= deadline {
-                return;
+                return false;
             }
             guard = self
                 .stderr

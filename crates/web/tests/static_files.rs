@@ -6,9 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use stoa_testkit::http::{Response, get, request};
+use stoa_testkit::http::{Client, Response, get, request};
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, Client, DIR_INDEX, SECRET, TestServer, pattern};
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, DIR_INDEX, SECRET, TestServer, pattern};
 
 fn get_with(c: &mut Client, path: &str, headers: &[(&str, &str)]) -> Response {
     c.roundtrip(&request("GET", path, headers), false)

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use stoa_testkit::http::get;
+use stoa_testkit::http::{Client, Closed, get};
 
-use common::{A_TXT, B_TXT, Client, Closed, TestServer};
+use common::{A_TXT, B_TXT, TestServer};
 use stoa_web::Config;
 
 fn short(c: &mut Config) {

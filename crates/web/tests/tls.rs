@@ -10,9 +10,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use stoa_testkit::http::get;
+use stoa_testkit::http::{Client, Closed, get};
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, Client, Closed, HUNDRED_K, TestServer, pattern};
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, HUNDRED_K, TestServer, pattern};
 
 /// A TLS record: `ClientHello` (handshake) with the given `legacy_version` and
 /// cipher suites, and the extensions any TLS 1.2 server needs to pick an ECDHE
@@ -254,7 +254,7 @@ fn handshakes_in_progress_are_bounded_per_worker() {
     // The slot frees when its handshake ends; the waiting one goes on.
     drop(holder);
     waiting
-        .set_read_timeout(Some(common::READ_TIMEOUT))
+        .set_read_timeout(Some(stoa_testkit::http::DEFAULT_TIMEOUT))
         .expect("timeout");
     waiting
         .read_exact(&mut first)

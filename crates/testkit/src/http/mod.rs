@@ -1,8 +1,12 @@
-//! HTTP/1.x from a test client's side: request bytes, and a response parsed
-//! from its head. Reading the bytes (plain or TLS, buffered for pipelining) and
-//! how strictly to frame the body stay with each crate's client.
+//! HTTP/1.x from a test client's side: request bytes, a response parsed from its
+//! head, and a raw client connection ([`Client`], plain or TLS, buffered for
+//! pipelining) that reads responses and watches how the server closes.
 
 use std::io;
+
+mod client;
+
+pub use client::{Client, Closed, DEFAULT_TIMEOUT};
 
 /// One response: status line, header fields in order, and the body (empty
 /// until its reader fills it).
