@@ -14,8 +14,9 @@
 //!   ([`net::is_timeout`], [`net::is_reset`]);
 //! - [`mod@line`]: a CRLF line conversation over TCP, plain or TLS, upgraded in place
 //!   for STARTTLS/STLS ([`LineConn`]);
-//! - [`http`]: HTTP/1.x request bytes and a parsed response head
-//!   ([`http::Response`]), under each crate's own HTTP client;
+//! - [`http`]: HTTP/1.x request bytes, a parsed response ([`http::Response`]) and
+//!   a raw client connection, plain or TLS, buffered for pipelining, that watches
+//!   how the server closes ([`http::Client`]);
 //! - [`fs`]: temporary directories, fixture files, and a tmpfs for disk-full tests
 //!   ([`Tmpfs`]);
 //! - [`fuzz`]: replaying the committed fuzz corpus through a target
@@ -25,9 +26,10 @@
 //! **Does not** know any Stoa server: it depends on no Stoa crate, so that every
 //! crate (protocol, server or binary) can take it as a `[dev-dependency]`. What a
 //! crate's tests start (its server with its configuration), its fixtures (users,
-//! document roots, messages) and its protocol's reply grammar (SMTP's multi-line
-//! replies, POP3's dot-terminated lists, HTTP responses) stay in that crate's
-//! `tests/common`, built on these pieces.
+//! document roots, messages) and its protocol's reply grammar over [`LineConn`]
+//! (SMTP's multi-line replies, POP3's dot-terminated lists) stay in that crate's
+//! `tests/common`, built on these pieces. Nothing but tests may use the kit: it is
+//! only ever a `[dev-dependency]`.
 //!
 //! Everything here panics with a message that says what was expected instead of
 //! returning errors: it runs only inside tests, where a panic is a failure report.

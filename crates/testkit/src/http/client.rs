@@ -205,6 +205,35 @@ impl Client {
     /// of one. Responses to HEAD, 1xx, 204 and 304 have no body; others are framed
     /// by `Content-Length`, or run to EOF without it.
     pub fn try_read_response(&mut self, head: bool) -> io::Result<Option<Response>> {
+        let Some(mut response) = self.read_head()? else {
+            return Ok(None);
+        };
+        if response.is_bodiless(head) {
+            return Ok(Some(response));
+        }
+        if self.strict && response.content_length().is_none() {
+            return Err(bad(format!(
+                "response without Content-Length: {:?}",
+                response.headers
+            )));
+        }
+        response.body = match response.content_length() {
+            Some(n) => {
+                let n = usize::try_from(n).map_err(|_| bad("huge Content-Length".into()))?;
+                self.read_body(n, response.status)?
+            }
+            None => {
+                while self.fill()? > 0 {}
+                let body = self.buf[self.pos..].to_vec();
+                self.pos = self.buf.len();
+                body
+            }
+        };
+        Ok(Some(response))
+    }
+
+    /// Reads and parses one response head; `Ok(None)` at a clean EOF before it.
+    fn read_head(&mut self) -> io::Result<Option<Response>> {
         let end = loop {
             if let Some(i) = head_end(&self.buf[self.pos..]) {
                 break self.pos + i;
@@ -222,42 +251,27 @@ impl Client {
                 ));
             }
         };
-        let mut response = Response::parse_head(&self.buf[self.pos..end])?;
-        let status = response.status;
+        let response = Response::parse_head(&self.buf[self.pos..end])?;
         self.pos = end;
-        if response.is_bodiless(head) {
-            return Ok(Some(response));
-        }
-        if self.strict && response.content_length().is_none() {
-            return Err(bad(format!(
-                "response without Content-Length: {:?}",
-                response.headers
-            )));
-        }
-        match response.content_length() {
-            Some(n) => {
-                let n = usize::try_from(n).map_err(|_| bad("huge Content-Length".into()))?;
-                while self.buf.len() - self.pos < n {
-                    if self.fill()? == 0 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            format!(
-                                "EOF after {} of {n} body bytes (status {status})",
-                                self.buf.len() - self.pos
-                            ),
-                        ));
-                    }
-                }
-                response.body = self.buf[self.pos..self.pos + n].to_vec();
-                self.pos += n;
-            }
-            None => {
-                while self.fill()? > 0 {}
-                response.body = self.buf[self.pos..].to_vec();
-                self.pos = self.buf.len();
-            }
-        }
         Ok(Some(response))
+    }
+
+    /// Reads a body of exactly `n` bytes (of a response with `status`).
+    fn read_body(&mut self, n: usize, status: u16) -> io::Result<Vec<u8>> {
+        while self.buf.len() - self.pos < n {
+            if self.fill()? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "EOF after {} of {n} body bytes (status {status})",
+                        self.buf.len() - self.pos
+                    ),
+                ));
+            }
+        }
+        let body = self.buf[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        Ok(body)
     }
 
     /// Reads more bytes into the buffer; `Ok(0)` on EOF.
