@@ -14,7 +14,7 @@ use stoa_web99::metrics::{Iteration, SPEED_STEPS, median_iteration};
 use stoa_web99::workload::CLASS_MIX;
 
 use super::Run;
-use super::svg;
+use crate::svg;
 
 /// The notice every report carries.
 pub(crate) const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
@@ -221,7 +221,7 @@ fn text(run: &Run) -> String {
             .map_or(run.args.connections, |i| i.iteration.requested),
         fileset::fileset_mb(run.directories),
         run.directories,
-        run.args.http,
+        super::options::http_label(run.args.http),
         if run.args.static_only {
             "100 % static GET"
         } else {
@@ -580,7 +580,7 @@ fn to_json(run: &Run) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "directories": run.directories,
         "fileset_mb": fileset::fileset_mb(run.directories),
-        "http_version": run.args.http,
+        "http_version": super::options::http_label(run.args.http),
         "profile": {
             "name": run.profile.name,
             "warmup_s": run.profile.warmup.as_secs(),

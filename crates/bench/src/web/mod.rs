@@ -10,12 +10,10 @@
 //! Figures are "SPECweb99-style, not SPEC results": SPEC and SPECweb are trademarks
 //! of the Standard Performance Evaluation Corporation.
 
-pub(crate) mod agent;
 mod control;
-pub(crate) mod mail;
+mod options;
 mod report;
 mod server;
-mod svg;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -27,9 +25,13 @@ use stoa_loadgen::{Live, LiveSnapshot, Plan, Tally};
 use stoa_web99::ads::ResetParams;
 use stoa_web99::fileset;
 use stoa_web99::metrics::{GeneratorStats, Iteration, Validity};
-use stoa_web99::workload::{DEFAULT_DECK, HttpVersion, Targets};
+use stoa_web99::workload::{DEFAULT_DECK, Targets};
 
-use crate::cli::BenchWebArgs;
+use crate::agent;
+use crate::cpu_of;
+pub use options::{FilesetWriter, Options, ProfileName};
+use server::Wiring;
+pub(crate) use server::terminate;
 
 /// Phase lengths of a run.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +94,7 @@ pub(crate) struct IterationResult {
 /// What the report describes.
 #[derive(Debug)]
 pub(crate) struct Run {
-    pub(crate) args: BenchWebArgs,
+    pub(crate) args: Options,
     pub(crate) profile: Profile,
     pub(crate) target: String,
     pub(crate) server_software: String,
@@ -121,7 +123,7 @@ const MAX_TRIALS: usize = 16;
 /// down to a step of 5 % (at least 2 connections). Returns the best passing
 /// iteration (if any) and every trial.
 async fn find_max(
-    args: &BenchWebArgs,
+    args: &Options,
     profile: &Profile,
     ep: &control::Endpoint,
     targets: &Targets,
@@ -179,8 +181,9 @@ async fn find_max(
     Ok((best, trials))
 }
 
-/// Runs the command.
-pub(crate) fn run(args: &BenchWebArgs) -> anyhow::Result<()> {
+/// Runs `stoa bench web`: validation, the iterations (or the `--find-max`
+/// search) and the reports. `write_fileset` makes the built-in target's file set.
+pub fn run(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
     // Thousands of connections need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     // One thread: paced generators are light (thousands fit on one core), and the
@@ -189,12 +192,12 @@ pub(crate) fn run(args: &BenchWebArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the harness runtime")?;
-    runtime.block_on(run_async(args))
+    runtime.block_on(run_async(args, write_fileset))
 }
 
 /// `--print-urls`: the static URLs of each generator's first deck. Stops quietly
 /// when the reader goes away (`| head`).
-fn print_urls(args: &BenchWebArgs, profile: &Profile) {
+fn print_urls(args: &Options, profile: &Profile) {
     use std::io::Write as _;
     let dirs = fileset::directories(args.connections);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -209,15 +212,13 @@ fn print_urls(args: &BenchWebArgs, profile: &Profile) {
     let _ = out.flush();
 }
 
-async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
-    let mut profile = if args.profile == "standard" {
-        STANDARD
-    } else {
-        QUICK
+async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
+    let mut profile = match args.profile {
+        ProfileName::Standard => STANDARD,
+        ProfileName::Quick => QUICK,
     };
-    if let Some(text) = &args.run_time {
-        profile.run = crate::config::parse_duration(text)
-            .map_err(|e| anyhow::anyhow!("--run-time {text}: {e}"))?;
+    if let Some(run) = args.run_time {
+        profile.run = run;
     }
     if args.print_urls {
         print_urls(args, &profile);
@@ -239,7 +240,11 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
             )
         }
         None => {
-            let s = server::BuiltIn::start(args.connections, args.tls).await?;
+            let wiring = Wiring {
+                exe: args.server_exe.clone(),
+                write_fileset: Arc::clone(write_fileset),
+            };
+            let s = server::BuiltIn::start(wiring, args.connections, args.tls).await?;
             let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
                 server_name: "localhost".into(),
                 resume_ratio: args.tls_resume,
@@ -257,11 +262,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
         dynamic: args.dynamic_path.clone(),
         cgi: args.cgi_path.clone(),
         post: args.dynamic_path.clone(),
-        version: if args.http == "1.0" {
-            HttpVersion::Http10
-        } else {
-            HttpVersion::Http11
-        },
+        version: args.http,
     };
     let server_pids: Vec<u32> = match &server {
         Some(s) => s.pid().into_iter().collect(),
@@ -314,7 +315,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
 }
 
 async fn iteration(
-    args: &BenchWebArgs,
+    args: &Options,
     profile: &Profile,
     ep: &control::Endpoint,
     targets: &Targets,
@@ -427,29 +428,8 @@ async fn iteration(
     })
 }
 
-/// CPU time (user + system) of `pids` so far, from `/proc/PID/stat`; `None`
-/// when there are none or one cannot be read.
-pub(crate) fn cpu_of(pids: &[u32]) -> Option<Duration> {
-    if pids.is_empty() {
-        return None;
-    }
-    let ticks = rustix::param::clock_ticks_per_second().max(1);
-    let mut total = 0u64;
-    for pid in pids {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command name, which may hold spaces and ')'.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-        let utime: u64 = fields.get(11)?.parse().ok()?;
-        let stime: u64 = fields.get(12)?.parse().ok()?;
-        total += utime + stime;
-    }
-    Some(Duration::from_micros(total * 1_000_000 / ticks))
-}
-
 /// The generators' TLS settings for an https target named `host`.
-fn tls_plan(args: &BenchWebArgs, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan> {
+fn tls_plan(args: &Options, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan> {
     let ca_pem = match &args.tls_ca {
         Some(path) => Some(
             std::fs::read_to_string(path)

@@ -12,6 +12,7 @@
 //! Figures are "SPECmail2001-style, not SPEC results": SPEC and SPECmail are
 //! trademarks of the Standard Performance Evaluation Corporation.
 
+mod options;
 mod report;
 mod run;
 mod server;
@@ -32,7 +33,8 @@ use stoa_mailgen::init::{self, FillProgress, StoreSample};
 use stoa_mailgen::qos;
 use stoa_mailgen::sink::Sink;
 
-use crate::cli::{BenchMailArgs, BenchMailUsersArgs};
+use crate::cpu_of;
+pub use options::{Options, ProfileName, UsersFormat, UsersOptions};
 use run::{LevelResult, MailRun, Phases, StoreCheck, Trial};
 
 /// The white paper's phases: 5 min warm-up, 60 min measurement, 15 min
@@ -79,8 +81,9 @@ const CHOICES: [&str; 9] = [
     "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates.",
 ];
 
-/// `stoa bench mail`.
-pub(crate) fn run(args: &BenchMailArgs) -> anyhow::Result<()> {
+/// Runs `stoa bench mail`: the sink, the store (filled and checked), the load
+/// levels (or the `--find-max` search) and the reports.
+pub fn run(args: &Options) -> anyhow::Result<()> {
     // Thousands of sessions need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -104,14 +107,7 @@ struct Settings {
     seed: u64,
 }
 
-fn duration(text: Option<&String>, default: Duration, flag: &str) -> anyhow::Result<Duration> {
-    match text {
-        None => Ok(default),
-        Some(t) => crate::config::parse_duration(t).map_err(|e| anyhow::anyhow!("{flag} {t}: {e}")),
-    }
-}
-
-fn settings(args: &BenchMailArgs) -> anyhow::Result<Settings> {
+fn settings(args: &Options) -> anyhow::Result<Settings> {
     let users = match (args.users, args.rate) {
         (Some(u), _) => u,
         (None, Some(r)) => {
@@ -135,10 +131,9 @@ fn settings(args: &BenchMailArgs) -> anyhow::Result<Settings> {
             (rate * 200.0).ceil()
         );
     }
-    let base = if args.profile == "standard" {
-        STANDARD
-    } else {
-        QUICK
+    let base = match args.profile {
+        ProfileName::Standard => STANDARD,
+        ProfileName::Quick => QUICK,
     };
     let phases = Phases {
         profile: if args.warmup.is_some() || args.run_time.is_some() || args.cooldown.is_some() {
@@ -146,30 +141,22 @@ fn settings(args: &BenchMailArgs) -> anyhow::Result<Settings> {
         } else {
             base.profile
         },
-        warmup: duration(args.warmup.as_ref(), base.warmup, "--warmup")?,
-        run: duration(args.run_time.as_ref(), base.run, "--run-time")?,
-        cooldown: duration(args.cooldown.as_ref(), base.cooldown, "--cooldown")?,
+        warmup: args.warmup.unwrap_or(base.warmup),
+        run: args.run_time.unwrap_or(base.run),
+        cooldown: args.cooldown.unwrap_or(base.cooldown),
     };
     if phases.run.is_zero() {
         bail!("--run-time must be longer than zero");
     }
-    let reply_timeout = duration(
-        Some(&args.reply_timeout),
-        Duration::from_secs(60),
-        "--reply-timeout",
-    )?;
+    let reply_timeout = args.reply_timeout;
     if reply_timeout.is_zero() {
         bail!("--reply-timeout must be longer than zero");
     }
-    let drain_limit = duration(
-        args.drain_limit.as_ref(),
-        if base.profile == "standard" {
-            Duration::from_secs(1200)
-        } else {
-            Duration::from_secs(120)
-        },
-        "--drain-limit",
-    )?;
+    let drain_limit = args.drain_limit.unwrap_or(if base.profile == "standard" {
+        Duration::from_secs(1200)
+    } else {
+        Duration::from_secs(120)
+    });
     let seed = args.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -194,7 +181,7 @@ fn resolve(text: &str, flag: &str) -> anyhow::Result<SocketAddr> {
 
 /// The probe share for `rate`: the given one, or 1 % raised so that at least
 /// [`MIN_PROBE_RATE`] probes start per second.
-fn probe_share(args: &BenchMailArgs, rate: f64) -> f64 {
+fn probe_share(args: &Options, rate: f64) -> f64 {
     args.probe_share.unwrap_or_else(|| {
         let smtp = Rates::at(rate).smtp_total();
         if smtp <= 0.0 {
@@ -205,7 +192,7 @@ fn probe_share(args: &BenchMailArgs, rate: f64) -> f64 {
     })
 }
 
-async fn run_async(args: &BenchMailArgs) -> anyhow::Result<()> {
+async fn run_async(args: &Options) -> anyhow::Result<()> {
     let s = settings(args)?;
     let started = http_date();
     let external = args.smtp.is_some();
@@ -225,8 +212,9 @@ async fn run_async(args: &BenchMailArgs) -> anyhow::Result<()> {
     let (smtp, pop3, mut server) = match (&args.smtp, &args.pop3) {
         (Some(smtp), Some(pop3)) => (resolve(smtp, "--smtp")?, resolve(pop3, "--pop3")?, None),
         _ => {
-            let b =
-                server::BuiltIn::start(&args.domain, s.users, &args.password, sink_addr).await?;
+            let exe = crate::stoa_exe(args.server_exe.as_deref())?;
+            let b = server::BuiltIn::start(&exe, &args.domain, s.users, &args.password, sink_addr)
+                .await?;
             (b.smtp, b.pop3, Some(b))
         }
     };
@@ -399,11 +387,7 @@ async fn run_level(
     let live = Arc::new(Live::default());
     let progress = progress(&label, &plan, &live);
     let self_pid = [std::process::id()];
-    let (harness0, server0, machine0) = (
-        super::cpu_of(&self_pid),
-        super::cpu_of(server_pids),
-        machine_busy(),
-    );
+    let (harness0, server0, machine0) = (cpu_of(&self_pid), cpu_of(server_pids), machine_busy());
     let started = Instant::now();
     let tally = engine.run_level(&plan, &live).await;
     let wall = started.elapsed();
@@ -412,8 +396,8 @@ async fn run_level(
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
-    let harness_cpu = diff(harness0, super::cpu_of(&self_pid));
-    let server_cpu = diff(server0, super::cpu_of(server_pids));
+    let harness_cpu = diff(harness0, cpu_of(&self_pid));
+    let server_cpu = diff(server0, cpu_of(server_pids));
     let machine_cpu = diff(machine0, machine_busy());
     let verdict = qos::verdict(&tally);
     eprintln!(
@@ -583,11 +567,7 @@ async fn find_max(
 
 /// Fills the store (resuming from `journal` if given), then waits until the
 /// fill's mail shows in a sample of mailboxes.
-async fn fill_store(
-    engine: &Engine,
-    args: &BenchMailArgs,
-    journal: Option<&Path>,
-) -> anyhow::Result<()> {
+async fn fill_store(engine: &Engine, args: &Options, journal: Option<&Path>) -> anyhow::Result<()> {
     let w = engine.workload();
     let header = format!(
         "stoa-bench-mail-init v1 users={} domain={} store-seed={}",
@@ -771,7 +751,7 @@ async fn settle(
 }
 
 /// Checks a random sample of mailboxes against the steady state.
-async fn check_store(engine: &Engine, args: &BenchMailArgs) -> StoreCheck {
+async fn check_store(engine: &Engine, args: &Options) -> StoreCheck {
     let w = engine.workload();
     let sample: StoreSample =
         init::sample_store(w, args.check_sample.max(1), args.store_seed ^ 0xc4ec, 8).await;
@@ -809,11 +789,11 @@ fn print_store_check(c: &StoreCheck) {
 }
 
 /// `stoa bench mail-users`: the accounts for another server.
-pub(crate) fn write_users(args: &BenchMailUsersArgs) -> anyhow::Result<()> {
+pub fn write_users(args: &UsersOptions) -> anyhow::Result<()> {
     use std::io::BufWriter;
     let domain = stoa_directory::address::normalize_domain(&args.domain)
         .map_err(|e| anyhow::anyhow!("--domain {}: {e}", args.domain))?;
-    let hash = if args.format == "dovecot" {
+    let hash = if args.format == UsersFormat::Dovecot {
         let cost = stoa_directory::password::PasswordCost::default();
         Some(
             stoa_directory::password::hash_password(&args.password, &cost)
@@ -856,18 +836,53 @@ pub(crate) fn write_users(args: &BenchMailUsersArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser as _;
 
-    fn args(extra: &[&str]) -> BenchMailArgs {
-        let mut argv = vec!["stoa", "bench", "mail"];
-        argv.extend_from_slice(extra);
-        match crate::cli::Cli::try_parse_from(argv)
-            .expect("parses")
-            .command
-        {
-            crate::cli::Command::Bench(crate::cli::BenchCommand::Mail(a)) => a,
-            _ => unreachable!("bench mail"),
+    /// The options of `stoa bench mail` plus `extra`, as the binary's defaults
+    /// make them.
+    fn args(extra: &[&str]) -> Options {
+        let mut o = Options {
+            smtp: None,
+            pop3: None,
+            rate: None,
+            users: None,
+            domain: "stoa.test".into(),
+            remote_domain: "remote.test".into(),
+            password: "stoa-bench".into(),
+            sink_listen: None,
+            profile: ProfileName::Quick,
+            warmup: None,
+            run_time: None,
+            cooldown: None,
+            levels: vec![80, 100, 120],
+            find_max: false,
+            init_only: false,
+            init_journal: None,
+            init_connections: 8,
+            check_sample: 200,
+            probe_share: None,
+            reply_timeout: Duration::from_secs(60),
+            threads: 1,
+            drain_limit: None,
+            seed: None,
+            store_seed: 2001,
+            server_software: None,
+            server_pid: Vec::new(),
+            out: None,
+            server_exe: None,
+        };
+        let secs = |v: &str| Duration::from_secs(v.trim_end_matches('s').parse().expect("secs"));
+        for pair in extra.chunks(2) {
+            match pair {
+                ["--rate", v] => o.rate = Some(v.parse().expect("rate")),
+                ["--users", v] => o.users = Some(v.parse().expect("users")),
+                ["--probe-share", v] => o.probe_share = Some(v.parse().expect("share")),
+                ["--profile", "standard"] => o.profile = ProfileName::Standard,
+                ["--run-time", v] => o.run_time = Some(secs(v)),
+                ["--find-max", ..] => o.find_max = true,
+                other => unreachable!("not a test flag: {other:?}"),
+            }
         }
+        o
     }
 
     #[test]
@@ -892,7 +907,9 @@ mod tests {
             ("custom", Duration::from_secs(300))
         );
         assert!(settings(&args(&["--run-time", "0s"])).is_err());
-        assert!(settings(&args(&["--reply-timeout", "soon"])).is_err());
+        let mut zero = args(&[]);
+        zero.reply_timeout = Duration::ZERO;
+        assert!(settings(&zero).is_err());
     }
 
     #[test]

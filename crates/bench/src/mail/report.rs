@@ -18,7 +18,7 @@ use stoa_mailgen::qos::{self, Row};
 use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
 
 use super::run::{LevelResult, MailRun};
-use crate::bench::svg;
+use crate::svg;
 
 /// The notice every report carries.
 pub(crate) const NOTICE: &str = "SPECmail2001-style result; not a SPEC result. SPEC and SPECmail are trademarks of the Standard Performance Evaluation Corporation.";
@@ -1053,7 +1053,7 @@ mod tests {
     use stoa_mailgen::tally::{Failure, Function, LevelTally, SessionRecord, Sized};
 
     use super::*;
-    use crate::bench::mail::run::{Phases, StoreCheck, Trial};
+    use crate::mail::run::{Phases, StoreCheck, Trial};
 
     /// A completed SMTP session: every step in 10 ms, one local and one remote
     /// recipient, a 25,000-byte message; `fail_hello` ends it at HELO.
