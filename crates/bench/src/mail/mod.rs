@@ -238,11 +238,10 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
     // by --init-only, once.
     if !external || args.init_only {
         let journal = if external {
-            Some(
-                args.init_journal
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from("stoa-bench-mail-init.journal")),
-            )
+            Some(match &args.init_journal {
+                Some(path) => path.clone(),
+                None => default_journal(smtp)?,
+            })
         } else {
             None
         };
@@ -602,6 +601,9 @@ async fn fill_store(engine: &Engine, args: &Options, journal: Option<&Path>) -> 
         done.len(),
         args.init_connections
     );
+    if let Some(path) = journal {
+        eprintln!("stoa bench: fill journal {}", path.display());
+    }
     let progress = Arc::new(FillProgress::default());
     let on_done: Arc<dyn Fn(u32) + Send + Sync> = match writer {
         Some(f) => Arc::new(move |u: u32| {
@@ -665,6 +667,17 @@ async fn fill_store(engine: &Engine, args: &Options, journal: Option<&Path>) -> 
         anyhow::anyhow!("{e}{hint}")
     })?;
     settle(engine, args.store_seed, &done).await
+}
+
+/// The fill's journal when `--init-journal` is not given: `init-ADDR.journal`
+/// for the server's SMTP address, in the harness's cache directory (created
+/// here). The journal describes that server's store, so it is kept where every
+/// later `--init-only` against the same server finds it, whatever the current
+/// directory or `--out`.
+pub fn default_journal(smtp: SocketAddr) -> anyhow::Result<PathBuf> {
+    let dir = crate::cache_dir("bench-mail");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir.join(format!("init-{smtp}.journal")))
 }
 
 /// Reads the accounts a previous fill finished; the header must match.

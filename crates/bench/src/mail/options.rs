@@ -48,8 +48,8 @@ pub struct Options {
     pub find_max: bool,
     /// Only fill the store, check it and stop.
     pub init_only: bool,
-    /// The fill's journal; `None`: `stoa-bench-mail-init.journal` in the
-    /// current directory.
+    /// The fill's journal; `None`: [`default_journal`](super::default_journal)
+    /// for the SMTP address.
     pub init_journal: Option<PathBuf>,
     /// Parallel SMTP connections of the fill.
     pub init_connections: u32,
