@@ -35,7 +35,7 @@
 
 pub mod agent;
 pub mod mail;
-mod svg;
+mod report;
 pub mod web;
 
 use std::path::{Path, PathBuf};

@@ -13,8 +13,7 @@
 //! trademarks of the Standard Performance Evaluation Corporation.
 
 mod options;
-mod report;
-mod run;
+pub(crate) mod run;
 mod server;
 
 use std::collections::HashSet;
@@ -331,13 +330,13 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         choices: CHOICES.to_vec(),
     };
     drop(server);
-    let text = report::text(&run);
+    let text = crate::report::mail::text(&run);
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())
         .context("cannot write the report")?;
     if let Some(dir) = &args.out {
-        let paths = report::write_all(&run, dir)?;
+        let paths = crate::report::mail::write_all(&run, dir)?;
         eprintln!(
             "stoa bench: reports in {}",
             paths

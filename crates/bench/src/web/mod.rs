@@ -12,7 +12,7 @@
 
 mod control;
 mod options;
-mod report;
+mod progress;
 mod server;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -29,6 +29,7 @@ use stoa_web99::workload::{DEFAULT_DECK, Targets};
 
 use crate::agent;
 use crate::cpu_of;
+pub(crate) use options::http_label;
 pub use options::{FilesetWriter, Options, ProfileName};
 use server::Wiring;
 pub(crate) use server::terminate;
@@ -311,7 +312,7 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         iterations,
         search,
     };
-    report::emit(&run)
+    crate::report::web::emit(&run)
 }
 
 async fn iteration(
@@ -380,14 +381,14 @@ async fn iteration(
         let live = Arc::new(Live::default());
         let source = Arc::clone(&live);
         let progress =
-            report::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
+            progress::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
         let tally = stoa_loadgen::run(&plan, live).await;
         progress.finish();
         tally
     } else {
         let live = Arc::new(Mutex::new(Vec::new()));
         let source = Arc::clone(&live);
-        let progress = report::Progress::start(
+        let progress = progress::Progress::start(
             index + 1,
             phases,
             Arc::new(move || {
