@@ -226,36 +226,7 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         return Ok(());
     }
     let directories = fileset::directories(args.connections);
-    let (ep, url_root, host, server) = match &args.target {
-        Some(_) if args.tls => {
-            anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
-        }
-        Some(url) => {
-            let t = parse_target(url)?;
-            let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
-            (
-                control::Endpoint::new(t.addr, tls)?,
-                t.root,
-                t.authority,
-                None,
-            )
-        }
-        None => {
-            let wiring = Wiring {
-                exe: args.server_exe.clone(),
-                write_fileset: Arc::clone(write_fileset),
-            };
-            let s = server::BuiltIn::start(wiring, args.connections, args.tls).await?;
-            let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
-                server_name: "localhost".into(),
-                resume_ratio: args.tls_resume,
-                ca_pem: Some(pem),
-                insecure: false,
-            });
-            let ep = control::Endpoint::new(s.addr, tls)?;
-            (ep, String::new(), s.addr.to_string(), Some(s))
-        }
-    };
+    let (ep, url_root, host, server) = connect(args, write_fileset).await?;
     let addr = ep.addr;
     let targets = Targets {
         host,
@@ -324,7 +295,6 @@ async fn iteration(
     index: u32,
     server_pids: &[u32],
 ) -> anyhow::Result<IterationResult> {
-    let directories = fileset::directories(connections);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -353,23 +323,7 @@ async fn iteration(
         profile.run.as_secs(),
         profile.rampdown.as_secs()
     );
-    let plan = Plan {
-        addr: ep.addr,
-        targets: targets.clone(),
-        connections,
-        directories,
-        warmup,
-        run: profile.run,
-        rampdown: profile.rampdown,
-        static_only: args.static_only,
-        expired,
-        client: 0,
-        first_user: 0,
-        deck_size: profile.deck,
-        closed_loop: args.closed_loop,
-        threads: args.threads,
-        tls: ep.tls.clone(),
-    };
+    let plan = plan_of(args, profile, ep, targets, connections, warmup, expired);
     let phases = [
         (if index == 0 { "warm-up" } else { "ramp-up" }, warmup),
         ("run", profile.run),
@@ -377,32 +331,7 @@ async fn iteration(
     ];
     let server_before = cpu_of(server_pids);
     let started = std::time::Instant::now();
-    let tally = if args.agents.is_empty() {
-        let live = Arc::new(Live::default());
-        let source = Arc::clone(&live);
-        let progress =
-            progress::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
-        let tally = stoa_loadgen::run(&plan, live).await;
-        progress.finish();
-        tally
-    } else {
-        let live = Arc::new(Mutex::new(Vec::new()));
-        let source = Arc::clone(&live);
-        let progress = progress::Progress::start(
-            index + 1,
-            phases,
-            Arc::new(move || {
-                let mut sum = LiveSnapshot::default();
-                if let Ok(l) = source.lock() {
-                    l.iter().for_each(|s| sum += *s);
-                }
-                sum
-            }),
-        );
-        let tally = agent::run_remote(&args.agents, &plan, live).await;
-        progress.finish();
-        tally?
-    };
+    let tally = run_load(&args.agents, &plan, index, phases).await?;
     let wall = started.elapsed();
     let server_cpu = server_before
         .zip(cpu_of(server_pids))
@@ -427,6 +356,111 @@ async fn iteration(
         wall,
         server_cpu,
     })
+}
+
+/// Where the load goes: the `--target` server, or the built-in one started
+/// here. Returns the endpoint, the file set's URL root, the `Host` header and
+/// the built-in server (kept running while it is held).
+async fn connect(
+    args: &Options,
+    write_fileset: &FilesetWriter,
+) -> anyhow::Result<(control::Endpoint, String, String, Option<server::BuiltIn>)> {
+    match &args.target {
+        Some(_) if args.tls => {
+            anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
+        }
+        Some(url) => {
+            let t = parse_target(url)?;
+            let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
+            Ok((
+                control::Endpoint::new(t.addr, tls)?,
+                t.root,
+                t.authority,
+                None,
+            ))
+        }
+        None => {
+            let wiring = Wiring {
+                exe: args.server_exe.clone(),
+                write_fileset: Arc::clone(write_fileset),
+            };
+            let s = server::BuiltIn::start(wiring, args.connections, args.tls).await?;
+            let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
+                server_name: "localhost".into(),
+                resume_ratio: args.tls_resume,
+                ca_pem: Some(pem),
+                insecure: false,
+            });
+            let ep = control::Endpoint::new(s.addr, tls)?;
+            Ok((ep, String::new(), s.addr.to_string(), Some(s)))
+        }
+    }
+}
+
+/// The generators' plan for an iteration of `profile` at `connections`, with
+/// its warm-up (or ramp-up) and the ads expired by the reset.
+fn plan_of(
+    args: &Options,
+    profile: &Profile,
+    ep: &control::Endpoint,
+    targets: &Targets,
+    connections: u32,
+    warmup: Duration,
+    expired: [u32; 2],
+) -> Plan {
+    Plan {
+        addr: ep.addr,
+        targets: targets.clone(),
+        connections,
+        directories: fileset::directories(connections),
+        warmup,
+        run: profile.run,
+        rampdown: profile.rampdown,
+        static_only: args.static_only,
+        expired,
+        client: 0,
+        first_user: 0,
+        deck_size: profile.deck,
+        closed_loop: args.closed_loop,
+        threads: args.threads,
+        tls: ep.tls.clone(),
+    }
+}
+
+/// Runs `plan` in this process, or split over the `agents`, with the
+/// iteration's progress line.
+async fn run_load(
+    agents: &[String],
+    plan: &Plan,
+    index: u32,
+    phases: [(&'static str, Duration); 3],
+) -> anyhow::Result<Tally> {
+    if agents.is_empty() {
+        let live = Arc::new(Live::default());
+        let source = Arc::clone(&live);
+        let progress =
+            progress::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
+        let tally = stoa_loadgen::run(plan, live).await;
+        progress.finish();
+        Ok(tally)
+    } else {
+        let live = Arc::new(Mutex::new(Vec::new()));
+        let source = Arc::clone(&live);
+        let progress = progress::Progress::start(
+            index + 1,
+            phases,
+            Arc::new(move || {
+                let mut sum = LiveSnapshot::default();
+                if let Ok(l) = source.lock() {
+                    l.iter().for_each(|s| sum += *s);
+                }
+                sum
+            }),
+        );
+        let tally = agent::run_remote(agents, plan, live).await;
+        progress.finish();
+        tally
+    }
 }
 
 /// The generators' TLS settings for an https target named `host`.
