@@ -12,8 +12,9 @@
 //!   SMTP sink, the store fill and check, the load levels (`stoa-mailgen`), the
 //!   QoS verdict, and the built-in `stoa serve` mail target; plus
 //!   [`mail::write_users`] for measuring another server the same way.
-//! - The reports (text on standard output; text, JSON and HTML with SVG charts
-//!   in `--out`) and the progress lines on standard error.
+//! - `report`: both benchmarks' reports from one document model (text on
+//!   standard output; text, JSON and HTML with SVG charts in `--out`); the
+//!   progress lines on standard error are the runners'.
 //!
 //! It does not parse command lines or configuration files, write the file set
 //! (the binary's `stoa fileset` does, through [`web::FilesetWriter`]), or serve:
