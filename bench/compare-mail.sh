@@ -115,8 +115,10 @@ run_postfix_dovecot() {
     source "$SUT_DIR/sut.env"
     PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
     log "Postfix + Dovecot: SMTP $SMTP_ADDR, POP3 $POP3_ADDR, sink 127.0.0.1:$sink_port"
+    # One fill journal per round: each round's store starts empty, and an earlier
+    # round's journal would make the harness skip its fill.
     args=(--smtp "$SMTP_ADDR" --pop3 "$POP3_ADDR" --sink-listen "127.0.0.1:$sink_port" --users "$USERS"
-        --domain "$DOMAIN")
+        --domain "$DOMAIN" --init-journal "$BENCH_TMP/init-round$r.journal")
     log "round $r: Postfix + Dovecot, init-only (the initial mailboxes)"
     run_harness postfix-dovecot "$r" "$name-init" --init-only "${args[@]}"
     if ((HARNESS_RC == 0)); then
