@@ -22,32 +22,13 @@ ROUNDS=5
 DURATION=5
 THREADS=1
 CONNS=64
-CMDLINE="bench/compare-dynamic.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --duration) DURATION="${2:?}"; shift 2 ;;
-        --connections) CONNS="${2:?}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
-for v in "$ROUNDS" "$DURATION" "$CONNS"; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "rounds, duration and connections must be positive integers"
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --duration=DURATION --connections=CONNS" "$@"
+require_positive "rounds, duration and connections must be positive integers" "$ROUNDS" "$DURATION" "$CONNS"
 
 ensure_commands wrk:wrk python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-
-OUT="$(result_dir dynamic)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin dynamic
 DOCROOT="$BENCH_TMP/www"
 "$STOA_BIN" fileset --connections 1 --dir "$DOCROOT" --cgi-dir "$BENCH_TMP/cgi-bin" >/dev/null
 ALOG="$BENCH_TMP/access.log"
@@ -88,9 +69,8 @@ set_extra() {
     esac
 }
 
-RAW="$OUT/raw.csv"
+new_raw_csv "round,row,req_per_sec,transfer,errors,other_cpu_pct"
 WRKLOG="$OUT/wrk.log"
-echo "round,row,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
 : >"$WRKLOG"
 log "warm-up"
 for row in "${ROWS[@]}"; do
@@ -99,8 +79,8 @@ for row in "${ROWS[@]}"; do
 done
 log "running $ROUNDS rounds x ${#ROWS[@]} rows x ${DURATION}s"
 for ((r = 1; r <= ROUNDS; r++)); do
-    if ((r % 2)); then order=("${ROWS[@]}"); else order=(cgi post cad dynamic static); fi
-    for row in "${order[@]}"; do
+    round_order "$r" "${ROWS[@]}"
+    for row in "${ORDER[@]}"; do
         set_extra "$row"
         run_wrk "$BENCH_TMP/out.txt" "$DURATION" "$THREADS" "$CONNS" "http://127.0.0.1:$PORT_ONE${PATHS[$row]}"
         { echo "=== round $r row $row"; cat "$BENCH_TMP/out.txt"; } >>"$WRKLOG"
@@ -131,33 +111,15 @@ print("no socket errors and no non-2xx responses" if errors == 0 else f"!!! {err
 PY
 
 {
-    echo "# SPECweb99 dynamic API vs static GET"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo
-    echo "## Setup"
-    echo
+    readme_header "SPECweb99 dynamic API vs static GET"
+    readme_section Setup
     echo "- Loopback only; wrk and stoa share the machine's $(nproc) cores."
     echo "- \`stoa fileset --connections 1\`; \`stoa serve --workers 1 --access-log FILE --web99 --cgi-dir DIR\`."
     echo "- Every row targets file_set/dir00000/class1_4 (5,120 bytes, one ad tag)."
     echo "- Load: \`wrk -t$THREADS -c$CONNS -d${DURATION}s --latency\`; CAD adds the cookie header, POST uses a Lua"
     echo "  script with the form and cookie. post.log is fdatasync'ed before every 200 (group commit)."
     echo "- $ROUNDS rounds, row order reversed every other round."
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_background
+    readme_summary
 } >"$OUT/README.md"
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

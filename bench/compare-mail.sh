@@ -26,24 +26,10 @@ SEED=2001
 # The harness's defaults (bench/mail-sut.sh's too): the local and the remote domain.
 DOMAIN=stoa.test
 REMOTE_DOMAIN=remote.test
-CMDLINE="bench/compare-mail.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --users) USERS="${2:?--users needs a value}"; shift 2 ;;
-        --rate-start) RATE_START="${2:?--rate-start needs a value}"; shift 2 ;;
-        --profile) PROFILE="${2:?--profile needs a value}"; shift 2 ;;
-        --rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
-        --run-timeout) RUN_TIMEOUT="${2:?--run-timeout needs a value}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
-for v in "$USERS" "$ROUNDS" "$RUN_TIMEOUT" ${RATE_START:+"$RATE_START"}; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "--users, --rate-start, --rounds and --run-timeout take positive integers"
-done
+bench_cmdline "$@"
+parse_args "--users=USERS --rate-start=RATE_START --profile=PROFILE --rounds=ROUNDS --run-timeout=RUN_TIMEOUT" "$@"
+require_positive "--users, --rate-start, --rounds and --run-timeout take positive integers" \
+    "$USERS" "$ROUNDS" "$RUN_TIMEOUT" ${RATE_START:+"$RATE_START"}
 ((USERS <= 10000000 && ROUNDS <= 20)) || die "settings out of range (users <= 10000000, rounds <= 20)"
 [[ "$PROFILE" =~ ^[a-z0-9_-]+$ ]] || die "--profile: a profile name such as quick"
 
@@ -60,21 +46,12 @@ sut_stop() {
     SUT_UP=""
     "$MAIL_SUT" stop --dir "$SUT_DIR" || log "!!! stopping the Postfix + Dovecot SUT failed"
 }
-cleanup_mail() {
-    sut_stop
-    bench_cleanup
-}
-bench_install_traps
-trap cleanup_mail EXIT
-make_tmp
-build_stoa
-raise_nofile 65536
+bench_on_exit sut_stop
+bench_setup
 "$STOA_BIN" bench mail --help >/dev/null 2>&1 ||
     die "this stoa build has no 'stoa bench mail' (the harness): build a revision that has it"
 
-OUT="$(result_dir mail)"
-wait_idle
-check_background "before the run"
+bench_begin mail
 
 # Paths in recorded commands: $TMP for the temp dir, $OUT for the results.
 show_cmd() {
@@ -138,8 +115,10 @@ run_postfix_dovecot() {
     source "$SUT_DIR/sut.env"
     PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
     log "Postfix + Dovecot: SMTP $SMTP_ADDR, POP3 $POP3_ADDR, sink 127.0.0.1:$sink_port"
+    # One fill journal per round: each round's store starts empty, and an earlier
+    # round's journal would make the harness skip its fill.
     args=(--smtp "$SMTP_ADDR" --pop3 "$POP3_ADDR" --sink-listen "127.0.0.1:$sink_port" --users "$USERS"
-        --domain "$DOMAIN")
+        --domain "$DOMAIN" --init-journal "$BENCH_TMP/init-round$r.journal")
     log "round $r: Postfix + Dovecot, init-only (the initial mailboxes)"
     run_harness postfix-dovecot "$r" "$name-init" --init-only "${args[@]}"
     if ((HARNESS_RC == 0)); then
@@ -178,8 +157,8 @@ save_sut_files() {
 log "running $ROUNDS round(s): stoa and Postfix + Dovecot, $USERS users, profile $PROFILE"
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    if ((r % 2)); then order=(stoa postfix-dovecot); else order=(postfix-dovecot stoa); fi
-    for s in "${order[@]}"; do
+    round_order "$r" stoa postfix-dovecot
+    for s in "${ORDER[@]}"; do
         if [[ "$s" == stoa ]]; then run_stoa "$r"; else run_postfix_dovecot "$r"; fi
     done
 done
@@ -217,20 +196,10 @@ for server, rnd, b, st, d in rows:
 EOF
 
 {
-    echo "# Mail: stoa vs Postfix + Dovecot, \`stoa bench mail --find-max\`"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
+    readme_header "Mail: stoa vs Postfix + Dovecot, \`stoa bench mail --find-max\`"
     echo "- Postfix: ${POSTFIX_VERSION:-?} (Debian ${POSTFIX_PACKAGE:-?})"
     echo "- Dovecot: ${DOVECOT_VERSION:-?} (Debian ${DOVECOT_PACKAGE:-?}, dovecot-pop3d)"
-    echo
-    echo "## Setup"
-    echo
+    readme_section Setup
     echo "- Loopback only (127.0.0.1). The harness and the mail system share the machine's $(nproc) cores;"
     echo "  nothing is pinned."
     echo "- $USERS users user1..user$USERS@$DOMAIN with the harness's default password; mail for"
@@ -251,22 +220,15 @@ EOF
     echo "  default (optimized). Files in postfix-dovecot-config/."
     echo "- $ROUNDS round(s); stoa first in odd rounds, Postfix + Dovecot first in even ones. Harness runs"
     echo "  bounded by --run-timeout $RUN_TIMEOUT s. BENCH_WAIT_IDLE=${BENCH_WAIT_IDLE:-unset}."
-    echo
-    echo "## Commands"
-    echo
+    readme_section Commands
     echo "\$TMP is the script's temp directory, \$OUT this directory, stoa the release binary built from"
     echo "the revision above."
     echo
     echo '```'
     cat "$COMMANDS"
     echo '```'
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Files"
-    echo
+    readme_background
+    readme_section Files
     echo "- stoa/, postfix-dovecot/ (and -rN/ for later rounds): each run's report (result.json and the rest)"
     echo "- NAME.txt, NAME.log: the harness's standard output and error for each run (NAME-init: init-only)"
     echo "- postfix-dovecot-sut.txt/.log: mail-sut.sh's output; postfix-dovecot-sut-problems.txt: warnings and"
@@ -274,12 +236,6 @@ EOF
     echo "- postfix-dovecot-config/: main.cf, master.cf, transport, dovecot.conf, dovecot-n.txt (\`dovecot -n\`),"
     echo "  sql.conf.ext, sut.env, and the first lines of the user map and passwd-file (\$SUT = the SUT directory)"
     echo "- commands.txt: every command run, summary.txt: the table below"
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_summary
 } >"$OUT/README.md"
-
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -22,73 +22,25 @@ SIZE=4096
 CLIENTS=4
 WORKERS=1
 DOVECOT_HASH=stoa
-CMDLINE="bench/compare-pop3.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --users) USERS="${2:?}"; shift 2 ;;
-        --messages) MESSAGES="${2:?}"; shift 2 ;;
-        --size) SIZE="${2:?}"; shift 2 ;;
-        --clients) CLIENTS="${2:?}"; shift 2 ;;
-        --workers) WORKERS="${2:?}"; shift 2 ;;
-        --dovecot-hash) DOVECOT_HASH="${2:?}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
-for v in "$ROUNDS" "$USERS" "$MESSAGES" "$SIZE" "$CLIENTS" "$WORKERS"; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "rounds, users, messages, size, clients and workers must be positive integers"
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --users=USERS --messages=MESSAGES --size=SIZE --clients=CLIENTS --workers=WORKERS
+    --dovecot-hash=DOVECOT_HASH" "$@"
+require_positive "rounds, users, messages, size, clients and workers must be positive integers" \
+    "$ROUNDS" "$USERS" "$MESSAGES" "$SIZE" "$CLIENTS" "$WORKERS"
 ((SIZE >= 256)) || die "--size must be at least 256 bytes"
 ((USERS <= 100000 && MESSAGES <= 1000 && SIZE <= 10000000 && CLIENTS <= 256 && WORKERS <= 64)) ||
     die "settings out of range (users <= 100000, messages <= 1000, size <= 10 MB, clients <= 256, workers <= 64)"
 [[ "$DOVECOT_HASH" == stoa || "$DOVECOT_HASH" == doveadm ]] || die "--dovecot-hash is stoa or doveadm"
 
 [[ "$(id -u)" == 0 ]] || die "run as root (Dovecot's master process needs it)"
-ensure_commands python3:python3 timeout:coreutils git:git dovecot:dovecot-pop3d doveadm:dovecot-pop3d
-[[ -x /usr/lib/dovecot/pop3 ]] || {
-    log "installing: dovecot-pop3d"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dovecot-pop3d >/dev/null
-}
-[[ -x /usr/lib/dovecot/pop3 ]] || die "dovecot-pop3d is not installed (no /usr/lib/dovecot/pop3)"
-DOVECOT_BIN="$(command -v dovecot || echo /usr/sbin/dovecot)"
-DOVEADM_BIN="$(command -v doveadm || echo /usr/bin/doveadm)"
-
-# The system Dovecot (started by the package) must not run beside ours: stop it.
-stop_system_dovecot() {
-    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet dovecot.service 2>/dev/null; then
-        log "stopping the system dovecot.service"
-        timeout 60 systemctl stop dovecot.service dovecot.socket 2>/dev/null || true
-    fi
-    # Without systemd: a master using the default configuration.
-    if [[ -s /run/dovecot/master.pid ]] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
-        log "stopping the system dovecot (pid $(cat /run/dovecot/master.pid))"
-        timeout 60 "$DOVECOT_BIN" stop 2>/dev/null || true
-    fi
-    if [[ -s /run/dovecot/master.pid ]] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
-        die "a system dovecot is still running (pid $(cat /run/dovecot/master.pid)); stop it first"
-    fi
-}
-stop_system_dovecot
-id mail >/dev/null 2>&1 || die "no 'mail' user: Dovecot's mail processes run as it"
-if ! id dovecot >/dev/null 2>&1 || ! id dovenull >/dev/null 2>&1; then
-    die "the dovecot and dovenull users are missing (dovecot-core creates them)"
-fi
+ensure_commands python3:python3 timeout:coreutils git:git
+ensure_dovecot
+require_users mail dovecot dovenull
 MAIL_UID="$(id -u mail)"
 MAIL_GID="$(id -g mail)"
 
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-
-OUT="$(result_dir pop3)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin pop3
 
 # --- messages --------------------------------------------------------------------
 
@@ -137,20 +89,8 @@ done
 
 # start_stoa_mail -> STOA_PID, STOA_SMTP, STOA_POP3 (ports from the "listening" lines).
 start_stoa_mail() {
-    local errlog="$BENCH_TMP/stoa-stderr.log" i
-    : >"$errlog"
-    "$STOA_BIN" "${STOA_ARGS[@]}" 2>>"$errlog" &
-    STOA_PID=$!
-    SERVER_PIDS+=("$STOA_PID")
-    STOA_SMTP="" STOA_POP3=""
-    for ((i = 0; i < 300; i++)); do
-        STOA_SMTP="$(grep -m1 -o 'listening on smtp://127\.0\.0\.1:[0-9]*' "$errlog" | sed 's/.*://' || true)"
-        STOA_POP3="$(grep -m1 -o 'listening on pop3://127\.0\.0\.1:[0-9]*' "$errlog" | sed 's/.*://' || true)"
-        [[ -n "$STOA_SMTP" && -n "$STOA_POP3" ]] && return 0
-        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$errlog")"
-        sleep 0.05
-    done
-    die "stoa did not report its SMTP and POP3 listeners within 15 s: $(tail -n 5 "$errlog")"
+    start_stoa_with "$BENCH_TMP/stoa-stderr.log" "smtp pop3" "${STOA_ARGS[@]}"
+    STOA_SMTP="${STOA_PORTS[smtp]}" STOA_POP3="${STOA_PORTS[pop3]}"
 }
 
 # Messages in every user's stoa mailbox, one "count" per line (u1..uN).
@@ -218,23 +158,13 @@ for ((i = 1; i <= USERS; i++)); do
     printf '%s:%s::::::\n' "$login" "$hash" >>"$DV/users"
 done
 chmod 644 "$DV/users"
-# shellcheck disable=SC2016 # literal dollars in the sed patterns
-STOA_COST="$(sed -n 's/.*\$argon2id\$v=19\$\([^$]*\)\$.*/\1/p' <<<"${STOA_PHC[u1@example.test]:-}")"
-# shellcheck disable=SC2016
-DV_COST="$(sed -n 's/.*\$argon2id\$v=19\$\([^$]*\)\$.*/\1/p' <"$DV/users" | head -1)"
+STOA_COST="$(argon2_cost <<<"${STOA_PHC[u1@example.test]:-}")"
+DV_COST="$(argon2_cost <"$DV/users")"
 
-cat >"$DV/dovecot.conf" <<EOF
-# Private Dovecot for bench/compare-pop3.sh (\$TMP = the benchmark's temp dir).
-protocols = pop3
-listen = 127.0.0.1
-base_dir = $DV/base
-state_dir = $DV/state
-instance_name = stoa-bench-dovecot
-log_path = $DV/dovecot.log
-info_log_path = $DV/dovecot.log
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain
+{
+    dovecot_conf_head "Private Dovecot for bench/compare-pop3.sh (\$TMP = the benchmark's temp dir)." \
+        "$DV" stoa-bench-dovecot "$DV/dovecot.log"
+    cat <<EOF
 mail_location = maildir:$DV_MAIL/%u
 first_valid_uid = $MAIL_UID
 default_internal_user = dovecot
@@ -250,35 +180,19 @@ userdb {
 # Worker budget: $WORKERS login process(es) in high-performance mode (like stoa's
 # $WORKERS event loop(s)); pop3 processes are one per session (Dovecot's model),
 # reused for up to 100 sessions, $WORKERS kept ready.
-service pop3-login {
-  inet_listener pop3 {
-    address = 127.0.0.1
-    port = $DV_PORT
-  }
-  inet_listener pop3s {
-    port = 0
-  }
-  service_count = 0
-  process_min_avail = $WORKERS
-  process_limit = $WORKERS
-}
+EOF
+    dovecot_conf_pop3_login "$DV_PORT" "$WORKERS" "process_limit = $WORKERS"
+    cat <<EOF
 service pop3 {
   service_count = 100
   process_min_avail = $WORKERS
   process_limit = 1024
 }
-service imap-login {
-  inet_listener imap {
-    port = 0
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
 mail_max_userip_connections = 10
 EOF
-"$DOVECOT_BIN" -c "$DV/dovecot.conf" -n >"$DV/dovecot-n.txt" 2>&1 ||
-    die "dovecot rejects its configuration: $(tail -n 5 "$DV/dovecot-n.txt")"
+    dovecot_conf_no_imap
+} >"$DV/dovecot.conf"
+dovecot_check "$DV/dovecot.conf" "$DV/dovecot-n.txt"
 
 start_dovecot() {
     rm -f "$DV/base/master.pid"
@@ -343,42 +257,15 @@ fill_dovecot
 start_dovecot
 run_client "$DV_PORT"
 # What Dovecot runs (to check, e.g., that no auth-worker process verifies passwords).
-DV_PROCS="$(for c in $(nginx_children "$DV_PID"); do cat "/proc/$c/comm" 2>/dev/null; done | sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')"
+DV_PROCS="$(for c in $(child_pids "$DV_PID"); do cat "/proc/$c/comm" 2>/dev/null; done | sort | uniq -c | awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')"
 (($(jget "$CLIENT_JSON" errors) == 0)) || die "sanity run against dovecot had errors: $(tail -n 5 "$BENCH_TMP/client-stderr.log") $(tail -n 3 "$DV/dovecot.log")"
 stop_server "$DV_PID"
 log "sanity runs passed; $MESSAGES messages, $MSG_BYTES bytes per mailbox as stored by stoa"
 
-# --- CPU accounting ------------------------------------------------------------------
-
-# Clock ticks used by a server's process tree: its own threads, its live children's,
-# and its reaped children's (Dovecot forks a pop3 process per session).
-tree_ticks() {
-    local pid="$1" c rest a t=0
-    for c in "$pid" $(nginx_children "$pid"); do
-        rest="$(cat "/proc/$c/stat" 2>/dev/null)" || continue
-        rest="${rest##*) }"
-        read -r -a a <<<"$rest"
-        t=$((t + a[11] + a[12]))
-        [[ "$c" == "$pid" ]] && t=$((t + a[13] + a[14]))
-    done
-    echo "$t"
-}
-snap() { # PID -> "TOTAL BUSY OURS"
-    local u n s idle iow irq sirq rest a ours
-    read -r _ u n s idle iow irq sirq _ </proc/stat
-    ours="$(tree_ticks "$1")"
-    rest="$(cat "/proc/$$/stat")"
-    rest="${rest##*) }"
-    read -r -a a <<<"$rest"
-    ours=$((ours + a[11] + a[12] + a[13] + a[14]))
-    echo "$((u + n + s + idle + iow + irq + sirq)) $((u + n + s + irq + sirq)) $ours $(tree_ticks "$1")"
-}
-
 # --- rounds --------------------------------------------------------------------------
 
-RAW="$OUT/raw.csv"
+new_raw_csv
 LOG="$OUT/sessions.log"
-echo "round,row,server,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
 CPU_CSV="$OUT/server-cpu.csv"
 echo "round,row,server,cpu_ms_per_session" >"$CPU_CSV"
 : >"$LOG"
@@ -396,9 +283,11 @@ measure() {
     fi
     [[ "$row" == pop3-login-only ]] && extra=(--login-only)
     : >"$BENCH_TMP/client-stderr.log"
-    s0="$(snap "$pid")"
+    # "TOTAL BUSY OURS SERVER": the server's process tree (Dovecot forks a pop3
+    # process per session), the client, and the server alone.
+    s0="$(cpu_snapshot "tree:$pid") $(tree_ticks "$pid")"
     run_client "$port" "${extra[@]}"
-    s1="$(snap "$pid")"
+    s1="$(cpu_snapshot "tree:$pid") $(tree_ticks "$pid")"
     other="$(other_cpu_pct "${s0% *}" "${s1% *}")"
     srv_ticks=$((${s1##* } - ${s0##* }))
     kill -0 "$pid" 2>/dev/null || die "$s died during round $r $row"
@@ -432,14 +321,14 @@ measure() {
 log "running $ROUNDS rounds x 2 rows x 2 servers, $USERS users x $MESSAGES messages, $CLIENTS client processes"
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    if ((r % 2)); then order=(dovecot stoa); else order=(stoa dovecot); fi
+    round_order "$r" dovecot stoa
     # Fill both: stoa through SMTP (then stopped, so its login cache starts empty), Dovecot as files.
     start_stoa_mail
     fill_stoa
     stop_server "$STOA_PID"
     fill_dovecot
-    for s in "${order[@]}"; do measure "$r" pop3-session "$s"; done
-    for s in "${order[@]}"; do measure "$r" pop3-login-only "$s"; done
+    for s in "${ORDER[@]}"; do measure "$r" pop3-session "$s"; done
+    for s in "${ORDER[@]}"; do measure "$r" pop3-login-only "$s"; done
 done
 
 check_background "after the run (servers stopped)"
@@ -466,24 +355,14 @@ for row in dict.fromkeys(k[0] for k in d):
         cells.append(f"{s} {statistics.median(v):.1f} [{min(v):.1f}-{max(v):.1f}]" if v else f"{s} n/a")
     print(f"{row:<22} " + "   ".join(cells))
 EOF
-sed "s#$BENCH_TMP#\$TMP#g" "$DV/dovecot.conf" >"$OUT/dovecot.conf"
-sed "s#$BENCH_TMP#\$TMP#g" "$STOA_CONF" >"$OUT/stoa.toml"
+save_config "$DV/dovecot.conf" "$OUT/dovecot.conf"
+save_config "$STOA_CONF" "$OUT/stoa.toml"
 
 {
-    echo "# POP3 sessions: stoa vs Dovecot"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
+    readme_header "POP3 sessions: stoa vs Dovecot"
     echo "- Dovecot: $("$DOVECOT_BIN" --version) (Debian $(dpkg-query -W -f '${Version}' dovecot-pop3d 2>/dev/null || echo '?'))"
     echo "- Python: $(python3 --version 2>&1)"
-    echo
-    echo "## Setup"
-    echo
+    readme_section Setup
     echo "- Loopback only (127.0.0.1). Client and servers share the machine's $(nproc) cores."
     echo "- Users u1..u$USERS@example.test, password pw-u<i>, on both servers."
     echo "- Messages: $MESSAGES per user per round, each a fixed ${SIZE}-byte text message (header + 72-column"
@@ -517,24 +396,13 @@ sed "s#$BENCH_TMP#\$TMP#g" "$STOA_CONF" >"$OUT/stoa.toml"
     echo "  Checked: STAT count, RETR octets = LIST size, every body byte-identical to a template (once each);"
     echo "  after each run every mailbox must be empty. Any failure is an error."
     echo "- $ROUNDS rounds; Dovecot first in odd rounds, stoa in even ones; both rows per round."
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Files"
-    echo
+    readme_background
+    readme_section Files
     echo "- raw.csv: round,row,server,req_per_sec (= sessions/s),transfer (bytes retrieved/s),errors,"
     echo "  other_cpu_pct (% of all CPU used by processes other than the client and the server's process tree)"
     echo "- summary.txt: medians over rounds and the per-round ratio stoa/dovecot (median, min, max)"
     echo "- server-cpu.csv: round,row,server,cpu_ms_per_session (the server's CPU time / users)"
     echo "- sessions.log: every client result with the server's CPU seconds; dovecot.conf, stoa.toml"
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_summary
 } >"$OUT/README.md"
-
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -17,39 +17,16 @@ DURATION=5
 THREADS=1
 CONN_LIST="64,256"
 ACCESS_LOG=on
-CMDLINE="bench/compare-runtime.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --duration) DURATION="${2:?}"; shift 2 ;;
-        --threads) THREADS="${2:?}"; shift 2 ;;
-        --connections) CONN_LIST="${2:?}"; shift 2 ;;
-        --access-log) ACCESS_LOG="${2:?}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
-for v in "$ROUNDS" "$DURATION" "$THREADS"; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "rounds, duration and threads must be positive integers"
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --duration=DURATION --threads=THREADS --connections=CONN_LIST --access-log=ACCESS_LOG" "$@"
+require_positive "rounds, duration and threads must be positive integers" "$ROUNDS" "$DURATION" "$THREADS"
 IFS=',' read -r -a CONNS_ARR <<<"$CONN_LIST"
-for v in "${CONNS_ARR[@]}"; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "--connections takes a comma-separated list of positive integers"
-done
+require_positive "--connections takes a comma-separated list of positive integers" "${CONNS_ARR[@]}"
 [[ "$ACCESS_LOG" == on || "$ACCESS_LOG" == off ]] || die "--access-log is on or off"
 
 ensure_commands wrk:wrk python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-
-OUT="$(result_dir runtime)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin runtime
 DOCROOT="$BENCH_TMP/www"
 make_docroot "$DOCROOT"
 
@@ -67,31 +44,20 @@ done
 
 MEASURE_PIDS=("${PID[@]}")
 
-check_alive() {
-    local s
-    for s in "${SERVERS[@]}"; do
-        kill -0 "${PID[$s]}" 2>/dev/null || die "stoa --runtime $s (pid ${PID[$s]}) died"
-    done
-}
-after_run() {
-    truncate_logs
-    check_alive
-}
 truncate_logs() {
     local s
     for s in "${SERVERS[@]}"; do
         [[ "${ALOG[$s]}" == off ]] || : >"${ALOG[$s]}"
     done
 }
+after_run() {
+    truncate_logs
+    servers_alive "stoa --runtime"
+}
 
-log "warm-up: 2 s of wrk per server and file"
-for s in "${SERVERS[@]}"; do
-    for f in 1k 100k; do
-        run_wrk "$BENCH_TMP/warmup.txt" 2 "$THREADS" "${CONNS_ARR[0]}" "http://127.0.0.1:${PORT[$s]}/$f.bin"
-    done
-done
+warm_up "${CONNS_ARR[0]}" 1k 100k
 truncate_logs
-check_alive
+servers_alive "stoa --runtime"
 
 ROWS=()
 for c in "${CONNS_ARR[@]}"; do
@@ -102,17 +68,15 @@ done
 
 WRKLOG="$OUT/wrk.log"
 : >"$WRKLOG"
-RAW="$OUT/raw.csv"
-echo "round,row,server,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
-total=$((ROUNDS * ${#ROWS[@]} * 2 * DURATION))
-log "running $ROUNDS rounds x ${#ROWS[@]} rows x 2 servers x ${DURATION}s (~$((total / 60 + 1)) min)"
+new_raw_csv
+announce_rounds
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    if ((r % 2)); then order=(per-core multi-thread); else order=(multi-thread per-core); fi
+    round_order "$r" "${SERVERS[@]}"
     for row in "${ROWS[@]}"; do
         IFS=- read -r file mode conns <<<"$row"
         conns="${conns#c}"
-        measure_row "$r" "$row" "/$file.bin" "$mode" "$conns" "${order[@]}"
+        measure_row "$r" "$row" "/$file.bin" "$mode" "$conns" "${ORDER[@]}"
     done
 done
 
@@ -121,18 +85,8 @@ check_background "after the run (servers idle)"
 python3 "$BENCH_DIR/summarize.py" "$RAW" multi-thread per-core | tee "$OUT/summary.txt"
 
 {
-    echo "# Stoa runtime model: per-core vs multi-thread"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo
-    echo "## Setup"
-    echo
+    readme_header "Stoa runtime model: per-core vs multi-thread"
+    readme_section Setup
     echo "- Loopback only. wrk and the servers share the machine's $(nproc) cores."
     echo "- Both: \`stoa serve --listen 127.0.0.1:0 --workers 2 --runtime per-core|multi-thread"
     echo "  --access-log $([[ $ACCESS_LOG == on ]] && echo FILE || echo off) --log-format combined --keepalive-timeout 75s\`."
@@ -142,23 +96,12 @@ python3 "$BENCH_DIR/summarize.py" "$RAW" multi-thread per-core | tee "$OUT/summa
     echo "  \`-H 'Connection: close'\` for the close rows."
     echo "- $ROUNDS rounds; in each round every row runs against both back to back; per-core goes first in"
     echo "  odd rounds, multi-thread in even ones. 2 s warm-up per server and file first."
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Files"
-    echo
+    readme_background
+    readme_section Files
     echo "- raw.csv: round,row,server,req_per_sec,transfer (bytes/s),errors (socket errors + non-2xx/3xx),"
     echo "  other_cpu_pct (% of all CPU used by processes other than wrk and the servers during the run)"
     echo "- summary.txt: medians over rounds and the per-round ratio per-core/multi-thread (median, min, max)"
     echo "- wrk.log: every wrk output"
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_summary
 } >"$OUT/README.md"
-
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -21,25 +21,11 @@ SESSIONS=10
 STOA_WORKERS=1
 DELIVERY_TIMEOUT=300
 RUN_TIMEOUT=600
-CMDLINE="bench/compare-smtp.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --messages) MESSAGES="${2:?}"; shift 2 ;;
-        --sessions) SESSIONS="${2:?}"; shift 2 ;;
-        --workers) STOA_WORKERS="${2:?}"; shift 2 ;;
-        --delivery-timeout) DELIVERY_TIMEOUT="${2:?}"; shift 2 ;;
-        --run-timeout) RUN_TIMEOUT="${2:?}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
-for v in "$ROUNDS" "$MESSAGES" "$SESSIONS" "$STOA_WORKERS" "$DELIVERY_TIMEOUT" "$RUN_TIMEOUT"; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "every option takes a positive integer"
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --messages=MESSAGES --sessions=SESSIONS --workers=STOA_WORKERS
+    --delivery-timeout=DELIVERY_TIMEOUT --run-timeout=RUN_TIMEOUT" "$@"
+require_positive "every option takes a positive integer" \
+    "$ROUNDS" "$MESSAGES" "$SESSIONS" "$STOA_WORKERS" "$DELIVERY_TIMEOUT" "$RUN_TIMEOUT"
 ((SESSIONS <= 1000)) || die "--sessions: at most 1000"
 
 # smtp-source -r N -t u@example.test sends to u@, 2u@, ..., Nu@example.test.
@@ -49,34 +35,10 @@ USERS=("$RCPT_BASE")
 for ((i = 2; i <= MAX_RCPTS; i++)); do USERS+=("${i}$RCPT_BASE"); done
 SENDER="bench@client.test"
 
-# --- prerequisites -------------------------------------------------------------
-
-# Installs Postfix without configuring it (so Debian starts no system instance), and
-# makes sure no system instance runs: only our private instance may use the CPU.
-ensure_postfix() {
-    if [[ ! -x /usr/sbin/postfix || ! -x /usr/sbin/smtp-source || ! -x /usr/sbin/postmap ]]; then
-        [[ "$(id -u)" == 0 ]] || die "postfix is not installed and we are not root: install it first"
-        log "installing postfix (debconf: No configuration)"
-        echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq postfix >/dev/null
-    fi
-    if [[ -d /run/systemd/system ]] && systemctl is-active --quiet postfix 2>/dev/null; then
-        log "stopping the system postfix service"
-        systemctl stop postfix || true
-    fi
-    if [[ -f /etc/postfix/main.cf ]] && timeout 20 /usr/sbin/postfix status >/dev/null 2>&1; then
-        log "stopping the system postfix instance (/etc/postfix)"
-        timeout 60 /usr/sbin/postfix stop >/dev/null 2>&1 || true
-    fi
-}
-
 [[ "$(id -u)" == 0 ]] || die "run as root: Postfix's master must start as root"
 ensure_commands python3:python3 timeout:coreutils git:git find:findutils
 ensure_postfix
-bench_install_traps
-make_tmp
-build_stoa
+bench_setup 0
 
 # Disk: the 100k-10rcpt row puts MESSAGES x 10 copies of ~101 KiB into Postfix's
 # Maildirs (one per recipient) before they are removed; stoa stores one per message.
@@ -85,138 +47,29 @@ free_kib="$(df -Pk "$BENCH_TMP" | awk 'NR == 2 { print $4 }')"
 ((free_kib >= need_kib)) ||
     die "$((free_kib / 1024)) MiB free under $BENCH_TMP, need about $((need_kib / 1024)) MiB for --messages $MESSAGES"
 
-OUT="$(result_dir smtp)"
-wait_idle
-check_background "before the run"
+bench_begin smtp
 
 # --- Postfix -------------------------------------------------------------------------
 
-PF_CONF="$BENCH_TMP/postfix"      # main.cf, master.cf, vmailbox
-PF_QUEUE="$BENCH_TMP/postfix-queue"
-PF_DATA="$BENCH_TMP/postfix-data"
-PF_LOG="$BENCH_TMP/postfix.log"
-VMAIL="$BENCH_TMP/vmail"          # virtual_mailbox_base: VMAIL/USER/Maildir/
+postfix_layout "$BENCH_TMP"
 PF_PORT="$(free_port)"
-PF_RUNNING=""
-PF_MASTER=""
-VMAIL_UID="$(id -u nobody)"
-VMAIL_GID="$(id -g nobody)"
-((VMAIL_UID >= 100)) || die "user nobody has uid $VMAIL_UID, below Postfix's virtual_minimum_uid"
+bench_on_exit postfix_stop
 
-postfix_stop() {
-    [[ -n "$PF_RUNNING" ]] || return 0
-    PF_RUNNING=""
-    timeout 60 /usr/sbin/postfix -c "$PF_CONF" stop >/dev/null 2>&1 || true
-    # `postfix stop` returns before the master has exited; wait for it (bounded).
-    if [[ -n "$PF_MASTER" ]]; then
-        local i
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$PF_MASTER" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$PF_MASTER" 2>/dev/null; then
-            log "the postfix master ignored postfix stop for 10 s; sending SIGKILL"
-            kill -KILL "$PF_MASTER" 2>/dev/null || true
-        fi
-    fi
-}
-cleanup_smtp() {
-    postfix_stop
-    bench_cleanup
-}
-trap cleanup_smtp EXIT
-
-mkdir -p "$PF_CONF" "$PF_QUEUE" "$PF_DATA" "$VMAIL"
-chown "$VMAIL_UID:$VMAIL_GID" "$VMAIL"
-chown postfix "$PF_DATA"
-cat >"$PF_CONF/main.cf" <<EOF
-# Private Postfix instance for bench/compare-smtp.sh (\$TMP = its temp directory).
-compatibility_level = 3.6
-queue_directory = $PF_QUEUE
-data_directory = $PF_DATA
-mail_owner = postfix
-setgid_group = postdrop
-myhostname = mx.bench.invalid
-mydomain = bench.invalid
-myorigin = \$myhostname
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
-mynetworks = 127.0.0.0/8
-
-# No local(8) domain: example.test is a virtual mailbox domain, which must not also
-# be in mydestination. virtual(8) needs no system users.
-mydestination =
-local_recipient_maps =
-alias_maps =
-alias_database =
-virtual_mailbox_domains = example.test
-virtual_mailbox_base = $VMAIL
-virtual_mailbox_maps = hash:$PF_CONF/vmailbox
-virtual_uid_maps = static:$VMAIL_UID
-virtual_gid_maps = static:$VMAIL_GID
-virtual_transport = virtual
-
-# Load: no per-client limits (all load comes from 127.0.0.1), no reverse DNS.
-smtpd_client_connection_rate_limit = 0
-smtpd_client_connection_count_limit = 0
-smtpd_client_message_rate_limit = 0
-smtpd_client_recipient_rate_limit = 0
-smtpd_peername_lookup = no
+write_postfix_main_cf "Private Postfix instance for bench/compare-smtp.sh (\$TMP = its temp directory)." \
+    mx.bench.invalid example.test "
 # Processes per service (smtpd's own limit is in master.cf: one per session).
 # 20 is also Postfix's default delivery concurrency per destination, and stoa's
 # default max_deliveries.
 default_process_limit = 20
 # Same as stoa's defaults.
-message_size_limit = 10240000
-smtpd_recipient_limit = 1000
-biff = no
-
-# Logging to a file through postlogd (Postfix 3.4+).
-maillog_file = $PF_LOG
-maillog_file_prefixes = $BENCH_TMP
-EOF
-cat >"$PF_CONF/master.cf" <<EOF
-# service type  private unpriv  chroot  wakeup  maxproc command
-127.0.0.1:$PF_PORT inet n -       n       -       $SESSIONS smtpd
-pickup    unix  n       -       n       60      1       pickup
-cleanup   unix  n       -       n       -       0       cleanup
-qmgr      unix  n       -       n       300     1       qmgr
-rewrite   unix  -       -       n       -       -       trivial-rewrite
-bounce    unix  -       -       n       -       0       bounce
-defer     unix  -       -       n       -       0       bounce
-trace     unix  -       -       n       -       0       bounce
-verify    unix  -       -       n       -       1       verify
-flush     unix  n       -       n       1000?   0       flush
-proxymap  unix  -       -       n       -       -       proxymap
-proxywrite unix -       -       n       -       1       proxymap
-smtp      unix  -       -       n       -       -       smtp
-relay     unix  -       -       n       -       -       smtp
-showq     unix  n       -       n       -       -       showq
-error     unix  -       -       n       -       -       error
-retry     unix  -       -       n       -       -       error
-discard   unix  -       -       n       -       -       discard
-local     unix  -       n       n       -       -       local
-virtual   unix  -       n       n       -       -       virtual
-anvil     unix  -       -       n       -       1       anvil
-scache    unix  -       -       n       -       1       scache
-postlog   unix-dgram n  -       n       -       1       postlogd
-EOF
+message_size_limit = 10240000"
+write_postfix_master_cf "$PF_PORT" "$SESSIONS"
 : >"$PF_CONF/vmailbox"
 for u in "${USERS[@]}"; do printf '%s %s/Maildir/\n' "$u" "${u%@*}" >>"$PF_CONF/vmailbox"; done
 /usr/sbin/postmap -c "$PF_CONF" "hash:$PF_CONF/vmailbox"
-timeout 60 /usr/sbin/postfix -c "$PF_CONF" check >"$BENCH_TMP/postfix-check.log" 2>&1 ||
-    die "postfix check failed: $(tail -n 5 "$BENCH_TMP/postfix-check.log")"
-PF_RUNNING=1
-timeout 60 /usr/sbin/postfix -c "$PF_CONF" start >"$BENCH_TMP/postfix-start.log" 2>&1 ||
-    die "postfix start failed: $(tail -n 5 "$BENCH_TMP/postfix-start.log" "$PF_LOG" 2>/dev/null)"
-for ((i = 0; i < 200; i++)); do
-    [[ -s "$PF_QUEUE/pid/master.pid" ]] && break
-    sleep 0.05
-done
-PF_MASTER="$(tr -d ' \n' <"$PF_QUEUE/pid/master.pid" 2>/dev/null || true)"
-[[ "$PF_MASTER" =~ ^[0-9]+$ ]] || die "no Postfix master pid in $PF_QUEUE/pid/master.pid"
-wait_port "$PF_PORT" "$PF_MASTER" || die "postfix did not listen on $PF_PORT: $(tail -n 5 "$PF_LOG" 2>/dev/null)"
-log "postfix $(/usr/sbin/postconf -c "$PF_CONF" -h mail_version) (master $PF_MASTER) on 127.0.0.1:$PF_PORT"
+postfix_check
+postfix_start "$PF_PORT"
+log "postfix $(postfix_version) (master $PF_MASTER) on 127.0.0.1:$PF_PORT"
 
 # --- Stoa ------------------------------------------------------------------------------
 
@@ -235,21 +88,8 @@ max_connections_per_client = 0
 EOF
 STOA_ARGS=(--config "$BENCH_TMP/stoa.toml" --mail-dir "$STOA_MAIL" --smtp-listen 127.0.0.1:0
     --domain example.test --workers "$STOA_WORKERS")
-: >"$STOA_ERR"
-"$STOA_BIN" serve "${STOA_ARGS[@]}" 2>>"$STOA_ERR" &
-STOA_PID=$!
-SERVER_PIDS+=("$STOA_PID")
-STOA_PORT=""
-for ((i = 0; i < 300; i++)); do
-    line="$(grep -m1 -o 'stoa: listening on smtp://127\.0\.0\.1:[0-9]*' "$STOA_ERR" || true)"
-    if [[ -n "$line" ]]; then
-        STOA_PORT="${line##*:}"
-        break
-    fi
-    kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$STOA_ERR")"
-    sleep 0.05
-done
-[[ -n "$STOA_PORT" ]] || die "stoa did not report listening within 15 s: $(tail -n 5 "$STOA_ERR")"
+start_stoa_with "$STOA_ERR" smtp serve "${STOA_ARGS[@]}"
+STOA_PORT="${STOA_PORTS[smtp]}"
 log "stoa (pid $STOA_PID) on 127.0.0.1:$STOA_PORT"
 
 declare -A PORT=([postfix]="$PF_PORT" [stoa]="$STOA_PORT")
@@ -288,29 +128,6 @@ clear_delivered() {
     find "$root" -type f -delete
 }
 
-# CPU accounting: like lib.sh's cpu_snapshot, but the measured processes are the
-# Postfix master with its children (which come and go: the time of the exited ones is
-# in the master's cutime/cstime) and stoa (all threads), plus this shell's children
-# (smtp-source, find).
-proc_ticks() {
-    local rest a
-    rest="$(cat "/proc/$1/stat" 2>/dev/null)" || { echo 0; return 0; }
-    rest="${rest##*) }"
-    read -r -a a <<<"$rest"
-    echo $((a[11] + a[12] + ${2:-0} * (a[13] + a[14])))
-}
-smtp_cpu_snapshot() {
-    local u n s idle iow irq sirq ours=0 c
-    read -r _ u n s idle iow irq sirq _ </proc/stat
-    ours=$((ours + $(proc_ticks "$STOA_PID")))
-    ours=$((ours + $(proc_ticks "$PF_MASTER" 1)))
-    for c in $(nginx_children "$PF_MASTER"); do
-        ours=$((ours + $(proc_ticks "$c")))
-    done
-    ours=$((ours + $(proc_ticks $$ 1)))
-    echo "$((u + n + s + idle + iow + irq + sirq)) $((u + n + s + irq + sirq)) $ours"
-}
-
 # run_smtp SERVER SIZE RCPTS MESSAGES LABEL -> sets ACC_RATE, ACC_XFER, ACC_ERR,
 # DEL_RATE, DEL_XFER, DEL_ERR, OTHER_CPU, RUN_NOTE. Appends the details to $RUNLOG.
 run_smtp() {
@@ -320,7 +137,7 @@ run_smtp() {
     clear_delivered "$s"
     n="$(count_delivered "$s")"
     ((n == 0)) || die "$s: $n messages left in the mailboxes before a run"
-    snap0="$(smtp_cpu_snapshot)"
+    snap0="$(cpu_snapshot "$STOA_PID" "tree:$PF_MASTER")"
     t0="$(date +%s.%N)"
     timeout --kill-after=5 "$RUN_TIMEOUT" /usr/sbin/smtp-source -c -s "$SESSIONS" -m "$msgs" \
         -l "$size" -r "$rcpts" -f "$SENDER" -t "$RCPT_BASE" -M client.test \
@@ -337,7 +154,7 @@ run_smtp() {
         ((SECONDS - start < DELIVERY_TIMEOUT)) || break
         sleep 0.1
     done
-    snap1="$(smtp_cpu_snapshot)"
+    snap1="$(cpu_snapshot "$STOA_PID" "tree:$PF_MASTER")"
     OTHER_CPU="$(other_cpu_pct "$snap0" "$snap1")"
     # Anything beyond the expected count (duplicates, leftovers) shows up here.
     sleep 1
@@ -432,12 +249,11 @@ done
 
 ROWS=(4k-1rcpt 4k-10rcpt 100k-1rcpt 100k-10rcpt)
 declare -A SIZE=([4k]=4096 [100k]=102400)
-RAW="$OUT/raw.csv"
-echo "round,row,server,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
+new_raw_csv
 log "running $ROUNDS rounds x ${#ROWS[@]} rows x 2 servers, $MESSAGES messages each, $SESSIONS sessions"
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    if ((r % 2)); then order=(postfix stoa); else order=(stoa postfix); fi
+    round_order "$r" postfix stoa
     for row in "${ROWS[@]}"; do
         sz="${SIZE[${row%%-*}]}"
         rc_n="${row#*-}"
@@ -447,7 +263,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         for ((attempt = 1; ; attempt++)); do
             lines=()
             busy=0
-            for s in "${order[@]}"; do
+            for s in "${ORDER[@]}"; do
                 run_smtp "$s" "$sz" "$rc_n" "$MESSAGES" "round $r $row (attempt $attempt)"
                 lines+=("$r,$row-accepted,$s,$ACC_RATE,$ACC_XFER,$ACC_ERR,$OTHER_CPU"
                     "$r,$row-delivered,$s,$DEL_RATE,$DEL_XFER,$DEL_ERR,$OTHER_CPU")
@@ -473,25 +289,13 @@ check_background "after the run (servers idle)"
 python3 "$BENCH_DIR/summarize.py" --unit msg/s --log smtp.log \
     --errors "deliveries missing, extra or truncated, or smtp-source failures" \
     "$RAW" postfix stoa | tee "$OUT/summary.txt"
-for f in main.cf master.cf; do
-    sed "s#$BENCH_TMP#\$TMP#g" "$PF_CONF/$f" >"$OUT/postfix-$f"
-done
-sed "s#$BENCH_TMP#\$TMP#g" "$BENCH_TMP/stoa.toml" >"$OUT/stoa.toml"
+for f in main.cf master.cf; do save_config "$PF_CONF/$f" "$OUT/postfix-$f"; done
+save_config "$BENCH_TMP/stoa.toml" "$OUT/stoa.toml"
 
 {
-    echo "# SMTP: stoa vs Postfix"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo "- Postfix: $(/usr/sbin/postconf -c "$PF_CONF" -h mail_version) ($(dpkg-query -W -f '${Version}' postfix 2>/dev/null || echo '?'), Debian package; smtp-source from the same package)"
-    echo
-    echo "## Setup"
-    echo
+    readme_header "SMTP: stoa vs Postfix"
+    echo "- Postfix: $(postfix_version) ($(dpkg-query -W -f '${Version}' postfix 2>/dev/null || echo '?'), Debian package; smtp-source from the same package)"
+    readme_section Setup
     echo "- Loopback only (127.0.0.1). smtp-source and the servers share the machine's $(nproc) cores;"
     echo "  nothing is pinned."
     echo "- Load: \`smtp-source -c -s $SESSIONS -m $MESSAGES -l SIZE -r RCPTS -f $SENDER -t $RCPT_BASE -M client.test 127.0.0.1:PORT\`:"
@@ -510,7 +314,7 @@ sed "s#$BENCH_TMP#\$TMP#g" "$BENCH_TMP/stoa.toml" >"$OUT/stoa.toml"
     echo "  of the payload (Postfix stores LF line endings, stoa CRLF as received); otherwise the row is"
     echo "  flagged with the difference as errors. The mailboxes are then"
     echo "  emptied (both servers keep running) and the logs truncated."
-    echo "- Postfix $(/usr/sbin/postconf -c "$PF_CONF" -h mail_version): a private instance (\`postfix -c \$TMP/postfix start\`,"
+    echo "- Postfix $(postfix_version): a private instance (\`postfix -c \$TMP/postfix start\`,"
     echo "  its own queue and data directories, no system instance running), configuration in"
     echo "  postfix-main.cf and postfix-master.cf. smtpd on 127.0.0.1 with at most $SESSIONS processes"
     echo "  (one per session, Postfix's model), every other service at most 20 (\`default_process_limit\`;"
@@ -535,25 +339,14 @@ sed "s#$BENCH_TMP#\$TMP#g" "$BENCH_TMP/stoa.toml" >"$OUT/stoa.toml"
     echo "  must deliver completely. BENCH_WAIT_IDLE=${BENCH_WAIT_IDLE:-unset} (when set: wait for a quiet"
     echo "  machine before each round, and measure a pair again when other processes took more than"
     echo "  $BUSY_LIMIT % of the CPU, up to 3 attempts)."
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Files"
-    echo
+    readme_background
+    readme_section Files
     echo "- raw.csv: round,row,server,req_per_sec (messages/s),transfer (bytes/s),errors (missing, extra"
     echo "  or truncated deliveries, or messages smtp-source could not send),other_cpu_pct (% of all CPU"
     echo "  used by processes other than the servers and the load during the run, accept and delivery)"
     echo "- summary.txt: medians over rounds and the per-round ratio stoa/postfix (median, min, max)"
     echo "- smtp.log: every run (times, counts, smtp-source messages)"
     echo "- postfix-main.cf, postfix-master.cf, stoa.toml: the configurations (\$TMP = temp dir)"
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_summary
 } >"$OUT/README.md"
-
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -25,27 +25,13 @@ FINDMAX=1
 FINDMAX_LIMIT=3200
 FINDMAX_START=200
 FINDMAX_RUN=30
-CMDLINE="bench/compare-tls.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --duration) DURATION="${2:?}"; shift 2 ;;
-        --clients) CLIENTS="${2:?}"; shift 2 ;;
-        --findmax-limit) FINDMAX_LIMIT="${2:?}"; shift 2 ;;
-        --no-findmax) FINDMAX=0; shift ;;
-        *) die "unknown argument: $1" ;;
-    esac
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --duration=DURATION --clients=CLIENTS --findmax-limit=FINDMAX_LIMIT
+    --no-findmax=FINDMAX=0" "$@"
 
 ensure_commands nginx:nginx wrk:wrk openssl:openssl python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-OUT="$(result_dir tls)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin tls
 
 DOCROOT="$BENCH_TMP/www"
 if ((FINDMAX)); then
@@ -73,22 +59,18 @@ sed -i "s|worker_connections 4096;|worker_connections $LIMIT;|" "$NGINX_DIR/ngin
 start_nginx "$NGINX_DIR" "$NGINX_PORT"
 log "nginx (master $NGINX_PID) on https://127.0.0.1:$NGINX_PORT"
 
-start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --access-log off --keepalive-timeout 75s \
-    --max-connections "$LIMIT" --tls-listen 127.0.0.1:0 --tls-cert "$CERT" --tls-key "$KEY"
-STOA_TLS_PORT=""
-for ((i = 0; i < 100; i++)); do
-    STOA_TLS_PORT="$(grep -m1 -o 'listening on https://127\.0\.0\.1:[0-9]*' "$BENCH_TMP/stoa-stderr.log" | sed 's/.*://' || true)"
-    [[ -n "$STOA_TLS_PORT" ]] && break
-    sleep 0.05
-done
-[[ -n "$STOA_TLS_PORT" ]] || die "stoa did not report its HTTPS listener"
+start_stoa_with "$BENCH_TMP/stoa-stderr.log" "http https" serve --listen 127.0.0.1:0 --docroot "$DOCROOT" \
+    --workers 1 --access-log off --keepalive-timeout 75s --max-connections "$LIMIT" \
+    --tls-listen 127.0.0.1:0 --tls-cert "$CERT" --tls-key "$KEY"
+STOA_TLS_PORT="${STOA_PORTS[https]}"
 log "stoa (pid $STOA_PID) on https://127.0.0.1:$STOA_TLS_PORT"
 
 MEASURE_PIDS=("$NGINX_PID" "$(nginx_workers "$NGINX_PID")" "$STOA_PID")
+SERVERS=(nginx stoa)
 declare -A PORT=([nginx]="$NGINX_PORT" [stoa]="$STOA_TLS_PORT")
 declare -A PID=([nginx]="$NGINX_PID" [stoa]="$STOA_PID")
 SCHEME=https
-for s in nginx stoa; do
+for s in "${SERVERS[@]}"; do
     for f in 1k 10k 100k; do
         curl -sf --cacert "$CERT" "https://127.0.0.1:${PORT[$s]}/$f.bin" | cmp -s - "$DOCROOT/$f.bin" ||
             die "$s: /$f.bin over HTTPS differs from the file"
@@ -97,13 +79,7 @@ for s in nginx stoa; do
         grep -m1 -E '^New,' | sed "s/^/$s: /" >>"$OUT/negotiated.txt"
 done
 
-check_alive() {
-    local s
-    for s in nginx stoa; do
-        kill -0 "${PID[$s]}" 2>/dev/null || die "$s (pid ${PID[$s]}) died"
-    done
-}
-after_run() { check_alive; }
+after_run() { servers_alive; }
 
 # handshakes SERVER MODE(-new|-reuse) -> sets HS_RATE (connections/s) and HS_RESUMED
 # (% resumed), from CLIENTS parallel s_time processes.
@@ -130,29 +106,23 @@ handshakes() {
 
 WRKLOG="$OUT/wrk.log"
 : >"$WRKLOG"
-log "warm-up: 2 s of wrk per server and file"
-for s in nginx stoa; do
-    for f in 1k 10k 100k; do
-        run_wrk "$BENCH_TMP/warmup.txt" 2 "$THREADS" "$CONNS" "https://127.0.0.1:${PORT[$s]}/$f.bin"
-    done
-done
-check_alive
+warm_up "$CONNS" 1k 10k 100k
+servers_alive
 
-RAW="$OUT/raw.csv"
-echo "round,row,server,req_per_sec,transfer,errors,other_cpu_pct" >"$RAW"
+new_raw_csv
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    if ((r % 2)); then order=(nginx stoa); else order=(stoa nginx); fi
+    round_order "$r" "${SERVERS[@]}"
     for f in 1k 10k 100k; do
-        measure_row "$r" "$f-keepalive" "/$f.bin" keepalive "$CONNS" "${order[@]}"
+        measure_row "$r" "$f-keepalive" "/$f.bin" keepalive "$CONNS" "${ORDER[@]}"
     done
     for mode in new reuse; do
-        for s in "${order[@]}"; do
+        for s in "${ORDER[@]}"; do
             handshakes "$s" "-$mode"
             log "round $r handshake-$mode $s: $HS_RATE/s ($HS_RESUMED % resumed)"
             echo "$r,handshake-$mode,$s,$HS_RATE,0,0,0" >>"$RAW"
             echo "round $r handshake-$mode $s: $HS_RATE connections/s, $HS_RESUMED % resumed" >>"$OUT/handshakes.txt"
-            check_alive
+            servers_alive
         done
     done
 done
@@ -180,22 +150,11 @@ for s in ("stoa", "nginx"):
 print(f"find-max ratio stoa/nginx: {score['stoa'] / score['nginx']:.3f}" if score["nginx"] else "nginx: no passing trial")
 PY
 fi
-cp "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
-sed -i "s#$BENCH_TMP#\$TMP#g" "$OUT/nginx.conf"
+save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
 {
-    echo "# HTTPS: stoa vs nginx (OpenSSL)"
-    echo
-    echo "Command: \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
+    readme_header "HTTPS: stoa vs nginx (OpenSSL)" Command
     echo "- OpenSSL: $(openssl version)"
-    echo
-    echo "## Setup"
-    echo
+    readme_section Setup
     echo "- Both servers: 1 worker, access log off, the same ECDSA P-256 certificate, TLS 1.2 and 1.3 offered,"
     echo "  session cache and tickets on (nginx.conf here). Negotiated with \`openssl s_client\`:"
     echo
@@ -209,12 +168,7 @@ sed -i "s#$BENCH_TMP#\$TMP#g" "$OUT/nginx.conf"
     echo "  the share actually resumed)."
     echo "- find-max: \`stoa bench web --target https://… --static-only --find-max --connections $FINDMAX_START"
     echo "  --run-time ${FINDMAX_RUN}s --find-max-limit $FINDMAX_LIMIT\` (half the new connections may resume)."
-    for n in "${BACKGROUND_NOTES[@]}"; do echo "- $n"; done
-    echo
-    echo "## Summary (ratio = stoa/nginx)"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    describe_background
+    readme_summary "Summary (ratio = stoa/nginx)"
 } >"$OUT/README.md"
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -17,27 +17,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROUNDS=3
 DURATION=10
 CONNS=16
-CMDLINE="bench/crosscheck-wrk.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --duration) DURATION="${2:?}"; shift 2 ;;
-        --connections) CONNS="${2:?}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --duration=DURATION --connections=CONNS" "$@"
 
 ensure_commands wrk:wrk python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-OUT="$(result_dir crosscheck)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin crosscheck
 
 DOCROOT="$BENCH_TMP/www"
 "$STOA_BIN" fileset --connections "$CONNS" --dir "$DOCROOT" >/dev/null
@@ -57,11 +42,10 @@ request = function()
 end
 LUA
 
-RAW="$OUT/raw.csv"
-echo "round,tool,ops_per_sec" >"$RAW"
+new_raw_csv "round,tool,ops_per_sec"
 for ((r = 1; r <= ROUNDS; r++)); do
-    if ((r % 2)); then order=(harness wrk); else order=(wrk harness); fi
-    for tool in "${order[@]}"; do
+    round_order "$r" harness wrk
+    for tool in "${ORDER[@]}"; do
         if [[ "$tool" == wrk ]]; then
             WRK_EXTRA=(-s "$BENCH_TMP/urls.lua")
             run_wrk "$BENCH_TMP/wrk.txt" "$DURATION" 1 "$CONNS" "http://127.0.0.1:$PORT_ONE/"
@@ -92,32 +76,14 @@ print(f"harness median {h:.0f} ops/s, wrk median {w:.0f} req/s")
 print(f"ratio harness/wrk: median {statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}")
 PY
 {
-    echo "# Harness throughput cross-checked against wrk"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo
-    echo "## Setup"
-    echo
+    readme_header "Harness throughput cross-checked against wrk"
+    readme_section Setup
     echo "- \`stoa serve --workers 2 --access-log off\` over \`stoa fileset --connections $CONNS\`, loopback."
     echo "- Harness: \`stoa bench web --static-only --closed-loop --connections $CONNS --run-time ${DURATION}s\`"
     echo "  (no pacing sleep, every connection kept alive, every response checked)."
     echo "- wrk: \`wrk -t1 -c$CONNS -d${DURATION}s\` cycling through the same URLs (\`--print-urls\`)."
     echo "- $ROUNDS rounds, order alternating."
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_background
+    readme_summary
 } >"$OUT/README.md"
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

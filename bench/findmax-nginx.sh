@@ -16,25 +16,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 START=200
 RUN_TIME=60
 LIMIT_CONNS=6400
-CMDLINE="bench/findmax-nginx.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-while (($#)); do
-    case "$1" in
-        --start) START="${2:?}"; shift 2 ;;
-        --run-time) RUN_TIME="${2:?}"; shift 2 ;;
-        --limit) LIMIT_CONNS="${2:?}"; shift 2 ;;
-        *) die "unknown argument: $1" ;;
-    esac
-done
+bench_cmdline "$@"
+parse_args "--start=START --run-time=RUN_TIME --limit=LIMIT_CONNS" "$@"
 
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-OUT="$(result_dir findmax)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin findmax
 
 # Enough directories for the search's doubling steps up to the descriptor limit.
 LIMIT="$(ulimit -n)"
@@ -47,9 +34,7 @@ log "writing the file set for up to $MAX_CONNS connections"
 start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --access-log off \
     --keepalive-timeout 75s --max-connections "$LIMIT"
 STOA_ADDR="127.0.0.1:$STOA_PORT"
-NGINX_PORT="$(free_port)"
-write_nginx_conf "$BENCH_TMP/nginx" "$NGINX_PORT" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
-start_nginx "$BENCH_TMP/nginx" "$NGINX_PORT"
+nginx_up "$BENCH_TMP/nginx" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
 log "stoa on $STOA_ADDR, nginx on 127.0.0.1:$NGINX_PORT"
 
 for server in stoa nginx; do
@@ -72,27 +57,12 @@ for s in ("stoa", "nginx"):
 print(f"\nratio stoa/nginx: {score['stoa'] / score['nginx']:.3f}" if score["nginx"] else "\nnginx: no passing trial")
 PY
 {
-    echo "# find-max, static-only: stoa vs nginx (1 worker each)"
-    echo
-    echo "Command: \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo
-    echo "## Setup"
-    echo
+    readme_header "find-max, static-only: stoa vs nginx (1 worker each)" Command
+    readme_section Setup
     echo "- File set for $MAX_CONNS connections; both servers serve the same directory, access log off."
     echo "- \`stoa bench web --static-only --find-max --connections $START --run-time ${RUN_TIME}s\` against each;"
     echo "  the harness runs on one thread and shares the machine with the server."
     echo "- A trial passes when every connection is valid and at least 95 % conform (320 kbit/s)."
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_summary
 } >"$OUT/README.md"
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -16,24 +16,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 LOADS="800 3200 6400"
 RUN_TIME=30
-CMDLINE="bench/harness-cost.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-while (($#)); do
-    case "$1" in
-        --loads) LOADS="${2:?}"; shift 2 ;;
-        --run-time) RUN_TIME="${2:?}"; shift 2 ;;
-        *) die "unknown argument: $1" ;;
-    esac
-done
+bench_cmdline "$@"
+parse_args "--loads=LOADS --run-time=RUN_TIME" "$@"
 
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
-raise_nofile 65536
-OUT="$(result_dir harness-cost)"
-wait_idle
-check_background "before the run"
+bench_setup
+bench_begin harness-cost
 
 LIMIT="$(ulimit -n)"
 MAX=0
@@ -45,9 +33,7 @@ log "writing the file set for $MAX connections"
 
 start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --access-log off \
     --keepalive-timeout 75s --max-connections "$LIMIT"
-NGINX_PORT="$(free_port)"
-write_nginx_conf "$BENCH_TMP/nginx" "$NGINX_PORT" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
-start_nginx "$BENCH_TMP/nginx" "$NGINX_PORT"
+nginx_up "$BENCH_TMP/nginx" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
 mapfile -t NGINX_WORKERS < <(nginx_workers "$NGINX_PID")
 
 run_one() { # server connections label extra-args...
@@ -91,30 +77,15 @@ for label in loads + ["closed-64"]:
               f"{'-' if label.startswith('closed') else f'{est:.0f}':>16}")
 PY
 {
-    echo "# Harness cost: CPU per operation of \`stoa bench web\` beside the server's"
-    echo
-    echo "Command: \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo
-    echo "## Setup"
-    echo
+    readme_header "Harness cost: CPU per operation of \`stoa bench web\` beside the server's" Command
+    readme_section Setup
     echo "- File set for $MAX connections; stoa serve and nginx with 1 worker, access log off, same directory."
     echo "- \`stoa bench web --static-only --connections N --run-time ${RUN_TIME}s --server-pid …\` (harness on one"
     echo "  load thread) at each load, then \`--closed-loop\` with 64 connections. Harness and server share the 2 cores."
     echo "- CPU: the harness's own process CPU over its generators' run (all phases); the server's from"
     echo "  /proc/PID/stat (nginx: master and worker). µs/op divides by every operation finished in all phases."
     echo "- conns/core est.: connections ÷ the harness's share of one core, a linear extrapolation."
-    for n in "${BACKGROUND_NOTES[@]}"; do echo "- $n"; done
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    describe_background
+    readme_summary
 } >"$OUT/README.md"
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

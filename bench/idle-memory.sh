@@ -16,38 +16,20 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROUNDS=3
 CONNS=10000
 SETTLE=3
-CMDLINE="bench/idle-memory.sh"
-for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
-
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
-while (($#)); do
-    case "$1" in
-        --rounds) ROUNDS="${2:?}"; shift 2 ;;
-        --connections) CONNS="${2:?}"; shift 2 ;;
-        --settle) SETTLE="${2:?}"; shift 2 ;;
-        -h | --help) usage 0 ;;
-        *) echo "unknown argument: $1" >&2; usage 2 ;;
-    esac
-done
-for v in "$ROUNDS" "$CONNS" "$SETTLE"; do
-    [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "rounds, connections and settle must be positive integers"
-done
+bench_cmdline "$@"
+parse_args "--rounds=ROUNDS --connections=CONNS --settle=SETTLE" "$@"
+require_positive "rounds, connections and settle must be positive integers" "$ROUNDS" "$CONNS" "$SETTLE"
 
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git
-bench_install_traps
-make_tmp
-build_stoa
 # The client and each server hold CONNS descriptors; nginx's worker raises its own
 # limit (worker_rlimit_nofile) and stoa raises its soft limit to the hard one.
-raise_nofile 65536
+bench_setup 65536
 NOFILE="$(ulimit -n)"
 if [[ "$NOFILE" != unlimited ]] && ((NOFILE < CONNS + 100)); then
     die "open-file limit $NOFILE is too low for $CONNS connections (run as root or raise ulimit -Hn)"
 fi
 
-OUT="$(result_dir idle-memory)"
-wait_idle
-check_background "before the run"
+bench_begin idle-memory
 DOCROOT="$BENCH_TMP/www"
 make_docroot "$DOCROOT"
 JSONDIR="$BENCH_TMP/json"
@@ -67,11 +49,10 @@ run_variant() {
     mkdir -p "$dir"
     case "$variant" in
         nginx-*)
-            port="$(free_port)"
             local alog=off
             [[ "$variant" == *-on ]] && alog="$dir/access.log"
-            write_nginx_conf "$dir" "$port" "$DOCROOT" 120s "$WC" "$alog" "worker_rlimit_nofile $((WC * 2));"
-            start_nginx "$dir" "$port"
+            nginx_up "$dir" "$DOCROOT" 120s "$WC" "$alog" "worker_rlimit_nofile $((WC * 2));"
+            port="$NGINX_PORT"
             pid="$NGINX_PID"
             pids="$(nginx_workers "$NGINX_PID" | paste -sd, -)"
             [[ -n "$pids" ]] || die "no nginx worker under master $NGINX_PID"
@@ -115,13 +96,8 @@ run_variant() {
 log "$ROUNDS rounds x ${#VARIANTS[@]} variants, $CONNS connections each"
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    if ((r % 2)); then
-        order=("${VARIANTS[@]}")
-    else
-        order=()
-        for ((i = ${#VARIANTS[@]} - 1; i >= 0; i--)); do order+=("${VARIANTS[i]}"); done
-    fi
-    for v in "${order[@]}"; do
+    round_order "$r" "${VARIANTS[@]}"
+    for v in "${ORDER[@]}"; do
         run_variant "$r" "$v"
     done
 done
@@ -200,18 +176,8 @@ else:
 EOF
 
 {
-    echo "# Idle keep-alive connection memory: stoa vs nginx"
-    echo
-    echo "Command (from the repository root): \`$CMDLINE\`"
-    echo
-    echo "Date: $(date -Is)"
-    echo
-    echo "## Machine"
-    echo
-    describe_machine
-    echo
-    echo "## Setup"
-    echo
+    readme_header "Idle keep-alive connection memory: stoa vs nginx"
+    readme_section Setup
     echo "- Loopback only. $CONNS connections, each: one \`GET /1k.bin HTTP/1.1\`, full response read, then left idle."
     echo "- Memory: VmRSS (/proc/PID/status) and Rss, Pss, Private_Dirty (/proc/PID/smaps_rollup) of the process"
     echo "  holding the connections: the nginx worker (child of the master), the stoa process (all its threads)."
@@ -221,9 +187,7 @@ EOF
     echo "  sendfile, tcp_nopush, open_file_cache; access_log off or to a file."
     echo "- stoa: \`stoa serve --workers 1 --keepalive-timeout 120s --access-log off|FILE --log-format combined\`."
     echo "- Every run is a fresh server process; $ROUNDS rounds, the variant order reverses every round."
-    echo
-    echo "## Caveats"
-    echo
+    readme_section Caveats
     if ((${#INFO_NOTES[@]})); then
         echo "- Server warnings during the runs (the open-file limit $(ulimit -n) still covers $CONNS connections):"
         printf '  - %s\n' "${INFO_NOTES[@]}" | sort -u
@@ -232,22 +196,11 @@ EOF
     echo "- nginx allocates and touches its connection and event arrays (worker_connections entries) at"
     echo "  startup, so that part of its per-connection cost is in 'before', not in the difference. The"
     echo "  'before' and 'settled' columns give the absolute figures."
-    echo
-    echo "## Background load"
-    echo
-    describe_background
-    echo
-    echo "## Files"
-    echo
+    readme_background
+    readme_section Files
     echo "- raw.csv: one line per round, server variant and metric (bytes)"
     echo "- summary.txt: medians and ratios"
     echo "- runs.log: the output of every idle-memory.py run"
-    echo
-    echo "## Summary"
-    echo
-    echo '```'
-    cat "$OUT/summary.txt"
-    echo '```'
+    readme_summary
 } >"$OUT/README.md"
-
-log "results in ${OUT#"$REPO_ROOT"/}"
+results_done

@@ -3,15 +3,24 @@
 # shellcheck disable=SC2034
 # Shared helpers for the bench/*.sh scripts. Source it; do not run it.
 #
+# This file holds what every script needs (cleanup, prerequisites, building stoa,
+# ports, CPU accounting, background load, arguments, the results directory and its
+# README); it sources bench/lib/web.sh (nginx, wrk, stoa serve over HTTP) and
+# bench/lib/mail.sh (private Postfix and Dovecot instances). They are split so that
+# no file grows past ~800 lines and a reader of a mail script need not read the
+# wrk parser; every script gets all three by sourcing this one.
+#
 # Conventions: every helper that starts a server records its PID in SERVER_PIDS so
 # `bench_cleanup` (installed as an EXIT/INT/TERM trap by `bench_install_traps`) can
-# stop it, whatever way the script ends.
+# stop it, whatever way the script ends; servers that are stopped another way (a
+# Postfix master) register a stop function with `bench_on_exit`.
 
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$BENCH_DIR/.." && pwd)"
 STOA_BIN="$REPO_ROOT/target/release/stoa"
 
 SERVER_PIDS=()
+EXIT_HOOKS=()
 BENCH_TMP=""
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -19,16 +28,40 @@ die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
 
 # --- cleanup -----------------------------------------------------------------
 
-# Stops one process: SIGTERM, up to 10 s to exit, then SIGKILL.
-stop_pid() {
-    local pid="$1" i
-    kill -0 "$pid" 2>/dev/null || return 0
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
+# wait_exit PID SECS: waits up to SECS seconds for PID to exit; 1 if it still runs.
+wait_exit() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        kill -0 "$1" 2>/dev/null || return 0
         sleep 0.1
     done
-    if kill -0 "$pid" 2>/dev/null; then
+    ! kill -0 "$1" 2>/dev/null
+}
+
+# wait_file FILE [SECS]: waits up to SECS (10) seconds for FILE to be non-empty; 1
+# if it never is.
+wait_file() {
+    local i
+    for ((i = 0; i < ${2:-10} * 20; i++)); do
+        [[ -s "$1" ]] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# read_pidfile FILE: the pid a daemon writes into FILE, once it is there (up to
+# 10 s); nothing if it never is.
+read_pidfile() {
+    wait_file "$1" || true
+    tr -d ' \n' 2>/dev/null <"$1" || true
+}
+
+# Stops one process: SIGTERM, up to 10 s to exit, then SIGKILL.
+stop_pid() {
+    local pid="$1"
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_exit "$pid" 10; then
         log "pid $pid ignored SIGTERM for 10 s; sending SIGKILL"
         kill -KILL "$pid" 2>/dev/null || true
     fi
@@ -45,8 +78,15 @@ stop_server() {
     SERVER_PIDS=("${keep[@]}")
 }
 
+# bench_on_exit FUNCTION: bench_cleanup calls FUNCTION first (for servers that
+# are not a PID in SERVER_PIDS, such as a daemonized Postfix).
+bench_on_exit() { EXIT_HOOKS+=("$1"); }
+
 bench_cleanup() {
-    local p
+    local p h
+    for h in "${EXIT_HOOKS[@]}"; do
+        "$h" || true
+    done
     for p in "${SERVER_PIDS[@]}"; do
         stop_pid "$p"
     done
@@ -66,6 +106,17 @@ bench_install_traps() {
 
 # --- prerequisites -------------------------------------------------------------
 
+# Installs Debian packages with apt-get (root only), waiting up to 5 min for a
+# dpkg lock another apt run holds.
+apt_install() {
+    log "installing: $*"
+    if [[ "$(id -u)" != 0 ]]; then
+        die "missing packages ($*) and not root: install them first"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$@" >/dev/null
+}
+
 # Installs the Debian packages that provide the given commands, if any is missing.
 # Arguments are command:package pairs.
 ensure_commands() {
@@ -77,17 +128,7 @@ ensure_commands() {
             missing+=("$pkg")
         fi
     done
-    ((${#missing[@]} == 0)) && return 0
-    log "installing: ${missing[*]}"
-    if [[ "$(id -u)" != 0 ]]; then
-        die "missing packages (${missing[*]}) and not root: install them first"
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-}
-
-nginx_bin() {
-    if command -v nginx >/dev/null 2>&1; then command -v nginx; else echo /usr/sbin/nginx; fi
+    ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
 }
 
 build_stoa() {
@@ -132,12 +173,99 @@ raise_nofile() {
     fi
 }
 
-# --- temp files, ports, docroot ------------------------------------------------
+# --- the start of every script ------------------------------------------------
+
+# bench_cmdline ARGS...: sets CMDLINE, the command as run from the repository root.
+bench_cmdline() {
+    local a
+    CMDLINE="bench/$(basename "$0")"
+    for a in "$@"; do CMDLINE+=" $(printf '%q' "$a")"; done
+}
+
+# The comment block at the top of FILE (after the #! line) without its "# ":
+# the script's usage text.
+script_header() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"; }
+usage() { script_header "$0"; exit "${1:-0}"; }
+
+# parse_args "OPT=VAR ..." ARGS...: `OPT VALUE` sets VAR to VALUE; for an entry
+# OPT=VAR=VALUE, the switch OPT (no value) sets VAR to VALUE. -h and --help print
+# the usage; anything else is an error.
+parse_args() {
+    local -A opts=()
+    local spec
+    for spec in $1; do opts[${spec%%=*}]="${spec#*=}"; done
+    shift
+    while (($#)); do
+        case "$1" in -h | --help) usage 0 ;; esac
+        spec=""
+        [[ -z "$1" ]] || spec="${opts[$1]:-}"
+        if [[ -z "$spec" ]]; then
+            echo "unknown argument: $1" >&2
+            usage 2
+        elif [[ "$spec" == *=* ]]; then
+            printf -v "${spec%%=*}" '%s' "${spec#*=}"
+            shift
+        else
+            [[ -n "${2:-}" ]] || die "$1 needs a value"
+            printf -v "$spec" '%s' "$2"
+            shift 2
+        fi
+    done
+}
+
+# require_positive MESSAGE VALUE...: dies with MESSAGE unless every VALUE is a
+# positive integer.
+require_positive() {
+    local msg="$1" v
+    shift
+    for v in "$@"; do
+        [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "$msg"
+    done
+}
 
 make_tmp() {
     BENCH_TMP="$(mktemp -d /tmp/stoa-bench.XXXXXX)"
     chmod 755 "$BENCH_TMP"
 }
+
+# bench_setup [NOFILE]: cleanup traps, the temp directory, the stoa build, and the
+# open-file limit raised to NOFILE (65536; 0 leaves it alone).
+# shellcheck disable=SC2120 # the argument is optional
+bench_setup() {
+    bench_install_traps
+    make_tmp
+    build_stoa
+    if [[ "${1:-65536}" != 0 ]]; then raise_nofile "${1:-65536}"; fi
+}
+
+# bench_begin KIND: the results directory OUT (bench-results/DATE-HOST-KIND), then
+# a quiet machine (BENCH_WAIT_IDLE) and a first background-load sample.
+bench_begin() {
+    OUT="$(result_dir "$1")"
+    wait_idle
+    check_background "before the run"
+}
+
+result_dir() {
+    local kind="$1" dir
+    dir="$REPO_ROOT/bench-results/$(date +%F)-$(hostname)-$kind"
+    mkdir -p "$dir"
+    echo "$dir"
+}
+
+# round_order ROUND ITEM...: sets ORDER to the items in odd rounds and to them
+# reversed in even ones (whoever went first goes last).
+round_order() {
+    local r="$1" i
+    shift
+    ORDER=("$@")
+    if ((r % 2 == 0)); then
+        ORDER=()
+        for ((i = $#; i >= 1; i--)); do ORDER+=("${!i}"); done
+    fi
+}
+
+# --- ports -----------------------------------------------------------------------
 
 # A TCP port that was free a moment ago on 127.0.0.1.
 free_port() {
@@ -145,17 +273,6 @@ free_port() {
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 print(s.getsockname()[1])'
-}
-
-# Creates DIR with 1k.bin, 10k.bin and 100k.bin of random bytes.
-make_docroot() {
-    local dir="$1"
-    mkdir -p "$dir"
-    head -c 1024 /dev/urandom >"$dir/1k.bin"
-    head -c 10240 /dev/urandom >"$dir/10k.bin"
-    head -c 102400 /dev/urandom >"$dir/100k.bin"
-    chmod 755 "$dir"
-    chmod 644 "$dir"/*.bin
 }
 
 # Waits until something accepts TCP connections on 127.0.0.1:PORT.
@@ -171,88 +288,37 @@ wait_port() {
     return 1
 }
 
-# --- servers -----------------------------------------------------------------------
-
-# write_nginx_conf DIR PORT DOCROOT KEEPALIVE_TIMEOUT WORKER_CONNECTIONS ACCESS_LOG(off|FILE) [EXTRA_MAIN_DIRECTIVES]
-# Writes DIR/nginx.conf: one worker, foreground, every path inside DIR.
-write_nginx_conf() {
-    local dir="$1" port="$2" docroot="$3" ka="$4" wc="$5" alog="$6" extra="${7:-}"
-    local user_line="" alog_line
-    mkdir -p "$dir"/{client_body,proxy,fastcgi,uwsgi,scgi}
-    [[ "$(id -u)" == 0 ]] && user_line="user root;"
-    if [[ "$alog" == off ]]; then alog_line="access_log off;"; else alog_line="access_log $alog;"; fi
-    cat >"$dir/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-master_process on;
-$user_line
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-$extra
-
-events {
-    worker_connections $wc;
-}
-
-http {
-    types {
-        application/octet-stream bin;
-        text/html html;
-    }
-    default_type application/octet-stream;
-
-    client_body_temp_path $dir/client_body;
-    proxy_temp_path $dir/proxy;
-    fastcgi_temp_path $dir/fastcgi;
-    uwsgi_temp_path $dir/uwsgi;
-    scgi_temp_path $dir/scgi;
-
-    sendfile on;
-    tcp_nopush on;
-    open_file_cache max=10000 inactive=60s;
-    open_file_cache_valid 1s;
-    $alog_line
-    keepalive_timeout $ka;
-    keepalive_requests 1000;
-
-    server {
-        listen 127.0.0.1:$port reuseport;
-        root $docroot;
-        location / { }
-    }
-}
-EOF
-}
-
-# start_nginx CONF_DIR PORT -> sets NGINX_PID (the master)
-start_nginx() {
-    local dir="$1" port="$2" nginx
-    nginx="$(nginx_bin)"
-    "$nginx" -t -q -p "$dir" -c "$dir/nginx.conf" 2>"$dir/nginx-t.log" ||
-        die "nginx -t failed: $(cat "$dir/nginx-t.log")"
-    "$nginx" -p "$dir" -c "$dir/nginx.conf" 2>>"$dir/stderr.log" &
-    NGINX_PID=$!
-    SERVER_PIDS+=("$NGINX_PID")
-    wait_port "$port" "$NGINX_PID" ||
-        die "nginx did not start listening on $port: $(tail -n 5 "$dir/error.log" "$dir/stderr.log" 2>/dev/null)"
-}
-
-# The worker PIDs of an nginx master, waiting up to 10 s for them to appear (the
-# master listens before it forks them).
-nginx_workers() {
-    local master="$1" i pids
-    for ((i = 0; i < 200; i++)); do
-        pids="$(nginx_children "$master")"
-        if [[ -n "$pids" ]]; then
-            echo "$pids"
-            return 0
-        fi
+# start_stoa_with ERRLOG "SCHEME..." ARGS...: runs `stoa ARGS...` in the background
+# (standard error to ERRLOG) and waits up to 15 s for its "listening on
+# SCHEME://127.0.0.1:PORT" line for every SCHEME (http, https, smtp, pop3). Sets
+# STOA_PID and STOA_PORTS[SCHEME].
+declare -A STOA_PORTS=()
+start_stoa_with() {
+    local errlog="$1" schemes="$2" i s missing
+    shift 2
+    : >"$errlog"
+    "$STOA_BIN" "$@" 2>>"$errlog" &
+    STOA_PID=$!
+    SERVER_PIDS+=("$STOA_PID")
+    STOA_PORTS=()
+    for ((i = 0; i < 300; i++)); do
+        missing=""
+        for s in $schemes; do
+            [[ -n "${STOA_PORTS[$s]:-}" ]] && continue
+            STOA_PORTS[$s]="$(grep -m1 -o "listening on $s://127\.0\.0\.1:[0-9]*" "$errlog" | sed 's/.*://' || true)"
+            [[ -n "${STOA_PORTS[$s]}" ]] || missing+=" $s"
+        done
+        [[ -z "$missing" ]] && return 0
+        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$errlog")"
         sleep 0.05
     done
+    die "stoa did not report listening ($schemes) within 15 s: $(tail -n 5 "$errlog")"
 }
 
+# --- CPU accounting ------------------------------------------------------------------
+
 # The children of a process.
-nginx_children() {
+child_pids() {
     local master="$1" f pid ppid rest
     if [[ -r "/proc/$master/task/$master/children" ]]; then
         tr ' ' '\n' <"/proc/$master/task/$master/children" | grep -E '^[0-9]+$' || true
@@ -267,62 +333,42 @@ nginx_children() {
     done
 }
 
-# start_stoa LOGFILE ARGS... -> sets STOA_PID and STOA_PORT. Listens on 127.0.0.1:0
-# and reads the real port from the "listening" line on standard error.
-start_stoa() {
-    local errlog="$1" i line
-    shift
-    : >"$errlog"
-    "$STOA_BIN" serve --listen 127.0.0.1:0 "$@" 2>>"$errlog" &
-    STOA_PID=$!
-    SERVER_PIDS+=("$STOA_PID")
-    STOA_PORT=""
-    for ((i = 0; i < 300; i++)); do
-        line="$(grep -m1 -o 'stoa: listening on http://127\.0\.0\.1:[0-9]*' "$errlog" || true)"
-        if [[ -n "$line" ]]; then
-            STOA_PORT="${line##*:}"
-            return 0
-        fi
-        kill -0 "$STOA_PID" 2>/dev/null || die "stoa exited at startup: $(tail -n 5 "$errlog")"
-        sleep 0.05
+# proc_ticks PID [1]: CPU clock ticks of PID (all threads), with 1 also those of its
+# reaped children (cutime, cstime); 0 when it is gone.
+proc_ticks() {
+    local rest a
+    rest="$(cat "/proc/$1/stat" 2>/dev/null)" || { echo 0; return 0; }
+    rest="${rest##*) }"
+    read -r -a a <<<"$rest"
+    echo $((a[11] + a[12] + ${2:-0} * (a[13] + a[14])))
+}
+
+# tree_ticks PID: the ticks of a master that forks (Postfix, Dovecot): its own, its
+# reaped children's and its live children's.
+tree_ticks() {
+    local t c
+    t="$(proc_ticks "$1" 1)"
+    for c in $(child_pids "$1"); do
+        t=$((t + $(proc_ticks "$c")))
     done
-    die "stoa did not report listening within 15 s: $(tail -n 5 "$errlog")"
+    echo "$t"
 }
-
-# check_fetch PORT DOCROOT LABEL: every test file comes back 200 with the right bytes.
-check_fetch() {
-    local port="$1" docroot="$2" label="$3"
-    python3 - "$port" "$docroot" "$label" <<'EOF' || die "sanity fetch from $label failed"
-import sys, urllib.request
-port, docroot, label = sys.argv[1], sys.argv[2], sys.argv[3]
-for name in ("1k.bin", "10k.bin", "100k.bin"):
-    with open(f"{docroot}/{name}", "rb") as f:
-        want = f.read()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=10) as r:
-        got = r.read()
-        if r.status != 200 or got != want:
-            sys.exit(f"{label}: /{name}: status {r.status}, {len(got)} bytes, want 200 and {len(want)} bytes")
-EOF
-}
-
-# --- wrk ---------------------------------------------------------------------------
 
 # cpu_snapshot PIDS... -> "TOTAL BUSY OURS" in clock ticks: all CPU time and busy
 # CPU time (from /proc/stat, steal excluded), and the CPU time of the given processes
-# (all threads) plus this shell's finished children (wrk runs as one).
+# (all threads; tree:PID for PID's whole tree_ticks) plus this shell's own and its
+# finished children's (wrk, smtp-source and find run as those).
 cpu_snapshot() {
-    local p rest ours=0 u n s idle iow irq sirq steal a
-    read -r _ u n s idle iow irq sirq steal _ </proc/stat
+    local p ours=0 u n s idle iow irq sirq
+    read -r _ u n s idle iow irq sirq _ </proc/stat
     for p in "$@"; do
-        rest="$(cat "/proc/$p/stat" 2>/dev/null)" || continue
-        rest="${rest##*) }"
-        read -r -a a <<<"$rest"
-        ours=$((ours + a[11] + a[12]))
+        if [[ "$p" == tree:* ]]; then
+            ours=$((ours + $(tree_ticks "${p#tree:}")))
+        else
+            ours=$((ours + $(proc_ticks "$p")))
+        fi
     done
-    rest="$(cat "/proc/$$/stat")"
-    rest="${rest##*) }"
-    read -r -a a <<<"$rest"
-    ours=$((ours + a[11] + a[12] + a[13] + a[14]))
+    ours=$((ours + $(proc_ticks $$ 1)))
     echo "$((u + n + s + idle + iow + irq + sirq)) $((u + n + s + irq + sirq)) $ours"
 }
 
@@ -335,98 +381,9 @@ other_cpu_pct() {
         'BEGIN { x = (t > 0 ? 100 * (b - o) / t : 0); if (x < 0) x = 0; printf "%.0f", x }'
 }
 
-# run_wrk OUTFILE DURATION THREADS CONNS URL [close] -> sets WRK_RPS, WRK_TRANSFER
-# (bytes/s), WRK_ERRORS (socket errors + non-2xx/3xx), WRK_ERR_DETAIL. A wrk that
-# fails to run at all counts as one error with req/s 0. With the server PIDs in
-# MEASURE_PIDS, also sets WRK_OTHER_CPU: % of all CPU used by other processes
-# during the run (anything above a few % disturbs the figures).
-MEASURE_PIDS=()
-run_wrk() {
-    local out="$1" dur="$2" threads="$3" conns="$4" url="$5" mode="${6:-}" rc=0 snap0 snap1
-    local args=(-t"$threads" -c"$conns" -d"${dur}s" --latency)
-    [[ "$mode" == close ]] && args+=(-H 'Connection: close')
-    # Extra wrk arguments (headers, a Lua script) from the calling script, if any.
-    if [[ -n "${WRK_EXTRA+set}" ]]; then args+=("${WRK_EXTRA[@]}"); fi
-    snap0="$(cpu_snapshot "${MEASURE_PIDS[@]}")"
-    timeout --foreground --kill-after=5 "$((dur + 30))" wrk "${args[@]}" "$url" >"$out" 2>&1 || rc=$?
-    snap1="$(cpu_snapshot "${MEASURE_PIDS[@]}")"
-    WRK_OTHER_CPU="$(other_cpu_pct "$snap0" "$snap1")"
-    if ((rc != 0)); then
-        WRK_RPS=0 WRK_TRANSFER=0 WRK_ERRORS=1 WRK_ERR_DETAIL="wrk exit $rc: $(tr '\n' ' ' <"$out" | cut -c1-200)"
-        return 0
-    fi
-    local parsed
-    parsed="$(awk '
-        function bytes(s,   n, u) {
-            n = s + 0; u = s; sub(/^[0-9.]+/, "", u)
-            if (u == "KB") n *= 1024; else if (u == "MB") n *= 1048576
-            else if (u == "GB") n *= 1073741824; else if (u == "TB") n *= 1099511627776
-            return n
-        }
-        /^Requests\/sec:/ { rps = $2 }
-        /^Transfer\/sec:/ { tr = bytes($2) }
-        /Socket errors:/ {
-            gsub(",", "")
-            se = $4 + $6 + $8 + $10
-            detail = detail "connect " $4 " read " $6 " write " $8 " timeout " $10 "; "
-        }
-        /Non-2xx or 3xx responses:/ { nx = $5; detail = detail "non-2xx/3xx " $5 "; " }
-        END { printf "%s|%.0f|%d|%s\n", (rps == "" ? 0 : rps), tr, se + nx, detail }
-    ' "$out")"
-    IFS='|' read -r WRK_RPS WRK_TRANSFER WRK_ERRORS WRK_ERR_DETAIL <<<"$parsed"
-    if [[ "$WRK_RPS" == 0 ]]; then
-        WRK_ERRORS=$((WRK_ERRORS + 1))
-        WRK_ERR_DETAIL+="no Requests/sec line; "
-    fi
-}
-
-# measure_row ROUND ROW PATH MODE CONNS SERVER... : runs wrk against each SERVER in
-# turn (URL ${SCHEME:-http}://127.0.0.1:${PORT[SERVER]}PATH) and appends the results to $RAW and
-# the wrk outputs to $WRKLOG. Calls `after_run SERVER` (defined by the script) after
-# each run. With BENCH_WAIT_IDLE set, a pair in which other processes used more than
-# BUSY_LIMIT % of the CPU is thrown away (kept in wrk.log, marked) and measured
-# again after waiting for the machine to go quiet, up to 3 attempts.
+# Runs with other processes above this % of the CPU count as disturbed (see
+# measure_row and BENCH_WAIT_IDLE).
 BUSY_LIMIT=15
-# PORT (associative: server -> port), DURATION, THREADS, RAW and WRKLOG are the
-# calling script's globals.
-# shellcheck disable=SC2153
-measure_row() {
-    local r="$1" row="$2" path="$3" mode="$4" conns="$5" attempt s busy msg pair lines
-    shift 5
-    pair="$BENCH_TMP/pair.log"
-    for ((attempt = 1; ; attempt++)); do
-        lines=()
-        busy=0
-        : >"$pair"
-        for s in "$@"; do
-            run_wrk "$BENCH_TMP/wrk-out.txt" "$DURATION" "$THREADS" "$conns" "${SCHEME:-http}://127.0.0.1:${PORT[$s]}$path" "$mode"
-            {
-                echo "=== round $r row $row server $s (attempt $attempt; other processes used ${WRK_OTHER_CPU}% of the CPU)"
-                cat "$BENCH_TMP/wrk-out.txt"
-            } >>"$pair"
-            lines+=("$r,$row,$s,$WRK_RPS,$WRK_TRANSFER,$WRK_ERRORS,$WRK_OTHER_CPU")
-            msg="round $r $row $s: $WRK_RPS req/s (other CPU ${WRK_OTHER_CPU}%)"
-            if ((WRK_ERRORS != 0)); then
-                msg+="  !!! ERRORS: $WRK_ERRORS ($WRK_ERR_DETAIL)"
-            fi
-            log "$msg"
-            if ((WRK_OTHER_CPU > busy)); then busy="$WRK_OTHER_CPU"; fi
-            after_run "$s"
-        done
-        if ((busy > BUSY_LIMIT && ${BENCH_WAIT_IDLE:-0} > 0 && attempt < 3)); then
-            log "round $r $row: disturbed (other processes up to ${busy}% of the CPU); measuring the pair again"
-            {
-                echo "### DISCARDED (disturbed by other processes, measured again):"
-                cat "$pair"
-            } >>"$WRKLOG"
-            wait_idle
-            continue
-        fi
-        cat "$pair" >>"$WRKLOG"
-        printf '%s\n' "${lines[@]}" >>"$RAW"
-        return 0
-    done
-}
 
 # --- background load ------------------------------------------------------------------
 
@@ -484,7 +441,7 @@ describe_background() {
     for n in "${BACKGROUND_NOTES[@]}"; do echo "- $n"; done
 }
 
-# --- provenance ----------------------------------------------------------------------
+# --- provenance and the README ---------------------------------------------------------
 
 # Machine and software description as Markdown list items.
 describe_machine() {
@@ -519,9 +476,48 @@ describe_machine() {
 EOF
 }
 
-result_dir() {
-    local kind="$1" dir
-    dir="$REPO_ROOT/bench-results/$(date +%F)-$(hostname)-$kind"
-    mkdir -p "$dir"
-    echo "$dir"
+# readme_header TITLE [LABEL]: the top of a results README: title, the command
+# (LABEL: "Command (from the repository root)"), date and the machine list.
+readme_header() {
+    echo "# $1"
+    echo
+    echo "${2:-Command (from the repository root)}: \`$CMDLINE\`"
+    echo
+    echo "Date: $(date -Is)"
+    echo
+    echo "## Machine"
+    echo
+    describe_machine
 }
+
+# readme_section NAME: a blank line, "## NAME" and a blank line.
+readme_section() {
+    echo
+    echo "## $1"
+    echo
+}
+
+readme_background() {
+    readme_section "Background load"
+    describe_background
+}
+
+# readme_summary [HEADING]: the last section, $OUT/summary.txt as a code block.
+# shellcheck disable=SC2120 # the argument is optional
+readme_summary() {
+    readme_section "${1:-Summary}"
+    echo '```'
+    cat "$OUT/summary.txt"
+    echo '```'
+}
+
+# save_config SRC DEST: a copy of a generated configuration with the temp
+# directory written as $TMP.
+save_config() { sed "s#$BENCH_TMP#\$TMP#g" "$1" >"$2"; }
+
+results_done() { log "results in ${OUT#"$REPO_ROOT"/}"; }
+
+# shellcheck source=bench/lib/web.sh
+source "$BENCH_DIR/lib/web.sh"
+# shellcheck source=bench/lib/mail.sh
+source "$BENCH_DIR/lib/mail.sh"

@@ -44,7 +44,8 @@ POP3_LIMIT=3000
 POP3_LOGIN_CLIENTS=1000
 NOFILE=65536
 
-usage() { sed -n '2,18p' "$MAIL_SUT_SCRIPT" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# This script's own usage, also when another script has sourced it.
+usage() { script_header "$MAIL_SUT_SCRIPT"; exit "${1:-0}"; }
 
 # --- prerequisites -------------------------------------------------------------------
 
@@ -53,52 +54,9 @@ usage() { sed -n '2,18p' "$MAIL_SUT_SCRIPT" | sed 's/^# \{0,1\}//'; exit "${1:-0
 # compare-pop3.sh do): only our private instances may use the CPU and the ports.
 sut_prerequisites() {
     ensure_commands python3:python3 timeout:coreutils awk:gawk runuser:util-linux
-    if [[ ! -x /usr/sbin/postfix || ! -x /usr/sbin/postmap || ! -x /usr/sbin/postconf ]]; then
-        log "installing postfix (debconf: No configuration)"
-        echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq postfix >/dev/null
-    fi
-    if [[ ! -x /usr/lib/dovecot/pop3 ]] || ! command -v doveadm >/dev/null 2>&1; then
-        log "installing dovecot-pop3d"
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq dovecot-pop3d >/dev/null
-    fi
-    [[ -x /usr/lib/dovecot/pop3 ]] || die "dovecot-pop3d is not installed (no /usr/lib/dovecot/pop3)"
-    if [[ "$PASSDB" == sqlite && ! -e /usr/lib/dovecot/modules/libdriver_sqlite.so ]]; then
-        log "installing dovecot-sqlite"
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq dovecot-sqlite >/dev/null
-    fi
-    if [[ "$PASSDB" == sqlite && ! -e /usr/lib/dovecot/modules/libdriver_sqlite.so ]]; then
-        die "dovecot-sqlite is not installed (no /usr/lib/dovecot/modules/libdriver_sqlite.so)"
-    fi
-    DOVECOT_BIN="$(command -v dovecot || echo /usr/sbin/dovecot)"
-    DOVEADM_BIN="$(command -v doveadm || echo /usr/bin/doveadm)"
-
-    if [[ -d /run/systemd/system ]] && systemctl is-active --quiet postfix 2>/dev/null; then
-        log "stopping the system postfix service"
-        timeout 60 systemctl stop postfix || true
-    fi
-    if [[ -f /etc/postfix/main.cf ]] && timeout 20 /usr/sbin/postfix status >/dev/null 2>&1; then
-        log "stopping the system postfix instance (/etc/postfix)"
-        timeout 60 /usr/sbin/postfix stop >/dev/null 2>&1 || true
-    fi
-    if [[ -d /run/systemd/system ]] && systemctl is-active --quiet dovecot.service 2>/dev/null; then
-        log "stopping the system dovecot.service"
-        timeout 60 systemctl stop dovecot.service dovecot.socket 2>/dev/null || true
-    fi
-    if [[ -s /run/dovecot/master.pid ]] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
-        log "stopping the system dovecot (pid $(cat /run/dovecot/master.pid))"
-        timeout 60 "$DOVECOT_BIN" stop 2>/dev/null || true
-    fi
-    if [[ -s /run/dovecot/master.pid ]] && kill -0 "$(cat /run/dovecot/master.pid)" 2>/dev/null; then
-        die "a system dovecot is still running (pid $(cat /run/dovecot/master.pid)); stop it first"
-    fi
-    local u
-    for u in postfix dovecot dovenull nobody; do
-        id "$u" >/dev/null 2>&1 || die "user $u is missing (the postfix and dovecot-core packages create them)"
-    done
+    ensure_postfix
+    if [[ "$PASSDB" == sqlite ]]; then ensure_dovecot sqlite; else ensure_dovecot; fi
+    require_users postfix dovecot dovenull nobody
     getent group postdrop >/dev/null || die "group postdrop is missing (the postfix package creates it)"
 }
 
@@ -140,54 +98,6 @@ env_get() {
     [[ -n "$line" ]] || return 0
     # Values are written with printf %q; evaluate only that one assignment.
     (eval "$line" && printf '%s\n' "${!key}")
-}
-
-# Session id of a process (empty if it is gone).
-proc_sid() { ps -o sid= -p "$1" 2>/dev/null | tr -d ' '; }
-
-# PIDs of every process in session SID (but never this shell or its parents).
-session_pids() {
-    local sid="$1"
-    ps -eo pid=,sid= | awk -v s="$sid" -v me="$$" -v pp="$PPID" '$2 == s && $1 != me && $1 != pp { print $1 }'
-}
-
-# stop_tree NAME MASTER_PID SID STOP_CMD...: asks the master to stop (STOP_CMD), waits
-# up to 15 s for it to exit, then SIGKILLs it; then makes sure nothing of its session
-# is left (SIGTERM, up to 5 s, SIGKILL). SID is only used when the master leads its
-# session (Postfix's and Dovecot's masters call setsid()), never the caller's own.
-stop_tree() {
-    local name="$1" pid="$2" sid="$3" i left
-    shift 3
-    if kill -0 "$pid" 2>/dev/null; then
-        timeout 60 "$@" >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 150; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "$name master (pid $pid) still running 15 s after the stop request; sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    fi
-    [[ -n "$sid" && "$sid" == "$pid" && "$sid" != "$(proc_sid $$)" ]] || return 0
-    left="$(session_pids "$sid")"
-    [[ -z "$left" ]] && return 0
-    # shellcheck disable=SC2086 # a list of pids
-    kill -TERM $left 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        left="$(session_pids "$sid")"
-        [[ -z "$left" ]] && return 0
-        sleep 0.1
-    done
-    log "$name: processes ${left//$'\n'/ } outlived their master; sending SIGKILL"
-    # shellcheck disable=SC2086
-    kill -KILL $left 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do
-        [[ -z "$(session_pids "$sid")" ]] && return 0
-        sleep 0.1
-    done
-    log "!!! $name: processes $(session_pids "$sid" | tr '\n' ' ')are still there after SIGKILL"
-    return 1
 }
 
 # Reads the first line a server sends on 127.0.0.1:PORT (SMTP 220 / POP3 +OK), then
@@ -266,8 +176,7 @@ EOF
     first="$(head -1 "$file")"
     [[ "$first" == "user1@$DOMAIN:{"* ]] || die "passwd-file $file: unexpected first line '${first:0:60}'"
     (($(wc -l <"$file") == USERS)) || die "passwd-file $file: $(wc -l <"$file") lines, expected $USERS"
-    # shellcheck disable=SC2016 # literal dollars in the sed pattern
-    PASSWD_COST="$(sed -n '1s/.*\$argon2id\$v=19\$\([^$]*\)\$.*/\1/p' "$file")"
+    PASSWD_COST="$(head -1 "$file" | argon2_cost)"
     PASSWD_COST="${PASSWD_COST:-not argon2id}"
     chown root:dovecot "$file"
     chmod 640 "$file"
@@ -337,25 +246,12 @@ start_failed() {
     mail_sut_stop --dir "$DIR" >/dev/null 2>&1 || true
 }
 
-mail_sut_start() {
+# Options of start (globals DIR, USERS, DOMAIN, REMOTE, PASSWORD, SINK, ...), checked.
+sut_parse_start() {
     DIR="" USERS=1000 DOMAIN=stoa.test REMOTE=remote.test PASSWORD=stoa-bench SINK=""
     SMTP_PORT="" POP3_PORT="" OPT_STOA="" PASSDB=sqlite
-    while (($#)); do
-        case "$1" in
-            --dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
-            --users) USERS="${2:?--users needs a value}"; shift 2 ;;
-            --domain) DOMAIN="${2:?--domain needs a value}"; shift 2 ;;
-            --remote-domain) REMOTE="${2:?--remote-domain needs a value}"; shift 2 ;;
-            --password) PASSWORD="${2?--password needs a value}"; shift 2 ;;
-            --sink) SINK="${2:?--sink needs a value}"; shift 2 ;;
-            --smtp-port) SMTP_PORT="${2:?--smtp-port needs a value}"; shift 2 ;;
-            --pop3-port) POP3_PORT="${2:?--pop3-port needs a value}"; shift 2 ;;
-            --stoa) OPT_STOA="${2:?--stoa needs a value}"; shift 2 ;;
-            --passdb) PASSDB="${2:?--passdb needs a value}"; shift 2 ;;
-            -h | --help) usage 0 ;;
-            *) echo "unknown argument to start: $1" >&2; usage 2 ;;
-        esac
-    done
+    parse_args "--dir=DIR --users=USERS --domain=DOMAIN --remote-domain=REMOTE --password=PASSWORD --sink=SINK
+        --smtp-port=SMTP_PORT --pop3-port=POP3_PORT --stoa=OPT_STOA --passdb=PASSDB" "$@"
     [[ -n "$DIR" ]] || die "start: --dir DIR is required"
     [[ -n "$SINK" ]] || die "start: --sink 127.0.0.1:PORT is required (where Postfix relays mail for the remote domain)"
     if ! [[ "$USERS" =~ ^[1-9][0-9]{0,7}$ ]] || ((USERS > 10000000)); then
@@ -371,11 +267,11 @@ mail_sut_start() {
     [[ -n "$OPT_STOA" && ! -x "$OPT_STOA" ]] && die "--stoa $OPT_STOA: not an executable"
     [[ "$PASSDB" == sqlite || "$PASSDB" == passwd-file ]] || die "--passdb is sqlite or passwd-file"
     [[ "$(id -u)" == 0 ]] || die "run as root: Postfix's and Dovecot's master processes start as root"
+}
 
-    sut_prerequisites
-
-    # The directory: new, empty, or one of ours from an earlier start (whose state is
-    # reset: queue, mailboxes, logs).
+# The directory: new, empty, or one of ours from an earlier start (whose state is
+# reset: queue, mailboxes, logs).
+sut_prepare_dir() {
     mkdir -p "$DIR"
     DIR="$(cd "$DIR" && pwd)"
     [[ "$DIR" != / ]] || die "--dir must not be /"
@@ -398,7 +294,10 @@ mail_sut_start() {
     fi
     touch "$DIR/$SUT_MARKER"
     chmod 755 "$DIR"
+}
 
+# SMTP_PORT and POP3_PORT: as given (and free), or free ones.
+sut_choose_ports() {
     [[ -n "$SMTP_PORT" ]] && check_port_arg --smtp-port "$SMTP_PORT"
     [[ -n "$POP3_PORT" ]] && check_port_arg --pop3-port "$POP3_PORT"
     SMTP_PORT="${SMTP_PORT:-$(free_port)}"
@@ -406,144 +305,73 @@ mail_sut_start() {
     while [[ "$POP3_PORT" == "$SMTP_PORT" ]]; do POP3_PORT="$(free_port)"; done
     [[ "$SINK" != "127.0.0.1:$SMTP_PORT" && "$SINK" != "127.0.0.1:$POP3_PORT" ]] ||
         die "--sink $SINK is one of the SUT's own ports"
+}
 
-    local pf_conf="$DIR/postfix" pf_queue="$DIR/postfix-queue" pf_data="$DIR/postfix-data"
-    local pf_log="$DIR/postfix.log" vmail="$DIR/vmail" dv="$DIR/dovecot" dv_log="$DIR/dovecot.log"
-    local vuid vgid i t0
-    vuid="$(id -u nobody)"
-    vgid="$(id -g nobody)"
-    ((vuid >= 100)) || die "user nobody has uid $vuid, below Postfix's virtual_minimum_uid (100)"
+# The Maildir root for DOMAIN (nobody must be able to write it) and Dovecot's directories.
+sut_make_dirs() {
+    mkdir -p "$VMAIL/$DOMAIN" "$DV_DIR"/{base,state}
+    chown -R "$VMAIL_UID:$VMAIL_GID" "$VMAIL"
+    chmod 755 "$DV_DIR"
+    runuser -u nobody -- test -w "$VMAIL/$DOMAIN" ||
+        die "user nobody cannot write $VMAIL/$DOMAIN: a parent of $DIR is not searchable by others (use a --dir under /tmp or /var)"
+}
 
-    # Whatever fails from here on: stop what was started.
-    SUT_STARTED=""
-    trap 'start_failed' EXIT
-
-    mkdir -p "$pf_conf" "$pf_queue" "$pf_data" "$vmail/$DOMAIN" "$dv"/{base,state}
-    chown postfix "$pf_data"
-    chown -R "$vuid:$vgid" "$vmail"
-    chmod 755 "$dv"
-    runuser -u nobody -- test -w "$vmail/$DOMAIN" ||
-        die "user nobody cannot write $vmail/$DOMAIN: a parent of $DIR is not searchable by others (use a --dir under /tmp or /var)"
-
-    cat >"$pf_conf/main.cf" <<EOF
-# Private Postfix for bench/mail-sut.sh: the SMTP side of the mail SUT.
-compatibility_level = 3.6
-queue_directory = $pf_queue
-data_directory = $pf_data
-mail_owner = postfix
-setgid_group = postdrop
-myhostname = sut.bench.invalid
-mydomain = bench.invalid
-myorigin = \$myhostname
-inet_interfaces = 127.0.0.1
-inet_protocols = ipv4
+# main.cf and master.cf: local users in DIR/vmail/DOMAIN/userK/Maildir/, remote ones
+# relayed to the sink.
+sut_write_postfix() {
+    write_postfix_main_cf "Private Postfix for bench/mail-sut.sh: the SMTP side of the mail SUT." \
+        sut.bench.invalid "$DOMAIN" "
 # The harness's SMTP clients (users sending mail, and remote MTAs delivering
 # inbound mail) all connect from 127.0.0.1.
-mynetworks = 127.0.0.0/8
 smtpd_relay_restrictions = permit_mynetworks, reject_unauth_destination
-
-# Local users: $DOMAIN is a virtual mailbox domain (no local(8), no system users);
-# virtual(8) writes DIR/vmail/$DOMAIN/userK/Maildir/ as nobody, fsync on (the default:
-# queue file fsynced before the 250, each Maildir file before the delivery is done).
-mydestination =
-local_recipient_maps =
-alias_maps =
-alias_database =
-virtual_mailbox_domains = $DOMAIN
-virtual_mailbox_base = $vmail
-virtual_mailbox_maps = hash:$pf_conf/vmailbox
-virtual_uid_maps = static:$vuid
-virtual_gid_maps = static:$vgid
-virtual_transport = virtual
 virtual_destination_concurrency_limit = 20
 
 # Remote users: $REMOTE is relayed to the harness's mail sink at $SINK. No DNS at
 # all (the next hop is an IP literal), no TLS. Up to 20 connections to the sink at
 # once (Postfix's default destination concurrency).
 relay_domains = $REMOTE
-transport_maps = hash:$pf_conf/transport
+transport_maps = hash:$PF_CONF/transport
 smtp_dns_support_level = disabled
 smtp_host_lookup = native
 smtp_tls_security_level = none
 smtp_destination_concurrency_limit = 20
 
-# Load: no per-client limits (all load comes from 127.0.0.1), no reverse DNS.
-smtpd_client_connection_rate_limit = 0
-smtpd_client_connection_count_limit = 0
-smtpd_client_message_rate_limit = 0
-smtpd_client_recipient_rate_limit = 0
-smtpd_peername_lookup = no
 # Processes per service (smtpd's own limit, $SMTPD_LIMIT, is in master.cf: one per
 # session); cleanup needs one per smtpd receiving a message.
 default_process_limit = $PF_PROCESS_LIMIT
 # SPECmail2001 messages go up to 2,675 KiB; 1-20 recipients.
 message_size_limit = 10485760
-virtual_mailbox_limit = 51200000
-smtpd_recipient_limit = 1000
-biff = no
+virtual_mailbox_limit = 51200000"
+    write_postfix_master_cf "$SMTP_PORT" "$SMTPD_LIMIT"
+}
 
-# Logging to a file through postlogd (Postfix 3.4+).
-maillog_file = $pf_log
-maillog_file_prefixes = $DIR
-EOF
-    cat >"$pf_conf/master.cf" <<EOF
-# service type  private unpriv  chroot  wakeup  maxproc command
-127.0.0.1:$SMTP_PORT inet n -       n       -       $SMTPD_LIMIT smtpd
-pickup    unix  n       -       n       60      1       pickup
-cleanup   unix  n       -       n       -       0       cleanup
-qmgr      unix  n       -       n       300     1       qmgr
-rewrite   unix  -       -       n       -       -       trivial-rewrite
-bounce    unix  -       -       n       -       0       bounce
-defer     unix  -       -       n       -       0       bounce
-trace     unix  -       -       n       -       0       bounce
-verify    unix  -       -       n       -       1       verify
-flush     unix  n       -       n       1000?   0       flush
-proxymap  unix  -       -       n       -       -       proxymap
-proxywrite unix -       -       n       -       1       proxymap
-smtp      unix  -       -       n       -       -       smtp
-relay     unix  -       -       n       -       -       smtp
-showq     unix  n       -       n       -       -       showq
-error     unix  -       -       n       -       -       error
-retry     unix  -       -       n       -       -       error
-discard   unix  -       -       n       -       -       discard
-local     unix  -       n       n       -       -       local
-virtual   unix  -       n       n       -       -       virtual
-anvil     unix  -       -       n       -       1       anvil
-scache    unix  -       -       n       -       1       scache
-postlog   unix-dgram n  -       n       -       1       postlogd
-EOF
-
-    # Users (postmap needs main.cf): the Postfix map, one line per user, and Dovecot's
-    # passwd-file.
-    t0=$SECONDS
+# Users (postmap needs main.cf): the Postfix maps, one line per user, and Dovecot's
+# passwd-file and passdb.
+sut_write_users() {
+    local t0=$SECONDS
     awk -v n="$USERS" -v d="$DOMAIN" \
-        'BEGIN { for (i = 1; i <= n; i++) printf "user%d@%s %s/user%d/Maildir/\n", i, d, d, i }' >"$pf_conf/vmailbox"
-    printf '%s smtp:[%s]:%s\n' "$REMOTE" "${SINK%:*}" "${SINK##*:}" >"$pf_conf/transport"
-    /usr/sbin/postmap -c "$pf_conf" "hash:$pf_conf/vmailbox"
-    /usr/sbin/postmap -c "$pf_conf" "hash:$pf_conf/transport"
-    write_passwd "$dv/passwd"
-    setup_passdb "$dv"
+        'BEGIN { for (i = 1; i <= n; i++) printf "user%d@%s %s/user%d/Maildir/\n", i, d, d, i }' >"$PF_CONF/vmailbox"
+    printf '%s smtp:[%s]:%s\n' "$REMOTE" "${SINK%:*}" "${SINK##*:}" >"$PF_CONF/transport"
+    /usr/sbin/postmap -c "$PF_CONF" "hash:$PF_CONF/vmailbox"
+    /usr/sbin/postmap -c "$PF_CONF" "hash:$PF_CONF/transport"
+    write_passwd "$DV_DIR/passwd"
+    setup_passdb "$DV_DIR"
     log "$USERS users written (Postfix map and Dovecot passwd-file) in $((SECONDS - t0)) s"
+}
 
+# DV_DIR/dovecot.conf: POP3 on 127.0.0.1:POP3_PORT over the same Maildirs.
+sut_write_dovecot() {
     # Dovecot's auth process serves the login processes and one userdb connection per
     # pop3 process; anvil and stats see every process too.
     local auth_clients=$((POP3_LIMIT + 1000))
-    cat >"$dv/dovecot.conf" <<EOF
-# Private Dovecot for bench/mail-sut.sh: the POP3 side of the mail SUT.
-protocols = pop3
-listen = 127.0.0.1
-base_dir = $dv/base
-state_dir = $dv/state
-instance_name = stoa-bench-mail-sut
-log_path = $dv_log
-info_log_path = $dv_log
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain
+    {
+        dovecot_conf_head "Private Dovecot for bench/mail-sut.sh: the POP3 side of the mail SUT." \
+            "$DV_DIR" stoa-bench-mail-sut "$DV_LOG"
+        cat <<EOF
 # The Maildirs Postfix's virtual(8) writes, as the same user (nobody).
-mail_location = maildir:$vmail/%d/%n/Maildir
-first_valid_uid = $vuid
-first_valid_gid = $vgid
+mail_location = maildir:$VMAIL/%d/%n/Maildir
+first_valid_uid = $VMAIL_UID
+first_valid_gid = $VMAIL_GID
 default_internal_user = dovecot
 default_login_user = dovenull
 # mail_fsync at its default (optimized): POP3 only deletes and renames.
@@ -552,7 +380,7 @@ pop3_uidl_format = %g
 $PASSDB_CONF
 userdb {
   driver = static
-  args = uid=$vuid gid=$vgid home=$vmail/%d/%n
+  args = uid=$VMAIL_UID gid=$VMAIL_GID home=$VMAIL/%d/%n
 }
 # All sessions come from 127.0.0.1: the per-user-and-address limit (default 10)
 # must not turn concurrent sessions of one user away.
@@ -560,18 +388,9 @@ mail_max_userip_connections = 1000
 # Up to $POP3_LIMIT POP3 sessions at once: a pop3 process per session (Dovecot's
 # model, reused for up to 100 sessions, $(nproc) kept ready), login processes in
 # high-performance mode ($POP3_LOGIN_CLIENTS connections each, $(nproc) kept ready).
-service pop3-login {
-  inet_listener pop3 {
-    address = 127.0.0.1
-    port = $POP3_PORT
-  }
-  inet_listener pop3s {
-    port = 0
-  }
-  service_count = 0
-  process_min_avail = $(nproc)
-  client_limit = $POP3_LOGIN_CLIENTS
-}
+EOF
+        dovecot_conf_pop3_login "$POP3_PORT" "$(nproc)" "client_limit = $POP3_LOGIN_CLIENTS"
+        cat <<EOF
 service pop3 {
   service_count = 100
   process_min_avail = $(nproc)
@@ -594,79 +413,83 @@ service anvil {
 service stats {
   client_limit = $auth_clients
 }
-service imap-login {
-  inet_listener imap {
-    port = 0
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
 EOF
+        dovecot_conf_no_imap
+    } >"$DV_DIR/dovecot.conf"
+}
 
-    timeout 60 /usr/sbin/postfix -c "$pf_conf" check >"$DIR/postfix-check.log" 2>&1 ||
-        die "postfix check failed: $(tail -n 5 "$DIR/postfix-check.log")"
-    "$DOVECOT_BIN" -c "$dv/dovecot.conf" -n >"$dv/dovecot-n.txt" 2>"$dv/dovecot-n.err" ||
-        die "dovecot rejects its configuration: $(tail -n 5 "$dv/dovecot-n.err")"
-
-    # Both masters (and so every process they fork) inherit this limit.
-    raise_nofile "$NOFILE"
-
-    local pf_pid dv_pid
-    timeout 60 /usr/sbin/postfix -c "$pf_conf" start >"$DIR/postfix-start.log" 2>&1 ||
-        die "postfix start failed: $(tail -n 5 "$DIR/postfix-start.log" "$pf_log" 2>/dev/null)"
-    for ((i = 0; i < 200; i++)); do
-        [[ -s "$pf_queue/pid/master.pid" ]] && break
-        sleep 0.05
-    done
-    pf_pid="$(tr -d ' \n' 2>/dev/null <"$pf_queue/pid/master.pid" || true)"
-    [[ "$pf_pid" =~ ^[0-9]+$ ]] || die "no Postfix master pid in $pf_queue/pid/master.pid"
-    wait_port "$SMTP_PORT" "$pf_pid" || die "postfix did not listen on $SMTP_PORT: $(tail -n 5 "$pf_log" 2>/dev/null)"
-
-    # Dovecot daemonizes (master.pid in base_dir).
-    if ! "$DOVECOT_BIN" -c "$dv/dovecot.conf" >"$DIR/dovecot-start.log" 2>&1; then
+# Starts Dovecot (it daemonizes: master.pid in base_dir) and waits for DV_PID to
+# listen on POP3_PORT.
+sut_start_dovecot() {
+    if ! "$DOVECOT_BIN" -c "$DV_DIR/dovecot.conf" >"$DIR/dovecot-start.log" 2>&1; then
         # The daemonized child may write the reason just after the parent has exited.
-        for ((i = 0; i < 40; i++)); do
-            [[ -s "$DIR/dovecot-start.log" ]] && break
-            sleep 0.05
-        done
-        die "dovecot failed to start: $(tail -n 5 "$DIR/dovecot-start.log" "$dv_log" 2>/dev/null)"
+        wait_file "$DIR/dovecot-start.log" 2 || true
+        die "dovecot failed to start: $(tail -n 5 "$DIR/dovecot-start.log" "$DV_LOG" 2>/dev/null)"
     fi
-    for ((i = 0; i < 200; i++)); do
-        [[ -s "$dv/base/master.pid" ]] && break
-        sleep 0.05
-    done
-    dv_pid="$(tr -d ' \n' 2>/dev/null <"$dv/base/master.pid" || true)"
-    [[ "$dv_pid" =~ ^[0-9]+$ ]] || die "no Dovecot master pid in $dv/base/master.pid: $(tail -n 5 "$dv_log" 2>/dev/null)"
-    wait_port "$POP3_PORT" "$dv_pid" || die "dovecot did not listen on $POP3_PORT: $(tail -n 5 "$dv_log" 2>/dev/null)"
+    DV_PID="$(read_pidfile "$DV_DIR/base/master.pid")"
+    [[ "$DV_PID" =~ ^[0-9]+$ ]] || die "no Dovecot master pid in $DV_DIR/base/master.pid: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
+    wait_port "$POP3_PORT" "$DV_PID" || die "dovecot did not listen on $POP3_PORT: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
+}
 
+# Both answer with their greeting, and what Dovecot logged at startup.
+sut_check_greetings() {
     local smtp_banner pop3_banner
     smtp_banner="$(probe_greeting "$SMTP_PORT")" || die "no SMTP greeting on 127.0.0.1:$SMTP_PORT"
     [[ "$smtp_banner" == 220* ]] || die "unexpected SMTP greeting: $smtp_banner"
     pop3_banner="$(probe_greeting "$POP3_PORT")" || die "no POP3 greeting on 127.0.0.1:$POP3_PORT"
     [[ "$pop3_banner" == +OK* ]] || die "unexpected POP3 greeting: $pop3_banner"
-    if grep -qiE 'warning|error|fatal' "$dv_log" 2>/dev/null; then
-        log "dovecot logged at startup: $(grep -iE 'warning|error|fatal' "$dv_log" | tail -3)"
+    if grep -qiE 'warning|error|fatal' "$DV_LOG" 2>/dev/null; then
+        log "dovecot logged at startup: $(grep -iE 'warning|error|fatal' "$DV_LOG" | tail -3)"
     fi
+}
 
-    local pf_version dv_version
-    pf_version="$(/usr/sbin/postconf -c "$pf_conf" -h mail_version)"
-    dv_version="$("$DOVECOT_BIN" --version)"
+# DIR/sut.env, for mail_sut_load and compare-mail.sh.
+sut_write_env() {
+    PF_VERSION="$(postfix_version)"
+    DV_VERSION="$("$DOVECOT_BIN" --version)"
     {
         printf '# Written by bench/mail-sut.sh start on %s\n' "$(date -Is)"
         printf '%s=%q\n' SMTP_ADDR "127.0.0.1:$SMTP_PORT" POP3_ADDR "127.0.0.1:$POP3_PORT" \
             SINK_ADDR "$SINK" DOMAIN "$DOMAIN" REMOTE_DOMAIN "$REMOTE" USERS "$USERS" \
-            POSTFIX_PID "$pf_pid" DOVECOT_PID "$dv_pid" \
-            POSTFIX_VERSION "$pf_version" DOVECOT_VERSION "$dv_version" \
+            POSTFIX_PID "$PF_MASTER" DOVECOT_PID "$DV_PID" \
+            POSTFIX_VERSION "$PF_VERSION" DOVECOT_VERSION "$DV_VERSION" \
             POSTFIX_PACKAGE "$(dpkg-query -W -f '${Version}' postfix 2>/dev/null || echo '?')" \
             DOVECOT_PACKAGE "$(dpkg-query -W -f '${Version}' dovecot-pop3d 2>/dev/null || echo '?')" \
             PASSWD_SOURCE "$PASSWD_SOURCE" PASSWD_COST "$PASSWD_COST" PASSDB "$PASSDB" \
-            POSTFIX_CONF "$pf_conf" DOVECOT_CONF "$dv/dovecot.conf" VMAIL "$vmail" \
-            POSTFIX_LOG "$pf_log" DOVECOT_LOG "$dv_log"
+            POSTFIX_CONF "$PF_CONF" DOVECOT_CONF "$DV_DIR/dovecot.conf" VMAIL "$VMAIL" \
+            POSTFIX_LOG "$PF_LOG" DOVECOT_LOG "$DV_LOG"
     } >"$DIR/sut.env"
+}
+
+mail_sut_start() {
+    sut_parse_start "$@"
+    sut_prerequisites
+    sut_prepare_dir
+    sut_choose_ports
+    # PF_CONF, PF_QUEUE, PF_LOG, VMAIL, VMAIL_UID, ... (bench/lib/mail.sh).
+    postfix_layout "$DIR"
+    DV_DIR="$DIR/dovecot" DV_LOG="$DIR/dovecot.log"
+
+    # Whatever fails from here on: stop what was started.
+    SUT_STARTED=""
+    trap 'start_failed' EXIT
+
+    sut_make_dirs
+    sut_write_postfix
+    sut_write_users
+    sut_write_dovecot
+    postfix_check
+    dovecot_check "$DV_DIR/dovecot.conf" "$DV_DIR/dovecot-n.txt"
+
+    # Both masters (and so every process they fork) inherit this limit.
+    raise_nofile "$NOFILE"
+    postfix_start "$SMTP_PORT"
+    sut_start_dovecot
+    sut_check_greetings
+    sut_write_env
     SUT_STARTED=1
-    log "Postfix $pf_version (master $pf_pid) on 127.0.0.1:$SMTP_PORT," \
-        "Dovecot $dv_version (master $dv_pid) on 127.0.0.1:$POP3_PORT; $REMOTE relayed to $SINK"
+    log "Postfix $PF_VERSION (master $PF_MASTER) on 127.0.0.1:$SMTP_PORT," \
+        "Dovecot $DV_VERSION (master $DV_PID) on 127.0.0.1:$POP3_PORT; $REMOTE relayed to $SINK"
     printf 'SMTP_ADDR=127.0.0.1:%s\nPOP3_ADDR=127.0.0.1:%s\n' "$SMTP_PORT" "$POP3_PORT"
 }
 
@@ -674,13 +497,7 @@ EOF
 
 mail_sut_stop() {
     local dir="" pf_pid dv_pid pf_sid dv_sid rc=0
-    while (($#)); do
-        case "$1" in
-            --dir) dir="${2:?--dir needs a value}"; shift 2 ;;
-            -h | --help) usage 0 ;;
-            *) echo "unknown argument to stop: $1" >&2; usage 2 ;;
-        esac
-    done
+    parse_args "--dir=dir" "$@"
     [[ -n "$dir" ]] || die "stop: --dir DIR is required"
     [[ -d "$dir" ]] || die "stop: no directory $dir"
     [[ -e "$dir/$SUT_MARKER" ]] || die "stop: $dir was not made by mail-sut.sh"

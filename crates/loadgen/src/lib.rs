@@ -19,7 +19,7 @@
 //!   serde types: `stoa bench agent` receives a plan and answers with a tally.
 //! - `generator.rs`: one generator's loop, the paced receive, keep-alive.
 //! - `check.rs`: the per-response checks of `web99.md` §7.1.
-//! - `latency.rs`: the operation-time histogram.
+//! - [`Latency`]: the operation-time histogram (from `stoa-latency`).
 //!
 //! # What it does not do
 //!
@@ -28,7 +28,6 @@
 
 mod check;
 mod generator;
-mod latency;
 mod transport;
 
 use std::cell::RefCell;
@@ -43,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use stoa_web99::metrics::GeneratorStats;
 use stoa_web99::workload::Targets;
 
-pub use latency::Latency;
+pub use stoa_latency::Latency;
 pub use transport::{
     ConnectError, Connector, Handshake, Stream, TlsParameters, TlsPlan, TlsSetupError,
 };

@@ -1,5 +1,5 @@
 //! The SPECmail2001 workload as data and arithmetic, for the `stoa bench mail` harness
-//! (`../shared/specs/mail2001.md` §0–§1).
+//! ([docs/mail2001.md](../../../docs/mail2001.md) §0–§1).
 //!
 //! # Layout
 //!

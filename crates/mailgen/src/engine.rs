@@ -327,13 +327,38 @@ impl Engine {
             window_secs: plan.run.as_secs_f64(),
             ..LevelTally::default()
         }));
-        let t0 = Instant::now();
-        let window = (t0 + plan.warmup, t0 + plan.warmup + plan.run);
-        let load_end = window.1 + plan.cooldown;
+        let times = LevelTimes::from_now(plan);
+        let (judged_tx, mut judged_rx) = tokio::sync::mpsc::unbounded_channel();
+        let streams = self.spawn_streams(plan, &tally, live, times, &judged_tx);
+        drop(judged_tx);
+        // Phases, for the progress line.
+        let phase_clock = tokio::spawn(phase_clock(Arc::clone(live), times));
+        end_streams(streams, phase_clock, live).await;
+        let unfinished = drain_judged(&mut judged_rx, plan.drain_limit, live).await;
+        live.set_phase(Phase::Done);
 
+        let mut t = lock(&tally).clone();
+        t.counters.unfinished += unfinished;
+        t.remote.received = lock(&self.sink)
+            .received
+            .get(&plan.index)
+            .copied()
+            .unwrap_or(0);
+        t
+    }
+
+    /// Starts the level's four streams, each with its own seed. Judged sessions'
+    /// handles go to `judged_tx`; each stream ends with its unjudged sessions.
+    fn spawn_streams(
+        &self,
+        plan: &LevelPlan,
+        tally: &Arc<Mutex<LevelTally>>,
+        live: &Arc<Live>,
+        times: LevelTimes,
+        judged_tx: &Judged,
+    ) -> JoinSet<JoinSet<()>> {
         let rates = plan.rates;
         let mut streams = JoinSet::new();
-        let (judged_tx, mut judged_rx) = tokio::sync::mpsc::unbounded_channel();
         for (k, (stream, rate)) in [
             (Stream::UserSmtp, rates.user_smtp),
             (Stream::RemoteSmtp, rates.remote_smtp),
@@ -346,7 +371,7 @@ impl Engine {
             let ctx = SessionCtx {
                 workload: Arc::clone(&self.workload),
                 pools: Arc::clone(&self.pools),
-                tally: Arc::clone(&tally),
+                tally: Arc::clone(tally),
                 live: Arc::clone(live),
                 seq: Arc::clone(&self.seq),
                 level: plan.index,
@@ -354,69 +379,91 @@ impl Engine {
             };
             let seed =
                 self.workload.seed ^ (u64::from(plan.index) << 32) ^ ((k as u64 + 1) * 0x9e37_79b9);
-            let judged_tx = judged_tx.clone();
-            streams.spawn(schedule(
-                ctx, stream, rate, seed, t0, window, load_end, judged_tx,
-            ));
+            streams.spawn(schedule(ctx, stream, rate, seed, times, judged_tx.clone()));
         }
-        drop(judged_tx);
-
-        // Phases, for the progress line.
-        let phase_clock = {
-            let live = Arc::clone(live);
-            tokio::spawn(async move {
-                tokio::time::sleep_until(window.0).await;
-                live.set_phase(Phase::Measure);
-                tokio::time::sleep_until(window.1).await;
-                live.set_phase(Phase::Cooldown);
-                tokio::time::sleep_until(load_end).await;
-                live.set_phase(Phase::Drain);
-            })
-        };
-
-        // The streams end at `load_end`, each handing back its unjudged sessions
-        // (aborted now) while judged ones come through the channel.
-        let mut unjudged = Vec::new();
-        while let Some(joined) = streams.join_next().await {
-            if let Ok(set) = joined {
-                unjudged.push(set);
-            }
-        }
-        let _ = phase_clock.await;
-        live.set_phase(Phase::Drain);
-        for mut set in unjudged {
-            set.abort_all();
-            while set.join_next().await.is_some() {}
-        }
-
-        // Drain the judged sessions, bounded.
-        let mut judged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
-        while let Ok(h) = judged_rx.try_recv() {
-            judged.push(h);
-        }
-        let deadline = Instant::now() + plan.drain_limit;
-        let mut unfinished = 0u64;
-        let mut left = judged.len() as u64;
-        for mut h in judged {
-            live.pending.store(left, Ordering::Relaxed);
-            left -= 1;
-            if tokio::time::timeout_at(deadline, &mut h).await.is_err() {
-                h.abort();
-                let _ = h.await;
-                unfinished += 1;
-            }
-        }
-        live.set_phase(Phase::Done);
-
-        let mut t = lock(&tally).clone();
-        t.counters.unfinished += unfinished;
-        t.remote.received = lock(&self.sink)
-            .received
-            .get(&plan.index)
-            .copied()
-            .unwrap_or(0);
-        t
+        streams
     }
+}
+
+/// Where judged sessions' handles go, to be awaited during the drain.
+type Judged = tokio::sync::mpsc::UnboundedSender<tokio::task::JoinHandle<()>>;
+
+/// A level's timeline: its start, its measurement window, the end of its load.
+#[derive(Debug, Clone, Copy)]
+struct LevelTimes {
+    t0: Instant,
+    window: (Instant, Instant),
+    load_end: Instant,
+}
+
+impl LevelTimes {
+    /// The timeline of `plan` starting now.
+    fn from_now(plan: &LevelPlan) -> LevelTimes {
+        let t0 = Instant::now();
+        let window = (t0 + plan.warmup, t0 + plan.warmup + plan.run);
+        LevelTimes {
+            t0,
+            window,
+            load_end: window.1 + plan.cooldown,
+        }
+    }
+}
+
+/// Moves the progress line's phase along the level's timeline.
+async fn phase_clock(live: Arc<Live>, times: LevelTimes) {
+    tokio::time::sleep_until(times.window.0).await;
+    live.set_phase(Phase::Measure);
+    tokio::time::sleep_until(times.window.1).await;
+    live.set_phase(Phase::Cooldown);
+    tokio::time::sleep_until(times.load_end).await;
+    live.set_phase(Phase::Drain);
+}
+
+/// Waits for the streams, which end at `load_end`, each handing back its
+/// unjudged sessions (aborted now) while judged ones come through the channel.
+async fn end_streams(
+    mut streams: JoinSet<JoinSet<()>>,
+    phase_clock: tokio::task::JoinHandle<()>,
+    live: &Live,
+) {
+    let mut unjudged = Vec::new();
+    while let Some(joined) = streams.join_next().await {
+        if let Ok(set) = joined {
+            unjudged.push(set);
+        }
+    }
+    let _ = phase_clock.await;
+    live.set_phase(Phase::Drain);
+    for mut set in unjudged {
+        set.abort_all();
+        while set.join_next().await.is_some() {}
+    }
+}
+
+/// Drains the judged sessions, bounded by `drain_limit`: how many were still
+/// running and aborted.
+async fn drain_judged(
+    judged_rx: &mut tokio::sync::mpsc::UnboundedReceiver<tokio::task::JoinHandle<()>>,
+    drain_limit: Duration,
+    live: &Live,
+) -> u64 {
+    let mut judged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    while let Ok(h) = judged_rx.try_recv() {
+        judged.push(h);
+    }
+    let deadline = Instant::now() + drain_limit;
+    let mut unfinished = 0u64;
+    let mut left = judged.len() as u64;
+    for mut h in judged {
+        live.pending.store(left, Ordering::Relaxed);
+        left -= 1;
+        if tokio::time::timeout_at(deadline, &mut h).await.is_err() {
+            h.abort();
+            let _ = h.await;
+            unfinished += 1;
+        }
+    }
+    unfinished
 }
 
 /// What every session task of a level shares.
@@ -433,54 +480,32 @@ struct SessionCtx {
 
 /// One stream: sessions at exponential gaps from `t0` until `load_end`. Judged
 /// sessions' handles go to `judged`; the others are returned for aborting.
-#[allow(clippy::too_many_arguments)]
 async fn schedule(
     ctx: SessionCtx,
     stream: Stream,
     rate: f64,
     seed: u64,
-    t0: Instant,
-    window: (Instant, Instant),
-    load_end: Instant,
-    judged: tokio::sync::mpsc::UnboundedSender<tokio::task::JoinHandle<()>>,
+    times: LevelTimes,
+    judged: Judged,
 ) -> JoinSet<()> {
     let mut rng = Rng::with_seed(seed);
     let mut others = JoinSet::new();
-    let mut at = t0;
+    let mut at = times.t0;
     loop {
         let gap = dist::exponential_secs(&mut rng, rate);
         if !gap.is_finite() {
             break;
         }
         at += Duration::from_secs_f64(gap);
-        if at >= load_end {
+        if at >= times.load_end {
             break;
         }
         tokio::time::sleep_until(at).await;
         // Reap finished unjudged sessions so the set stays small.
         while others.try_join_next().is_some() {}
-        let measured = at >= window.0 && at < window.1;
+        let measured = at >= times.window.0 && at < times.window.1;
         let late = Instant::now().duration_since(at) > LATE_START;
-        let session_rng = rng.fork();
-        let ctx = ctx.clone();
-        let fut = async move {
-            ctx.live.active.fetch_add(1, Ordering::Relaxed);
-            ctx.live.started.fetch_add(1, Ordering::Relaxed);
-            if measured {
-                let mut t = lock(&ctx.tally);
-                if late {
-                    t.counters.late_starts += 1;
-                }
-                match stream {
-                    Stream::UserSmtp => t.started.user_smtp += 1,
-                    Stream::RemoteSmtp => t.started.remote_smtp += 1,
-                    Stream::InitialPop => t.started.initial_pop += 1,
-                    Stream::RepeatedPop => t.started.repeated_pop += 1,
-                }
-            }
-            run_session(&ctx, stream, measured, session_rng).await;
-            ctx.live.active.fetch_sub(1, Ordering::Relaxed);
-        };
+        let fut = session_task(ctx.clone(), stream, measured, late, rng.fork());
         if measured {
             let _ = judged.send(tokio::spawn(fut));
         } else {
@@ -488,6 +513,27 @@ async fn schedule(
         }
     }
     others
+}
+
+/// One session as a task: counted live (and, when judged, as started and maybe
+/// late), then run.
+async fn session_task(ctx: SessionCtx, stream: Stream, measured: bool, late: bool, rng: Rng) {
+    ctx.live.active.fetch_add(1, Ordering::Relaxed);
+    ctx.live.started.fetch_add(1, Ordering::Relaxed);
+    if measured {
+        let mut t = lock(&ctx.tally);
+        if late {
+            t.counters.late_starts += 1;
+        }
+        match stream {
+            Stream::UserSmtp => t.started.user_smtp += 1,
+            Stream::RemoteSmtp => t.started.remote_smtp += 1,
+            Stream::InitialPop => t.started.initial_pop += 1,
+            Stream::RepeatedPop => t.started.repeated_pop += 1,
+        }
+    }
+    run_session(&ctx, stream, measured, rng).await;
+    ctx.live.active.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// Picks `n` distinct accounts at random (fewer if there are not enough).
@@ -506,132 +552,176 @@ fn distinct_accounts(rng: &mut Rng, users: u32, n: usize, exclude: Option<u32>) 
 }
 
 /// Runs one session of `stream` (and its probe, if it carries one).
-async fn run_session(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng) {
-    let w = &ctx.workload;
+async fn run_session(ctx: &SessionCtx, stream: Stream, measured: bool, rng: Rng) {
     match stream {
-        Stream::InitialPop | Stream::RepeatedPop => {
-            let user = {
-                let mut pools = lock(&ctx.pools);
-                if stream == Stream::InitialPop {
-                    pools.take_random(&mut rng)
-                } else {
-                    pools.take_retry(&mut rng, Instant::now())
-                }
-            };
-            let Some(user) = user else {
-                if measured && stream == Stream::RepeatedPop {
-                    lock(&ctx.tally).counters.retry_pool_exhausted += 1;
-                }
-                return;
-            };
-            let pace = if dist::session_is_modem(&mut rng) {
-                Pace::modem()
-            } else {
-                Pace::full()
-            };
-            let record = pop_session(&w.pop_plan(user, pace)).await;
-            lock(&ctx.pools).release(user);
-            if record.failure().is_some() {
-                ctx.live.failed.fetch_add(1, Ordering::Relaxed);
-            }
-            if measured {
-                lock(&ctx.tally).add_session(&record);
-            }
+        Stream::InitialPop | Stream::RepeatedPop => run_pop(ctx, stream, measured, rng).await,
+        Stream::UserSmtp => run_smtp(ctx, true, measured, rng).await,
+        Stream::RemoteSmtp => run_smtp(ctx, false, measured, rng).await,
+    }
+}
+
+/// One POP check of a free mailbox from the stream's pool (initial checks the
+/// random pool, repeated checks the retry pool).
+async fn run_pop(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng) {
+    let user = {
+        let mut pools = lock(&ctx.pools);
+        if stream == Stream::InitialPop {
+            pools.take_random(&mut rng)
+        } else {
+            pools.take_retry(&mut rng, Instant::now())
         }
-        Stream::UserSmtp | Stream::RemoteSmtp => {
-            let user_mail = stream == Stream::UserSmtp;
-            let probe_user = if rng.f64() < ctx.probe_share {
-                lock(&ctx.pools).take_random(&mut rng)
-            } else {
-                None
-            };
-            let n = dist::recipient_count(&mut rng) as usize;
-            let mut rcpts: Vec<(String, bool)> = Vec::with_capacity(n);
-            if let Some(p) = probe_user {
-                rcpts.push((w.account(p), true));
-            }
-            let locals: Vec<bool> = (rcpts.len()..n)
-                .map(|_| !user_mail || dist::recipient_is_local(&mut rng))
-                .collect();
-            let local_n = locals.iter().filter(|&&l| l).count();
-            let mut local_accounts =
-                distinct_accounts(&mut rng, w.users, local_n, probe_user).into_iter();
-            for local in locals {
-                if local {
-                    if let Some(u) = local_accounts.next() {
-                        rcpts.push((w.account(u), true));
-                    }
-                } else {
-                    let u = rng.u32(1..=w.users.max(1));
-                    let addr = format!("user{u}.{}@{}", rcpts.len(), w.remote_domain);
-                    rcpts.push((addr, false));
-                }
-            }
-            let seq = ctx.seq.fetch_add(1, Ordering::Relaxed);
-            let tag = Tag {
-                run: w.run_id,
-                level: ctx.level,
-                measured,
-                seq,
-                probe: probe_user.is_some(),
-            };
-            let (mail_from, helo, pace) = if user_mail {
-                let sender = w.account(rng.u32(1..=w.users.max(1)));
-                // A probe is the harness's instrument: sent at full speed, so its
-                // delivery time is the server's, not a modem's upload time.
-                let pace = if dist::session_is_modem(&mut rng) && probe_user.is_none() {
-                    Pace::modem()
-                } else {
-                    Pace::full()
-                };
-                (sender, format!("dialup{seq}.{}", w.domain), pace)
-            } else {
-                (
-                    format!("sender{seq}@{}", w.remote_domain),
-                    format!("mta{}.{}", seq % 64, w.remote_domain),
-                    Pace::full(),
-                )
-            };
-            let size = dist::message_size_bytes(&mut rng) as usize;
-            let to = rcpts.first().map_or("", |r| r.0.as_str()).to_owned();
-            let plan = SmtpPlan {
-                addr: w.smtp,
-                helo,
-                mail_from: mail_from.clone(),
-                rcpts,
-                message: Message::new(&mail_from, &to, &tag, size),
-                pace,
-                reply_timeout: w.reply_timeout,
-            };
-            let started = Instant::now();
-            let record = smtp_session(&plan).await;
-            let accepted = record
-                .transfers
-                .iter()
-                .any(|t| t.ok && t.kind == crate::tally::Sized::DataResponse);
-            if record.failure().is_some() {
-                ctx.live.failed.fetch_add(1, Ordering::Relaxed);
-            }
-            if measured {
-                let mut t = lock(&ctx.tally);
-                t.add_session(&record);
-                if accepted {
-                    t.remote.sent += u64::from(record.to_remote);
-                    // A probe counts once its message is accepted, so one
-                    // still polling when the level ends counts as not delivered.
-                    if probe_user.is_some() {
-                        t.delivery.attempts += 1;
-                    }
-                }
-            }
-            if let Some(p) = probe_user {
-                if accepted {
-                    probe(ctx, p, &tag, started, measured).await;
-                }
-                lock(&ctx.pools).release(p);
+    };
+    let Some(user) = user else {
+        if measured && stream == Stream::RepeatedPop {
+            lock(&ctx.tally).counters.retry_pool_exhausted += 1;
+        }
+        return;
+    };
+    let pace = if dist::session_is_modem(&mut rng) {
+        Pace::modem()
+    } else {
+        Pace::full()
+    };
+    let record = pop_session(&ctx.workload.pop_plan(user, pace)).await;
+    lock(&ctx.pools).release(user);
+    if record.failure().is_some() {
+        ctx.live.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    if measured {
+        lock(&ctx.tally).add_session(&record);
+    }
+}
+
+/// One SMTP session, user mail or remote-MTA mail, and its probe if it carries
+/// one.
+async fn run_smtp(ctx: &SessionCtx, user_mail: bool, measured: bool, mut rng: Rng) {
+    let probe_user = if rng.f64() < ctx.probe_share {
+        lock(&ctx.pools).take_random(&mut rng)
+    } else {
+        None
+    };
+    let (plan, tag) = smtp_plan(ctx, &mut rng, user_mail, measured, probe_user);
+    let started = Instant::now();
+    let record = smtp_session(&plan).await;
+    let accepted = record
+        .transfers
+        .iter()
+        .any(|t| t.ok && t.kind == crate::tally::Sized::DataResponse);
+    if record.failure().is_some() {
+        ctx.live.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    if measured {
+        let mut t = lock(&ctx.tally);
+        t.add_session(&record);
+        if accepted {
+            t.remote.sent += u64::from(record.to_remote);
+            // A probe counts once its message is accepted, so one
+            // still polling when the level ends counts as not delivered.
+            if probe_user.is_some() {
+                t.delivery.attempts += 1;
             }
         }
     }
+    if let Some(p) = probe_user {
+        if accepted {
+            probe(ctx, p, &tag, started, measured).await;
+        }
+        lock(&ctx.pools).release(p);
+    }
+}
+
+/// An SMTP session's plan and its message's tag: recipients, envelope, pace
+/// and message size, drawn from `rng` in that order.
+fn smtp_plan(
+    ctx: &SessionCtx,
+    rng: &mut Rng,
+    user_mail: bool,
+    measured: bool,
+    probe_user: Option<u32>,
+) -> (SmtpPlan, Tag) {
+    let w = &ctx.workload;
+    let rcpts = recipients(rng, w, user_mail, probe_user);
+    let seq = ctx.seq.fetch_add(1, Ordering::Relaxed);
+    let tag = Tag {
+        run: w.run_id,
+        level: ctx.level,
+        measured,
+        seq,
+        probe: probe_user.is_some(),
+    };
+    let (mail_from, helo, pace) = envelope(rng, w, user_mail, seq, probe_user.is_some());
+    let size = dist::message_size_bytes(rng) as usize;
+    let to = rcpts.first().map_or("", |r| r.0.as_str()).to_owned();
+    let plan = SmtpPlan {
+        addr: w.smtp,
+        helo,
+        mail_from: mail_from.clone(),
+        rcpts,
+        message: Message::new(&mail_from, &to, &tag, size),
+        pace,
+        reply_timeout: w.reply_timeout,
+    };
+    (plan, tag)
+}
+
+/// A message's recipients, each with whether it is local: the probe's mailbox
+/// first, then distinct local accounts and remote addresses (all local in
+/// remote-MTA mail).
+fn recipients(
+    rng: &mut Rng,
+    w: &Workload,
+    user_mail: bool,
+    probe_user: Option<u32>,
+) -> Vec<(String, bool)> {
+    let n = dist::recipient_count(rng) as usize;
+    let mut rcpts: Vec<(String, bool)> = Vec::with_capacity(n);
+    if let Some(p) = probe_user {
+        rcpts.push((w.account(p), true));
+    }
+    let locals: Vec<bool> = (rcpts.len()..n)
+        .map(|_| !user_mail || dist::recipient_is_local(rng))
+        .collect();
+    let local_n = locals.iter().filter(|&&l| l).count();
+    let mut local_accounts = distinct_accounts(rng, w.users, local_n, probe_user).into_iter();
+    for local in locals {
+        if local {
+            if let Some(u) = local_accounts.next() {
+                rcpts.push((w.account(u), true));
+            }
+        } else {
+            let u = rng.u32(1..=w.users.max(1));
+            let addr = format!("user{u}.{}@{}", rcpts.len(), w.remote_domain);
+            rcpts.push((addr, false));
+        }
+    }
+    rcpts
+}
+
+/// The envelope sender, the `HELO` name and the pace: a user at a dial-up
+/// host (mostly at modem speed), or a remote MTA at full speed.
+fn envelope(
+    rng: &mut Rng,
+    w: &Workload,
+    user_mail: bool,
+    seq: u64,
+    probe: bool,
+) -> (String, String, Pace) {
+    if !user_mail {
+        return (
+            format!("sender{seq}@{}", w.remote_domain),
+            format!("mta{}.{}", seq % 64, w.remote_domain),
+            Pace::full(),
+        );
+    }
+    let sender = w.account(rng.u32(1..=w.users.max(1)));
+    // A probe is the harness's instrument: sent at full speed, so its
+    // delivery time is the server's, not a modem's upload time.
+    let pace = if dist::session_is_modem(rng) && !probe {
+        Pace::modem()
+    } else {
+        Pace::full()
+    };
+    (sender, format!("dialup{seq}.{}", w.domain), pace)
 }
 
 /// Polls mailbox `user` until the probe message `tag` appears or the give-up

@@ -1,7 +1,8 @@
 //! Stoa's mail load engine for `stoa bench mail`, the SPECmail2001-style harness
-//! (`../shared/specs/mail2001.md` §1–§4): the SMTP and POP3 clients with modem
-//! pacing, the mail sink that plays the remote MTAs' side, delivery-time probes,
-//! the four Poisson streams over the random and retry pools, and the QoS tally.
+//! ([docs/mail2001.md](../../../docs/mail2001.md) §1–§4): the SMTP and
+//! POP3 clients with modem pacing, the mail sink that plays the remote MTAs' side,
+//! delivery-time probes, the four Poisson streams over the random and retry pools,
+//! and the QoS tally.
 //!
 //! # Layout
 //!

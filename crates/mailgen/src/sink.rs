@@ -254,6 +254,42 @@ enum Txn {
     Rcpt(u32),
 }
 
+/// What a command asks of the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// Queue this reply.
+    Reply(&'static [u8]),
+    /// Count a protocol violation and queue this reply.
+    Violation(&'static [u8]),
+    /// Read a message for this many recipients.
+    Data(u32),
+    /// Say goodbye and close.
+    Quit,
+}
+
+/// The transaction state after `command` in `txn`, and what to do for it.
+fn step(command: Command, txn: Txn) -> (Txn, Action) {
+    use Action::{Reply, Violation};
+    match (command, txn) {
+        (Command::Helo, _) => (Txn::Idle, Reply(b"250 sink.stoa.test\r\n")),
+        (Command::Ehlo, _) => (Txn::Idle, Reply(EHLO_REPLY)),
+        (Command::Mail, Txn::Idle) => (Txn::Mail, Reply(b"250 2.1.0 ok\r\n")),
+        (Command::Rcpt, Txn::Mail) => (Txn::Rcpt(1), Reply(b"250 2.1.5 ok\r\n")),
+        (Command::Rcpt, Txn::Rcpt(n)) => {
+            (Txn::Rcpt(n.saturating_add(1)), Reply(b"250 2.1.5 ok\r\n"))
+        }
+        (Command::Data, Txn::Rcpt(n)) => (Txn::Idle, Action::Data(n)),
+        (Command::Rset, _) => (Txn::Idle, Reply(b"250 2.0.0 ok\r\n")),
+        (Command::Noop, _) => (txn, Reply(b"250 2.0.0 ok\r\n")),
+        (Command::Quit, _) => (txn, Action::Quit),
+        (Command::Mail | Command::Rcpt | Command::Data, _) => {
+            (txn, Violation(b"503 5.5.1 bad sequence of commands\r\n"))
+        }
+        (Command::Syntax, _) => (txn, Violation(b"501 5.5.4 syntax error\r\n")),
+        (Command::Unknown, _) => (txn, Violation(b"502 5.5.2 command not implemented\r\n")),
+    }
+}
+
 /// One connection.
 struct Conn<'a> {
     reader: Reader<tokio::net::tcp::OwnedReadHalf>,
@@ -309,6 +345,44 @@ impl Conn<'_> {
         self.out.extend_from_slice(b"250 2.0.0 ok\r\n");
         true
     }
+
+    /// The next command; `None` when the connection is over (a read error is
+    /// answered first, if the client can still hear it).
+    async fn command(&mut self, txn: Txn) -> Option<Command> {
+        let e = match self.reader.line(MAX_LINE).await {
+            Ok(line) => return Some(parse(line)),
+            Err(e) => e,
+        };
+        let reply: &[u8] = match e {
+            ReadError::TooLong => b"500 5.5.2 line too long\r\n",
+            ReadError::Timeout => b"421 4.4.2 idle too long\r\n",
+            // A client may hang up between transactions.
+            ReadError::Eof if txn == Txn::Idle => return None,
+            ReadError::Eof | ReadError::Io(_) => b"",
+        };
+        self.violation(reply);
+        self.flush().await;
+        None
+    }
+
+    /// Does what a command asked; `false` when the connection is over.
+    async fn act(&mut self, action: Action) -> bool {
+        match action {
+            Action::Reply(reply) => self.out.extend_from_slice(reply),
+            Action::Violation(reply) => self.violation(reply),
+            Action::Data(recipients) => {
+                self.out
+                    .extend_from_slice(b"354 end with <CRLF>.<CRLF>\r\n");
+                return self.flush().await && self.handle_data(recipients).await;
+            }
+            Action::Quit => {
+                self.out.extend_from_slice(b"221 2.0.0 bye\r\n");
+                self.flush().await;
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// Serves one connection to its end.
@@ -328,72 +402,14 @@ async fn serve(stream: TcpStream, shared: &Shared) {
             add(&shared.counters.errors, 1);
             return;
         }
-        let command = match conn.reader.line(MAX_LINE).await {
-            Ok(line) => parse(line),
-            Err(e) => {
-                let reply: &[u8] = match e {
-                    ReadError::TooLong => b"500 5.5.2 line too long\r\n",
-                    ReadError::Timeout => b"421 4.4.2 idle too long\r\n",
-                    // A client may hang up between transactions.
-                    ReadError::Eof if txn == Txn::Idle => return,
-                    ReadError::Eof | ReadError::Io(_) => b"",
-                };
-                conn.violation(reply);
-                conn.flush().await;
-                return;
-            }
+        let Some(command) = conn.command(txn).await else {
+            return;
         };
-        let reply: &[u8] = match (command, txn) {
-            (Command::Helo, _) => {
-                txn = Txn::Idle;
-                b"250 sink.stoa.test\r\n"
-            }
-            (Command::Ehlo, _) => {
-                txn = Txn::Idle;
-                EHLO_REPLY
-            }
-            (Command::Mail, Txn::Idle) => {
-                txn = Txn::Mail;
-                b"250 2.1.0 ok\r\n"
-            }
-            (Command::Rcpt, Txn::Mail | Txn::Rcpt(_)) => {
-                let n = if let Txn::Rcpt(n) = txn { n } else { 0 };
-                txn = Txn::Rcpt(n.saturating_add(1));
-                b"250 2.1.5 ok\r\n"
-            }
-            (Command::Data, Txn::Rcpt(n)) => {
-                conn.out
-                    .extend_from_slice(b"354 end with <CRLF>.<CRLF>\r\n");
-                if !conn.flush().await || !conn.handle_data(n).await {
-                    return;
-                }
-                txn = Txn::Idle;
-                b""
-            }
-            (Command::Rset, _) => {
-                txn = Txn::Idle;
-                b"250 2.0.0 ok\r\n"
-            }
-            (Command::Noop, _) => b"250 2.0.0 ok\r\n",
-            (Command::Quit, _) => {
-                conn.out.extend_from_slice(b"221 2.0.0 bye\r\n");
-                conn.flush().await;
-                return;
-            }
-            (Command::Mail | Command::Rcpt | Command::Data, _) => {
-                conn.violation(b"503 5.5.1 bad sequence of commands\r\n");
-                continue;
-            }
-            (Command::Syntax, _) => {
-                conn.violation(b"501 5.5.4 syntax error\r\n");
-                continue;
-            }
-            (Command::Unknown, _) => {
-                conn.violation(b"502 5.5.2 command not implemented\r\n");
-                continue;
-            }
-        };
-        conn.out.extend_from_slice(reply);
+        let action;
+        (txn, action) = step(command, txn);
+        if !conn.act(action).await {
+            return;
+        }
     }
 }
 
@@ -416,5 +432,27 @@ mod tests {
         assert_eq!(parse(b"QUIT"), Command::Quit);
         assert_eq!(parse(b"VRFY x"), Command::Unknown);
         assert_eq!(parse(b""), Command::Unknown);
+    }
+
+    #[test]
+    fn transactions() {
+        let mut txn = Txn::Idle;
+        for (command, expect) in [
+            (Command::Rcpt, Txn::Idle),
+            (Command::Mail, Txn::Mail),
+            (Command::Mail, Txn::Mail),
+            (Command::Rcpt, Txn::Rcpt(1)),
+            (Command::Noop, Txn::Rcpt(1)),
+            (Command::Rcpt, Txn::Rcpt(2)),
+            (Command::Data, Txn::Idle),
+        ] {
+            txn = step(command, txn).0;
+            assert_eq!(txn, expect, "after {command:?}");
+        }
+        assert_eq!(step(Command::Data, Txn::Rcpt(2)).1, Action::Data(2));
+        assert!(
+            matches!(step(Command::Data, Txn::Mail).1, Action::Violation(b) if b.starts_with(b"503"))
+        );
+        assert_eq!(step(Command::Quit, Txn::Mail), (Txn::Mail, Action::Quit));
     }
 }

@@ -8,7 +8,7 @@
 //! counts by its start time).
 
 use serde::{Deserialize, Serialize};
-use stoa_loadgen::Latency;
+use stoa_latency::Latency;
 
 use crate::qos;
 

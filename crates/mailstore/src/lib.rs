@@ -204,14 +204,6 @@ impl MailStore {
         })
     }
 
-    /// Bytes available to unprivileged writers on the store's file system (the SMTP
-    /// server refuses MAIL with `452 4.3.1` when this is under 1.5 × the largest
-    /// message it accepts).
-    pub fn free_bytes(&self) -> io::Result<u64> {
-        let stat = rustix::fs::statvfs(&self.root)?;
-        Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
-    }
-
     /// The mailbox's directory, created durably if missing. Returns once the
     /// directory's name is durable, even if another thread created it: a delivery
     /// that finds the directory made by a concurrent one waits for that one's fsync

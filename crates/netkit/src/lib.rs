@@ -13,12 +13,16 @@
 //! - [`shutdown`]: a cloneable shutdown signal ([`shutdown::channel`]).
 //! - [`signals`]: SIGTERM, SIGINT and SIGHUP as a stream of [`signals::Signal`]s.
 //! - [`limits`]: process limits (`RLIMIT_NOFILE`).
+//! - [`server`]: the server skeleton every protocol server runs on: listeners bound
+//!   per worker, accept loops behind a connection semaphore, drain on shutdown; a
+//!   protocol is a [`server::Handler`], and a bound server a [`server::Service`].
 //! - [`tls`]: rustls server configurations from PEM files: TLS 1.3/1.2, SNI among
 //!   several certificates, ALPN, session cache and rotating ticket keys.
 
 pub mod accept;
 pub mod limits;
 pub mod listener;
+pub mod server;
 pub mod shutdown;
 pub mod signals;
 pub mod tls;

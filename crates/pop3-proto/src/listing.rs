@@ -6,7 +6,7 @@
 //! RFC 1939 gives LIST and STAT sizes "in octets" without saying of what. Stoa's
 //! size is that of the stored message, which is CRLF-terminated (the SMTP side
 //! refuses bare line ends), so it is exactly the number of bytes RETR sends before
-//! byte-stuffing and without the terminating `.` line; robustness.md §4.3 asks for
+//! byte-stuffing and without the terminating `.` line; docs/robustness.md §4.3 asks for
 //! that, and it is what Dovecot reports too (its "virtual size"). Byte-stuffing is
 //! not counted: the client removes it. For a stored message with a bare CR or LF the
 //! count would be off by the CRs [`crate::MessageEncoder`] adds; such messages are

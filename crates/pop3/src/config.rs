@@ -72,7 +72,7 @@ pub fn default_hostname() -> String {
     }
 }
 
-/// Per-connection limits and timeouts (robustness.md §3.7).
+/// Per-connection limits and timeouts (docs/robustness.md §3.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Line, error and failed-login limits enforced by the session codec (255-octet
@@ -83,7 +83,7 @@ pub struct Limits {
     /// a descriptor, so it is owed less than a logged-in user's autologout.
     pub login_timeout: Duration,
     /// The autologout timer: time allowed for each command after login. Default 10
-    /// minutes, RFC 1939 §3's minimum (robustness.md §3.7). A session that runs out
+    /// minutes, RFC 1939 §3's minimum (docs/robustness.md §3.7). A session that runs out
     /// of it is closed without entering UPDATE: nothing is deleted.
     pub idle_timeout: Duration,
     /// Longest a session may last at all. Default 1 hour: a SPECmail2001 session
@@ -117,7 +117,7 @@ impl Default for Limits {
     }
 }
 
-/// What failed logins cost a client address (robustness.md §3.7 and §4.3). Failures
+/// What failed logins cost a client address (docs/robustness.md §3.7 and §4.3). Failures
 /// are counted per address (per /64 for IPv6, which a single host gets whole) in a
 /// bounded table shared by every worker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,7 +125,7 @@ pub struct AuthThrottle {
     /// Wait before answering the first failed login of an address. Default 2 s
     /// (Dovecot's `auth_failure_delay`). Each further failure doubles it …
     pub delay: Duration,
-    /// … up to this. Default 15 s (robustness.md §3.7).
+    /// … up to this. Default 15 s (docs/robustness.md §3.7).
     pub max_delay: Duration,
     /// Failures after which an address is refused outright: its logins get the same
     /// `-ERR [AUTH]`, after [`AuthThrottle::max_delay`], without the password being

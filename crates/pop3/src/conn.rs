@@ -22,13 +22,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stoa_mailstore::MailboxSession;
+use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_pop3_proto::{Action, Event, Phase, Response, ResponseCode, Session};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::sync::OwnedSemaphorePermit;
 
-use crate::server::{ClientSlot, Shared};
+use crate::shared::Shared;
 use stoa_netkit::tls::Stream;
 
 /// Bytes read at a time. Commands are at most 255 octets (SASL lines 1 KiB), and
@@ -85,15 +84,14 @@ pub(crate) struct Conn {
 }
 
 /// Serves one accepted connection to its end.
-pub(crate) async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
-    kind: Kind,
-    shared: Arc<Shared>,
-    slot: ClientSlot,
-    _permit: OwnedSemaphorePermit,
-    shutdown: Shutdown,
-) {
+pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: ClientSlot) {
+    let Accepted {
+        stream,
+        peer,
+        kind,
+        permit: _permit,
+        shutdown,
+    } = accepted;
     let _ = stream.set_nodelay(true);
     let now = Instant::now();
     let session = Session::new(Arc::clone(&shared.session));

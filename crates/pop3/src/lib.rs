@@ -22,7 +22,7 @@
 //! # The rules it keeps
 //!
 //! - **One session per mailbox.** The store's lock is taken at login; a second
-//!   login gets `-ERR [IN-USE]` (RFC 1939's exclusive model, robustness.md §4.3).
+//!   login gets `-ERR [IN-USE]` (RFC 1939's exclusive model, docs/robustness.md §4.3).
 //! - **Snapshot numbering.** A session numbers the messages listed at login; mail
 //!   delivered during it is not numbered and not deleted by its QUIT.
 //! - **Deletions only at QUIT.** DELE marks, RSET unmarks, and only QUIT in the
@@ -54,6 +54,7 @@ mod conn;
 mod login;
 mod retrieve;
 mod server;
+mod shared;
 mod throttle;
 mod update;
 

@@ -1,20 +1,21 @@
 //! Binding, the worker loops, the per-client connection count, and shutdown.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use stoa_directory::Directory;
 use stoa_mailstore::MailStore;
+use stoa_netkit::server::{
+    Accepted, BoxError, ClientCounts, Endpoint, Handler, Listeners, RuntimeModel, Service,
+    WorkerScope,
+};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_pop3_proto::Config as SessionConfig;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::conn::{self, Kind};
+use crate::shared::Shared;
 use crate::throttle::Throttle;
 
 /// Why the server could not start.
@@ -40,80 +41,10 @@ pub enum Error {
     Workers(std::io::Error),
 }
 
-/// State shared by every worker and connection.
-pub(crate) struct Shared {
-    pub(crate) config: Config,
-    pub(crate) directory: Arc<dyn Directory>,
-    pub(crate) store: Arc<MailStore>,
-    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
-    /// The codec's settings, shared by every session.
-    pub(crate) session: Arc<SessionConfig>,
-    /// Failed logins per client address.
-    pub(crate) throttle: Throttle,
-    /// Connections per client address, across workers.
-    clients: Mutex<HashMap<IpAddr, usize>>,
-    /// Open connections, across workers.
-    connections: AtomicUsize,
-}
-
-/// A connection's place in the per-client count; released on drop.
-pub(crate) struct ClientSlot {
-    shared: Arc<Shared>,
-    ip: IpAddr,
-    over: bool,
-}
-
-impl ClientSlot {
-    fn enter(shared: &Arc<Shared>, ip: IpAddr) -> ClientSlot {
-        let limit = shared.config.limits.max_connections_per_client;
-        let mut clients = shared
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let count = clients.entry(ip).or_insert(0);
-        *count += 1;
-        let over = limit > 0 && *count > limit;
-        drop(clients);
-        shared.connections.fetch_add(1, Ordering::Relaxed);
-        ClientSlot {
-            shared: Arc::clone(shared),
-            ip,
-            over,
-        }
-    }
-
-    /// Whether this connection is one too many for its client.
-    pub(crate) fn over_limit(&self) -> bool {
-        self.over
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut clients = self
-            .shared
-            .clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = clients.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                clients.remove(&self.ip);
-            }
-        }
-        drop(clients);
-        self.shared.connections.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// One worker's listeners.
-type Group = Vec<(std::net::TcpListener, Kind)>;
-
 /// A bound POP3 server, ready to [`Server::run`].
 pub struct Server {
     shared: Arc<Shared>,
-    /// One group of listeners per worker.
-    listeners: Vec<Group>,
+    listeners: Listeners<Kind>,
     addrs: Vec<SocketAddr>,
     tls_addrs: Vec<SocketAddr>,
 }
@@ -149,16 +80,22 @@ impl Server {
         {
             return Err(Error::NoCertificate(addr));
         }
-        let workers = config.workers.max(1);
-        let mut listeners: Vec<Group> = (0..workers).map(|_| Vec::new()).collect();
-        let mut addrs = Vec::new();
-        for &addr in &config.listen {
-            addrs.push(bind_for_workers(addr, Kind::Plain, &mut listeners)?);
-        }
-        let mut tls_addrs = Vec::new();
-        for &addr in &config.tls_listen {
-            tls_addrs.push(bind_for_workers(addr, Kind::Tls, &mut listeners)?);
-        }
+        let mut listeners = Listeners::new(config.workers);
+        let mut bind = |addr, kind| {
+            listeners
+                .bind(addr, kind)
+                .map_err(|source| Error::Listen { addr, source })
+        };
+        let addrs = config
+            .listen
+            .iter()
+            .map(|&addr| bind(addr, Kind::Plain))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tls_addrs = config
+            .tls_listen
+            .iter()
+            .map(|&addr| bind(addr, Kind::Tls))
+            .collect::<Result<Vec<_>, _>>()?;
         let session = Arc::new(SessionConfig {
             hostname: config.hostname.clone(),
             limits: config.limits.session.clone(),
@@ -169,13 +106,12 @@ impl Server {
         });
         let shared = Arc::new(Shared {
             throttle: Throttle::new(config.auth_throttle.clone()),
+            clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             directory,
             store,
             tls,
             session,
-            clients: Mutex::new(HashMap::new()),
-            connections: AtomicUsize::new(0),
         });
         Ok(Server {
             shared,
@@ -203,105 +139,60 @@ impl Server {
         let Server {
             shared, listeners, ..
         } = self;
-        let groups = Arc::new(Mutex::new(
-            listeners.into_iter().map(Some).collect::<Vec<_>>(),
-        ));
-        let count = groups.lock().map_or(0, |g| g.len());
-        let handles = stoa_netkit::worker::spawn(count, "stoa-pop3", move |index| {
-            let group = groups
-                .lock()
-                .ok()
-                .and_then(|mut g| g.get_mut(index).and_then(Option::take))
-                .unwrap_or_default();
-            let (shared, shutdown) = (Arc::clone(&shared), shutdown.clone());
-            async move { serve_until(shared, group, shutdown).await }
-        })
-        .map_err(Error::Workers)?;
-        for h in handles {
-            if h.join().is_err() {
-                tracing::error!("a POP3 worker panicked");
-            }
-        }
-        Ok(())
+        stoa_netkit::server::run(&shared, listeners, RuntimeModel::PerCore, shutdown)
+            .map_err(Error::Workers)
     }
 }
 
-/// Binds `addr` once per worker; returns the bound address.
-fn bind_for_workers(
-    addr: SocketAddr,
-    kind: Kind,
-    listeners: &mut [Group],
-) -> Result<SocketAddr, Error> {
-    let group = stoa_netkit::listener::bind_group(
-        addr,
-        listeners.len(),
-        stoa_netkit::listener::DEFAULT_BACKLOG,
-    )
-    .map_err(|source| Error::Listen { addr, source })?;
-    let bound = group
-        .first()
-        .and_then(|l| l.local_addr().ok())
-        .unwrap_or(addr);
-    for (worker, listener) in group.into_iter().enumerate() {
-        listeners[worker].push((listener, kind));
-    }
-    Ok(bound)
-}
+impl Handler for Shared {
+    type Kind = Kind;
+    type Worker = ();
+    const NAME: &'static str = "POP3";
 
-/// One worker: accept until shutdown, then wait (within the grace) for the
-/// connections to end.
-async fn serve_until(shared: Arc<Shared>, group: Group, mut shutdown: Shutdown) {
-    let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections.max(1)));
-    let mut accepts = Vec::new();
-    for (listener, kind) in group {
-        match TcpListener::from_std(listener) {
-            Ok(l) => accepts.push(tokio::spawn(accept_loop(
-                l,
-                kind,
-                Arc::clone(&shared),
-                Arc::clone(&limit),
-                shutdown.clone(),
-            ))),
-            Err(e) => tracing::error!("cannot register a POP3 listener: {e}"),
-        }
+    fn max_connections(&self) -> usize {
+        self.config.limits.max_connections
     }
-    shutdown.wait().await;
-    for a in &accepts {
-        a.abort();
+
+    fn grace(&self) -> Duration {
+        self.config.shutdown_grace
     }
-    let deadline = Instant::now() + shared.config.shutdown_grace;
-    let mut poll = tokio::time::interval(Duration::from_millis(10));
-    while shared.connections.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
-        poll.tick().await;
+
+    /// Every open connection: on shutdown those waiting for a command are told and
+    /// close, retrievals and QUITs under way finish.
+    fn in_flight(&self) -> usize {
+        self.clients.open()
     }
-    let left = shared.connections.load(Ordering::Relaxed);
-    if left > 0 {
+
+    fn start_worker(self: &Arc<Self>, _scope: WorkerScope) {}
+
+    fn accept(self: &Arc<Self>, _worker: &Arc<()>, conn: Accepted<Kind>) {
+        let slot = self.clients.enter(conn.peer.ip());
+        tokio::spawn(conn::serve(conn, Arc::clone(self), slot));
+    }
+
+    fn grace_over(&self, left: usize) {
         tracing::warn!("shutdown grace over; dropping {left} POP3 connections (nothing deleted)");
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    kind: Kind,
-    shared: Arc<Shared>,
-    limit: Arc<Semaphore>,
-    shutdown: Shutdown,
-) {
-    loop {
-        // Beyond the limit, connections wait in the kernel's backlog.
-        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
-            return;
-        };
-        let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
-        let slot = ClientSlot::enter(&shared, peer.ip());
-        tokio::spawn(conn::serve(
-            stream,
-            peer,
-            kind,
-            Arc::clone(&shared),
-            slot,
-            permit,
-            shutdown.clone(),
-        ));
+impl Service for Server {
+    fn name(&self) -> &'static str {
+        "POP3"
+    }
+
+    fn endpoints(&self) -> Vec<Endpoint> {
+        let plain = self.addrs.iter().map(|&addr| Endpoint {
+            scheme: "pop3",
+            addr,
+        });
+        let tls = self.tls_addrs.iter().map(|&addr| Endpoint {
+            scheme: "pop3s",
+            addr,
+        });
+        plain.chain(tls).collect()
+    }
+
+    fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {
+        Ok(Server::run(*self, shutdown)?)
     }
 }

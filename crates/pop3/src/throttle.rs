@@ -1,5 +1,5 @@
 //! Failed logins per client address: the delay before each `-ERR [AUTH]`, and the
-//! refusal of an address that keeps failing (robustness.md §4.3, brute force).
+//! refusal of an address that keeps failing (docs/robustness.md §4.3, brute force).
 //!
 //! One bounded LRU table, shared by every worker behind a `std::sync::Mutex` held
 //! only for a lookup (never across an `.await`). IPv6 addresses are counted per /64:

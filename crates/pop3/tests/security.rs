@@ -6,7 +6,9 @@ mod common;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use common::{Client, JOE, JOE_PASSWORD, MailDir, Running, base64, message};
+use stoa_testkit::base64;
+
+use common::{Client, JOE, JOE_PASSWORD, MailDir, Running, message};
 
 #[test]
 fn passwords_are_refused_before_stls() {
@@ -25,7 +27,7 @@ fn passwords_are_refused_before_stls() {
     assert_eq!(c.cmd(&format!("PASS {JOE_PASSWORD}")), refusal);
     let plain = base64(format!("\0{JOE}\0{JOE_PASSWORD}").as_bytes());
     assert_eq!(c.cmd(&format!("AUTH PLAIN {plain}")), refusal);
-    c.starttls(&mail.cert_der);
+    c.starttls(&mail.cert);
     let capa = c.multi("CAPA");
     assert!(capa.iter().any(|l| l == "USER"), "{capa:?}");
     assert!(capa.iter().any(|l| l == "SASL PLAIN"), "{capa:?}");
@@ -45,14 +47,14 @@ fn plaintext_after_stls_is_never_executed() {
     let mut c = Client::connect(server.pop3);
     c.send(b"STLS\r\nCAPA\r\n");
     assert_eq!(c.status(), "+OK Begin TLS negotiation");
-    c.handshake(&mail.cert_der).expect("TLS handshake");
+    c.handshake(&mail.cert).expect("TLS handshake");
     // The first answer inside TLS is to NOOP (refused before login), not a CAPA.
     assert_eq!(c.cmd("NOOP"), "-ERR Command not valid in this state");
     // A USER injected behind STLS is forgotten too.
     let mut c = Client::connect(server.pop3);
     c.send(format!("STLS\r\nUSER {JOE}\r\n").as_bytes());
     assert_eq!(c.status(), "+OK Begin TLS negotiation");
-    c.handshake(&mail.cert_der).expect("TLS handshake");
+    c.handshake(&mail.cert).expect("TLS handshake");
     assert_eq!(
         c.cmd(&format!("PASS {JOE_PASSWORD}")),
         "-ERR No username given"
@@ -66,7 +68,7 @@ fn pop3s_is_tls_from_the_first_byte() {
     mail.deliver(JOE, &message(7, 70_000));
     let server = Running::start(&mail, mail.config());
     let addr = server.pop3s.expect("a POP3S listener");
-    let mut c = Client::connect_tls(addr, &mail.cert_der);
+    let mut c = Client::connect_tls(addr, &mail.cert);
     let capa = c.multi("CAPA");
     assert!(capa.iter().any(|l| l == "USER"), "{capa:?}");
     assert!(!capa.iter().any(|l| l == "STLS"), "{capa:?}");

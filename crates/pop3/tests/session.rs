@@ -5,7 +5,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{ANN, ANN_PASSWORD, Client, JOE, JOE_PASSWORD, MailDir, Running, base64, message};
+use stoa_testkit::base64;
+
+use common::{ANN, ANN_PASSWORD, Client, JOE, JOE_PASSWORD, MailDir, Running, message};
 
 /// A configuration that takes passwords in clear text (the TLS rules have their
 /// own tests).

@@ -9,7 +9,7 @@ use crate::reply::{EnhancedStatus, Reply};
 /// Why the session refused what the client sent.
 ///
 /// Every variant is the client's doing and counts toward the session's error limits.
-/// [`Error::reply`] is what the client is told (codes as in robustness.md §3.7, wording
+/// [`Error::reply`] is what the client is told (codes as in docs/robustness.md §3.7, wording
 /// after Postfix); [`Error::closes`] says whether the connection must close after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -28,7 +28,7 @@
 //! # What it does not do
 //!
 //! No I/O, no timeouts (the server owns the clock and the deadlines of
-//! robustness.md §3.7), no TLS (the server upgrades the stream when told to), no
+//! docs/robustness.md §3.7), no TLS (the server upgrades the stream when told to), no
 //! policy: which domains are local, who may relay and whose password is right are the
 //! server's decisions. No BDAT/CHUNKING, DSN or SMTPUTF8, and no client side yet.
 //!
@@ -37,7 +37,7 @@
 //! Stalwart's `smtp-proto` was evaluated as a base. Its parser skips CR bytes
 //! anywhere and takes LF alone as a line end, returns addresses as one string, and
 //! its DATA receiver passes bare LF through without reporting it. Those are exactly
-//! the places where robustness.md asks for control (CRLF-only framing, `RSET\rQUIT`
+//! the places where docs/robustness.md §4.2 asks for control (CRLF-only framing, `RSET\rQUIT`
 //! as one bad command, typed addresses, smuggling detection), so the parser is ours;
 //! it is small, and its only dependencies are `memchr` and `base64`.
 

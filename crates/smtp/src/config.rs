@@ -95,7 +95,7 @@ pub fn default_hostname() -> String {
     }
 }
 
-/// Per-connection limits and timeouts (robustness.md §3.7).
+/// Per-connection limits and timeouts (docs/robustness.md §3.7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Line, size, recipient and error limits enforced by the session codec.
@@ -108,7 +108,7 @@ pub struct Limits {
     pub data_timeout: Duration,
     /// Bytes per second a DATA sender must sustain beyond `data_timeout`. Default 500.
     pub data_min_rate: u64,
-    /// Longest a session may last at all. Default 10 minutes (robustness.md §3.7).
+    /// Longest a session may last at all. Default 10 minutes (docs/robustness.md §3.7).
     pub session_timeout: Duration,
     /// Longest wait for the client to accept more reply bytes. Default 60 s.
     pub send_timeout: Duration,

@@ -20,15 +20,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_smtp_proto::session::{Action, Config as SessionConfig, Credentials};
 use stoa_smtp_proto::{Decision, Event, ForwardPath, Reply, ReversePath, Session};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::sync::OwnedSemaphorePermit;
 
 use crate::queue::{Recipient, Spool};
-use crate::server::{ClientSlot, Shared};
+use crate::shared::Shared;
 use stoa_netkit::tls::Stream;
 
 /// Bytes read at a time. Commands are at most `max_line` (2 KiB) and the DATA
@@ -114,15 +113,14 @@ pub(crate) struct Conn {
 }
 
 /// Serves one accepted connection to its end.
-pub(crate) async fn serve(
-    stream: TcpStream,
-    peer: SocketAddr,
-    kind: Kind,
-    shared: Arc<Shared>,
-    slot: ClientSlot,
-    _permit: OwnedSemaphorePermit,
-    shutdown: Shutdown,
-) {
+pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: ClientSlot) {
+    let Accepted {
+        stream,
+        peer,
+        kind,
+        permit: _permit,
+        shutdown,
+    } = accepted;
     let _ = stream.set_nodelay(true);
     let config: Arc<SessionConfig> = match kind {
         Kind::Mx => Arc::clone(&shared.mx),

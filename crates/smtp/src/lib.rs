@@ -47,6 +47,7 @@ mod headers;
 mod policy;
 pub mod queue;
 mod server;
+mod shared;
 
 pub use config::Config;
 pub use delivery::{DeliveryError, LocalDelivery, StoreDelivery};

@@ -1,22 +1,24 @@
 //! Binding, the worker loops, the queue thread, and shutdown.
 
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use stoa_directory::Directory;
+use stoa_netkit::server::{
+    Accepted, BoxError, ClientCounts, Endpoint, Handler, Listeners, RuntimeModel, Service,
+    WorkerScope,
+};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig};
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::conn::{self, Kind};
-use crate::delivery::{self, Deliverer, LocalDelivery, Notifier, Relay};
+use crate::delivery::{self, Deliverer, LocalDelivery, Relay};
 use crate::queue::{Envelope, Queue};
+use crate::shared::Shared;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -46,76 +48,10 @@ pub enum Error {
     Workers(std::io::Error),
 }
 
-/// State shared by every worker and connection.
-pub(crate) struct Shared {
-    pub(crate) config: Config,
-    pub(crate) directory: Arc<dyn Directory>,
-    pub(crate) queue: Arc<Queue>,
-    pub(crate) notify: Notifier,
-    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
-    /// Session settings of MX and submission listeners.
-    pub(crate) mx: Arc<SessionConfig>,
-    pub(crate) submission: Arc<SessionConfig>,
-    /// The configured local domains, normalised.
-    pub(crate) domains: Vec<String>,
-    /// Connections per client address, across workers.
-    clients: Mutex<HashMap<IpAddr, usize>>,
-    /// Open connections, across workers.
-    connections: AtomicUsize,
-}
-
-/// A connection's place in the per-client count; released on drop.
-pub(crate) struct ClientSlot {
-    shared: Arc<Shared>,
-    ip: IpAddr,
-    over: bool,
-}
-
-impl ClientSlot {
-    fn enter(shared: &Arc<Shared>, ip: IpAddr) -> ClientSlot {
-        let limit = shared.config.limits.max_connections_per_client;
-        let mut clients = shared.clients.lock().unwrap_or_else(|e| e.into_inner());
-        let count = clients.entry(ip).or_insert(0);
-        *count += 1;
-        let over = limit > 0 && *count > limit;
-        drop(clients);
-        shared.connections.fetch_add(1, Ordering::Relaxed);
-        ClientSlot {
-            shared: Arc::clone(shared),
-            ip,
-            over,
-        }
-    }
-
-    /// Whether this connection is one too many for its client.
-    pub(crate) fn over_limit(&self) -> bool {
-        self.over
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut clients = self
-            .shared
-            .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = clients.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                clients.remove(&self.ip);
-            }
-        }
-        drop(clients);
-        self.shared.connections.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// A bound SMTP server with its queue recovered, ready to [`Server::run`].
 pub struct Server {
     shared: Arc<Shared>,
-    /// One group of listeners per worker.
-    listeners: Vec<Vec<(std::net::TcpListener, Kind)>>,
+    listeners: Listeners<Kind>,
     addrs: Vec<SocketAddr>,
     submission_addrs: Vec<SocketAddr>,
     deliverer: Arc<Deliverer>,
@@ -161,16 +97,22 @@ impl Server {
         if !recovered.is_empty() {
             tracing::info!("queue: {} messages recovered", recovered.len());
         }
-        let workers = config.workers.max(1);
-        let mut listeners: Vec<Vec<_>> = (0..workers).map(|_| Vec::new()).collect();
-        let mut addrs = Vec::new();
-        for &addr in &config.listen {
-            addrs.push(bind_for_workers(addr, Kind::Mx, &mut listeners)?);
-        }
-        let mut submission_addrs = Vec::new();
-        for &addr in &config.submission_listen {
-            submission_addrs.push(bind_for_workers(addr, Kind::Submission, &mut listeners)?);
-        }
+        let mut listeners = Listeners::new(config.workers);
+        let mut bind = |addr, kind| {
+            listeners
+                .bind(addr, kind)
+                .map_err(|source| Error::Listen { addr, source })
+        };
+        let addrs = config
+            .listen
+            .iter()
+            .map(|&addr| bind(addr, Kind::Mx))
+            .collect::<Result<Vec<_>, _>>()?;
+        let submission_addrs = config
+            .submission_listen
+            .iter()
+            .map(|&addr| bind(addr, Kind::Submission))
+            .collect::<Result<Vec<_>, _>>()?;
         let relay = config.relay_host.as_ref().map(|host| Relay {
             host: host.clone(),
             helo: config.hostname.clone(),
@@ -193,6 +135,7 @@ impl Server {
             .map(|d| d.trim_end_matches('.').to_ascii_lowercase())
             .collect();
         let shared = Arc::new(Shared {
+            clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             directory,
             queue,
@@ -201,8 +144,6 @@ impl Server {
             mx,
             submission,
             domains,
-            clients: Mutex::new(HashMap::new()),
-            connections: AtomicUsize::new(0),
         });
         Ok(Server {
             shared,
@@ -258,30 +199,12 @@ impl Server {
                 ))
             })
             .map_err(Error::Workers)?;
-        let groups = Arc::new(Mutex::new(
-            listeners.into_iter().map(Some).collect::<Vec<_>>(),
-        ));
-        let count = groups.lock().map_or(0, |g| g.len());
-        let worker_shared = Arc::clone(&shared);
-        let handles = stoa_netkit::worker::spawn(count, "stoa-smtp", move |index| {
-            let group = groups
-                .lock()
-                .ok()
-                .and_then(|mut g| g.get_mut(index).and_then(Option::take))
-                .unwrap_or_default();
-            let (shared, shutdown) = (Arc::clone(&worker_shared), shutdown.clone());
-            async move { serve_until(shared, group, shutdown).await }
-        })
-        .map_err(Error::Workers)?;
-        for h in handles {
-            if h.join().is_err() {
-                tracing::error!("an SMTP worker panicked");
-            }
-        }
-        if queue.join().is_err() {
+        let served = stoa_netkit::server::run(&shared, listeners, RuntimeModel::PerCore, shutdown);
+        // Without workers nothing triggers the queue's end: leave it to the process.
+        if served.is_ok() && queue.join().is_err() {
             tracing::error!("the queue thread panicked");
         }
-        Ok(())
+        served.map_err(Error::Workers)
     }
 }
 
@@ -302,85 +225,51 @@ fn session_configs(config: &Config, starttls: bool) -> (Arc<SessionConfig>, Arc<
     (session(false), session(true))
 }
 
-/// Binds `addr` once per worker; returns the bound address.
-fn bind_for_workers(
-    addr: SocketAddr,
-    kind: Kind,
-    listeners: &mut [Vec<(std::net::TcpListener, Kind)>],
-) -> Result<SocketAddr, Error> {
-    let group = stoa_netkit::listener::bind_group(
-        addr,
-        listeners.len(),
-        stoa_netkit::listener::DEFAULT_BACKLOG,
-    )
-    .map_err(|source| Error::Listen { addr, source })?;
-    let bound = group
-        .first()
-        .and_then(|l| l.local_addr().ok())
-        .unwrap_or(addr);
-    for (worker, listener) in group.into_iter().enumerate() {
-        listeners[worker].push((listener, kind));
-    }
-    Ok(bound)
-}
+impl Handler for Shared {
+    type Kind = Kind;
+    type Worker = ();
+    const NAME: &'static str = "SMTP";
 
-/// One worker: accept until shutdown, then wait for the connections to end.
-async fn serve_until(
-    shared: Arc<Shared>,
-    group: Vec<(std::net::TcpListener, Kind)>,
-    mut shutdown: Shutdown,
-) {
-    let limit = Arc::new(Semaphore::new(shared.config.limits.max_connections.max(1)));
-    let mut accepts = Vec::new();
-    for (listener, kind) in group {
-        match TcpListener::from_std(listener) {
-            Ok(l) => accepts.push(tokio::spawn(accept_loop(
-                l,
-                kind,
-                Arc::clone(&shared),
-                Arc::clone(&limit),
-                shutdown.clone(),
-            ))),
-            Err(e) => tracing::error!("cannot register an SMTP listener: {e}"),
-        }
+    fn max_connections(&self) -> usize {
+        self.config.limits.max_connections
     }
-    shutdown.wait().await;
-    for a in &accepts {
-        a.abort();
+
+    fn grace(&self) -> Duration {
+        self.config.shutdown_grace
     }
-    let deadline = Instant::now() + shared.config.shutdown_grace;
-    let mut poll = tokio::time::interval(Duration::from_millis(10));
-    while shared.connections.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
-        poll.tick().await;
+
+    /// Every open connection: on shutdown those waiting for a command get `421`
+    /// and close, those receiving a message finish it.
+    fn in_flight(&self) -> usize {
+        self.clients.open()
     }
-    let left = shared.connections.load(Ordering::Relaxed);
-    if left > 0 {
-        tracing::warn!("shutdown grace over; dropping {left} SMTP connections");
+
+    fn start_worker(self: &Arc<Self>, _scope: WorkerScope) {}
+
+    fn accept(self: &Arc<Self>, _worker: &Arc<()>, conn: Accepted<Kind>) {
+        let slot = self.clients.enter(conn.peer.ip());
+        tokio::spawn(conn::serve(conn, Arc::clone(self), slot));
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    kind: Kind,
-    shared: Arc<Shared>,
-    limit: Arc<Semaphore>,
-    shutdown: Shutdown,
-) {
-    loop {
-        // Beyond the limit, connections wait in the kernel's backlog.
-        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
-            return;
-        };
-        let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
-        let slot = ClientSlot::enter(&shared, peer.ip());
-        tokio::spawn(conn::serve(
-            stream,
-            peer,
-            kind,
-            Arc::clone(&shared),
-            slot,
-            permit,
-            shutdown.clone(),
-        ));
+impl Service for Server {
+    fn name(&self) -> &'static str {
+        "mail"
+    }
+
+    fn endpoints(&self) -> Vec<Endpoint> {
+        let mx = self.addrs.iter().map(|&addr| Endpoint {
+            scheme: "smtp",
+            addr,
+        });
+        let submission = self.submission_addrs.iter().map(|&addr| Endpoint {
+            scheme: "submission",
+            addr,
+        });
+        mx.chain(submission).collect()
+    }
+
+    fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {
+        Ok(Server::run(*self, shutdown)?)
     }
 }

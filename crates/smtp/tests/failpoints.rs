@@ -10,7 +10,9 @@
 
 mod common;
 
-use common::{Client, JOE, MailDir, Running, wait_until};
+use stoa_testkit::wait_until;
+
+use common::{Client, JOE, MailDir, Running};
 
 const MESSAGE: &str = "Subject: crash test\r\n\r\nx\r\n";
 

@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{ANN, Client, DOMAIN, JOE, MailDir, Running, Sink, pause};
+use stoa_testkit::pause;
+
+use common::{ANN, Client, DOMAIN, JOE, MailDir, Running, Sink};
 
 const BODY: &str =
     "From: <sender@ext.test>\r\nSubject: hello\r\n\r\nHello, Joe.\r\n..a dotted line\r\n";
@@ -369,7 +371,7 @@ fn write_errors_answer_451_and_lose_nothing_accepted() {
         "Subject: kept\r\n\r\nx\r\n",
     )
     .assert(250, "queued");
-    let ok = common::wait_until(common::DELIVERY_TIMEOUT, || {
+    let ok = stoa_testkit::wait_until(common::DELIVERY_TIMEOUT, || {
         mail.queue_files().iter().any(|f| f.ends_with(".env"))
             && std::fs::read_dir(mail.queue())
                 .expect("queue")
@@ -414,7 +416,7 @@ fn write_errors_answer_451_and_lose_nothing_accepted() {
             .filter(|f| !f.ends_with(".tmp"))
             .collect()
     };
-    let ok = common::wait_until(common::DELIVERY_TIMEOUT, || finished() == kept);
+    let ok = stoa_testkit::wait_until(common::DELIVERY_TIMEOUT, || finished() == kept);
     assert!(ok, "queue {:?}, expected {kept:?}", mail.queue_files());
 }
 

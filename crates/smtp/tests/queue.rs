@@ -204,7 +204,7 @@ fn queue_recovered_after_restart() {
     reply.assert(250, "queued");
     let id = reply.text.trim().rsplit(' ').next().expect("id").to_owned();
     let envelope = mail.queue().join(format!("{id}.env"));
-    let deferred = common::wait_until(common::DELIVERY_TIMEOUT, || {
+    let deferred = stoa_testkit::wait_until(common::DELIVERY_TIMEOUT, || {
         std::fs::read_to_string(&envelope).is_ok_and(|t| t.contains("\"attempts\":1"))
     });
     assert!(

@@ -22,7 +22,7 @@ fn auth_only_after_tls_then_relay_allowed() {
     c.cmd("MAIL FROM:<joe@example.test>").assert(250, "");
     c.cmd("RCPT TO:<friend@ext.test>").assert(554, "5.7.1");
     c.cmd("RSET").assert(250, "");
-    c.starttls(&mail.cert_der);
+    c.starttls(&mail.cert);
     let ehlo = c.cmd("EHLO client.test");
     assert!(
         ehlo.text.contains("AUTH PLAIN LOGIN") && !ehlo.text.contains("STARTTLS"),
@@ -48,12 +48,12 @@ fn auth_login_mechanism() {
     let mail = MailDir::new();
     let server = Running::start(&mail, mail.config());
     let mut c = Client::ehlo(server.submission);
-    c.starttls(&mail.cert_der);
+    c.starttls(&mail.cert);
     c.cmd("EHLO client.test").assert(250, "AUTH");
     c.cmd("AUTH LOGIN").assert(334, "VXNlcm5hbWU6");
-    c.cmd(&common::base64(JOE.as_bytes()))
+    c.cmd(&stoa_testkit::base64(JOE.as_bytes()))
         .assert(334, "UGFzc3dvcmQ6");
-    c.cmd(&common::base64(JOE_PASSWORD.as_bytes()))
+    c.cmd(&stoa_testkit::base64(JOE_PASSWORD.as_bytes()))
         .assert(235, "2.7.0");
 }
 
@@ -75,7 +75,7 @@ fn submission_requires_auth() {
     let server = Running::start(&mail, mail.config());
     let mut c = Client::ehlo(server.submission);
     c.cmd("MAIL FROM:<joe@example.test>").assert(530, "5.7.0");
-    c.starttls(&mail.cert_der);
+    c.starttls(&mail.cert);
     c.cmd("EHLO client.test").assert(250, "AUTH PLAIN LOGIN");
     c.cmd("MAIL FROM:<joe@example.test>").assert(530, "5.7.0");
     c.auth_plain(JOE, JOE_PASSWORD).assert(235, "");
@@ -90,7 +90,7 @@ fn tls_session_forgets_plaintext_state() {
     let mail = MailDir::new();
     let server = Running::start(&mail, mail.config());
     let mut c = Client::ehlo(server.mx);
-    c.starttls(&mail.cert_der);
+    c.starttls(&mail.cert);
     // RFC 3207: the EHLO before TLS no longer counts.
     c.cmd("MAIL FROM:<a@ext.test>").assert(503, "5.5.1");
     c.cmd("EHLO client.test").assert(250, "");

@@ -260,8 +260,9 @@ pub(crate) struct BenchMailArgs {
     #[arg(long)]
     pub(crate) init_only: bool,
 
-    /// The fill's journal (accounts done). Default
-    /// `stoa-bench-mail-init.journal` in the current directory.
+    /// The fill's journal (accounts done). Default `init-HOST:PORT.journal`
+    /// (the --smtp address) in the harness's cache directory,
+    /// `$XDG_CACHE_HOME/stoa/bench-mail` or `~/.cache/stoa/bench-mail`.
     #[arg(long, value_name = "FILE")]
     pub(crate) init_journal: Option<PathBuf>,
 

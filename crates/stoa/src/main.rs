@@ -3,7 +3,8 @@
 //!
 //! It stays thin: it parses the command line and configuration (`cli`, `config`),
 //! builds the servers from the library crates, and turns signals and errors into
-//! process behaviour. Everything that serves lives in `stoa-web` and below.
+//! process behaviour. Everything that serves lives in `stoa-web` and below; the
+//! benchmark harness lives in `stoa-bench`.
 
 use std::process::ExitCode;
 
@@ -39,10 +40,7 @@ fn main() -> ExitCode {
         cli::Command::Mailbox(command) => user::mailbox(command),
         cli::Command::Fileset(args) => fileset::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),
-        cli::Command::Bench(cli::BenchCommand::Web(args)) => bench::run(args),
-        cli::Command::Bench(cli::BenchCommand::Agent(args)) => bench::agent::serve(args),
-        cli::Command::Bench(cli::BenchCommand::Mail(args)) => bench::mail::run(args),
-        cli::Command::Bench(cli::BenchCommand::MailUsers(args)) => bench::mail::write_users(args),
+        cli::Command::Bench(command) => bench::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

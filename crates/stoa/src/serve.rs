@@ -3,9 +3,12 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::Context;
 use stoa_directory::EmbeddedDirectory;
+use stoa_netkit::server::{BoxError, Service};
+use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::signals::{Signal, Signals};
 
 use crate::cli::ServeArgs;
@@ -69,105 +72,24 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .block_on(async { Signals::new() })
         .context("cannot install signal handlers")?;
 
-    let web = match loaded.web {
-        Some(config) => {
-            Some(stoa_web::Server::bind(config).context("cannot start the web server")?)
-        }
-        None => None,
-    };
-    let mail = open_mail(loaded.smtp.as_ref(), loaded.pop3.as_ref())?;
-    let smtp = match (loaded.smtp, &mail) {
-        (Some(config), Some(parts)) => Some(bind_smtp(config, parts)?),
-        _ => None,
-    };
-    let pop3 = match (loaded.pop3, &mail) {
-        (Some(pop3), Some(parts)) => Some(
-            stoa_pop3::Server::bind(pop3.config, parts.directory.clone(), parts.store.clone())
-                .context("cannot start the POP3 server")?,
-        ),
-        _ => None,
-    };
-    if let Some(server) = &web {
-        for addr in server.local_addrs() {
-            eprintln!("stoa: listening on http://{addr}");
-        }
-        for addr in server.tls_addrs() {
-            eprintln!("stoa: listening on https://{addr}");
+    let (services, reopener, directory) = bind_services(loaded)?;
+    for service in &services {
+        for endpoint in service.endpoints() {
+            eprintln!("stoa: listening on {endpoint}");
         }
     }
-    if let Some(server) = &smtp {
-        for addr in server.local_addrs() {
-            eprintln!("stoa: listening on smtp://{addr}");
-        }
-        for addr in server.submission_addrs() {
-            eprintln!("stoa: listening on submission://{addr}");
-        }
-    }
-    if let Some(server) = &pop3 {
-        for addr in server.local_addrs() {
-            eprintln!("stoa: listening on pop3://{addr}");
-        }
-        for addr in server.tls_addrs() {
-            eprintln!("stoa: listening on pop3s://{addr}");
-        }
-    }
-    let reopener = web.as_ref().map(stoa_web::Server::log_reopener);
     let (trigger, shutdown) = stoa_netkit::shutdown::channel();
-    let web_thread = match web {
-        Some(server) => {
-            let shutdown = shutdown.clone();
-            let thread = std::thread::Builder::new()
-                .name("stoa-web".into())
-                .spawn(move || server.run(shutdown).context("web server failed"))
-                .context("cannot start the web server thread")?;
-            Some(thread)
-        }
-        None => None,
-    };
-    let mail_thread = match smtp {
-        Some(server) => {
-            let shutdown = shutdown.clone();
-            let thread = std::thread::Builder::new()
-                .name("stoa-smtp".into())
-                .spawn(move || server.run(shutdown).context("mail server failed"))
-                .context("cannot start the mail server thread")?;
-            Some(thread)
-        }
-        None => None,
-    };
-    let pop3_thread = match pop3 {
-        Some(server) => {
-            let thread = std::thread::Builder::new()
-                .name("stoa-pop3".into())
-                .spawn(move || server.run(shutdown).context("POP3 server failed"))
-                .context("cannot start the POP3 server thread")?;
-            Some(thread)
-        }
-        None => None,
-    };
-    let directory = mail.map(|parts| parts.directory);
+    let threads = services
+        .into_iter()
+        .map(|service| spawn_service(service, shutdown.clone()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
-    runtime.block_on(async {
-        let mut reload = tokio::time::interval(DIRECTORY_RELOAD);
-        loop {
-            tokio::select! {
-                signal = signals.recv() => match signal {
-                    Signal::Hangup => {
-                        if let Some(reopener) = &reopener {
-                            tracing::info!("SIGHUP: reopening the access log");
-                            reopener.reopen();
-                        }
-                    }
-                    Signal::Terminate => {
-                        tracing::info!("shutting down: draining requests and mail in flight");
-                        trigger.trigger();
-                        break;
-                    }
-                },
-                _ = reload.tick(), if directory.is_some() => reload_directory(directory.as_deref()),
-            }
-        }
-    });
+    runtime.block_on(serve_signals(
+        &mut signals,
+        reopener.as_ref(),
+        directory.as_deref(),
+    ));
+    trigger.trigger();
     std::thread::spawn(move || {
         // A second SIGTERM/SIGINT while draining means "now".
         runtime.block_on(async { while signals.recv().await != Signal::Terminate {} });
@@ -178,16 +100,44 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         )]
         std::process::exit(1);
     });
+    join_services(threads)
+}
+
+/// Reacts to signals until SIGTERM or SIGINT: SIGHUP reopens the access log; every
+/// [`DIRECTORY_RELOAD`] the user directory is reloaded if `stoa user` changed it.
+async fn serve_signals(
+    signals: &mut Signals,
+    reopener: Option<&stoa_web::LogReopener>,
+    directory: Option<&EmbeddedDirectory>,
+) {
+    let mut reload = tokio::time::interval(DIRECTORY_RELOAD);
+    loop {
+        tokio::select! {
+            signal = signals.recv() => match signal {
+                Signal::Hangup => {
+                    if let Some(reopener) = reopener {
+                        tracing::info!("SIGHUP: reopening the access log");
+                        reopener.reopen();
+                    }
+                }
+                Signal::Terminate => {
+                    tracing::info!("shutting down: draining requests and mail in flight");
+                    return;
+                }
+            },
+            _ = reload.tick(), if directory.is_some() => reload_directory(directory),
+        }
+    }
+}
+
+/// Waits for every server to finish draining; the first failure is the result.
+fn join_services(threads: Vec<(&'static str, ServiceThread)>) -> anyhow::Result<()> {
     let mut result = Ok(());
-    let threads = [
-        ("web", web_thread),
-        ("mail", mail_thread),
-        ("POP3", pop3_thread),
-    ];
     for (name, thread) in threads {
-        let Some(thread) = thread else { continue };
         let outcome = match thread.join() {
-            Ok(outcome) => outcome,
+            Ok(outcome) => {
+                outcome.map_err(|e| anyhow::anyhow!(e).context(format!("{name} server failed")))
+            }
             Err(_) => Err(anyhow::anyhow!("the {name} server thread panicked")),
         };
         if result.is_ok() {
@@ -195,6 +145,53 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
     }
     result
+}
+
+/// A server running on its own thread.
+type ServiceThread = JoinHandle<Result<(), BoxError>>;
+
+/// The bound servers, in the order they announce themselves (web, SMTP, POP3), the
+/// access log's reopener for SIGHUP, and the directory to watch for changes.
+type Bound = (
+    Vec<Box<dyn Service>>,
+    Option<stoa_web::LogReopener>,
+    Option<Arc<EmbeddedDirectory>>,
+);
+
+/// Binds every configured server, so that every start-up error surfaces before
+/// any of them serves.
+fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
+    let mut services: Vec<Box<dyn Service>> = Vec::new();
+    let mut reopener = None;
+    if let Some(config) = loaded.web {
+        let server = stoa_web::Server::bind(config).context("cannot start the web server")?;
+        reopener = Some(server.log_reopener());
+        services.push(Box::new(server));
+    }
+    let mail = open_mail(loaded.smtp.as_ref(), loaded.pop3.as_ref())?;
+    if let (Some(config), Some(parts)) = (loaded.smtp, &mail) {
+        services.push(Box::new(bind_smtp(config, parts)?));
+    }
+    if let (Some(pop3), Some(parts)) = (loaded.pop3, &mail) {
+        let server =
+            stoa_pop3::Server::bind(pop3.config, parts.directory.clone(), parts.store.clone())
+                .context("cannot start the POP3 server")?;
+        services.push(Box::new(server));
+    }
+    Ok((services, reopener, mail.map(|parts| parts.directory)))
+}
+
+/// Runs `service` on a thread of its own until `shutdown`.
+fn spawn_service(
+    service: Box<dyn Service>,
+    shutdown: Shutdown,
+) -> anyhow::Result<(&'static str, ServiceThread)> {
+    let name = service.name();
+    let thread = std::thread::Builder::new()
+        .name(format!("stoa-{}", name.to_ascii_lowercase()))
+        .spawn(move || service.run(shutdown))
+        .with_context(|| format!("cannot start the {name} server thread"))?;
+    Ok((name, thread))
 }
 
 /// How often the mail server looks for changes `stoa user` made to the directory

@@ -7,15 +7,15 @@
 //! Every run is a child process in its own process group, killed whole if it
 //! overstays its time; every wait is bounded.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use serde_json::Value;
+use stoa_testkit::Process;
 
 /// Longest a short run may take: fill, check, one level, drain.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -27,59 +27,20 @@ struct Outcome {
     stderr: String,
 }
 
-/// Runs `stoa bench mail <args>` in its own process group, killed if it takes
-/// longer than [`RUN_TIMEOUT`].
+/// Runs `stoa bench mail <args>` in its own process group (killed whole once it
+/// exits, so the built-in server cannot outlive it), killed if it takes longer
+/// than [`RUN_TIMEOUT`].
 fn bench_mail(args: &[&str]) -> Outcome {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command
         .args(["bench", "mail"])
         .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("spawn stoa bench mail");
-    let pgid = rustix::process::Pid::from_raw(i32::try_from(child.id()).expect("pid"))
-        .expect("positive pid");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let (out_tx, out_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        let _ = out_tx.send(s);
-    });
-    let (err_tx, err_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        let _ = err_tx.send(s);
-    });
-    let (done_tx, done_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait());
-    });
-    let status = match done_rx.recv_timeout(RUN_TIMEOUT) {
-        Ok(status) => status.expect("wait"),
-        Err(_) => {
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-            let stderr = err_rx
-                .recv_timeout(Duration::from_secs(10))
-                .unwrap_or_default();
-            panic!("stoa bench mail ran over {RUN_TIMEOUT:?}; stderr:\n{stderr}");
-        }
-    };
-    // The built-in server is a child of the run: make sure nothing outlives it.
-    let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        .env_remove("RUST_LOG");
+    let done = Process::spawn_group(&mut command).finish(RUN_TIMEOUT);
     Outcome {
-        success: status.success(),
-        stdout: out_rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_default(),
-        stderr: err_rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_default(),
+        success: done.status.success(),
+        stdout: done.stdout,
+        stderr: done.stderr,
     }
 }
 

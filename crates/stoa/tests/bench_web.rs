@@ -13,24 +13,24 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
+use stoa_testkit::{Process, wait_until};
 use stoa_web99::ads::{self, Ad, ResetParams};
 use stoa_web99::fileset::{self, FileId};
 use stoa_web99::postlog::{self, Record};
 use stoa_web99::request::{self, Query, TRAILER};
 use stoa_web99::workload::{Entry, HttpVersion, RequestType, Targets};
 
-use common::{RawConn, Server, run_stoa, wait_until};
+use common::{Server, raw_conn, run_stoa};
 
 /// Longest a paced run may take: warm-up, run, ramp-down, plus the tail of a
 /// class-3 operation (up to 18 s at 400 kbit/s) and the file set.
@@ -85,15 +85,7 @@ impl Outcome {
 
 /// A running `stoa bench web` in its own process group, which is killed whole
 /// (the built-in server included) if the guard drops before the run ends.
-struct Bench {
-    pgid: rustix::process::Pid,
-    exited: mpsc::Receiver<io::Result<ExitStatus>>,
-    stdout: mpsc::Receiver<String>,
-    stderr_lines: mpsc::Receiver<String>,
-    /// Every standard-error line so far, and whether the stream has ended.
-    stderr_all: Arc<Mutex<(Vec<String>, bool)>>,
-    finished: bool,
-}
+struct Bench(Process);
 
 impl Bench {
     /// `stoa bench web <args>` with `XDG_CACHE_HOME=cache` on the child only.
@@ -103,119 +95,27 @@ impl Bench {
 
     /// `stoa <command> <args>`, its outputs collected as for `bench web`.
     fn spawn(command: &[&str], args: &[&str], cache: &Path) -> Bench {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"));
+        child
             .args(command)
             .args(args)
             .env("XDG_CACHE_HOME", cache)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("spawn stoa bench web");
-        let raw = i32::try_from(child.id()).expect("pid fits in i32");
-        let pgid = rustix::process::Pid::from_raw(raw).expect("pid is positive");
-
-        let mut out = child.stdout.take().expect("stdout is piped");
-        let (out_tx, stdout) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = out.read_to_end(&mut text);
-            let _ = out_tx.send(String::from_utf8_lossy(&text).into_owned());
-        });
-
-        let err = child.stderr.take().expect("stderr is piped");
-        let (line_tx, stderr_lines) = mpsc::channel();
-        let stderr_all = Arc::new(Mutex::new((Vec::new(), false)));
-        let all = Arc::clone(&stderr_all);
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                all.lock().expect("stderr lock").0.push(line.clone());
-                let _ = line_tx.send(line);
-            }
-            all.lock().expect("stderr lock").1 = true;
-        });
-
-        let (exit_tx, exited) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = exit_tx.send(child.wait());
-        });
-        Bench {
-            pgid,
-            exited,
-            stdout,
-            stderr_lines,
-            stderr_all,
-            finished: false,
-        }
+            .env_remove("RUST_LOG");
+        Bench(Process::spawn_group(&mut child))
     }
 
-    fn stderr_text(&self) -> String {
-        self.stderr_all.lock().expect("stderr lock").0.join("\n")
-    }
-
-    /// The next standard-error line satisfying `pick`, waiting at most `timeout`.
-    fn wait_for_stderr<T>(&self, timeout: Duration, mut pick: impl FnMut(&str) -> Option<T>) -> T {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.stderr_lines.recv_timeout(left) {
-                Ok(line) => {
-                    if let Some(found) = pick(&line) {
-                        return found;
-                    }
-                }
-                Err(_) => panic!(
-                    "stoa bench web did not print the expected line within {timeout:?}; \
-                     stderr so far:\n{}",
-                    self.stderr_text()
-                ),
-            }
-        }
+    /// The first standard-error line satisfying `pick`, waiting at most `timeout`.
+    fn wait_for_stderr<T>(&self, timeout: Duration, pick: impl FnMut(&str) -> Option<T>) -> T {
+        self.0.wait_for_line(timeout, pick)
     }
 
     /// Waits (bounded) for the exit and collects both outputs.
-    fn finish(mut self, timeout: Duration) -> Outcome {
-        let status = match self.exited.recv_timeout(timeout) {
-            Ok(status) => status.expect("wait for stoa bench web"),
-            Err(_) => {
-                self.kill();
-                panic!(
-                    "stoa bench web still running after {timeout:?} (killed); stderr:\n{}",
-                    self.stderr_text()
-                );
-            }
-        };
-        self.finished = true;
-        let stdout = self
-            .stdout
-            .recv_timeout(Duration::from_secs(10))
-            .expect("stdout of stoa bench web closes after its exit");
-        // The process has exited: its stderr reaches EOF; let the reader catch up.
-        let ended = wait_until(Duration::from_secs(10), || {
-            self.stderr_all.lock().expect("stderr lock").1
-        });
-        assert!(ended, "stderr of stoa bench web still open after its exit");
+    fn finish(self, timeout: Duration) -> Outcome {
+        let done = self.0.finish(timeout);
         Outcome {
-            status,
-            stdout,
-            stderr: self.stderr_text(),
-        }
-    }
-
-    fn kill(&mut self) {
-        let _ = rustix::process::kill_process_group(self.pgid, rustix::process::Signal::KILL);
-        let _ = self.exited.recv_timeout(Duration::from_secs(10));
-        self.finished = true;
-    }
-}
-
-impl Drop for Bench {
-    fn drop(&mut self) {
-        if !self.finished {
-            self.kill();
+            status: done.status,
+            stdout: done.stdout,
+            stderr: done.stderr,
         }
     }
 }
@@ -1135,7 +1035,7 @@ fn probe_http10_keep_alive(addr: SocketAddr) {
         class: 1,
         num: 4,
     };
-    let mut conn = RawConn::connect(addr);
+    let mut conn = raw_conn(addr);
     let kinds = [
         RequestType::Static,
         RequestType::Dynamic,

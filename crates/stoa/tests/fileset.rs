@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use stoa_testkit::Tmpfs;
 use stoa_web99::fileset::{self, FileId};
 
 fn stoa(args: &[&str]) -> Output {
@@ -175,34 +176,14 @@ fn zero_connections_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
-/// A small tmpfs, unmounted on drop; `None` when mounting is not allowed.
-struct Tmpfs(tempfile::TempDir);
-
-impl Tmpfs {
-    fn mount(size: &str) -> Option<Tmpfs> {
-        let dir = tempfile::tempdir().ok()?;
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then_some(Tmpfs(dir))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.0.path()).status();
-    }
-}
-
 #[test]
 fn full_disk_is_reported_and_leaves_no_partial_file() {
-    let Some(fs) = Tmpfs::mount("8m") else {
+    let tmp = stoa_testkit::temp_dir();
+    let Ok(fs) = Tmpfs::mount(tmp.path(), "8m") else {
         eprintln!("skipped: cannot mount a tmpfs (needs root; CI runs as root)");
         return;
     };
-    let root = fs.0.path();
+    let root = fs.path();
     // Too small for 25 directories: refused up front, with the figures.
     let out = fileset_cmd(1, root, &[]);
     assert!(!out.status.success());

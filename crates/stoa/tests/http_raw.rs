@@ -9,13 +9,15 @@ use std::net::TcpStream;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{HELLO, IO_TIMEOUT, PIPELINED, RawConn, Server, Site, is_timeout};
+use stoa_testkit::net::is_timeout;
+
+use common::{HELLO, IO_TIMEOUT, PIPELINED, Server, Site, raw_conn};
 
 #[test]
 fn transfer_encoding_with_content_length_is_400_and_closes() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(
         b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n...",
     );
@@ -29,7 +31,7 @@ fn transfer_encoding_with_content_length_is_400_and_closes() {
 fn three_pipelined_requests_are_answered_in_order() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     let batch: Vec<u8> = PIPELINED
         .iter()
         .flat_map(|(path, _)| format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").into_bytes())
@@ -54,7 +56,7 @@ fn three_pipelined_requests_are_answered_in_order() {
 fn head_sends_no_body_bytes_on_the_wire() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     // If HEAD leaked body bytes, the GET's response would not parse.
     conn.send(b"HEAD /hello.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     let head = conn.read_response(true);
@@ -70,7 +72,7 @@ fn head_sends_no_body_bytes_on_the_wire() {
 fn http10_without_keep_alive_closes_after_the_response() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(b"GET /hello.txt HTTP/1.0\r\n\r\n");
     let response = conn.read_response(false);
     assert_eq!(response.status, 200);
@@ -82,7 +84,7 @@ fn http10_without_keep_alive_closes_after_the_response() {
 fn http10_with_keep_alive_stays_open() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(b"GET /hello.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     let first = conn.read_response(false);
     assert_eq!(first.status, 200);
@@ -108,7 +110,7 @@ fn http10_with_keep_alive_stays_open() {
 fn connection_close_on_http11_is_honoured() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let response = conn.read_response(false);
     assert_eq!(response.status, 200);
@@ -121,7 +123,7 @@ fn connection_close_on_http11_is_honoured() {
 fn http11_keeps_the_connection_open_by_default() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     for _ in 0..3 {
         conn.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n");
         let response = conn.read_response(false);
@@ -134,7 +136,7 @@ fn http11_keeps_the_connection_open_by_default() {
 fn http09_request_is_400_and_closes() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(b"GET /\r\n\r\n");
     let response = conn.read_response(false);
     assert_eq!(response.status, 400);
@@ -159,7 +161,7 @@ fn oversized_head_is_answered_then_closed() {
         ),
     ];
     for (request, status) in cases {
-        let mut conn = RawConn::connect(server.addr);
+        let mut conn = raw_conn(server.addr);
         conn.send(request.as_bytes());
         let response = conn.read_response(false);
         assert_eq!(response.status, status);
@@ -172,7 +174,7 @@ fn oversized_head_is_answered_then_closed() {
 fn post_is_405_with_allow_and_the_body_is_skipped() {
     let site = Site::new();
     let server = Server::start(site.root(), &[]);
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(
         b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\
           GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -222,7 +224,7 @@ fn trickling_client_is_cut_off_while_another_is_served() {
         .expect("the trickler sent its first byte");
 
     // Meanwhile, a normal client is served by the same worker.
-    let mut other = RawConn::connect(server.addr);
+    let mut other = raw_conn(server.addr);
     other.send(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     let response = other.read_response(false);
     assert_eq!(response.status, 200);

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{HELLO, Server, Site, curl, fetch, run_stoa, tls_pair, wait_until};
+use stoa_testkit::wait_until;
+
+use common::{HELLO, Server, Site, curl, fetch, run_stoa, tls_pair};
 
 /// A server with one HTTPS listener (certificate for `localhost`) and no plain one.
 fn start_https(site: &Site) -> (Server, PathBuf) {

@@ -7,11 +7,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use rustix::process::Signal;
+use stoa_testkit::http::Response;
+use stoa_testkit::wait_until;
 
-use common::{
-    HELLO, RawConn, Response, Server, ServerBuilder, Site, curl, fetch, raw_request, run_stoa,
-    wait_until,
-};
+use common::{HELLO, Server, ServerBuilder, Site, curl, fetch, raw_conn, raw_request, run_stoa};
 
 /// How long a line may take to reach the log file (it is flushed once a second).
 const LOG_WAIT: Duration = Duration::from_secs(5);
@@ -245,12 +244,12 @@ fn sigterm_drains_a_response_in_flight() {
     site.write("big.bin", &big);
     let mut server = Server::start(site.root(), &[]);
 
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
     // Read a little so the response has certainly started, then signal while
     // most of it is still to be sent.
     let mut first = [0u8; 1024];
-    std::io::Read::read_exact(&mut conn.stream, &mut first).expect("first response bytes");
+    std::io::Read::read_exact(conn.socket(), &mut first).expect("first response bytes");
     assert!(first.starts_with(b"HTTP/1.1 200 "));
     server.signal(Signal::TERM);
     assert!(
@@ -262,7 +261,7 @@ fn sigterm_drains_a_response_in_flight() {
     );
 
     let mut rest = Vec::new();
-    std::io::Read::read_to_end(&mut conn.stream, &mut rest).expect("the rest of the response");
+    std::io::Read::read_to_end(conn.socket(), &mut rest).expect("the rest of the response");
     let mut all = first.to_vec();
     all.extend_from_slice(&rest);
     let head_end = common::find(&all, b"\r\n\r\n").expect("complete head") + 4;

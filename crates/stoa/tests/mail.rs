@@ -4,63 +4,24 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use rustix::process::Signal;
+use stoa_testkit::wait_until;
 
-use common::{ServerBuilder, run_stoa, tls_pair, wait_until};
+use common::{ServerBuilder, run_stoa, tls_pair};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Runs `program args` with `stdin`, bounded; returns (exit code, stdout, stderr).
 fn run(program: &str, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
-    let (mut out, mut err) = (
-        child.stdout.take().expect("stdout"),
-        child.stderr.take().expect("stderr"),
-    );
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let mut status = None;
-    wait_until(RUN_TIMEOUT, || {
-        status = child.try_wait().expect("poll");
-        status.is_some()
-    });
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("{program} {args:?} still running after {RUN_TIMEOUT:?}");
-    };
-    (
-        status.code().unwrap_or(-1),
-        out.join().expect("stdout reader"),
-        err.join().expect("stderr reader"),
-    )
+    let mut command = Command::new(program);
+    command.args(args).env_remove("RUST_LOG");
+    let done = stoa_testkit::run(&mut command, stdin, RUN_TIMEOUT);
+    (done.status.code().unwrap_or(-1), done.stdout, done.stderr)
 }
 
 fn stoa(args: &[&str], stdin: &[u8]) -> (i32, String, String) {

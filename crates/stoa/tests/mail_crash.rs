@@ -1,4 +1,4 @@
-//! The mail server's "no mail lost" tests (robustness.md §5.2, issue 6), driving the
+//! The mail server's "no mail lost" tests (docs/robustness.md §5.2, issue 6), driving the
 //! built binary:
 //!
 //! - `kill -9` under load: concurrent SMTP clients keep a ledger of every message
@@ -27,9 +27,9 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{self, BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,8 +37,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rustix::process::Signal;
+use stoa_testkit::{LineConn, Tmpfs, wait_until};
 
-use common::{EXIT_TIMEOUT, Server, ServerBuilder, run_stoa, wait_until};
+use common::{EXIT_TIMEOUT, Server, ServerBuilder, run_stoa};
 
 const JOE: &str = "joe@example.test";
 /// Joe is the first user added, so his mailbox is number 1.
@@ -197,21 +198,16 @@ fn acked(ledger: &SharedLedger) -> usize {
     ledger.lock().expect("ledger lock").acked.len()
 }
 
-/// A minimal blocking SMTP client.
+/// A minimal blocking SMTP client on the kit's line client.
 struct Smtp {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    conn: LineConn,
 }
 
 impl Smtp {
     /// Connects, reads the greeting and says EHLO.
     fn connect(addr: SocketAddr) -> io::Result<Smtp> {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
-        stream.set_read_timeout(Some(IO_TIMEOUT))?;
-        stream.set_write_timeout(Some(IO_TIMEOUT))?;
         let mut smtp = Smtp {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
+            conn: LineConn::try_connect(addr, IO_TIMEOUT)?,
         };
         let greeting = smtp.reply()?;
         if !greeting.starts_with("220") {
@@ -227,18 +223,18 @@ impl Smtp {
     /// One (possibly multi-line) reply; returns its last line.
     fn reply(&mut self) -> io::Result<String> {
         loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line)? == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            if line.len() < 4 || line.as_bytes()[3] != b'-' {
-                return Ok(line.trim_end().to_owned());
+            let line = self
+                .conn
+                .try_raw_line()?
+                .ok_or(io::ErrorKind::UnexpectedEof)?;
+            if line.len() < 4 || line[3] != b'-' {
+                return Ok(String::from_utf8_lossy(&line).trim_end().to_owned());
             }
         }
     }
 
     fn command(&mut self, line: &str) -> io::Result<String> {
-        self.writer.write_all(format!("{line}\r\n").as_bytes())?;
+        self.conn.try_send(format!("{line}\r\n").as_bytes())?;
         self.reply()
     }
 
@@ -260,8 +256,8 @@ impl Smtp {
 
     /// Sends `body` (no line starts with a dot) and the end of data; the reply.
     fn finish(&mut self, body: &[u8]) -> io::Result<String> {
-        self.writer.write_all(body)?;
-        self.writer.write_all(b".\r\n")?;
+        self.conn.try_send(body)?;
+        self.conn.try_send(b".\r\n")?;
         self.reply()
     }
 }
@@ -583,47 +579,6 @@ fn kill_9_at_each_crash_point() {
 // Disk full on a small tmpfs
 // ---------------------------------------------------------------------------
 
-/// A tmpfs mounted for the test, unmounted when dropped (also on failure).
-struct Tmpfs {
-    dir: PathBuf,
-}
-
-impl Tmpfs {
-    /// Mounts a tmpfs of `size` on `dir`; `None` (with the reason) when not permitted.
-    fn mount(dir: &Path, size: &str) -> Result<Tmpfs, String> {
-        let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
-        }
-        Ok(Tmpfs {
-            dir: dir.to_owned(),
-        })
-    }
-
-    fn free(&self) -> u64 {
-        let st = rustix::fs::statvfs(&self.dir).expect("statvfs");
-        st.f_bavail * st.f_frsize
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            // Something still holds it: detach it so no mount outlives the test.
-            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-        }
-    }
-}
-
 /// Grows (or shrinks) the filler file so that about `free` bytes stay free.
 fn leave_free(fs: &Tmpfs, filler: &Path, free: u64) {
     let current = std::fs::metadata(filler).map_or(0, |m| m.len());
@@ -764,7 +719,8 @@ fn smtp_source_load_is_all_delivered() {
     mail_dir_with_joe(dir);
     let server = serve(dir, None);
     let target = server.smtp_addrs[0].to_string();
-    let mut child = Command::new("smtp-source")
+    let mut command = Command::new("smtp-source");
+    command
         .args([
             "-c",
             "-l",
@@ -776,24 +732,9 @@ fn smtp_source_load_is_all_delivered() {
             "-f",
             "load@ext.test",
         ])
-        .args(["-t", JOE, &target])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn smtp-source");
-    let mut status = None;
-    wait_until(LOAD_TIMEOUT, || {
-        status = child.try_wait().expect("poll smtp-source");
-        status.is_some()
-    });
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("smtp-source still running after {LOAD_TIMEOUT:?}");
-    };
-    let mut err = String::new();
-    let _ = io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err);
+        .args(["-t", JOE, &target]);
+    let done = stoa_testkit::run(&mut command, b"", LOAD_TIMEOUT);
+    let (status, err) = (done.status, done.stderr);
     assert!(status.success(), "smtp-source failed: {err}");
     let delivered = wait_until(DRAIN_TIMEOUT, || mailbox(dir).len() >= 200);
     let got = mailbox(dir);

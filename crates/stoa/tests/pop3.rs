@@ -5,61 +5,30 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use rustix::process::Signal;
 use stoa_directory::{EmbeddedDirectory, MailboxId, PasswordCost};
 use stoa_mailstore::MailStore;
+use stoa_testkit::{LineConn, wait_until};
 
-use common::{IO_TIMEOUT, ServerBuilder, run_stoa, tls_pair, wait_until};
+use common::{ServerBuilder, run_stoa, tls_pair};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const JOE: &str = "joe@example.test";
 
 /// Runs `program args` to completion, bounded; returns (exit code, stdout, stderr).
 fn run(program: &str, args: &[&str], env: &[(&str, &Path)]) -> (i32, String, String) {
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, *v)))
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
-    let (mut out, mut err) = (
-        child.stdout.take().expect("stdout"),
-        child.stderr.take().expect("stderr"),
-    );
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let mut status = None;
-    wait_until(RUN_TIMEOUT, || {
-        status = child.try_wait().expect("poll");
-        status.is_some()
-    });
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("{program} {args:?} still running after {RUN_TIMEOUT:?}");
-    };
-    (
-        status.code().unwrap_or(-1),
-        out.join().expect("stdout reader"),
-        err.join().expect("stderr reader"),
-    )
+        .env_remove("RUST_LOG");
+    let done = stoa_testkit::run(&mut command, b"", RUN_TIMEOUT);
+    (done.status.code().unwrap_or(-1), done.stdout, done.stderr)
 }
 
 fn python(script: &str) -> (i32, String, String) {
@@ -72,26 +41,13 @@ fn path_arg(p: &Path) -> &str {
 
 /// `stoa user add ADDRESS --password-stdin --mail-dir DIR`.
 fn add_user(dir: &Path, address: &str, password: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command
         .args(["user", "add", address, "--password-stdin", "--mail-dir"])
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn stoa user add");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(format!("{password}\n").as_bytes())
-        .expect("password");
-    let output = child.wait_with_output().expect("stoa user add");
-    assert!(
-        output.status.success(),
-        "stoa user add: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .arg(dir);
+    let password = format!("{password}\n");
+    let done = stoa_testkit::run(&mut command, password.as_bytes(), RUN_TIMEOUT);
+    assert!(done.status.success(), "stoa user add: {}", done.stderr);
 }
 
 /// The store of the mail directory `dir`.
@@ -349,66 +305,30 @@ fn pop3_configuration_errors_are_reported_together() {
     );
 }
 
-/// A raw POP3 conversation helper: sends `line`, returns the status line.
-struct Raw {
-    stream: TcpStream,
-    buf: Vec<u8>,
+/// A raw POP3 conversation: the kit's line client, greeted with `+OK`.
+fn pop3_connect(addr: SocketAddr) -> LineConn {
+    let mut conn = LineConn::connect(addr);
+    let greeting = conn.line().expect("greeting");
+    assert!(greeting.starts_with("+OK"), "{greeting}");
+    conn
 }
 
-impl Raw {
-    fn connect(addr: SocketAddr) -> Raw {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
-        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        let mut raw = Raw {
-            stream,
-            buf: Vec::new(),
-        };
-        let greeting = raw.line().expect("greeting");
-        assert!(greeting.starts_with("+OK"), "{greeting}");
-        raw
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("send");
-    }
-
-    fn cmd(&mut self, line: &str) -> String {
-        self.send(format!("{line}\r\n").as_bytes());
-        self.line().expect("a status line")
-    }
-
-    fn line(&mut self) -> Option<String> {
-        loop {
-            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8_lossy(&self.buf[..i]).into_owned();
-                self.buf.drain(..i + 2);
-                return Some(line);
-            }
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
+/// The lines of a multi-line response up to `.`.
+fn pop3_lines(conn: &mut LineConn) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(line) = conn.line() {
+        if line == "." {
+            return out;
         }
+        out.push(line);
     }
+    panic!("multi-line response cut short: {out:?}");
+}
 
-    /// The lines of a multi-line response up to `.`.
-    fn lines(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Some(line) = self.line() {
-            if line == "." {
-                return out;
-            }
-            out.push(line);
-        }
-        panic!("multi-line response cut short: {out:?}");
-    }
-
-    fn login(&mut self, user: &str, password: &str) {
-        assert!(self.cmd(&format!("USER {user}")).starts_with("+OK"));
-        let status = self.cmd(&format!("PASS {password}"));
-        assert!(status.starts_with("+OK"), "{status}");
-    }
+/// USER and PASS, both answered `+OK`.
+fn pop3_login(conn: &mut LineConn, user: &str, password: &str) {
+    conn.expect(&format!("USER {user}"), "+OK");
+    conn.expect(&format!("PASS {password}"), "+OK");
 }
 
 #[test]
@@ -429,14 +349,14 @@ fn config_file_and_sigterm_drain() {
         ])
         .start();
     assert!(server.smtp_addrs.is_empty(), "POP3 alone: no SMTP server");
-    let mut c = Raw::connect(server.pop3_addrs[0]);
+    let mut c = pop3_connect(server.pop3_addrs[0]);
     let capa = {
-        assert!(c.cmd("CAPA").starts_with("+OK"));
-        c.lines()
+        c.expect("CAPA", "+OK");
+        pop3_lines(&mut c)
     };
     assert!(capa.iter().any(|l| l == "USER"), "{capa:?}");
-    c.login(JOE, "joe-secret");
-    assert!(c.cmd("DELE 1").starts_with("+OK"));
+    pop3_login(&mut c, JOE, "joe-secret");
+    c.expect("DELE 1", "+OK");
     let status = server.stop_with(Signal::TERM);
     assert_eq!(
         c.line().as_deref(),
@@ -494,19 +414,16 @@ fn kill_round(delay_us: u64) -> usize {
             "127.0.0.1:0",
         ])
         .start();
-    let mut c = Raw::connect(server.pop3_addrs[0]);
-    c.login(JOE, "pw");
+    let mut c = pop3_connect(server.pop3_addrs[0]);
+    pop3_login(&mut c, JOE, "pw");
     let deles: String = (1..=KILL_MARKED).map(|n| format!("DELE {n}\r\n")).collect();
     c.send(deles.as_bytes());
     for _ in 0..KILL_MARKED {
         assert!(c.line().is_some_and(|l| l.starts_with("+OK")));
     }
     c.send(b"QUIT\r\n");
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the moment of the kill is the test's variable, not synchronisation"
-    )]
-    std::thread::sleep(Duration::from_micros(delay_us));
+    // The moment of the kill is the test's variable, not synchronisation.
+    stoa_testkit::pause(Duration::from_micros(delay_us));
     let status = server.stop_with(Signal::KILL);
     assert_eq!(status.code(), None, "killed by a signal");
 
@@ -543,11 +460,10 @@ fn kill_round(delay_us: u64) -> usize {
             "127.0.0.1:0",
         ])
         .start();
-    let mut c = Raw::connect(server.pop3_addrs[0]);
-    c.login(JOE, "pw");
-    assert!(c.cmd("UIDL").starts_with("+OK"));
-    let uidls: Vec<String> = c
-        .lines()
+    let mut c = pop3_connect(server.pop3_addrs[0]);
+    pop3_login(&mut c, JOE, "pw");
+    c.expect("UIDL", "+OK");
+    let uidls: Vec<String> = pop3_lines(&mut c)
         .iter()
         .map(|l| l.split_once(' ').expect("n uid").1.to_owned())
         .collect();

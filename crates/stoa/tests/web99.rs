@@ -10,22 +10,24 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, mpsc};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::process::Signal;
+use stoa_testkit::http::{Client, Response};
+use stoa_testkit::{Process, Tmpfs, wait_until};
 use stoa_web99::ads::{self, Ad, ResetParams};
 use stoa_web99::fileset::{self, FileId};
 use stoa_web99::postlog::{self, Record};
 
 use common::{
-    EXIT_TIMEOUT, IO_TIMEOUT, READY_TIMEOUT, RawConn, Response, Server, ServerBuilder, curl, fetch,
-    find, raw_request, run_stoa, wait_until,
+    EXIT_TIMEOUT, IO_TIMEOUT, READY_TIMEOUT, Server, ServerBuilder, curl, fetch, find, raw_conn,
+    raw_request, run_stoa,
 };
 
 // ---------------------------------------------------------------------------
@@ -203,7 +205,7 @@ fn query_for(id: FileId) -> String {
     format!("/{id}")
 }
 
-fn exchange(conn: &mut RawConn, request: &[u8]) -> Response {
+fn exchange(conn: &mut Client, request: &[u8]) -> Response {
     conn.send(request);
     conn.read_response(request.starts_with(b"HEAD "))
 }
@@ -439,7 +441,7 @@ fn try_exchange(stream: &mut TcpStream, buf: &mut Vec<u8>, request: &[u8]) -> io
 fn dynamic_get_wraps_each_file_byte_for_byte() {
     let site = Web99Site::new();
     let server = site.start();
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     // Class 1 (from memory), class 3 (> 32 KiB: sendfile), the smallest and a
     // large class 2 file, first and last directory.
     for id in [
@@ -504,7 +506,7 @@ fn dynamic_get_wraps_each_file_byte_for_byte() {
 fn head_has_the_get_length_and_no_body() {
     let site = Web99Site::new();
     let server = site.start();
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     let cookie = my_cookie(10_001, 20);
     for (id, cookie) in [
         (file_id(4, 1, 3), None),
@@ -540,7 +542,7 @@ fn head_has_the_get_length_and_no_body() {
 /// server's tables, the Expired flag against the Reset's ranges, and the body
 /// against the file with its tags rewritten. Returns (ad, expired).
 fn check_cad(
-    conn: &mut RawConn,
+    conn: &mut Client,
     site: &Web99Site,
     tables: &Tables,
     exp: [u32; 2],
@@ -587,7 +589,7 @@ fn check_cad(
 fn cad_get_returns_the_ad_the_tables_choose() {
     let site = Web99Site::new();
     let server = site.start();
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
 
     let p = ResetParams {
         maxload: 100,
@@ -729,7 +731,7 @@ fn post_answers_with_the_file_and_logs_one_record() {
     );
 
     // The fields in other orders; keep-alive; each the form's file.
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     let orders = [
         "urlroot=/file_set/&dir=00004&class=1&num=3&client=2",
         "num=3&dir=00004&urlroot=/file_set/&client=2&class=1",
@@ -819,7 +821,7 @@ fn pipelined_posts_and_fetch_are_answered_in_order() {
         batch.extend(get_request(&query_for(*id), None));
     }
     batch.extend(get_request("command/Fetch", None));
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(&batch);
     for (i, id) in ids.iter().enumerate() {
         let post = conn.read_response(false);
@@ -1043,7 +1045,7 @@ fn the_clients_exact_requests_share_a_keep_alive_connection() {
         let user = 10_000 + 23;
         // The first last_ad is the user index mod 360 (§4.4).
         let mut last_ad = (user - 10_000) % 360;
-        let mut conn = RawConn::connect(server.addr);
+        let mut conn = raw_conn(server.addr);
         let dynamic = "Pragma: no-cache\r\nCache-Control: no-cache\r\n";
         let expect_open = |r: &Response, what: &str| {
             let connection = r.header("Connection").map(str::to_ascii_lowercase);
@@ -1154,7 +1156,7 @@ fn two_clients_post_2000_times_concurrently() {
             std::thread::spawn(move || {
                 let user = 10_000 + 100 * client + k;
                 let cookie = my_cookie(user, 0);
-                let mut conn = RawConn::connect(addr);
+                let mut conn = raw_conn(addr);
                 start.wait();
                 for seq in 0..PER_CONN {
                     let id = seq_file(seq);
@@ -1450,7 +1452,7 @@ fn malformed_queries_cookies_and_forms_get_400_with_a_reason() {
     // Each on a fresh connection, then a good request on the same one: 400s
     // for the request's content keep the connection.
     for (what, request, status) in &cases {
-        let mut conn = RawConn::connect(server.addr);
+        let mut conn = raw_conn(server.addr);
         let r = exchange(&mut conn, request);
         if *status == 405 {
             assert_eq!(r.status, 405, "{what}");
@@ -1480,7 +1482,7 @@ fn post_bodies_by_length_chunks_and_expect_continue() {
     let file = site.file(id);
 
     // No Content-Length: 411.
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(format!("POST {SCRIPT} HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n").as_bytes());
     assert_refused(&conn.read_response(false), 411, "POST without a length");
 
@@ -1497,7 +1499,7 @@ fn post_bodies_by_length_chunks_and_expect_continue() {
 
     // 64 KiB is the limit: one byte more is 413 at once (no body sent); exactly
     // 64 KiB is read and judged as a form (400).
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(
         format!(
             "POST {SCRIPT} HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\nContent-Length: 65537\r\n\r\n"
@@ -1530,7 +1532,7 @@ fn post_bodies_by_length_chunks_and_expect_continue() {
         a.len(),
         b.len()
     );
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     let r = exchange(&mut conn, request.as_bytes());
     assert_eq!(set_cookies(&r), ["my_cookie=10001"]);
     assert!(page_contents(&r, None) == file, "chunked POST");
@@ -1542,7 +1544,7 @@ fn post_bodies_by_length_chunks_and_expect_continue() {
     assert!(page_contents(&conn.read_response(false), None) == file);
 
     // Expect: 100-continue: the interim answer comes before the body is sent.
-    let mut conn = RawConn::connect(server.addr);
+    let mut conn = raw_conn(server.addr);
     conn.send(
         format!(
             "POST {SCRIPT} HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\nExpect: 100-continue\r\n\
@@ -1675,83 +1677,51 @@ fn query_paths_never_leave_the_file_set() {
     );
 }
 
-/// Kills a spawned process when dropped.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 /// Runs `stoa serve --web99-state state` expecting it to refuse to start. If it
 /// listens instead, reports what it then serves from the state directory.
 fn expect_refused_state(docroot: &Path, state: &Path) {
-    let mut child = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_stoa"))
-            .arg("serve")
-            .arg("--docroot")
-            .arg(docroot)
-            .args(["--listen", "127.0.0.1:0", "--workers", "1", "--web99-state"])
-            .arg(state)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn stoa"),
-    );
-    let stderr = child.0.stderr.take().expect("piped stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { return };
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command
+        .arg("serve")
+        .arg("--docroot")
+        .arg(docroot)
+        .args(["--listen", "127.0.0.1:0", "--workers", "1", "--web99-state"])
+        .arg(state)
+        .env_remove("RUST_LOG");
+    let mut child = Process::spawn(&mut command);
+    let listening = |l: &String| {
+        l.strip_prefix("stoa: listening on http://")
+            .map(str::to_owned)
+    };
+    // Returns at the readiness line, or when standard error ends (the refusal).
+    child.wait_for_stderr(READY_TIMEOUT, |lines| {
+        lines.iter().any(|l| listening(l).is_some())
     });
-    let deadline = Instant::now() + READY_TIMEOUT;
-    let mut text = String::new();
-    loop {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => {
-                if let Some(addr) = line.strip_prefix("stoa: listening on http://") {
-                    let addr: SocketAddr = addr.trim().parse().expect("address");
-                    let leaked: Vec<String> = ["/state/User.Personality", "/state/post.log"]
-                        .iter()
-                        .map(|path| {
-                            let r = raw_request(
-                                addr,
-                                format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
-                            );
-                            format!("GET {path} -> {}", r.status)
-                        })
-                        .collect();
-                    panic!(
-                        "stoa accepted --web99-state {} inside --docroot {} and serves it: {leaked:?}",
-                        state.display(),
-                        docroot.display()
-                    );
-                }
-                text.push_str(&line);
-                text.push('\n');
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("stoa neither refused nor listened within {READY_TIMEOUT:?}: {text}")
-            }
-        }
+    if let Some(addr) = child.stderr_lines().iter().find_map(listening) {
+        let addr: SocketAddr = addr.trim().parse().expect("address");
+        let leaked: Vec<String> = ["/state/User.Personality", "/state/post.log"]
+            .iter()
+            .map(|path| {
+                let r = raw_request(
+                    addr,
+                    format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes(),
+                );
+                format!("GET {path} -> {}", r.status)
+            })
+            .collect();
+        panic!(
+            "stoa accepted --web99-state {} inside --docroot {} and serves it: {leaked:?}",
+            state.display(),
+            docroot.display()
+        );
     }
-    let mut status = None;
-    wait_until(EXIT_TIMEOUT, || {
-        status = child.0.try_wait().expect("poll stoa");
-        status.is_some()
-    });
-    let status = status.expect("stoa exits after closing stderr");
+    let Some(status) = child.wait_exit(EXIT_TIMEOUT) else {
+        panic!(
+            "stoa neither refused nor listened within {READY_TIMEOUT:?}: {}",
+            child.stderr_text()
+        );
+    };
+    let text = child.stderr_text();
     assert!(!status.success(), "{text}");
     assert!(text.contains("inside the document root"), "{text}");
 }
@@ -1875,31 +1845,10 @@ fn curl_drives_dynamic_get_cad_and_post() {
 // Disk full
 // ---------------------------------------------------------------------------
 
-/// A tmpfs mounted on `path`, unmounted on drop; `None` without the right to mount.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(path: &Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(path).ok()?;
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(path.to_owned()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn a_full_disk_fails_posts_with_507_and_keeps_whole_records() {
     let site = Web99Site::new();
-    let Some(_fs) = Tmpfs::mount(&site.state, "512k") else {
+    let Ok(_fs) = Tmpfs::mount(&site.state, "512k") else {
         eprintln!("skipped: cannot mount a tmpfs (needs root; CI runs as root)");
         return;
     };

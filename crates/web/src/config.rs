@@ -146,16 +146,9 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// How the event loops are arranged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuntimeModel {
-    /// One thread per worker, each with a current-thread runtime and its own
-    /// `SO_REUSEPORT` listener; connections never change threads.
-    PerCore,
-    /// One tokio multi-thread (work-stealing) runtime with `workers` threads sharing
-    /// the listeners. Kept for measurement only.
-    MultiThread,
-}
+/// How the event loops are arranged (the server skeleton's choice, in
+/// `stoa-netkit`).
+pub use stoa_netkit::server::RuntimeModel;
 
 /// Where access-log lines go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,7 +170,7 @@ pub enum LogFormat {
     Combined,
 }
 
-/// Limits and timeouts; defaults from robustness.md §3.7.
+/// Limits and timeouts; defaults from docs/robustness.md §3.7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Request-head size limits.

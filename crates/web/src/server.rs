@@ -3,18 +3,19 @@
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
+use stoa_netkit::server::{Accepted, BoxError, Endpoint, Handler, Listeners, Service, WorkerScope};
 use stoa_netkit::shutdown::Shutdown;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio::task::AbortHandle;
 
 use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::cgi::Cgi;
-use crate::config::{Config, RuntimeModel};
+use crate::config::Config;
 use crate::idle::IdleSet;
 use crate::tls::{self, Acceptor};
 use crate::web99::Web99;
@@ -70,11 +71,22 @@ fn join_lines(errors: &[stoa_netkit::tls::Error]) -> String {
     lines.join("; ")
 }
 
-/// A bound listening socket, with its TLS configuration for HTTPS.
+/// What a listener speaks.
+#[derive(Debug, Clone)]
+pub(crate) enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTPS with this TLS configuration.
+    Https(Arc<rustls::ServerConfig>),
+}
+
+/// One worker's own state: its TLS handshake slots and, per core, the tasks that
+/// keep its caches and log moving.
 #[derive(Debug)]
-struct Bound {
-    listener: std::net::TcpListener,
-    tls: Option<Arc<rustls::ServerConfig>>,
+pub(crate) struct Worker {
+    handshakes: Arc<Semaphore>,
+    /// The once-a-second tick and the parking loop (per-core workers only).
+    tasks: Vec<AbortHandle>,
 }
 
 /// State shared by every worker of one server. Everything mutable in it is atomic;
@@ -119,8 +131,7 @@ impl Shared {
 #[derive(Debug)]
 pub struct Server {
     shared: Arc<Shared>,
-    /// One group of listeners per worker, one listener per address in each.
-    listeners: Vec<Vec<Bound>>,
+    listeners: Listeners<Scheme>,
     addrs: Vec<SocketAddr>,
     tls_addrs: Vec<SocketAddr>,
     log: Option<AccessLog>,
@@ -141,12 +152,17 @@ impl Server {
             path: config.docroot.clone(),
             source: e.into(),
         })?;
-        let workers = config.workers.max(1);
-        let mut listeners: Vec<Vec<Bound>> = (0..workers).map(|_| Vec::new()).collect();
-        let mut addrs = Vec::new();
-        for &addr in &config.listen {
-            addrs.push(bind_for_workers(addr, None, &mut listeners)?);
-        }
+        let mut listeners = Listeners::new(config.workers);
+        let mut bind = |addr, scheme| {
+            listeners
+                .bind(addr, scheme)
+                .map_err(|source| Error::Listen { addr, source })
+        };
+        let addrs = config
+            .listen
+            .iter()
+            .map(|&addr| bind(addr, Scheme::Http))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut tls_addrs = Vec::new();
         for l in &config.tls_listen {
             let tls = stoa_netkit::tls::server_config(&l.certs, tls::ALPN).map_err(|errors| {
@@ -155,7 +171,7 @@ impl Server {
                     errors,
                 }
             })?;
-            tls_addrs.push(bind_for_workers(l.addr, Some(&tls), &mut listeners)?);
+            tls_addrs.push(bind(l.addr, Scheme::Https(tls))?);
         }
         let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
         let web99 = match &config.web99 {
@@ -218,10 +234,9 @@ impl Server {
             log,
             ..
         } = self;
-        let result = match shared.config.runtime {
-            RuntimeModel::PerCore => run_per_core(&shared, listeners, &shutdown),
-            RuntimeModel::MultiThread => run_multi_thread(&shared, listeners, shutdown),
-        };
+        let model = shared.config.runtime;
+        let result =
+            stoa_netkit::server::run(&shared, listeners, model, shutdown).map_err(Error::Workers);
         drop(shared);
         if let Some(log) = log {
             log.finish();
@@ -230,171 +245,110 @@ impl Server {
     }
 }
 
-/// Binds `addr` once per worker and adds a listener to each worker's group; returns
-/// the bound address.
-fn bind_for_workers(
-    addr: SocketAddr,
-    tls: Option<&Arc<rustls::ServerConfig>>,
-    listeners: &mut [Vec<Bound>],
-) -> Result<SocketAddr, Error> {
-    let group = stoa_netkit::listener::bind_group(
-        addr,
-        listeners.len(),
-        stoa_netkit::listener::DEFAULT_BACKLOG,
-    )
-    .map_err(|source| Error::Listen { addr, source })?;
-    let bound = group
-        .first()
-        .and_then(|l| l.local_addr().ok())
-        .unwrap_or(addr);
-    for (worker, listener) in group.into_iter().enumerate() {
-        listeners[worker].push(Bound {
-            listener,
-            tls: tls.cloned(),
-        });
-    }
-    Ok(bound)
-}
+impl Handler for Shared {
+    type Kind = Scheme;
+    type Worker = Worker;
+    const NAME: &'static str = "web";
 
-fn run_per_core(
-    shared: &Arc<Shared>,
-    listeners: Vec<Vec<Bound>>,
-    shutdown: &Shutdown,
-) -> Result<(), Error> {
-    let groups = Arc::new(Mutex::new(
-        listeners.into_iter().map(Some).collect::<Vec<_>>(),
-    ));
-    let (shared, shutdown) = (Arc::clone(shared), shutdown.clone());
-    let handles = stoa_netkit::worker::spawn(
-        groups.lock().map_or(0, |g| g.len()),
-        "stoa-web",
-        move |index| {
-            let group = groups
-                .lock()
-                .ok()
-                .and_then(|mut g| g.get_mut(index).and_then(Option::take))
-                .unwrap_or_default();
-            let (shared, shutdown) = (Arc::clone(&shared), shutdown.clone());
-            async move {
-                let limits = &shared.config.limits;
-                let limit = Arc::new(Semaphore::new(limits.max_connections));
-                let handshakes = Arc::new(Semaphore::new(limits.max_handshakes));
-                let ticker = tokio::spawn(tick(Arc::clone(&shared)));
-                let parking = tokio::task::spawn_local(idle::run(Arc::clone(&shared)));
-                serve_until(&shared, group, (limit, handshakes), shutdown).await;
-                ticker.abort();
-                parking.abort();
-                local::flush_log(&shared);
-            }
-        },
-    )
-    .map_err(Error::Workers)?;
-    for h in handles {
-        if h.join().is_err() {
-            tracing::error!("a web worker panicked");
-        }
+    fn max_connections(&self) -> usize {
+        self.config.limits.max_connections
     }
-    Ok(())
-}
 
-fn run_multi_thread(
-    shared: &Arc<Shared>,
-    listeners: Vec<Vec<Bound>>,
-    shutdown: Shutdown,
-) -> Result<(), Error> {
-    let (park, stop) = (Arc::clone(shared), Arc::clone(shared));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(shared.config.workers.max(1))
-        .thread_name("stoa-web-mt")
-        .enable_all()
-        .on_thread_park(move || {
-            local::with(&park, |l| l.flush_log_if_stale(&park, Instant::now()));
-        })
-        .on_thread_stop(move || local::flush_log(&stop))
-        .build()
-        .map_err(Error::Workers)?;
-    let shared = Arc::clone(shared);
-    runtime.block_on(async move {
-        let (limits, workers) = (&shared.config.limits, shared.config.workers.max(1));
-        let limit = Arc::new(Semaphore::new(limits.max_connections * workers));
-        let handshakes = Arc::new(Semaphore::new(limits.max_handshakes * workers));
-        let group = listeners.into_iter().flatten().collect();
-        serve_until(&shared, group, (limit, handshakes), shutdown).await;
-    });
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    Ok(())
-}
-
-/// Accepts on `group` until shutdown, then drains. `limits` are the connection
-/// slots and the TLS handshake slots.
-async fn serve_until(
-    shared: &Arc<Shared>,
-    group: Vec<Bound>,
-    limits: (Arc<Semaphore>, Arc<Semaphore>),
-    mut shutdown: Shutdown,
-) {
-    let (limit, handshakes) = limits;
-    let mut accepts = Vec::new();
-    for Bound { listener, tls } in group {
-        let acceptor = tls.map(|config| Acceptor {
-            config,
-            handshakes: Arc::clone(&handshakes),
-        });
-        match TcpListener::from_std(listener) {
-            Ok(l) => accepts.push(tokio::spawn(accept_loop(
-                l,
-                Arc::clone(shared),
-                Arc::clone(&limit),
-                acceptor,
-            ))),
-            Err(e) => tracing::error!("cannot register listener: {e}"),
-        }
+    fn grace(&self) -> Duration {
+        self.config.shutdown_grace
     }
-    shutdown.wait().await;
-    shared.draining.store(true, Ordering::Relaxed);
-    // Parked connections are idle: close them now. Those idle in their task close
-    // when they would park (within a second).
-    local::with(shared, |l| l.idle.as_mut().map(IdleSet::close_all));
-    for a in &accepts {
-        a.abort();
-    }
-    drain(shared).await;
-}
 
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    limit: Arc<Semaphore>,
-    tls: Option<Acceptor>,
-) {
-    loop {
-        // Wait for a free slot before accepting: beyond the limit, connections wait
-        // in the kernel's backlog instead of costing memory here.
-        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
-            return;
+    /// Connections mid-request: idle ones are closed, not waited for.
+    fn in_flight(&self) -> usize {
+        self.busy.load(Ordering::Relaxed)
+    }
+
+    fn start_worker(self: &Arc<Self>, scope: WorkerScope) -> Worker {
+        let handshakes = self.config.limits.max_handshakes * scope.scale();
+        let tasks = match scope {
+            WorkerScope::PerCore { .. } => vec![
+                tokio::spawn(tick(Arc::clone(self))).abort_handle(),
+                tokio::task::spawn_local(idle::run(Arc::clone(self))).abort_handle(),
+            ],
+            // No worker thread of its own: the runtime's hooks flush the log.
+            WorkerScope::Shared { .. } => Vec::new(),
         };
-        let (stream, peer) = stoa_netkit::accept::accept(&listener).await;
-        let (origin, shared) = (conn::Origin::accepted(peer), Arc::clone(&shared));
-        match &tls {
-            None => tokio::spawn(conn::serve(stream, origin, shared, permit, None)),
-            Some(acceptor) => {
-                let acceptor = acceptor.clone();
+        Worker {
+            handshakes: Arc::new(Semaphore::new(handshakes)),
+            tasks,
+        }
+    }
+
+    fn accept(self: &Arc<Self>, worker: &Arc<Worker>, conn: Accepted<Scheme>) {
+        let Accepted {
+            stream,
+            peer,
+            kind,
+            permit,
+            ..
+        } = conn;
+        let (origin, shared) = (conn::Origin::accepted(peer), Arc::clone(self));
+        match kind {
+            Scheme::Http => tokio::spawn(conn::serve(stream, origin, shared, permit, None)),
+            Scheme::Https(config) => {
+                let acceptor = Acceptor {
+                    config,
+                    handshakes: Arc::clone(&worker.handshakes),
+                };
                 tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor))
             }
         };
     }
+
+    fn begin_drain(&self, _worker: &Worker) {
+        self.draining.store(true, Ordering::Relaxed);
+        // Parked connections are idle: close them now. Those idle in their task close
+        // when they would park (within a second).
+        local::with(self, |l| l.idle.as_mut().map(IdleSet::close_all));
+    }
+
+    fn stop_worker(&self, worker: &Worker) {
+        if worker.tasks.is_empty() {
+            return;
+        }
+        for task in &worker.tasks {
+            task.abort();
+        }
+        local::flush_log(self);
+    }
+
+    fn grace_over(&self, left: usize) {
+        tracing::warn!("shutdown grace over; dropping {left} connections mid-request");
+    }
+
+    fn on_thread_park(&self) {
+        local::with(self, |l| l.flush_log_if_stale(self, Instant::now()));
+    }
+
+    fn on_thread_stop(&self) {
+        local::flush_log(self);
+    }
 }
 
-/// Waits until no connection is mid-request, or the grace period ends.
-async fn drain(shared: &Shared) {
-    let deadline = Instant::now() + shared.config.shutdown_grace;
-    let mut poll = tokio::time::interval(Duration::from_millis(10));
-    while shared.busy.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
-        poll.tick().await;
+impl Service for Server {
+    fn name(&self) -> &'static str {
+        "web"
     }
-    let left = shared.busy.load(Ordering::Relaxed);
-    if left > 0 {
-        tracing::warn!("shutdown grace over; dropping {left} connections mid-request");
+
+    fn endpoints(&self) -> Vec<Endpoint> {
+        let http = self.addrs.iter().map(|&addr| Endpoint {
+            scheme: "http",
+            addr,
+        });
+        let https = self.tls_addrs.iter().map(|&addr| Endpoint {
+            scheme: "https",
+            addr,
+        });
+        http.chain(https).collect()
+    }
+
+    fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {
+        Ok(Server::run(*self, shutdown)?)
     }
 }
 

@@ -6,7 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{A_TXT, Client, Fixture, get, pattern, request};
+use stoa_testkit::http::{Client, get, request};
+
+use common::{A_TXT, Fixture, pattern};
 
 /// Size of the file whose download the client abandons: far more than the kernel
 /// can buffer for a client with a 4 KiB receive buffer.

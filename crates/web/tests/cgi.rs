@@ -8,7 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Fixture, TestServer, request};
+use stoa_testkit::http::request;
+
+use common::{Fixture, TestServer};
 use stoa_web::config::{CgiConfig, CgiMount};
 
 /// Writes an executable shell script.
@@ -188,7 +190,7 @@ fn timeout_kills_the_whole_process_group() {
             Instant::now() < deadline,
             "process {pid} survived the timeout: {state}"
         );
-        common::pace(Duration::from_millis(50));
+        stoa_testkit::pause(Duration::from_millis(50));
     }
     assert_eq!(c.get("/a.txt").status, 200, "the connection survives");
 }

@@ -3,8 +3,9 @@
 //! after an accepted one, the next request is parsed exactly where the framing says.
 
 mod common;
+use stoa_testkit::http::get;
 
-use common::{A_TXT, B_TXT, C_HTML, TestServer, assert_rejected, get};
+use common::{A_TXT, B_TXT, C_HTML, TestServer, assert_rejected};
 
 #[test]
 fn transfer_encoding_with_content_length_is_refused_in_both_orders() {

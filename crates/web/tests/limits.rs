@@ -6,7 +6,9 @@ mod common;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use common::{A_TXT, BIG_LEN, TestServer, assert_rejected, get, pattern};
+use stoa_testkit::http::{Client, get};
+
+use common::{A_TXT, BIG_LEN, TestServer, assert_rejected, pattern};
 
 /// `GET <target> HTTP/1.1` whose request line (CRLF excluded) is `len` bytes long.
 fn request_line_of(len: usize) -> Vec<u8> {
@@ -89,7 +91,7 @@ fn head_over_32_kib_is_431() {
 
 /// Writes `bytes` one byte per `write` (Nagle off) from another thread, stopping at
 /// the first error; returns the thread.
-fn trickle_bytes(c: &common::Client, bytes: Vec<u8>) -> std::thread::JoinHandle<()> {
+fn trickle_bytes(c: &Client, bytes: Vec<u8>) -> std::thread::JoinHandle<()> {
     let mut w = c.writer();
     std::thread::spawn(move || {
         for b in bytes {

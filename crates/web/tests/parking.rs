@@ -7,7 +7,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, Closed, TestServer, get, pattern};
+use stoa_testkit::http::{Closed, get};
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, pattern};
 
 /// Longer than the server's park threshold (1 s).
 const PARKED: Duration = Duration::from_millis(1500);

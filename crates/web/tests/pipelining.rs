@@ -5,7 +5,9 @@ mod common;
 
 use std::io::Write as _;
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, get, pattern, request};
+use stoa_testkit::http::{Client, get, request};
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, pattern};
 
 const FILES: [(&str, &[u8]); 3] = [("/a.txt", A_TXT), ("/b.txt", B_TXT), ("/c.html", C_HTML)];
 
@@ -232,7 +234,7 @@ fn keepalive_limit_in_a_deep_pipeline_answers_exactly_that_many_then_closes_clea
     // a FIN. The 9000 unread requests must not turn the close into a reset that
     // destroys answers the client has not read yet (RFC 9112 §9.6).
     let s = TestServer::start();
-    let mut c = common::Client::connect_small_rcvbuf(s.addr(), 4096);
+    let mut c = Client::connect_small_rcvbuf(s.addr(), 4096);
     let wire = tail_of_requests(10_000);
     let writer = {
         let mut w = c.writer();
@@ -258,7 +260,7 @@ fn connection_close_with_unread_pipelined_input_still_delivers_the_whole_respons
     // buffer); more requests sit unread in the server's socket. Closing must not
     // reset the connection before the client has the whole response.
     let s = TestServer::start();
-    let mut c = common::Client::connect_small_rcvbuf(s.addr(), 4096);
+    let mut c = Client::connect_small_rcvbuf(s.addr(), 4096);
     let wire = [
         request("GET", "/big.bin", &[("Connection", "close")]),
         tail_of_requests(2000),
@@ -284,7 +286,7 @@ fn connection_close_with_unread_pipelined_input_still_delivers_the_whole_respons
 #[test]
 fn keepalive_limit_with_unread_pipelined_input_still_delivers_the_last_response() {
     let s = TestServer::with(|c| c.limits.keepalive_requests = 2);
-    let mut c = common::Client::connect_small_rcvbuf(s.addr(), 4096);
+    let mut c = Client::connect_small_rcvbuf(s.addr(), 4096);
     let wire = [get("/a.txt"), get("/big.bin"), tail_of_requests(2000)].concat();
     let writer = {
         let mut w = c.writer();

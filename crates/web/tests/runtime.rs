@@ -4,7 +4,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, get, pattern};
+use stoa_testkit::http::get;
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, pattern};
 use stoa_web::config::RuntimeModel;
 
 fn multi_thread() -> TestServer {

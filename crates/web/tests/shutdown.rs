@@ -7,7 +7,9 @@ use std::io::ErrorKind;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{A_TXT, Client, Closed, Fixture, TestServer, get, pattern};
+use stoa_testkit::http::{Client, Closed, get};
+
+use common::{A_TXT, Fixture, TestServer, pattern};
 
 /// Much more than the kernel can buffer between the server and a client with a 4 KiB
 /// receive buffer, so a response of this size stays in flight until read.

@@ -6,10 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{
-    A_TXT, B_TXT, BIG_LEN, C_HTML, Client, DIR_INDEX, Response, SECRET, TestServer, get, pattern,
-    request,
-};
+use stoa_testkit::http::{Client, Response, get, request};
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, DIR_INDEX, SECRET, TestServer, pattern};
 
 fn get_with(c: &mut Client, path: &str, headers: &[(&str, &str)]) -> Response {
     c.roundtrip(&request("GET", path, headers), false)

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::{A_TXT, B_TXT, Client, Closed, TestServer, get};
+use stoa_testkit::http::{Client, Closed, get};
+
+use common::{A_TXT, B_TXT, TestServer};
 use stoa_web::Config;
 
 fn short(c: &mut Config) {
@@ -47,7 +49,7 @@ fn keepalive_timeout_restarts_after_each_request() {
     // each request restarts it.
     for _ in 0..4 {
         assert_eq!(c.get("/a.txt").body, A_TXT);
-        common::pace(Duration::from_millis(200));
+        stoa_testkit::pause(Duration::from_millis(200));
     }
     assert!(start.elapsed() > Duration::from_millis(600));
     assert_eq!(c.get("/b.txt").body, B_TXT);
@@ -103,7 +105,7 @@ fn trickle(
                 return;
             }
             i += 1;
-            common::pace(every);
+            stoa_testkit::pause(every);
         }
     })
 }

@@ -10,7 +10,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, Client, Closed, HUNDRED_K, TestServer, get, pattern};
+use stoa_testkit::http::{Client, Closed, get};
+
+use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, HUNDRED_K, TestServer, pattern};
 
 /// A TLS record: `ClientHello` (handshake) with the given `legacy_version` and
 /// cipher suites, and the extensions any TLS 1.2 server needs to pick an ECDHE
@@ -90,7 +92,7 @@ fn files_from_memory_and_from_disk_over_keep_alive_and_pipelining() {
     assert_eq!(big.status, 200);
     assert!(big.body == pattern(BIG_LEN), "big.bin differs over TLS");
     let range = c.roundtrip(
-        &common::request("GET", "/100k.bin", &[("Range", "bytes=70000-")]),
+        &stoa_testkit::http::request("GET", "/100k.bin", &[("Range", "bytes=70000-")]),
         false,
     );
     assert_eq!(range.status, 206);
@@ -106,7 +108,7 @@ fn files_from_memory_and_from_disk_over_keep_alive_and_pipelining() {
     assert_eq!(c.response().body, C_HTML);
 
     let last = c.roundtrip(
-        &common::request("GET", "/a.txt", &[("Connection", "close")]),
+        &stoa_testkit::http::request("GET", "/a.txt", &[("Connection", "close")]),
         false,
     );
     assert!(last.closes());
@@ -252,7 +254,7 @@ fn handshakes_in_progress_are_bounded_per_worker() {
     // The slot frees when its handshake ends; the waiting one goes on.
     drop(holder);
     waiting
-        .set_read_timeout(Some(common::READ_TIMEOUT))
+        .set_read_timeout(Some(stoa_testkit::http::DEFAULT_TIMEOUT))
         .expect("timeout");
     waiting
         .read_exact(&mut first)

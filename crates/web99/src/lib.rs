@@ -1,5 +1,6 @@
 //! The SPECweb99 workload as data and arithmetic, shared by the server's dynamic API
-//! and the benchmark harness (`../shared/specs/web99.md`).
+//! and the benchmark harness ([docs/web99.md](../../../docs/web99.md); cited
+//! as `web99.md` §N in this crate).
 //!
 //! # Layout
 //!

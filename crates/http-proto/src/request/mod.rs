@@ -6,7 +6,7 @@
 //! - size limits, checked on partial input too, so a slow or endless head is refused
 //!   as soon as it crosses a limit, not after it has filled memory;
 //! - CRLF only: `httparse` accepts a bare LF as a line end, RFC 9112 §2.2 lets a server
-//!   refuse it, and Stoa does (Apache's strict mode, robustness.md §3.7);
+//!   refuse it, and Stoa does (Apache's strict mode, docs/robustness.md §3.7);
 //! - message framing (RFC 9112 §6): `Transfer-Encoding` with `Content-Length`, a
 //!   coding other than a final `chunked`, several or malformed `Content-Length`
 //!   values, `Transfer-Encoding` in HTTP/1.0: all refused, and the connection closes;
@@ -31,7 +31,7 @@ pub fn header_storage<'b>() -> HeaderStorage<'b> {
     [const { MaybeUninit::uninit() }; MAX_HEADERS_CAP]
 }
 
-/// Size limits on a request head. Defaults follow robustness.md §3.7 (nginx and
+/// Size limits on a request head. Defaults follow docs/robustness.md §3.7 (nginx and
 /// Apache's values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

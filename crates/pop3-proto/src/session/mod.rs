@@ -58,7 +58,7 @@
 //! does not depend on how the input was cut into reads. The one exception is STLS:
 //! everything after `STLS\r\n` in the buffer is consumed unread and never executed
 //! ([`Action::StartTls`] reports how much), because it arrived in clear text before
-//! the TLS handshake (RFC 2595 §4, the STARTTLS-injection rule of robustness.md
+//! the TLS handshake (RFC 2595 §4, the STARTTLS-injection rule of docs/robustness.md
 //! §4.2). The server must hand `advance` every byte it has read before that point.
 //!
 //! # Errors and failed logins
@@ -66,7 +66,7 @@
 //! Every refused command counts as an error; at [`Limits::max_errors`] the next
 //! `advance` closes the session with `-ERR Too many bad commands`. Wrong credentials
 //! are counted apart: each one comes back as [`Action::LoginFailed`] so the server can
-//! delay the response (robustness.md §3.7: 2 s doubling to 15 s, per client address),
+//! delay the response (docs/robustness.md §3.7: 2 s doubling to 15 s, per client address),
 //! and the [`Limits::max_auth_failures`]-th closes the session.
 //!
 //! # What the server keeps
@@ -90,7 +90,7 @@ use crate::encode::Retrieval;
 use crate::listing::{Listing, Maildrop};
 use crate::response::Response;
 
-/// Limits of one session. Defaults are robustness.md §3.7's.
+/// Limits of one session. Defaults are docs/robustness.md §3.7's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Longest command line, CRLF included. Default 255: RFC 2449 §4's limit, so a

@@ -713,7 +713,7 @@ fn error_limit_closes() {
 
 #[test]
 fn long_lines_are_refused_without_buffering() {
-    // 5000 bytes (robustness.md §4.3), then a good command in the same read.
+    // 5000 bytes (docs/robustness.md §4.3), then a good command in the same read.
     let mut write = b"USER ".to_vec();
     write.extend(std::iter::repeat_n(b'x', 5000));
     write.extend_from_slice(b"\r\nNOOP\r\nCAPA\r\n");

@@ -1,23 +1,26 @@
-//! Helpers for the POP3 server's socket tests: an in-process server on port 0 over a
-//! fresh mail directory (two users, a certificate), and a line-oriented POP3 client
+//! What the POP3 server's socket tests share beyond `stoa-testkit`: an in-process
+//! server on port 0 over a fresh mail directory (two users, a certificate), and the
+//! POP3 grammar (status lines, dot-terminated lists) over the kit's line client
 //! (plain, STLS or POP3S, from any loopback source address).
 //!
 //! Every wait is bounded; servers shut down when dropped.
 
 #![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use rustls::ClientConfig;
 use stoa_directory::{Directory, EmbeddedDirectory, MailboxId, Options, PasswordCost};
 use stoa_mailstore::MailStore;
 use stoa_pop3::{Config, Server};
+use stoa_testkit::{LineConn, TestCert, client_config};
 
 /// Cap on any read from a socket.
-pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const IO_TIMEOUT: Duration = stoa_testkit::line::DEFAULT_IO_TIMEOUT;
 
 pub(crate) const JOE: &str = "joe@example.test";
 pub(crate) const JOE_PASSWORD: &str = "joe's secret";
@@ -29,14 +32,13 @@ pub(crate) struct MailDir {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) directory: Arc<EmbeddedDirectory>,
     pub(crate) store: Arc<MailStore>,
-    pub(crate) cert: std::path::PathBuf,
-    pub(crate) key: std::path::PathBuf,
-    pub(crate) cert_der: Vec<u8>,
+    /// For `localhost`: the server's STLS and POP3S certificate.
+    pub(crate) cert: TestCert,
 }
 
 impl MailDir {
     pub(crate) fn new() -> MailDir {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = stoa_testkit::temp_dir();
         let options = Options {
             cost: PasswordCost::MINIMUM,
             ..Options::default()
@@ -48,18 +50,10 @@ impl MailDir {
         directory.add_user(ANN, Some(ANN_PASSWORD)).expect("ann");
         let store = MailStore::open(dir.path().join("store"), stoa_mailstore::Options::default())
             .expect("store");
-        let key = rcgen::KeyPair::generate().expect("key");
-        let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
-        let cert = params.self_signed(&key).expect("self-sign");
-        let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-        std::fs::write(&cert_path, cert.pem()).expect("write cert");
-        std::fs::write(&key_path, key.serialize_pem()).expect("write key");
         MailDir {
-            cert_der: cert.der().to_vec(),
+            cert: TestCert::new(dir.path(), "localhost"),
             directory: Arc::new(directory),
             store: Arc::new(store),
-            cert: cert_path,
-            key: key_path,
             dir,
         }
     }
@@ -72,8 +66,8 @@ impl MailDir {
         config.listen = vec!["127.0.0.1:0".parse().expect("addr")];
         config.tls_listen = vec!["127.0.0.1:0".parse().expect("addr")];
         config.tls = vec![stoa_pop3::config::CertKeyFiles {
-            cert: self.cert.clone(),
-            key: self.key.clone(),
+            cert: self.cert.cert.clone(),
+            key: self.cert.key.clone(),
         }];
         config.workers = 1;
         config.auth_throttle.delay = Duration::from_millis(10);
@@ -162,49 +156,16 @@ impl Drop for Running {
 // Client
 // ---------------------------------------------------------------------------
 
-enum Wire {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
-    Gone,
-}
-
-impl Read for Wire {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Wire::Plain(s) => s.read(buf),
-            Wire::Tls(s) => s.read(buf),
-            Wire::Gone => Ok(0),
-        }
-    }
-}
-
-impl Write for Wire {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Wire::Plain(s) => s.write(buf),
-            Wire::Tls(s) => s.write(buf),
-            Wire::Gone => Err(io::ErrorKind::NotConnected.into()),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Wire::Plain(s) => s.flush(),
-            Wire::Tls(s) => s.flush(),
-            Wire::Gone => Ok(()),
-        }
-    }
-}
-
 /// A POP3 client connection.
 pub(crate) struct Client {
-    wire: Wire,
-    buf: Vec<u8>,
+    conn: LineConn,
     /// The greeting line.
     pub(crate) greeting: String,
 }
 
+/// A TCP connection to `addr`, from source address `from` when given.
 fn tcp(addr: SocketAddr, from: Option<IpAddr>) -> TcpStream {
-    let stream = match from {
+    match from {
         None => TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect"),
         Some(ip) => {
             let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
@@ -217,42 +178,23 @@ fn tcp(addr: SocketAddr, from: Option<IpAddr>) -> TcpStream {
                 .expect("connect");
             socket.into()
         }
-    };
-    stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-    stream.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
-    stream
-}
-
-fn tls_client(cert_der: &[u8]) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(cert_der.to_vec().into())
-        .expect("trust the test certificate");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Arc::new(config)
-}
-
-fn handshake(tcp: TcpStream, cert_der: &[u8]) -> io::Result<Wire> {
-    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    let conn = rustls::ClientConnection::new(tls_client(cert_der), name).expect("client");
-    let mut tls = rustls::StreamOwned::new(conn, tcp);
-    while tls.conn.is_handshaking() {
-        tls.conn.complete_io(&mut tls.sock)?;
     }
-    Ok(Wire::Tls(Box::new(tls)))
+}
+
+/// A client trusting only `cert` (the server's).
+fn tls_client(cert: &TestCert) -> Arc<ClientConfig> {
+    client_config(&[&cert.der], &[])
 }
 
 impl Client {
     /// Connects and reads the greeting (any status: see [`Client::greeting`]).
     pub(crate) fn connect_raw(addr: SocketAddr, from: Option<IpAddr>) -> Client {
+        Client::greeted(LineConn::from_stream(tcp(addr, from), IO_TIMEOUT))
+    }
+
+    fn greeted(conn: LineConn) -> Client {
         let mut client = Client {
-            wire: Wire::Plain(tcp(addr, from)),
-            buf: Vec::new(),
+            conn,
             greeting: String::new(),
         };
         client.greeting = client.line().expect("a greeting");
@@ -277,40 +219,32 @@ impl Client {
     }
 
     /// Connects to a POP3S listener: TLS first, then the greeting.
-    pub(crate) fn connect_tls(addr: SocketAddr, cert_der: &[u8]) -> Client {
-        let wire = handshake(tcp(addr, None), cert_der).expect("TLS handshake");
-        let mut client = Client {
-            wire,
-            buf: Vec::new(),
-            greeting: String::new(),
-        };
-        client.greeting = client.line().expect("a greeting");
+    pub(crate) fn connect_tls(addr: SocketAddr, cert: &TestCert) -> Client {
+        let conn =
+            LineConn::connect_tls(addr, &tls_client(cert), "localhost").expect("TLS handshake");
+        let client = Client::greeted(conn);
         assert!(client.greeting.starts_with("+OK "), "{}", client.greeting);
         client
     }
 
     pub(crate) fn send(&mut self, bytes: &[u8]) {
-        self.wire.write_all(bytes).expect("send");
-        self.wire.flush().expect("flush");
+        self.conn.send(bytes);
     }
 
     /// Sends without asserting success (the server may have closed).
     pub(crate) fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.wire.write_all(bytes)?;
-        self.wire.flush()
+        self.conn.try_send(bytes)
     }
 
     /// Sends `line` plus CRLF and reads the status line.
     pub(crate) fn cmd(&mut self, line: &str) -> String {
-        self.send(format!("{line}\r\n").as_bytes());
+        self.conn.send_line(line);
         self.status()
     }
 
-    /// Sends `line`, asserts the status starts with `expected`, returns it.
+    /// Sends `line`, asserts the status is `+OK`, returns it.
     pub(crate) fn ok(&mut self, line: &str) -> String {
-        let status = self.cmd(line);
-        assert!(status.starts_with("+OK"), "{line:?} → {status:?}");
-        status
+        self.conn.expect(line, "+OK")
     }
 
     /// Reads one status line.
@@ -323,7 +257,7 @@ impl Client {
     pub(crate) fn lines(&mut self) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         loop {
-            let line = self.raw_line().expect("multi-line response cut short");
+            let line = self.conn.raw_line().expect("multi-line response cut short");
             if line == b"." {
                 return out;
             }
@@ -362,62 +296,26 @@ impl Client {
         self.ok(&format!("PASS {password}"))
     }
 
-    /// STLS (asserting `+OK`), then the handshake trusting `cert_der`.
-    pub(crate) fn starttls(&mut self, cert_der: &[u8]) {
+    /// STLS (asserting `+OK`), then the handshake trusting `cert`.
+    pub(crate) fn starttls(&mut self, cert: &TestCert) {
         self.ok("STLS");
-        assert!(self.buf.is_empty(), "bytes after the STLS answer");
-        self.handshake(cert_der).expect("TLS handshake");
+        self.handshake(cert).expect("TLS handshake");
     }
 
-    /// The TLS handshake over the plain connection.
-    pub(crate) fn handshake(&mut self, cert_der: &[u8]) -> io::Result<()> {
-        let Wire::Plain(tcp) = std::mem::replace(&mut self.wire, Wire::Gone) else {
-            panic!("already TLS");
-        };
-        self.wire = handshake(tcp, cert_der)?;
-        Ok(())
+    /// The TLS handshake over the plain connection (panics if bytes came after
+    /// the last line read).
+    pub(crate) fn handshake(&mut self, cert: &TestCert) -> io::Result<()> {
+        self.conn.upgrade_tls(&tls_client(cert), "localhost")
     }
 
     /// One CRLF line as text, or `None` at EOF.
     pub(crate) fn line(&mut self) -> Option<String> {
-        self.raw_line()
-            .map(|l| String::from_utf8_lossy(&l).into_owned())
-    }
-
-    fn raw_line(&mut self) -> Option<Vec<u8>> {
-        loop {
-            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = self.buf[..i].to_vec();
-                self.buf.drain(..i + 2);
-                return Some(line);
-            }
-            let mut chunk = [0u8; 16 * 1024];
-            match self.wire.read(&mut chunk) {
-                Ok(0) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return None,
-                Err(e) => panic!("read failed: {e}"),
-            }
-        }
+        self.conn.line()
     }
 
     /// Asserts the server closes with nothing more to say.
     pub(crate) fn expect_eof(&mut self) {
-        assert!(
-            self.buf.is_empty(),
-            "unexpected bytes {:?}",
-            String::from_utf8_lossy(&self.buf)
-        );
-        let mut chunk = [0u8; 1024];
-        match self.wire.read(&mut chunk) {
-            Ok(0) => {}
-            Ok(n) => panic!(
-                "expected EOF, got {:?}",
-                String::from_utf8_lossy(&chunk[..n])
-            ),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
-            Err(e) => panic!("expected EOF, got {e}"),
-        }
+        self.conn.expect_eof();
     }
 }
 
@@ -434,26 +332,4 @@ pub(crate) fn message(n: usize, size: usize) -> Vec<u8> {
     }
     m.extend_from_slice(b".\r\n");
     m
-}
-
-/// Standard base64 (for AUTH PLAIN).
-pub(crate) fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }

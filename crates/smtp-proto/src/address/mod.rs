@@ -5,7 +5,7 @@
 //! which domain an address belongs to. The relay decision is the server's; this
 //! module only makes sure the domain it decides on is the domain the mail goes to.
 //!
-//! # Policy on the address forms used to trick relays (robustness.md §4.2)
+//! # Policy on the address forms used to trick relays (docs/robustness.md §4.2)
 //!
 //! - **Source routes** (`<@a,@b:user@c>`): RFC 5321 §4.1.1.3 and §C say servers
 //!   MUST accept the syntax and SHOULD ignore the route. We accept and strip it: the

@@ -6,7 +6,7 @@
 //! The message ends at `CRLF.CRLF` and nowhere else. A bare LF or a bare CR anywhere
 //! in the message (so every ending of the SMTP smuggling family: `\n.\n`, `\r.\r`,
 //! `\n.\r\n`, `\r\n.\n`, `\r.\r\n`, ...) is *content*, never an end, and it marks the
-//! message as refused with `550 5.5.2` (robustness.md §3.7, Postfix 3.9's
+//! message as refused with `550 5.5.2` (docs/robustness.md §3.7, Postfix 3.9's
 //! `smtpd_forbid_bare_newline = reject`). The decoder still reads on to the real
 //! `CRLF.CRLF`, so whatever a smuggler put after the fake ending is swallowed as part
 //! of the refused message and never parsed as commands. Rejecting rather than

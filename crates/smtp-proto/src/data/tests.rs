@@ -104,7 +104,7 @@ fn incomplete_messages_wait() {
     }
 }
 
-/// Every ending of the smuggling family (robustness.md §4.2) followed by a spoofed
+/// Every ending of the smuggling family (docs/robustness.md §4.2) followed by a spoofed
 /// second transaction: none ends the message, the real `CRLF.CRLF` does, and the
 /// message is refused.
 #[test]

@@ -71,7 +71,7 @@ use crate::command::{Line, MailParams, next_line};
 use crate::data::DataDecoder;
 use crate::reply::{EnhancedStatus, Reply};
 
-/// Limits of one session. Defaults are robustness.md §3.7's (Postfix's values).
+/// Limits of one session. Defaults are docs/robustness.md §3.7's (Postfix's values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Longest command line, CRLF included: RFC 5321 asks for 512, ESMTP parameters

@@ -755,7 +755,7 @@ fn smuggled_transaction_is_never_run() {
     }
 }
 
-/// The open-relay probes of nmap's smtp-open-relay (robustness.md §4.2): every one is
+/// The open-relay probes of nmap's smtp-open-relay (docs/robustness.md §4.2): every one is
 /// refused at RCPT, either as malformed or because the domain it names is not ours or
 /// the user does not exist there.
 #[test]

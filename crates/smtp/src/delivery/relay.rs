@@ -172,84 +172,135 @@ async fn conversation(
     message: &[u8],
     outcomes: &mut [Option<Outcome>],
 ) -> io::Result<()> {
-    let stream = tokio::time::timeout(relay.connect_timeout, TcpStream::connect(&relay.host))
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
-    let _ = stream.set_nodelay(true);
-    let mut c = Client {
-        stream,
-        buf: Vec::new(),
-        host: relay.host.clone(),
-    };
+    let mut c = Client::connect(relay).await?;
     let t = relay.command_timeout;
-    let all = |outcomes: &mut [Option<Outcome>], o: Outcome| {
-        for slot in outcomes.iter_mut().filter(|s| s.is_none()) {
-            *slot = Some(o.clone());
-        }
-    };
-    let greeting = c.reply(t).await?;
-    if greeting.code != 220 {
-        // A refusing greeting is temporary whatever its code (Postfix does the same).
-        let diagnostic = format!(
-            "host {} refused the connection: {} {}",
-            c.host, greeting.code, greeting.text
-        );
-        all(outcomes, Outcome::Temporary("4.4.2".into(), diagnostic));
-        return Ok(());
-    }
-    let mut ehlo = c.command(&format!("EHLO {}", relay.helo), t).await?;
-    if ehlo.code != 250 {
-        ehlo = c.command(&format!("HELO {}", relay.helo), t).await?;
-        if ehlo.code != 250 {
-            all(outcomes, ehlo.failure(&c.host));
+    let offers_size = match c.hello(relay).await? {
+        Ok(offers_size) => offers_size,
+        Err(refused) => {
+            answer_unanswered(outcomes, &refused);
             return Ok(());
         }
-    }
-    let offers_size = ehlo.text.split(' ').any(|w| w.eq_ignore_ascii_case("SIZE"));
-    let mut mail = format!("MAIL FROM:<{sender}>");
-    if offers_size {
-        mail.push_str(&format!(" SIZE={}", message.len()));
-    }
-    let reply = c.command(&mail, t).await?;
+    };
+    let reply = c
+        .command(&mail_from(sender, offers_size, message), t)
+        .await?;
     if reply.code != 250 {
-        all(outcomes, reply.failure(&c.host));
+        answer_unanswered(outcomes, &reply.failure(&c.host));
         return Ok(());
     }
-    let mut accepted = Vec::new();
-    for (i, rcpt) in recipients.iter().enumerate() {
-        let reply = c.command(&format!("RCPT TO:<{rcpt}>"), t).await?;
-        if reply.code == 250 || reply.code == 251 {
-            accepted.push(i);
-        } else {
-            outcomes[i] = Some(reply.failure(&c.host));
-        }
-    }
+    let accepted = c.recipients(recipients, t, outcomes).await?;
     if accepted.is_empty() {
         let _ = c.command("QUIT", t).await;
         return Ok(());
     }
     let reply = c.command("DATA", t).await?;
     if reply.code != 354 {
-        for &i in &accepted {
-            outcomes[i] = Some(reply.failure(&c.host));
-        }
+        answer(outcomes, &accepted, &reply.failure(&c.host));
         return Ok(());
     }
-    let wire = normalise(message);
-    tokio::time::timeout(relay.data_timeout, c.stream.write_all(&wire))
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "timed out sending the message"))??;
-    let reply = c.reply(relay.data_timeout).await?;
-    let outcome = if reply.code == 250 {
-        Outcome::Delivered
-    } else {
-        reply.failure(&c.host)
-    };
-    for &i in &accepted {
-        outcomes[i] = Some(outcome.clone());
-    }
+    let outcome = c.message(relay, message).await?;
+    answer(outcomes, &accepted, &outcome);
     let _ = c.command("QUIT", t).await;
     Ok(())
+}
+
+/// Gives `outcome` to every recipient not yet answered for.
+fn answer_unanswered(outcomes: &mut [Option<Outcome>], outcome: &Outcome) {
+    for slot in outcomes.iter_mut().filter(|s| s.is_none()) {
+        *slot = Some(outcome.clone());
+    }
+}
+
+/// Gives `outcome` to the recipients at `indices`.
+fn answer(outcomes: &mut [Option<Outcome>], indices: &[usize], outcome: &Outcome) {
+    for &i in indices {
+        outcomes[i] = Some(outcome.clone());
+    }
+}
+
+/// The `MAIL` command, with the message's size when the smart host offers `SIZE`.
+fn mail_from(sender: &str, offers_size: bool, message: &[u8]) -> String {
+    let mut mail = format!("MAIL FROM:<{sender}>");
+    if offers_size {
+        mail.push_str(&format!(" SIZE={}", message.len()));
+    }
+    mail
+}
+
+impl Client {
+    async fn connect(relay: &Relay) -> io::Result<Client> {
+        let stream = tokio::time::timeout(relay.connect_timeout, TcpStream::connect(&relay.host))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+        let _ = stream.set_nodelay(true);
+        Ok(Client {
+            stream,
+            buf: Vec::new(),
+            host: relay.host.clone(),
+        })
+    }
+
+    /// The greeting, then EHLO (falling back to HELO): whether the smart host
+    /// offers `SIZE`, or the outcome for every recipient when it refuses.
+    async fn hello(&mut self, relay: &Relay) -> io::Result<Result<bool, Outcome>> {
+        let t = relay.command_timeout;
+        let greeting = self.reply(t).await?;
+        if greeting.code != 220 {
+            // A refusing greeting is temporary whatever its code (Postfix does the same).
+            let diagnostic = format!(
+                "host {} refused the connection: {} {}",
+                self.host, greeting.code, greeting.text
+            );
+            return Ok(Err(Outcome::Temporary("4.4.2".into(), diagnostic)));
+        }
+        let mut ehlo = self.command(&format!("EHLO {}", relay.helo), t).await?;
+        if ehlo.code != 250 {
+            ehlo = self.command(&format!("HELO {}", relay.helo), t).await?;
+            if ehlo.code != 250 {
+                return Ok(Err(ehlo.failure(&self.host)));
+            }
+        }
+        Ok(Ok(ehlo
+            .text
+            .split(' ')
+            .any(|w| w.eq_ignore_ascii_case("SIZE"))))
+    }
+
+    /// One `RCPT` per recipient, each refusal its outcome: the indices accepted.
+    async fn recipients(
+        &mut self,
+        recipients: &[String],
+        t: Duration,
+        outcomes: &mut [Option<Outcome>],
+    ) -> io::Result<Vec<usize>> {
+        let mut accepted = Vec::new();
+        for (i, rcpt) in recipients.iter().enumerate() {
+            let reply = self.command(&format!("RCPT TO:<{rcpt}>"), t).await?;
+            if reply.code == 250 || reply.code == 251 {
+                accepted.push(i);
+            } else {
+                outcomes[i] = Some(reply.failure(&self.host));
+            }
+        }
+        Ok(accepted)
+    }
+
+    /// After `354`: the message and the reply to its end, as the accepted
+    /// recipients' outcome.
+    async fn message(&mut self, relay: &Relay, message: &[u8]) -> io::Result<Outcome> {
+        let wire = normalise(message);
+        tokio::time::timeout(relay.data_timeout, self.stream.write_all(&wire))
+            .await
+            .map_err(|_| {
+                io::Error::new(io::ErrorKind::TimedOut, "timed out sending the message")
+            })??;
+        let reply = self.reply(relay.data_timeout).await?;
+        Ok(if reply.code == 250 {
+            Outcome::Delivered
+        } else {
+            reply.failure(&self.host)
+        })
+    }
 }
 
 /// The message in wire form: CRLF line ends only, dot-stuffed, ending in

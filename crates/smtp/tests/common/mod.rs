@@ -1,25 +1,26 @@
-//! Helpers for the SMTP server's socket tests: an in-process server on port 0 with
-//! a fresh mail directory and two users, a line-oriented client (plain or TLS),
-//! and a scripted SMTP sink standing in for the smart host.
+//! What the SMTP server's socket tests share beyond `stoa-testkit`: an in-process
+//! server on port 0 with a fresh mail directory and two users, the SMTP reply
+//! grammar over the kit's line client (plain or STARTTLS), and a scripted SMTP sink
+//! standing in for the smart host.
 //!
 //! Every wait is bounded; servers shut down (and sinks stop) when dropped.
 
 #![allow(dead_code, reason = "each test binary uses a part of the helpers")]
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use stoa_directory::{Directory, EmbeddedDirectory, Options, PasswordCost};
 use stoa_smtp::{Config, LocalDelivery, Server, StoreDelivery};
+use stoa_testkit::line::DEFAULT_IO_TIMEOUT as IO_TIMEOUT;
+use stoa_testkit::{LineConn, TestCert, base64, client_config, pause, wait_until};
 
-/// Cap on any read from a socket.
-pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Cap on waiting for a delivery.
 pub(crate) const DELIVERY_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -27,29 +28,6 @@ pub(crate) const DOMAIN: &str = "example.test";
 pub(crate) const JOE: &str = "joe@example.test";
 pub(crate) const JOE_PASSWORD: &str = "joe's secret";
 pub(crate) const ANN: &str = "ann@example.test";
-
-/// Polls `cond` until it holds or `timeout` passes.
-pub(crate) fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        pause(Duration::from_millis(20));
-    }
-}
-
-/// A pause that is pacing or a poll interval, never synchronisation.
-pub(crate) fn pause(d: Duration) {
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "poll interval or client pacing, bounded by a deadline"
-    )]
-    std::thread::sleep(d);
-}
 
 // ---------------------------------------------------------------------------
 // Server
@@ -59,14 +37,13 @@ pub(crate) fn pause(d: Duration) {
 pub(crate) struct MailDir {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) directory: Arc<EmbeddedDirectory>,
-    pub(crate) cert: PathBuf,
-    pub(crate) key: PathBuf,
-    pub(crate) cert_der: Vec<u8>,
+    /// For `localhost`: the server's STARTTLS certificate.
+    pub(crate) cert: TestCert,
 }
 
 impl MailDir {
     pub(crate) fn new() -> MailDir {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = stoa_testkit::temp_dir();
         let options = Options {
             cost: PasswordCost::MINIMUM,
             ..Options::default()
@@ -76,17 +53,9 @@ impl MailDir {
         directory.add_domain(DOMAIN).expect("domain");
         directory.add_user(JOE, Some(JOE_PASSWORD)).expect("joe");
         directory.add_user(ANN, Some("ann's secret")).expect("ann");
-        let key = rcgen::KeyPair::generate().expect("key");
-        let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
-        let cert = params.self_signed(&key).expect("self-sign");
-        let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-        std::fs::write(&cert_path, cert.pem()).expect("write cert");
-        std::fs::write(&key_path, key.serialize_pem()).expect("write key");
         MailDir {
-            cert_der: cert.der().to_vec(),
+            cert: TestCert::new(dir.path(), "localhost"),
             directory: Arc::new(directory),
-            cert: cert_path,
-            key: key_path,
             dir,
         }
     }
@@ -108,8 +77,8 @@ impl MailDir {
         config.listen = vec!["127.0.0.1:0".parse().expect("addr")];
         config.submission_listen = vec!["127.0.0.1:0".parse().expect("addr")];
         config.tls = vec![stoa_smtp::config::CertKeyFiles {
-            cert: self.cert.clone(),
-            key: self.key.clone(),
+            cert: self.cert.cert.clone(),
+            key: self.cert.key.clone(),
         }];
         config.workers = 1;
         config.queue.min_backoff = Duration::from_millis(200);
@@ -224,39 +193,6 @@ impl Drop for Running {
 // Client
 // ---------------------------------------------------------------------------
 
-enum Wire {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
-    Gone,
-}
-
-impl Read for Wire {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Wire::Plain(s) => s.read(buf),
-            Wire::Tls(s) => s.read(buf),
-            Wire::Gone => Ok(0),
-        }
-    }
-}
-
-impl Write for Wire {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Wire::Plain(s) => s.write(buf),
-            Wire::Tls(s) => s.write(buf),
-            Wire::Gone => Err(io::ErrorKind::NotConnected.into()),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Wire::Plain(s) => s.flush(),
-            Wire::Tls(s) => s.flush(),
-            Wire::Gone => Ok(()),
-        }
-    }
-}
-
 /// One reply: code and full text (all lines, `\n`-joined, codes included).
 #[derive(Debug, Clone)]
 pub(crate) struct Reply {
@@ -274,21 +210,16 @@ impl Reply {
     }
 }
 
-/// A client connection.
+/// An SMTP client connection.
 pub(crate) struct Client {
-    wire: Wire,
-    buf: Vec<u8>,
+    conn: LineConn,
 }
 
 impl Client {
     /// Connects and reads the greeting (asserting 220).
     pub(crate) fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
-        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        stream.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
         let mut client = Client {
-            wire: Wire::Plain(stream),
-            buf: Vec::new(),
+            conn: LineConn::connect(addr),
         };
         client.reply().assert(220, "ESMTP");
         client
@@ -302,19 +233,17 @@ impl Client {
     }
 
     pub(crate) fn send(&mut self, bytes: &[u8]) {
-        self.wire.write_all(bytes).expect("send");
-        self.wire.flush().expect("flush");
+        self.conn.send(bytes);
     }
 
     /// Sends without asserting success (the server may have closed).
     pub(crate) fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.wire.write_all(bytes)?;
-        self.wire.flush()
+        self.conn.try_send(bytes)
     }
 
     /// Sends `line` plus CRLF and reads one reply.
     pub(crate) fn cmd(&mut self, line: &str) -> Reply {
-        self.send(format!("{line}\r\n").as_bytes());
+        self.conn.send_line(line);
         self.reply()
     }
 
@@ -323,6 +252,7 @@ impl Client {
         let mut text = String::new();
         loop {
             let line = self
+                .conn
                 .line()
                 .unwrap_or_else(|| panic!("connection closed; reply so far {text:?}"));
             let code: u16 = line
@@ -337,66 +267,18 @@ impl Client {
         }
     }
 
-    /// One CRLF line, or `None` at EOF.
-    fn line(&mut self) -> Option<String> {
-        loop {
-            if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8_lossy(&self.buf[..i]).into_owned();
-                self.buf.drain(..i + 2);
-                return Some(line);
-            }
-            let mut chunk = [0u8; 4096];
-            match self.wire.read(&mut chunk) {
-                Ok(0) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) => panic!("read failed: {e}"),
-            }
-        }
-    }
-
     /// Asserts the server closes with nothing more to say.
     pub(crate) fn expect_eof(&mut self) {
-        assert!(
-            self.buf.is_empty(),
-            "unexpected bytes {:?}",
-            String::from_utf8_lossy(&self.buf)
-        );
-        let mut chunk = [0u8; 1024];
-        match self.wire.read(&mut chunk) {
-            Ok(0) => {}
-            Ok(n) => panic!(
-                "expected EOF, got {:?}",
-                String::from_utf8_lossy(&chunk[..n])
-            ),
-            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
-            Err(e) => panic!("expected EOF, got {e}"),
-        }
+        self.conn.expect_eof();
     }
 
-    /// STARTTLS (asserting 220), then the handshake trusting `cert_der`.
-    pub(crate) fn starttls(&mut self, cert_der: &[u8]) {
+    /// STARTTLS (asserting 220), then the handshake trusting `cert`.
+    pub(crate) fn starttls(&mut self, cert: &TestCert) {
         self.cmd("STARTTLS").assert(220, "Ready to start TLS");
-        assert!(self.buf.is_empty());
-        let Wire::Plain(tcp) = std::mem::replace(&mut self.wire, Wire::Gone) else {
-            panic!("already TLS");
-        };
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(cert_der.to_vec().into())
-            .expect("trust the test certificate");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let conn = rustls::ClientConnection::new(Arc::new(config), name).expect("client");
-        let mut tls = rustls::StreamOwned::new(conn, tcp);
-        while tls.conn.is_handshaking() {
-            tls.conn.complete_io(&mut tls.sock).expect("TLS handshake");
-        }
-        self.wire = Wire::Tls(Box::new(tls));
+        let config = client_config(&[&cert.der], &[]);
+        self.conn
+            .upgrade_tls(&config, "localhost")
+            .expect("TLS handshake");
     }
 
     /// AUTH PLAIN with `user` and `password`.
@@ -417,28 +299,6 @@ impl Client {
         self.send(b".\r\n");
         self.reply()
     }
-}
-
-/// Standard base64 (for AUTH in tests).
-pub(crate) fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------

@@ -8,10 +8,11 @@
 //!
 //! The file is read into `toml::Table` and walked by hand instead of derived with
 //! serde, because serde stops at the first error and cannot name every bad key.
+//! `report.rs` holds the collector and the typed readers of tables and flags;
+//! `mail.rs` what the SMTP and POP3 parts read and check alike.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use stoa_web::config::{
     AccessLogTarget, CertKeyFiles, CgiConfig, CgiMount, LogFormat, RuntimeModel, TlsListener,
@@ -21,11 +22,14 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod mail;
 mod pop3;
+mod report;
 mod smtp;
 mod units;
 
 pub(crate) use pop3::Pop3;
+use report::Report;
 
 pub(crate) use units::{parse_duration, parse_size};
 
@@ -49,13 +53,6 @@ pub(crate) struct Loaded {
     pub(crate) warnings: Vec<String>,
 }
 
-/// Collects errors and warnings while reading.
-#[derive(Debug, Default)]
-struct Report {
-    errors: Vec<String>,
-    warnings: Vec<String>,
-}
-
 /// Builds the web server's configuration from the file named by `--config` (read
 /// with `read`, so tests need no files) and the flags.
 pub(crate) fn load(
@@ -66,80 +63,26 @@ pub(crate) fn load(
     let mut report = Report::default();
     let mut web = stoa_web::Config::new(PathBuf::new(), Vec::new());
     let mut docroot = None;
-    let (mut smtp_draft, mut pop3_draft, mut web_in_file) = (None, None, false);
-    if let Some(path) = &args.config {
-        match read(path) {
-            Ok(text) => match text.parse::<Table>() {
-                Ok(table) => {
-                    web_in_file = ["web", "listener", "web99", "cgi"]
-                        .iter()
-                        .any(|k| table.contains_key(*k));
-                    read_file(&table, &mut web, &mut docroot, &mut report);
-                    read_web99(&table, &mut web, default_web99_state, &mut report);
-                    read_cgi(&table, &mut web, &mut report);
-                    smtp_draft = smtp::read_table(&table, path.parent(), &mut report);
-                    pop3_draft = pop3::read_table(&table, path.parent(), &mut report);
-                }
-                Err(e) => {
-                    report
-                        .errors
-                        .push(format!("{}: {}", path.display(), e.to_string().trim_end()))
-                }
-            },
-            Err(e) => report.errors.push(format!("{}: {e}", path.display())),
+    let file = match &args.config {
+        Some(path) => {
+            let text = read(path);
+            read_config(
+                path,
+                text,
+                &mut web,
+                &mut docroot,
+                default_web99_state,
+                &mut report,
+            )
         }
-        // Relative paths in a file are relative to the file, as in nginx's
-        // prefix-relative paths.
-        if let Some(base) = path.parent() {
-            let files = web.tls_listen.iter_mut().flat_map(|l| &mut l.certs);
-            let files = files.flat_map(|c| [&mut c.cert, &mut c.key]);
-            for p in docroot.iter_mut().chain(files) {
-                if p.is_relative() {
-                    *p = base.join(&*p);
-                }
-            }
-        }
-    }
-    // POP3 runs when asked for; SMTP when asked for, or when only the mail
-    // directory is given (so `--mail-dir` alone reports the missing listener).
-    let pop3_wanted = pop3_draft.is_some() || pop3::flags_given(args);
-    let smtp_wanted = smtp_draft.is_some()
-        || smtp::flags_given(args)
-        || (args.mail_dir.is_some() && !pop3_wanted);
-    let mail = smtp_wanted || pop3_wanted;
+        None => FileParts::default(),
+    };
+    let wanted = mail_wanted(args, &file);
+    let mail = wanted.smtp || wanted.pop3;
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
-    let web_wanted = !mail
-        || web_in_file
-        || docroot.is_some()
-        || !args.listen.is_empty()
-        || !args.tls_listen.is_empty()
-        || args.web99
-        || args.web99_state.is_some()
-        || args.cgi_dir.is_some();
-    let web = web_wanted.then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
-    let certs: Vec<CertKeyFiles> = args
-        .tls_cert
-        .iter()
-        .zip(&args.tls_key)
-        .map(|(cert, key)| CertKeyFiles {
-            cert: cert.clone(),
-            key: key.clone(),
-        })
-        .collect();
-    let smtp = if smtp_wanted {
-        smtp::finish(smtp_draft, args, certs.clone(), &mut report)
-    } else {
-        None
-    };
-    let pop3 = if pop3_wanted {
-        let smtp_dir = smtp
-            .as_ref()
-            .map(|c| c.mail_dir.as_path())
-            .filter(|p| !p.as_os_str().is_empty());
-        pop3::finish(pop3_draft, args, smtp_dir, certs, &mut report)
-    } else {
-        None
-    };
+    let web = web_wanted(args, mail, file.web, docroot.is_some())
+        .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
+    let (smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
     if report.errors.is_empty() {
         Ok(Loaded {
             web,
@@ -150,6 +93,118 @@ pub(crate) fn load(
     } else {
         Err(report.errors)
     }
+}
+
+/// What the file holds besides the web server's settings (which are read
+/// straight into its configuration).
+#[derive(Debug, Default)]
+struct FileParts {
+    /// The `[smtp]` table.
+    smtp: Option<smtp::Draft>,
+    /// The `[pop3]` table.
+    pop3: Option<pop3::Draft>,
+    /// Whether the file configures the web server.
+    web: bool,
+}
+
+/// Reads the configuration file at `path` (its `text`, or why it could not be
+/// read): the web server's settings into `web` and `docroot`, the mail tables
+/// into the parts returned.
+fn read_config(
+    path: &Path,
+    text: std::io::Result<String>,
+    web: &mut stoa_web::Config,
+    docroot: &mut Option<PathBuf>,
+    default_web99_state: &Path,
+    r: &mut Report,
+) -> FileParts {
+    let mut file = FileParts::default();
+    match text {
+        Ok(text) => match text.parse::<Table>() {
+            Ok(table) => {
+                file.web = ["web", "listener", "web99", "cgi"]
+                    .iter()
+                    .any(|k| table.contains_key(*k));
+                read_file(&table, web, docroot, r);
+                read_web99(&table, web, default_web99_state, r);
+                read_cgi(&table, web, r);
+                file.smtp = smtp::read_table(&table, path.parent(), r);
+                file.pop3 = pop3::read_table(&table, path.parent(), r);
+            }
+            Err(e) => r
+                .errors
+                .push(format!("{}: {}", path.display(), e.to_string().trim_end())),
+        },
+        Err(e) => r.errors.push(format!("{}: {e}", path.display())),
+    }
+    // Relative paths in a file are relative to the file, as in nginx's
+    // prefix-relative paths.
+    if let Some(base) = path.parent() {
+        let files = web.tls_listen.iter_mut().flat_map(|l| &mut l.certs);
+        let files = files.flat_map(|c| [&mut c.cert, &mut c.key]);
+        for p in docroot.iter_mut().chain(files) {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+    }
+    file
+}
+
+/// Which mail servers run.
+#[derive(Debug, Clone, Copy)]
+struct MailWanted {
+    smtp: bool,
+    pop3: bool,
+}
+
+/// POP3 runs when asked for; SMTP when asked for, or when only the mail
+/// directory is given (so `--mail-dir` alone reports the missing listener).
+fn mail_wanted(args: &ServeArgs, file: &FileParts) -> MailWanted {
+    let pop3 = file.pop3.is_some() || pop3::flags_given(args);
+    let smtp = file.smtp.is_some() || smtp::flags_given(args) || (args.mail_dir.is_some() && !pop3);
+    MailWanted { smtp, pop3 }
+}
+
+/// The mail servers that run, their flags applied over their tables (or the
+/// defaults), checked.
+fn finish_mail(
+    args: &ServeArgs,
+    smtp_draft: Option<smtp::Draft>,
+    pop3_draft: Option<pop3::Draft>,
+    wanted: MailWanted,
+    r: &mut Report,
+) -> (Option<stoa_smtp::Config>, Option<Pop3>) {
+    let certs = cert_pairs(args);
+    let smtp = if wanted.smtp {
+        smtp::finish(smtp_draft, args, certs.clone(), r)
+    } else {
+        None
+    };
+    let pop3 = if wanted.pop3 {
+        let smtp_dir = smtp
+            .as_ref()
+            .map(|c| c.mail_dir.as_path())
+            .filter(|p| !p.as_os_str().is_empty());
+        pop3::finish(pop3_draft, args, smtp_dir, certs, r)
+    } else {
+        None
+    };
+    (smtp, pop3)
+}
+
+/// Whether the web server runs: unless only mail was asked for (`mail`) and
+/// neither the file (`in_file`) nor a document root (`has_docroot`, from either)
+/// nor a web flag configures the web server.
+fn web_wanted(args: &ServeArgs, mail: bool, in_file: bool, has_docroot: bool) -> bool {
+    !mail
+        || in_file
+        || has_docroot
+        || !args.listen.is_empty()
+        || !args.tls_listen.is_empty()
+        || args.web99
+        || args.web99_state.is_some()
+        || args.cgi_dir.is_some()
 }
 
 /// The web server's flags that come after the file, the defaults, and its checks.
@@ -193,6 +248,18 @@ fn finish_web(
     web
 }
 
+/// The keys of `[web]`.
+const WEB_KEYS: &[&str] = &[
+    "docroot",
+    "workers",
+    "runtime",
+    "access_log",
+    "log_format",
+    "shutdown_grace",
+    "limits",
+    "cache",
+];
+
 fn read_file(
     table: &Table,
     web: &mut stoa_web::Config,
@@ -207,49 +274,27 @@ fn read_file(
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);
     }
-    let Some(section) = r.table(table, "", "web") else {
-        return;
-    };
-    r.known_keys(
-        section,
-        "web.",
-        &[
-            "docroot",
-            "workers",
-            "runtime",
-            "access_log",
-            "log_format",
-            "shutdown_grace",
-            "limits",
-            "cache",
-        ],
-    );
-    if let Some(v) = r.string(section, "web.", "docroot") {
+    if let Some(section) = r.table(table, "", "web") {
+        read_web(section, web, docroot, r);
+    }
+}
+
+/// `[web]`.
+fn read_web(t: &Table, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>, r: &mut Report) {
+    const P: &str = "web.";
+    r.known_keys(t, P, WEB_KEYS);
+    if let Some(v) = r.string(t, P, "docroot") {
         *docroot = Some(PathBuf::from(v));
     }
-    if let Some(n) = r.integer(section, "web.", "workers") {
-        web.workers = n;
-    }
-    r.parsed(section, "web.", "runtime", parse_runtime, &mut web.runtime);
-    r.parsed(
-        section,
-        "web.",
-        "access_log",
-        parse_access_log,
-        &mut web.access_log,
-    );
-    r.parsed(
-        section,
-        "web.",
-        "log_format",
-        parse_log_format,
-        &mut web.log_format,
-    );
-    r.duration(section, "web.", "shutdown_grace", &mut web.shutdown_grace);
-    if let Some(limits) = r.table(section, "web.", "limits") {
+    r.integer_into(t, P, "workers", &mut web.workers);
+    r.parsed(t, P, "runtime", parse_runtime, &mut web.runtime);
+    r.parsed(t, P, "access_log", parse_access_log, &mut web.access_log);
+    r.parsed(t, P, "log_format", parse_log_format, &mut web.log_format);
+    r.duration(t, P, "shutdown_grace", &mut web.shutdown_grace);
+    if let Some(limits) = r.table(t, P, "limits") {
         read_limits(limits, &mut web.limits, r);
     }
-    if let Some(cache) = r.table(section, "web.", "cache") {
+    if let Some(cache) = r.table(t, P, "cache") {
         read_cache(cache, &mut web.cache, r);
     }
 }
@@ -271,20 +316,7 @@ fn read_listeners(value: &Value, web: &mut stoa_web::Config, r: &mut Report) {
             .get("tls")
             .map(|v| read_certs(v, &format!("{path}tls"), r));
         let https = read_protocol(block, &path, certs.is_some(), r);
-        let addr = match r
-            .string(block, &path, "address")
-            .map(|text| parse_addr(&text))
-        {
-            Some(Ok(addr)) => Some(addr),
-            Some(Err(e)) => {
-                r.errors.push(format!("{path}address: {e}"));
-                None
-            }
-            None => {
-                r.errors.push(format!("{path}address: missing"));
-                None
-            }
-        };
+        let addr = read_address(block, &path, r);
         // Anything missing here has been reported.
         match (addr, https, certs.flatten()) {
             (Some(addr), Some(false), _) => web.listen.push(addr),
@@ -292,6 +324,24 @@ fn read_listeners(value: &Value, web: &mut stoa_web::Config, r: &mut Report) {
                 web.tls_listen.push(TlsListener { addr, certs })
             }
             _ => {}
+        }
+    }
+}
+
+/// A listener's `address`; `None` (error reported) when it is missing or wrong.
+fn read_address(block: &Table, path: &str, r: &mut Report) -> Option<SocketAddr> {
+    match r
+        .string(block, path, "address")
+        .map(|text| parse_addr(&text))
+    {
+        Some(Ok(addr)) => Some(addr),
+        Some(Err(e)) => {
+            r.errors.push(format!("{path}address: {e}"));
+            None
+        }
+        None => {
+            r.errors.push(format!("{path}address: missing"));
+            None
         }
     }
 }
@@ -361,32 +411,31 @@ fn read_certs(value: &Value, path: &str, r: &mut Report) -> Option<Vec<CertKeyFi
     (certs.len() == expected).then_some(certs)
 }
 
+/// The keys of `[web.limits]`.
+const LIMITS_KEYS: &[&str] = &[
+    "max_request_line",
+    "max_header_line",
+    "max_head",
+    "max_headers",
+    "head_timeout",
+    "head_timeout_per_500b",
+    "head_timeout_max",
+    "body_timeout",
+    "max_discard_body",
+    "keepalive_timeout",
+    "keepalive_requests",
+    "keepalive_max_age",
+    "send_timeout",
+    "max_connections",
+    "max_handshakes",
+    "max_pipeline",
+    "linger_timeout",
+    "linger_idle",
+];
+
 fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
     const P: &str = "web.limits.";
-    r.known_keys(
-        t,
-        P,
-        &[
-            "max_request_line",
-            "max_header_line",
-            "max_head",
-            "max_headers",
-            "head_timeout",
-            "head_timeout_per_500b",
-            "head_timeout_max",
-            "body_timeout",
-            "max_discard_body",
-            "keepalive_timeout",
-            "keepalive_requests",
-            "keepalive_max_age",
-            "send_timeout",
-            "max_connections",
-            "max_handshakes",
-            "max_pipeline",
-            "linger_timeout",
-            "linger_idle",
-        ],
-    );
+    r.known_keys(t, P, LIMITS_KEYS);
     r.size(t, P, "max_request_line", &mut l.head.max_request_line);
     r.size(t, P, "max_header_line", &mut l.head.max_header_line);
     r.size(t, P, "max_head", &mut l.head.max_head);
@@ -481,24 +530,27 @@ fn read_cgi(table: &Table, web: &mut stoa_web::Config, r: &mut Report) {
     r.size(t, P, "max_output", &mut cgi.max_output);
     r.size(t, P, "max_body", &mut cgi.max_body);
     if let Some(mounts) = r.table(t, P, "mounts") {
-        for (prefix, dir) in mounts {
-            match dir.as_str() {
-                Some(dir) if prefix.starts_with('/') && prefix.ends_with('/') => {
-                    cgi.mounts.push(CgiMount {
-                        prefix: prefix.clone(),
-                        dir: PathBuf::from(dir),
-                    })
-                }
-                Some(_) => r
-                    .errors
-                    .push(format!("{P}mounts: {prefix:?} must start and end with /")),
-                None => r
-                    .errors
-                    .push(format!("{P}mounts.{prefix}: expected a directory path")),
-            }
-        }
+        read_cgi_mounts(mounts, &mut cgi.mounts, r);
     }
     web.cgi = Some(cgi);
+}
+
+/// `[cgi.mounts]`: URL prefix = directory.
+fn read_cgi_mounts(mounts: &Table, into: &mut Vec<CgiMount>, r: &mut Report) {
+    for (prefix, dir) in mounts {
+        match dir.as_str() {
+            Some(dir) if prefix.starts_with('/') && prefix.ends_with('/') => into.push(CgiMount {
+                prefix: prefix.clone(),
+                dir: PathBuf::from(dir),
+            }),
+            Some(_) => r
+                .errors
+                .push(format!("cgi.mounts: {prefix:?} must start and end with /")),
+            None => r
+                .errors
+                .push(format!("cgi.mounts.{prefix}: expected a directory path")),
+        }
+    }
 }
 
 fn apply_flags(
@@ -511,25 +563,24 @@ fn apply_flags(
     if let Some(d) = &args.docroot {
         *docroot = Some(d.clone());
     }
+    apply_listen_flags(args, web, mail, r);
+    apply_value_flags(args, web, r);
+}
+
+/// `--listen` and `--tls-listen` replace the file's listeners; `--tls-cert` and
+/// `--tls-key` go with them, or with a mail server.
+fn apply_listen_flags(args: &ServeArgs, web: &mut stoa_web::Config, mail: bool, r: &mut Report) {
     if !args.listen.is_empty() || !args.tls_listen.is_empty() {
-        web.listen.clear();
-        web.tls_listen.clear();
-        for text in &args.listen {
-            match parse_addr(text) {
-                Ok(addr) => web.listen.push(addr),
-                Err(e) => r.errors.push(format!("--listen {text}: {e}")),
-            }
-        }
+        web.listen = r.flag_values("--listen", &args.listen, parse_addr);
         let certs = flag_certs(args, r);
-        for text in &args.tls_listen {
-            match parse_addr(text) {
-                Ok(addr) => web.tls_listen.push(TlsListener {
-                    addr,
-                    certs: certs.clone(),
-                }),
-                Err(e) => r.errors.push(format!("--tls-listen {text}: {e}")),
-            }
-        }
+        let tls_addrs = r.flag_values("--tls-listen", &args.tls_listen, parse_addr);
+        web.tls_listen = tls_addrs
+            .into_iter()
+            .map(|addr| TlsListener {
+                addr,
+                certs: certs.clone(),
+            })
+            .collect();
     } else if mail && args.tls_cert.len() != args.tls_key.len() {
         r.errors.push(format!(
             "--tls-cert and --tls-key: give them in pairs ({} certificates, {} keys)",
@@ -543,6 +594,10 @@ fn apply_flags(
                 .into(),
         );
     }
+}
+
+/// The web server's flags that each set one value.
+fn apply_value_flags(args: &ServeArgs, web: &mut stoa_web::Config, r: &mut Report) {
     r.flag(
         "--workers",
         args.workers.as_deref(),
@@ -561,41 +616,31 @@ fn apply_flags(
         parse_log_format,
         &mut web.log_format,
     );
-    r.flag(
-        "--head-timeout",
-        args.head_timeout.as_deref(),
-        parse_duration,
-        &mut web.limits.head_timeout,
-    );
-    let keepalive = &mut web.limits.keepalive_timeout;
-    r.flag(
-        "--keepalive-timeout",
-        args.keepalive_timeout.as_deref(),
-        parse_duration,
-        keepalive,
-    );
-    r.flag(
-        "--send-timeout",
-        args.send_timeout.as_deref(),
-        parse_duration,
-        &mut web.limits.send_timeout,
-    );
-    let max = &mut web.limits.max_connections;
+    let l = &mut web.limits;
+    for (name, text, into) in [
+        ("--head-timeout", &args.head_timeout, &mut l.head_timeout),
+        (
+            "--keepalive-timeout",
+            &args.keepalive_timeout,
+            &mut l.keepalive_timeout,
+        ),
+        ("--send-timeout", &args.send_timeout, &mut l.send_timeout),
+    ] {
+        r.flag(name, text.as_deref(), parse_duration, into);
+    }
+    let max = &mut l.max_connections;
     r.flag(
         "--max-connections",
         args.max_connections.as_deref(),
         parse_count,
         max,
     );
-    r.flag(
-        "--runtime",
-        args.runtime.as_deref(),
-        parse_runtime,
-        &mut web.runtime,
-    );
+    let runtime = &mut web.runtime;
+    r.flag("--runtime", args.runtime.as_deref(), parse_runtime, runtime);
 }
 
-/// The `--tls-cert`/`--tls-key` pairs, in order.
+/// The `--tls-cert`/`--tls-key` pairs, in order, reporting a count that does
+/// not pair up and `--tls-listen` without them.
 fn flag_certs(args: &ServeArgs, r: &mut Report) -> Vec<CertKeyFiles> {
     let (certs, keys) = (&args.tls_cert, &args.tls_key);
     if certs.len() != keys.len() {
@@ -608,9 +653,14 @@ fn flag_certs(args: &ServeArgs, r: &mut Report) -> Vec<CertKeyFiles> {
         r.errors
             .push("--tls-listen: needs --tls-cert FILE and --tls-key FILE".into());
     }
-    certs
+    cert_pairs(args)
+}
+
+/// The `--tls-cert`/`--tls-key` pairs, in order (an unpaired one is left out).
+fn cert_pairs(args: &ServeArgs) -> Vec<CertKeyFiles> {
+    args.tls_cert
         .iter()
-        .zip(keys)
+        .zip(&args.tls_key)
         .map(|(cert, key)| CertKeyFiles {
             cert: cert.clone(),
             key: key.clone(),
@@ -627,112 +677,125 @@ fn check_certs(web: &stoa_web::Config, r: &mut Report) {
             continue;
         }
         seen.push(pair);
-        if let Err(errors) = stoa_netkit::tls::load_certified_keys(std::slice::from_ref(pair)) {
-            r.errors.extend(errors.iter().map(ToString::to_string));
-        }
+        r.errors.extend(cert_errors(pair));
+    }
+}
+
+/// What is wrong with one certificate and key pair, a line each (none when it
+/// loads).
+fn cert_errors(pair: &CertKeyFiles) -> Vec<String> {
+    match stoa_netkit::tls::load_certified_keys(std::slice::from_ref(pair)) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors.iter().map(ToString::to_string).collect(),
     }
 }
 
 fn validate(web: &stoa_web::Config, r: &mut Report) {
     check_certs(web, r);
-    let mut check = |ok: bool, msg: &str| {
-        if !ok {
-            r.errors.push(msg.to_owned());
-        }
-    };
     if !web.docroot.as_os_str().is_empty() && !web.docroot.is_dir() {
-        check(
-            false,
-            &format!("document root {}: not a directory", web.docroot.display()),
-        );
+        r.errors.push(format!(
+            "document root {}: not a directory",
+            web.docroot.display()
+        ));
     }
-    check(
+    r.check(
         (1..=MAX_WORKERS).contains(&web.workers),
         &format!("workers: must be 1 to {MAX_WORKERS}"),
     );
-    let l = &web.limits;
-    let cap = stoa_http_proto::request::MAX_HEADERS_CAP;
-    check(
-        (1..=cap).contains(&l.head.max_headers),
-        &format!("web.limits.max_headers: must be 1 to {cap}"),
-    );
-    check(
-        l.head.max_request_line >= 16,
-        "web.limits.max_request_line: must be at least 16 bytes",
-    );
-    check(
-        l.head.max_header_line >= 16,
-        "web.limits.max_header_line: must be at least 16 bytes",
-    );
-    check(
-        l.head.max_head >= l.head.max_request_line.max(l.head.max_header_line),
-        "web.limits.max_head: must be at least max_request_line and max_header_line",
-    );
-    for (name, d) in [
-        ("head_timeout", l.head_timeout),
-        ("head_timeout_max", l.head_timeout_max),
-        ("body_timeout", l.body_timeout),
-        ("keepalive_timeout", l.keepalive_timeout),
-        ("send_timeout", l.send_timeout),
-        ("linger_idle", l.linger_idle),
-    ] {
-        check(
-            !d.is_zero(),
-            &format!("web.limits.{name}: must be more than zero"),
-        );
-    }
-    check(
-        l.head_timeout_max >= l.head_timeout,
-        "web.limits.head_timeout_max: must be at least head_timeout",
-    );
-    check(
-        l.keepalive_requests >= 1,
-        "web.limits.keepalive_requests: must be at least 1",
-    );
-    check(
-        l.max_connections >= 1,
-        "web.limits.max_connections: must be at least 1",
-    );
-    check(
-        l.max_handshakes >= 1,
-        "web.limits.max_handshakes: must be at least 1",
-    );
-    check(
-        l.max_pipeline >= 1,
-        "web.limits.max_pipeline: must be at least 1",
-    );
-    check(
+    check_head_limits(&web.limits.head, r);
+    check_limits(&web.limits, r);
+    r.check(
         web.cache.max_entries >= 1,
         "web.cache.max_entries: must be at least 1",
     );
     for m in web.cgi.iter().flat_map(|c| &c.mounts) {
-        check(
+        r.check(
             m.dir.is_dir(),
             &format!("CGI directory {}: not a directory", m.dir.display()),
         );
     }
     if let Some(w) = &web.web99 {
-        // A lexical check (no symlinks resolved): the state must not be reachable
-        // through the document root.
-        let inside = std::path::absolute(&w.state_dir)
-            .ok()
-            .map(|p| lexically_normal(&p))
-            .zip(
-                std::path::absolute(&web.docroot)
-                    .ok()
-                    .map(|p| lexically_normal(&p)),
-            )
-            .is_some_and(|(state, root)| {
-                !web.docroot.as_os_str().is_empty() && state.starts_with(root)
-            });
-        check(
-            !inside,
+        r.check(
+            !state_in_docroot(&w.state_dir, &web.docroot),
             &format!(
                 "web99 state directory {} is inside the document root: it would be served",
                 w.state_dir.display()
             ),
         );
     }
+}
+
+fn check_head_limits(head: &stoa_http_proto::Limits, r: &mut Report) {
+    let cap = stoa_http_proto::request::MAX_HEADERS_CAP;
+    r.check(
+        (1..=cap).contains(&head.max_headers),
+        &format!("web.limits.max_headers: must be 1 to {cap}"),
+    );
+    r.check(
+        head.max_request_line >= 16,
+        "web.limits.max_request_line: must be at least 16 bytes",
+    );
+    r.check(
+        head.max_header_line >= 16,
+        "web.limits.max_header_line: must be at least 16 bytes",
+    );
+    r.check(
+        head.max_head >= head.max_request_line.max(head.max_header_line),
+        "web.limits.max_head: must be at least max_request_line and max_header_line",
+    );
+}
+
+/// The limits other than the head's.
+fn check_limits(l: &stoa_web::config::Limits, r: &mut Report) {
+    r.nonzero(
+        "web.limits.",
+        &[
+            ("head_timeout", l.head_timeout),
+            ("head_timeout_max", l.head_timeout_max),
+            ("body_timeout", l.body_timeout),
+            ("keepalive_timeout", l.keepalive_timeout),
+            ("send_timeout", l.send_timeout),
+            ("linger_idle", l.linger_idle),
+        ],
+    );
+    r.check(
+        l.head_timeout_max >= l.head_timeout,
+        "web.limits.head_timeout_max: must be at least head_timeout",
+    );
+    for (ok, error) in [
+        (
+            l.keepalive_requests >= 1,
+            "web.limits.keepalive_requests: must be at least 1",
+        ),
+        (
+            l.max_connections >= 1,
+            "web.limits.max_connections: must be at least 1",
+        ),
+        (
+            l.max_handshakes >= 1,
+            "web.limits.max_handshakes: must be at least 1",
+        ),
+        (
+            l.max_pipeline >= 1,
+            "web.limits.max_pipeline: must be at least 1",
+        ),
+    ] {
+        r.check(ok, error);
+    }
+}
+
+/// Whether the web99 state directory is reachable through the document root: a
+/// lexical check (no symlinks resolved).
+fn state_in_docroot(state_dir: &Path, docroot: &Path) -> bool {
+    let state = std::path::absolute(state_dir)
+        .ok()
+        .map(|p| lexically_normal(&p));
+    let root = std::path::absolute(docroot)
+        .ok()
+        .map(|p| lexically_normal(&p));
+    state
+        .zip(root)
+        .is_some_and(|(state, root)| !docroot.as_os_str().is_empty() && state.starts_with(root))
 }
 
 /// `path` with `.` and `..` components resolved without touching the file system
@@ -749,127 +812,6 @@ fn lexically_normal(path: &Path) -> PathBuf {
         }
     }
     out
-}
-
-impl Report {
-    fn known_keys(&mut self, table: &Table, path: &str, known: &[&str]) {
-        for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-            self.warnings
-                .push(format!("{path}{key}: unknown key, ignored"));
-        }
-    }
-
-    fn table<'t>(&mut self, t: &'t Table, path: &str, key: &str) -> Option<&'t Table> {
-        match t.get(key)? {
-            Value::Table(inner) => Some(inner),
-            other => {
-                self.errors.push(format!(
-                    "{path}{key}: expected a table, found {}",
-                    other.type_str()
-                ));
-                None
-            }
-        }
-    }
-
-    fn string(&mut self, t: &Table, path: &str, key: &str) -> Option<String> {
-        match t.get(key)? {
-            Value::String(s) => Some(s.clone()),
-            other => {
-                self.errors.push(format!(
-                    "{path}{key}: expected a string, found {}",
-                    other.type_str()
-                ));
-                None
-            }
-        }
-    }
-
-    fn integer(&mut self, t: &Table, path: &str, key: &str) -> Option<usize> {
-        match t.get(key)? {
-            Value::Integer(n) if *n >= 0 => usize::try_from(*n).ok(),
-            other => {
-                self.errors.push(format!(
-                    "{path}{key}: expected a non-negative integer, found {other}"
-                ));
-                None
-            }
-        }
-    }
-
-    fn integer_into<T: TryFrom<usize>>(&mut self, t: &Table, path: &str, key: &str, into: &mut T) {
-        if let Some(n) = self.integer(t, path, key) {
-            match T::try_from(n) {
-                Ok(v) => *into = v,
-                Err(_) => self
-                    .errors
-                    .push(format!("{path}{key}: {n} is out of range")),
-            }
-        }
-    }
-
-    /// A value given as a string and parsed with `parse`.
-    fn parsed<T>(
-        &mut self,
-        t: &Table,
-        path: &str,
-        key: &str,
-        parse: fn(&str) -> Result<T, String>,
-        into: &mut T,
-    ) {
-        if let Some(text) = self.string(t, path, key) {
-            match parse(&text) {
-                Ok(v) => *into = v,
-                Err(e) => self.errors.push(format!("{path}{key}: {e}")),
-            }
-        }
-    }
-
-    /// A duration: a string with a unit (`"20s"`, `"200ms"`) or whole seconds.
-    fn duration(&mut self, t: &Table, path: &str, key: &str, into: &mut Duration) {
-        match t.get(key) {
-            None => {}
-            Some(Value::Integer(n)) if *n >= 0 => *into = Duration::from_secs(n.unsigned_abs()),
-            Some(Value::String(s)) => match parse_duration(s) {
-                Ok(d) => *into = d,
-                Err(e) => self.errors.push(format!("{path}{key}: {e}")),
-            },
-            Some(other) => self.errors.push(format!(
-                "{path}{key}: expected a duration like \"20s\" or \"200ms\", found {other}"
-            )),
-        }
-    }
-
-    /// A size: bytes as an integer, or a string with a unit (`"32KiB"`).
-    fn size<T: TryFrom<u64>>(&mut self, t: &Table, path: &str, key: &str, into: &mut T) {
-        let bytes = match t.get(key) {
-            None => return,
-            Some(Value::Integer(n)) if *n >= 0 => Ok(n.unsigned_abs()),
-            Some(Value::String(s)) => parse_size(s),
-            Some(other) => Err(format!(
-                "expected a size like 8192 or \"32KiB\", found {other}"
-            )),
-        };
-        match bytes.and_then(|b| T::try_from(b).map_err(|_| format!("{b} is out of range"))) {
-            Ok(v) => *into = v,
-            Err(e) => self.errors.push(format!("{path}{key}: {e}")),
-        }
-    }
-
-    fn flag<T>(
-        &mut self,
-        name: &str,
-        text: Option<&str>,
-        parse: fn(&str) -> Result<T, String>,
-        into: &mut T,
-    ) {
-        if let Some(text) = text {
-            match parse(text) {
-                Ok(v) => *into = v,
-                Err(e) => self.errors.push(format!("{name} {text}: {e}")),
-            }
-        }
-    }
 }
 
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use stoa_pop3::config::CertKeyFiles;
 use toml::{Table, Value};
 
-use super::{Report, parse_addr, parse_count, read_certs, smtp::strings};
+use super::{Report, mail, parse_addr};
 use crate::cli::ServeArgs;
 
 /// The autologout minimum of RFC 1939 §3.
@@ -35,59 +35,45 @@ pub(super) struct Draft {
     config: stoa_pop3::Config,
 }
 
+/// The prefix of `[pop3]` keys in messages.
+const P: &str = "pop3.";
+
+/// The keys of `[pop3]`.
+const KEYS: &[&str] = &[
+    "mail_dir",
+    "hostname",
+    "listen",
+    "tls_listen",
+    "tls",
+    "allow_plaintext_auth",
+    "workers",
+    "max_connections",
+    "max_connections_per_client",
+    "login_timeout",
+    "idle_timeout",
+    "session_timeout",
+    "send_timeout",
+    "auth_failure_delay",
+    "auth_failure_max_delay",
+    "auth_max_failures",
+    "auth_failure_window",
+    "shutdown_grace",
+];
+
 /// The `[pop3]` table, if present. `base` resolves relative paths (the file's
 /// directory).
 pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
-    const P: &str = "pop3.";
-    let t = r.table(table, "", "pop3")?;
-    r.known_keys(
-        t,
-        P,
-        &[
-            "mail_dir",
-            "hostname",
-            "listen",
-            "tls_listen",
-            "tls",
-            "allow_plaintext_auth",
-            "workers",
-            "max_connections",
-            "max_connections_per_client",
-            "login_timeout",
-            "idle_timeout",
-            "session_timeout",
-            "send_timeout",
-            "auth_failure_delay",
-            "auth_failure_max_delay",
-            "auth_max_failures",
-            "auth_failure_window",
-            "shutdown_grace",
-        ],
-    );
-    let rebase = |p: PathBuf| match base {
-        Some(base) if p.is_relative() => base.join(p),
-        _ => p,
-    };
+    let (t, mail_dir) = r.mail_table(table, "pop3", KEYS, base)?;
     let mut d = Draft {
-        mail_dir: r.string(t, P, "mail_dir").map(|s| rebase(PathBuf::from(s))),
+        mail_dir,
         ..Draft::default()
     };
     let c = &mut d.config;
-    if let Some(name) = r.string(t, P, "hostname") {
-        c.hostname = name;
-    }
-    c.listen = addrs_in(t, "listen", r);
-    c.tls_listen = addrs_in(t, "tls_listen", r);
-    if let Some(v) = t.get("tls")
-        && let Some(certs) = read_certs(v, "pop3.tls", r)
-    {
-        c.tls = certs
-            .into_iter()
-            .map(|c| CertKeyFiles {
-                cert: rebase(c.cert),
-                key: rebase(c.key),
-            })
-            .collect();
+    r.string_into(t, P, "hostname", &mut c.hostname);
+    c.listen = r.parsed_list(t, P, "listen", parse_addr);
+    c.tls_listen = r.parsed_list(t, P, "tls_listen", parse_addr);
+    if let Some(certs) = r.mail_tls(t, P, base) {
+        c.tls = certs;
     }
     match t.get("allow_plaintext_auth") {
         None => {}
@@ -96,26 +82,12 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
             "{P}allow_plaintext_auth: expected true or false, found {other}"
         )),
     }
-    if let Some(n) = r.integer(t, P, "workers") {
-        c.workers = n;
-    }
+    r.integer_into(t, P, "workers", &mut c.workers);
     read_limits(t, c, r);
     Some(d)
 }
 
-fn addrs_in(t: &Table, key: &str, r: &mut Report) -> Vec<std::net::SocketAddr> {
-    let mut out = Vec::new();
-    for text in strings(t, "pop3.", key, r) {
-        match parse_addr(&text) {
-            Ok(addr) => out.push(addr),
-            Err(e) => r.errors.push(format!("pop3.{key}: {e}")),
-        }
-    }
-    out
-}
-
 fn read_limits(t: &Table, c: &mut stoa_pop3::Config, r: &mut Report) {
-    const P: &str = "pop3.";
     let l = &mut c.limits;
     r.integer_into(t, P, "max_connections", &mut l.max_connections);
     let per_client = &mut l.max_connections_per_client;
@@ -144,34 +116,20 @@ pub(super) fn finish(
 ) -> Option<Pop3> {
     let mut d = draft.unwrap_or_default();
     let c = &mut d.config;
-    if !args.pop3_listen.is_empty() {
-        c.listen = flag_addrs("--pop3-listen", &args.pop3_listen, r);
-    }
-    if !args.pop3s_listen.is_empty() {
-        c.tls_listen = flag_addrs("--pop3s-listen", &args.pop3s_listen, r);
-    }
-    if !certs.is_empty() {
-        c.tls = certs;
-    }
-    if let Some(text) = &args.workers
-        && let Ok(n) = parse_count(text)
-    {
-        c.workers = n;
-    }
-    let mail_dir = match (&args.mail_dir, d.mail_dir, smtp_mail_dir) {
-        (Some(flag), _, _) => Some(flag.clone()),
-        (None, Some(own), Some(smtp)) if own != smtp => {
-            r.errors.push(format!(
-                "pop3.mail_dir {} differs from smtp.mail_dir {}: POP3 reads the store SMTP \
-                 delivers into",
-                own.display(),
-                smtp.display()
-            ));
-            None
-        }
-        (None, Some(own), _) => Some(own),
-        (None, None, smtp) => smtp.map(Path::to_owned),
-    };
+    r.flag_list(
+        "--pop3-listen",
+        &args.pop3_listen,
+        parse_addr,
+        &mut c.listen,
+    );
+    r.flag_list(
+        "--pop3s-listen",
+        &args.pop3s_listen,
+        parse_addr,
+        &mut c.tls_listen,
+    );
+    mail::apply_shared_flags(args, certs, &mut c.tls, &mut c.workers);
+    let mail_dir = mail_dir(args.mail_dir.as_deref(), d.mail_dir, smtp_mail_dir, r);
     if mail_dir.is_none() && smtp_mail_dir.is_none() {
         r.errors.push(
             "no mail directory: give --mail-dir DIR or pop3.mail_dir in the configuration file"
@@ -185,18 +143,70 @@ pub(super) fn finish(
     })
 }
 
-fn flag_addrs(flag: &str, texts: &[String], r: &mut Report) -> Vec<std::net::SocketAddr> {
-    let mut out = Vec::new();
-    for text in texts {
-        match parse_addr(text) {
-            Ok(addr) => out.push(addr),
-            Err(e) => r.errors.push(format!("{flag} {text}: {e}")),
+/// The mail directory: the flag's, else `pop3.mail_dir` (which must be SMTP's
+/// when both are given), else SMTP's.
+fn mail_dir(
+    flag: Option<&Path>,
+    own: Option<PathBuf>,
+    smtp: Option<&Path>,
+    r: &mut Report,
+) -> Option<PathBuf> {
+    match (flag, own, smtp) {
+        (Some(flag), _, _) => Some(flag.to_owned()),
+        (None, Some(own), Some(smtp)) if own != smtp => {
+            r.errors.push(format!(
+                "pop3.mail_dir {} differs from smtp.mail_dir {}: POP3 reads the store SMTP \
+                 delivers into",
+                own.display(),
+                smtp.display()
+            ));
+            None
         }
+        (None, Some(own), _) => Some(own),
+        (None, None, smtp) => smtp.map(Path::to_owned),
     }
-    out
 }
 
 fn validate(c: &stoa_pop3::Config, r: &mut Report) {
+    check_listeners(c, r);
+    r.check_host_and_workers("pop3.", &c.hostname, c.workers);
+    let l = &c.limits;
+    r.check(
+        l.max_connections != 0,
+        "pop3.max_connections: must be at least 1",
+    );
+    r.nonzero(
+        "pop3.",
+        &[
+            ("login_timeout", l.login_timeout),
+            ("idle_timeout", l.idle_timeout),
+            ("session_timeout", l.session_timeout),
+            ("send_timeout", l.send_timeout),
+            ("auth_failure_window", c.auth_throttle.window),
+        ],
+    );
+    if l.idle_timeout < RFC_MIN_AUTOLOGOUT {
+        r.warnings.push(format!(
+            "pop3.idle_timeout: {:?} is under the 10 minutes RFC 1939 asks of an autologout \
+             timer",
+            l.idle_timeout
+        ));
+    }
+    r.check(
+        c.auth_throttle.max_delay >= c.auth_throttle.delay,
+        "pop3.auth_failure_max_delay: must be at least auth_failure_delay",
+    );
+    for e in mail::tls_errors(&c.tls) {
+        // The same files may serve SMTP, whose check reported them already.
+        if !r.errors.contains(&e) {
+            r.errors.push(e);
+        }
+    }
+}
+
+/// A listener at least, POP3S ones with certificates, and a warning for a
+/// plain listener that could accept no login.
+fn check_listeners(c: &stoa_pop3::Config, r: &mut Report) {
     if c.listen.is_empty() && c.tls_listen.is_empty() {
         r.errors.push(
             "no POP3 listener: give --pop3-listen ADDR:PORT or --pop3s-listen ADDR:PORT \
@@ -216,54 +226,5 @@ fn validate(c: &stoa_pop3::Config, r: &mut Report) {
              without pop3.allow_plaintext_auth it accepts no login"
                 .into(),
         );
-    }
-    if c.hostname.is_empty()
-        || c.hostname
-            .contains(|ch: char| ch.is_whitespace() || ch.is_control())
-    {
-        r.errors
-            .push(format!("pop3.hostname {:?}: not a host name", c.hostname));
-    }
-    if !(1..=super::MAX_WORKERS).contains(&c.workers) {
-        r.errors
-            .push(format!("pop3.workers: must be 1 to {}", super::MAX_WORKERS));
-    }
-    let l = &c.limits;
-    if l.max_connections == 0 {
-        r.errors
-            .push("pop3.max_connections: must be at least 1".into());
-    }
-    for (name, d) in [
-        ("login_timeout", l.login_timeout),
-        ("idle_timeout", l.idle_timeout),
-        ("session_timeout", l.session_timeout),
-        ("send_timeout", l.send_timeout),
-        ("auth_failure_window", c.auth_throttle.window),
-    ] {
-        if d.is_zero() {
-            r.errors
-                .push(format!("pop3.{name}: must be more than zero"));
-        }
-    }
-    if l.idle_timeout < RFC_MIN_AUTOLOGOUT {
-        r.warnings.push(format!(
-            "pop3.idle_timeout: {:?} is under the 10 minutes RFC 1939 asks of an autologout \
-             timer",
-            l.idle_timeout
-        ));
-    }
-    if c.auth_throttle.max_delay < c.auth_throttle.delay {
-        r.errors
-            .push("pop3.auth_failure_max_delay: must be at least auth_failure_delay".into());
-    }
-    for pair in &c.tls {
-        if let Err(errors) = stoa_netkit::tls::load_certified_keys(std::slice::from_ref(pair)) {
-            for e in errors.iter().map(ToString::to_string) {
-                // The same files may serve SMTP, whose check reported them already.
-                if !r.errors.contains(&e) {
-                    r.errors.push(e);
-                }
-            }
-        }
     }
 }

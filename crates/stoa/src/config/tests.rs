@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::Path;
+use std::time::Duration;
 
 use super::*;
 

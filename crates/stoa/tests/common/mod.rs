@@ -1,6 +1,8 @@
-//! Helpers shared by the integration tests that drive the built `stoa` binary:
-//! a document-root fixture, a server process guard, a raw HTTP/1.x client that
-//! reads responses by `Content-Length`, and a curl runner.
+//! What the integration tests that drive the built `stoa` binary share beyond
+//! `stoa-testkit`: a document-root fixture, `stoa serve` started with its flags and
+//! its readiness lines read per scheme (on the kit's [`Process`]), the kit's raw
+//! HTTP/1.x client framing responses strictly by `Content-Length`, and a curl
+//! runner.
 //!
 //! Every wait here is bounded; servers are killed when their guard drops, so a
 //! failing test leaves no process behind.
@@ -9,12 +11,14 @@
 #![allow(dead_code)]
 
 use std::ffi::OsString;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use stoa_testkit::http::{Client, Response};
+use stoa_testkit::{Process, TestCert, listening_on};
 
 /// How long a server gets to print its readiness lines.
 pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -40,29 +44,6 @@ pub(crate) const PIPELINED: [(&str, &[u8]); 3] = [
 ];
 
 // ---------------------------------------------------------------------------
-// Polling
-// ---------------------------------------------------------------------------
-
-/// Polls `cond` until it holds or `timeout` passes; returns whether it held.
-/// The short pause between polls is not synchronisation, only a poll interval.
-pub(crate) fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "a poll interval while checking a condition against a deadline"
-        )]
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-// ---------------------------------------------------------------------------
 // Document root fixture
 // ---------------------------------------------------------------------------
 
@@ -77,7 +58,7 @@ impl Site {
     /// `docroot/` with `hello.txt`, `index.html`, `sub/index.html`, `empty/`, and
     /// the [`PIPELINED`] files; `secret.txt` next to (outside) the docroot.
     pub(crate) fn new() -> Site {
-        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let dir = stoa_testkit::temp_dir();
         let root = dir.path().join("docroot");
         std::fs::create_dir(&root).expect("create docroot");
         let site = Site { dir, root };
@@ -106,10 +87,7 @@ impl Site {
     /// Writes `body` to `rel` beneath the document root, creating directories.
     pub(crate) fn write(&self, rel: &str, body: &[u8]) -> PathBuf {
         let path = self.root.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create parent directories");
-        }
-        std::fs::write(&path, body).expect("write docroot file");
+        stoa_testkit::write_file(&path, body);
         path
     }
 }
@@ -118,16 +96,9 @@ impl Site {
 // Server process
 // ---------------------------------------------------------------------------
 
-/// Standard-error lines of a server, collected by a reader thread.
-#[derive(Default)]
-struct StderrLog {
-    lines: Mutex<(Vec<String>, bool)>,
-    changed: Condvar,
-}
-
 /// A running `stoa serve`, killed (SIGKILL) when dropped if still running.
 pub(crate) struct Server {
-    child: Child,
+    process: Process,
     /// The first bound address (port 0 resolved): plain HTTP if any, else HTTPS.
     pub(crate) addr: SocketAddr,
     /// Every bound plain-HTTP address, in `--listen` order.
@@ -142,8 +113,6 @@ pub(crate) struct Server {
     pub(crate) pop3_addrs: Vec<SocketAddr>,
     /// Every bound POP3S address, in `--pop3s-listen` order.
     pub(crate) pop3s_addrs: Vec<SocketAddr>,
-    stderr: Arc<StderrLog>,
-    exited: Option<ExitStatus>,
 }
 
 /// How to start a server.
@@ -269,18 +238,9 @@ impl ServerBuilder {
             .args(["--log-level", "info"])
             .env_remove("RUST_LOG")
             .env_remove("FAILPOINTS")
-            .envs(self.envs.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("spawn the stoa binary");
-        let stderr = Arc::new(StderrLog::default());
-        spawn_stderr_reader(
-            child.stderr.take().expect("stderr is piped"),
-            Arc::clone(&stderr),
-        );
+            .envs(self.envs.iter().map(|(k, v)| (k, v)));
         let mut server = Server {
-            child,
+            process: Process::spawn(&mut command),
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             addrs: Vec::new(),
             tls_addrs: Vec::new(),
@@ -288,14 +248,12 @@ impl ServerBuilder {
             submission_addrs: Vec::new(),
             pop3_addrs: Vec::new(),
             pop3s_addrs: Vec::new(),
-            stderr,
-            exited: None,
         };
         let ready = server.wait_for_stderr(READY_TIMEOUT, |lines| {
             lines.iter().filter(|l| parse_ready(l).is_some()).count() >= listens
         });
         if !ready {
-            let status = server.child.try_wait().ok().flatten();
+            let status = server.process.wait_exit(Duration::ZERO);
             panic!(
                 "stoa did not print {listens} readiness line(s) within {READY_TIMEOUT:?} \
                  (exit status so far: {status:?}); stderr:\n{}",
@@ -336,32 +294,11 @@ impl ServerBuilder {
 
 /// `(scheme, address)` of a readiness line (`stoa: listening on SCHEME://ADDR`).
 fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
-    let rest = line.strip_prefix("stoa: listening on ")?;
-    let (scheme, addr) = rest.split_once("://")?;
+    let (scheme, addr) = listening_on(line.strip_prefix("stoa: ")?)?;
     let scheme = ["http", "https", "smtp", "submission", "pop3", "pop3s"]
         .into_iter()
         .find(|s| *s == scheme)?;
-    addr.trim().parse().ok().map(|a| (scheme, a))
-}
-
-fn spawn_stderr_reader(stderr: ChildStderr, log: Arc<StderrLog>) {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stderr);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = reader.read_until(b'\n', &mut line).unwrap_or(0);
-            let mut guard = log.lines.lock().expect("stderr log lock");
-            if n == 0 {
-                guard.1 = true;
-                log.changed.notify_all();
-                return;
-            }
-            let text = String::from_utf8_lossy(&line);
-            guard.0.push(text.trim_end_matches(['\r', '\n']).to_owned());
-            log.changed.notify_all();
-        }
-    });
+    Some((scheme, addr))
 }
 
 impl Server {
@@ -383,33 +320,17 @@ impl Server {
 
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// Sends `sig` to the server process.
     pub(crate) fn signal(&self, sig: rustix::process::Signal) {
-        let raw = i32::try_from(self.child.id()).expect("pid fits in i32");
-        let pid = rustix::process::Pid::from_raw(raw).expect("pid is positive");
-        rustix::process::kill_process(pid, sig).expect("send a signal to the server");
+        self.process.signal(sig);
     }
 
     /// Waits (bounded) for the process to exit; `None` on timeout.
     pub(crate) fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        if let Some(status) = self.exited {
-            return Some(status);
-        }
-        let mut status = None;
-        wait_until(timeout, || {
-            status = self.child.try_wait().expect("poll the server process");
-            status.is_some()
-        });
-        if status.is_some() {
-            self.exited = status;
-            // The exit closes stderr; let the reader thread catch up so the
-            // last lines are visible to the test.
-            self.wait_for_stderr_eof(Duration::from_secs(5));
-        }
-        status
+        self.process.wait_exit(timeout)
     }
 
     /// Sends `sig` and waits for the exit status; panics (after killing the
@@ -419,8 +340,7 @@ impl Server {
         match self.wait_exit(EXIT_TIMEOUT) {
             Some(status) => status,
             None => {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
+                self.process.kill();
                 panic!(
                     "stoa did not exit within {EXIT_TIMEOUT:?} of {sig:?}; stderr:\n{}",
                     self.stderr_text()
@@ -431,280 +351,55 @@ impl Server {
 
     /// A copy of the standard-error lines so far.
     pub(crate) fn stderr_lines(&self) -> Vec<String> {
-        self.stderr.lines.lock().expect("stderr log lock").0.clone()
+        self.process.stderr_lines()
     }
 
     /// Standard error so far, one string.
     pub(crate) fn stderr_text(&self) -> String {
-        self.stderr_lines().join("\n")
+        self.process.stderr_text()
     }
 
     /// Waits (bounded) until `pred` holds for the standard-error lines.
     pub(crate) fn wait_for_stderr(
         &self,
         timeout: Duration,
-        mut pred: impl FnMut(&[String]) -> bool,
+        pred: impl FnMut(&[String]) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut guard = self.stderr.lines.lock().expect("stderr log lock");
-        loop {
-            if pred(&guard.0) {
-                return true;
-            }
-            let now = Instant::now();
-            if guard.1 || now >= deadline {
-                return false;
-            }
-            guard = self
-                .stderr
-                .changed
-                .wait_timeout(guard, deadline - now)
-                .expect("stderr log lock")
-                .0;
-        }
-    }
-
-    fn wait_for_stderr_eof(&self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        let mut guard = self.stderr.lines.lock().expect("stderr log lock");
-        while !guard.1 {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            guard = self
-                .stderr
-                .changed
-                .wait_timeout(guard, deadline - now)
-                .expect("stderr log lock")
-                .0;
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if self.exited.is_none() && matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        self.process.wait_for_stderr(timeout, pred)
     }
 }
 
 /// Runs the binary with `args` to completion (bounded by `timeout`, killed
 /// after it) and returns its exit status and standard error.
 pub(crate) fn run_stoa(args: &[&str], timeout: Duration) -> (ExitStatus, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the stoa binary");
-    let mut stderr = child.stderr.take().expect("stderr is piped");
-    let reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let _ = stderr.read_to_end(&mut text);
-        String::from_utf8_lossy(&text).into_owned()
-    });
-    let mut status = None;
-    wait_until(timeout, || {
-        status = child.try_wait().expect("poll the stoa process");
-        status.is_some()
-    });
-    let Some(status) = status else {
-        let _ = child.kill();
-        let _ = child.wait();
-        let text = reader.join().unwrap_or_default();
-        panic!("stoa {args:?} still running after {timeout:?}; stderr:\n{text}");
-    };
-    (status, reader.join().expect("stderr reader thread"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command.args(args).env_remove("RUST_LOG");
+    let done = stoa_testkit::run(&mut command, b"", timeout);
+    (done.status, done.stderr)
 }
 
-// ---------------------------------------------------------------------------
-// Certificates
-// ---------------------------------------------------------------------------
-
-/// A self-signed certificate for `name` (subject alternative name and common
-/// name, so `openssl s_client` shows which one was sent) with a P-256 key,
-/// written as `name.crt` and `name.key` in `dir`; returns the two paths.
+/// A self-signed certificate for `name` with its key, written as `name.crt` and
+/// `name.key` in `dir`; returns the two paths (what `stoa serve` is given).
 pub(crate) fn tls_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let key = rcgen::KeyPair::generate().expect("generate a key");
-    let mut params =
-        rcgen::CertificateParams::new(vec![name.to_owned()]).expect("certificate parameters");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    let cert = params.self_signed(&key).expect("self-sign");
-    let (cert_path, key_path) = (
-        dir.join(format!("{name}.crt")),
-        dir.join(format!("{name}.key")),
-    );
-    std::fs::write(&cert_path, cert.pem()).expect("write the certificate");
-    std::fs::write(&key_path, key.serialize_pem()).expect("write the key");
-    (cert_path, key_path)
+    let TestCert { cert, key, .. } = TestCert::new(dir, name);
+    (cert, key)
 }
 
 // ---------------------------------------------------------------------------
 // Raw HTTP client
 // ---------------------------------------------------------------------------
 
-/// One parsed response.
-#[derive(Debug, Clone)]
-pub(crate) struct Response {
-    /// `HTTP/1.1` or `HTTP/1.0`.
-    pub(crate) version: String,
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Response {
-    /// The first header named `name` (ASCII case-insensitive).
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A client connection that keeps unread bytes between responses, so pipelined
-/// answers can be read one after another.
-pub(crate) struct RawConn {
-    pub(crate) stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl RawConn {
-    /// Connects with [`IO_TIMEOUT`] on reads and writes.
-    pub(crate) fn connect(addr: SocketAddr) -> RawConn {
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect to stoa");
-        stream
-            .set_read_timeout(Some(IO_TIMEOUT))
-            .expect("set read timeout");
-        stream
-            .set_write_timeout(Some(IO_TIMEOUT))
-            .expect("set write timeout");
-        RawConn {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    /// Writes `bytes` in one `write_all`.
-    pub(crate) fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("send request bytes");
-    }
-
-    /// Reads one response. The body is read by `Content-Length`; pass
-    /// `head_only` for a response to HEAD. 304 responses have no body.
-    pub(crate) fn read_response(&mut self, head_only: bool) -> Response {
-        let deadline = Instant::now() + IO_TIMEOUT;
-        let head_end = loop {
-            if let Some(i) = find(&self.buf, b"\r\n\r\n") {
-                break i + 4;
-            }
-            self.fill(deadline, "a response head");
-        };
-        let head = String::from_utf8(self.buf[..head_end].to_vec()).expect("ASCII response head");
-        let mut lines = head.split("\r\n");
-        let status_line = lines.next().expect("status line");
-        let mut parts = status_line.splitn(3, ' ');
-        let version = parts.next().expect("version").to_owned();
-        let status = parts
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-        let headers: Vec<(String, String)> = lines
-            .filter(|l| !l.is_empty())
-            .map(|l| {
-                let (n, v) = l
-                    .split_once(':')
-                    .unwrap_or_else(|| panic!("bad header line {l:?}"));
-                (n.to_owned(), v.trim().to_owned())
-            })
-            .collect();
-        self.buf.drain(..head_end);
-        let mut response = Response {
-            version,
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        if head_only || status == 304 || status == 204 || (100..200).contains(&status) {
-            return response;
-        }
-        let len: usize = response
-            .header("Content-Length")
-            .unwrap_or_else(|| panic!("response without Content-Length: {head:?}"))
-            .parse()
-            .expect("numeric Content-Length");
-        while self.buf.len() < len {
-            self.fill(deadline, "a response body");
-        }
-        response.body = self.buf.drain(..len).collect();
-        response
-    }
-
-    /// Asserts the server closes the connection with nothing more to say: the
-    /// next read is EOF (within [`IO_TIMEOUT`]), not data, a timeout or a reset.
-    pub(crate) fn expect_eof(&mut self) {
-        assert!(
-            self.buf.is_empty(),
-            "unexpected bytes after the response: {:?}",
-            String::from_utf8_lossy(&self.buf)
-        );
-        let mut chunk = [0u8; 4096];
-        match self.stream.read(&mut chunk) {
-            Ok(0) => {}
-            Ok(n) => panic!(
-                "expected EOF, got {n} more bytes: {:?}",
-                String::from_utf8_lossy(&chunk[..n])
-            ),
-            Err(e) if is_timeout(&e) => {
-                panic!("expected EOF, but the connection stayed open for {IO_TIMEOUT:?}")
-            }
-            Err(e) => panic!("expected an orderly close (EOF), got {e}"),
-        }
-    }
-
-    fn fill(&mut self, deadline: Instant, what: &str) {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {IO_TIMEOUT:?} waiting for {what}; have {:?}",
-            String::from_utf8_lossy(&self.buf)
-        );
-        let mut chunk = [0u8; 64 * 1024];
-        match self.stream.read(&mut chunk) {
-            Ok(0) => panic!(
-                "connection closed while waiting for {what}; have {:?}",
-                String::from_utf8_lossy(&self.buf)
-            ),
-            Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            Err(e) if is_timeout(&e) => panic!(
-                "timed out after {IO_TIMEOUT:?} waiting for {what}; have {:?}",
-                String::from_utf8_lossy(&self.buf)
-            ),
-            Err(e) => panic!("read failed while waiting for {what}: {e}"),
-        }
-    }
+/// A raw HTTP/1.x connection to the server: the kit's client, insisting on
+/// `Content-Length` for every response with a body (the server always sends one).
+pub(crate) fn raw_conn(addr: SocketAddr) -> Client {
+    Client::connect(addr).require_content_length()
 }
 
 /// Sends `request` on a new connection and reads one response.
 pub(crate) fn raw_request(addr: SocketAddr, request: &[u8]) -> Response {
-    let mut conn = RawConn::connect(addr);
+    let mut conn = raw_conn(addr);
     conn.send(request);
     conn.read_response(request.starts_with(b"HEAD "))
-}
-
-/// A timeout from a socket with `SO_RCVTIMEO` set.
-pub(crate) fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
 }
 
 /// Position of `needle` in `haystack`.
@@ -778,7 +473,7 @@ impl Fetched {
 /// Fetches `url` with curl plus `extra` arguments; the status comes from
 /// `--write-out '%{http_code}'`, the head from `-D`, the body from `-o`.
 pub(crate) fn fetch(url: &str, extra: &[&str]) -> Fetched {
-    let dir = tempfile::tempdir().expect("temporary directory for curl output");
+    let dir = stoa_testkit::temp_dir();
     let head_path = dir.path().join("head");
     let body_path = dir.path().join("body");
     let head_arg = head_path.to_str().expect("UTF-8 temp path");

@@ -1,7 +1,7 @@
-//! Shared harness for the in-process protocol tests: a server on 127.0.0.1:0 with a
-//! temporary document root, and a small raw HTTP/1.1 client over `std::net::TcpStream`,
-//! optionally through a rustls client (with a self-signed certificate made by
-//! `rcgen` for the server's HTTPS listener).
+//! What the web server's in-process protocol tests share beyond `stoa-testkit`: a
+//! server on 127.0.0.1:0 with a temporary document root (and an HTTPS listener
+//! with a [`TestCert`] when asked), connected to with the kit's raw HTTP client,
+//! and the check that a bad request is refused and the connection closed.
 //!
 //! Every wait is bounded: sockets get read and write timeouts, and the server guard
 //! triggers shutdown and joins the server thread when dropped.
@@ -11,25 +11,21 @@
     reason = "each test binary uses a different part of the harness"
 )]
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, ClientConnection};
+use rustls::ClientConfig;
 use stoa_netkit::shutdown::Trigger;
+use stoa_testkit::TestCert;
+use stoa_testkit::http::{Client, get};
 use stoa_web::config::{AccessLogTarget, CertKeyFiles, LogFormat, TlsListener};
 use stoa_web::{Config, Server};
 
 /// What the file outside the document root holds; no response may ever contain it.
 pub(crate) const SECRET: &str = "TOP-SECRET-d41d8cd98f00b204";
-
-/// Default socket read timeout: long enough for a loaded machine, short enough that
-/// a hung test fails instead of hanging.
-pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) const A_TXT: &[u8] = b"alpha\n";
 pub(crate) const B_TXT: &[u8] = b"bravo bravo\n";
@@ -40,16 +36,6 @@ pub(crate) const DIR_INDEX: &[u8] = b"<h1>dir index</h1>\n";
 pub(crate) const BIG_LEN: usize = 300 * 1024;
 /// Size of `100k.bin`.
 pub(crate) const HUNDRED_K: usize = 100 * 1024;
-
-/// Waits `d` to pace a deliberately slow client (trickled bytes, requests spaced
-/// in time). Never used to wait for the server: that is always a bounded read.
-#[allow(
-    clippy::disallowed_methods,
-    reason = "pacing a slow client is the behaviour under test, not synchronisation"
-)]
-pub(crate) fn pace(d: Duration) {
-    std::thread::sleep(d);
-}
 
 /// Deterministic, non-repeating-looking content for binary files.
 pub(crate) fn pattern(len: usize) -> Vec<u8> {
@@ -66,7 +52,7 @@ pub(crate) struct Fixture {
 
 impl Fixture {
     pub(crate) fn new() -> Fixture {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = stoa_testkit::temp_dir();
         let f = Fixture { dir };
         for outside in ["x", "x.html", "etc/passwd", "secret.txt"] {
             f.write_outside(outside, SECRET.as_bytes());
@@ -94,11 +80,11 @@ impl Fixture {
 
     /// Writes `rel` (beneath the document root), creating parent directories.
     pub(crate) fn write(&self, rel: &str, bytes: &[u8]) {
-        write_file(&self.root().join(rel), bytes);
+        stoa_testkit::write_file(&self.root().join(rel), bytes);
     }
 
     fn write_outside(&self, rel: &str, bytes: &[u8]) {
-        write_file(&self.dir.path().join(rel), bytes);
+        stoa_testkit::write_file(&self.dir.path().join(rel), bytes);
     }
 
     /// Defaults for tests: two workers, short lingering and a bounded drain.
@@ -139,13 +125,6 @@ impl Fixture {
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).expect("create directories");
-    }
-    std::fs::write(path, bytes).expect("write fixture file");
-}
-
 /// A running server; dropping it triggers shutdown and joins the server thread.
 pub(crate) struct TestServer {
     addr: SocketAddr,
@@ -179,7 +158,10 @@ impl TestServer {
         let mut config = fixture.config();
         config.tls_listen.push(TlsListener {
             addr: "127.0.0.1:0".parse().expect("address"),
-            certs: vec![cert.files.clone()],
+            certs: vec![CertKeyFiles {
+                cert: cert.cert.clone(),
+                key: cert.key.clone(),
+            }],
         });
         edit(&mut config);
         let mut server = fixture.start(config);
@@ -252,441 +234,6 @@ impl Drop for TestServer {
     }
 }
 
-/// `GET path HTTP/1.1` with a `Host` header.
-pub(crate) fn get(path: &str) -> Vec<u8> {
-    format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
-}
-
-/// `METHOD path HTTP/1.1` with a `Host` header and extra header lines.
-pub(crate) fn request(method: &str, path: &str, headers: &[(&str, &str)]) -> Vec<u8> {
-    let mut r = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
-    for (name, value) in headers {
-        r.push_str(name);
-        r.push_str(": ");
-        r.push_str(value);
-        r.push_str("\r\n");
-    }
-    r.push_str("\r\n");
-    r.into_bytes()
-}
-
-/// One parsed response.
-#[derive(Debug, Clone)]
-pub(crate) struct Response {
-    pub(crate) status: u16,
-    pub(crate) version: String,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
-}
-
-impl Response {
-    /// The first header named `name` (ASCII case-insensitive).
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// How many headers are named `name`.
-    pub(crate) fn header_count(&self, name: &str) -> usize {
-        self.headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .count()
-    }
-
-    /// `Connection: close` was sent.
-    pub(crate) fn closes(&self) -> bool {
-        self.header("Connection")
-            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close")))
-    }
-
-    pub(crate) fn content_length(&self) -> Option<u64> {
-        self.header("Content-Length")
-            .map(|v| v.trim().parse().expect("numeric Content-Length"))
-    }
-
-    pub(crate) fn body_str(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-/// How a read that brought no bytes ended.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Closed {
-    /// Orderly EOF (FIN).
-    Eof,
-    /// The peer reset the connection.
-    Reset,
-}
-
-fn is_reset(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-    )
-}
-
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
-}
-
-/// A raw client connection with its own read buffer, so that pipelined responses can
-/// be parsed one at a time.
-pub(crate) struct Client {
-    stream: TcpStream,
-    /// The TLS state, for a client over HTTPS.
-    tls: Option<Box<ClientConnection>>,
-    buf: Vec<u8>,
-    pos: usize,
-}
-
-impl Client {
-    pub(crate) fn connect(addr: SocketAddr) -> Client {
-        Client::from_stream(TcpStream::connect(addr).expect("connect to the test server"))
-    }
-
-    /// Connects with a small receive buffer (set before `connect`, which disables
-    /// receive-buffer autotuning), so that a large response cannot be absorbed by the
-    /// client's kernel while the test is not reading.
-    pub(crate) fn connect_small_rcvbuf(addr: SocketAddr, bytes: usize) -> Client {
-        use rustix::net::{AddressFamily, SocketType};
-        let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None)
-            .expect("create socket");
-        rustix::net::sockopt::set_socket_recv_buffer_size(&fd, bytes).expect("SO_RCVBUF");
-        rustix::net::connect(&fd, &addr).expect("connect to the test server");
-        Client::from_stream(TcpStream::from(fd))
-    }
-
-    /// Enlarges the receive buffer (after [`Client::connect_small_rcvbuf`]), so the
-    /// rest of a large response arrives quickly.
-    pub(crate) fn grow_rcvbuf(&self, bytes: usize) {
-        rustix::net::sockopt::set_socket_recv_buffer_size(&self.stream, bytes).expect("SO_RCVBUF");
-    }
-
-    pub(crate) fn from_stream(stream: TcpStream) -> Client {
-        stream
-            .set_read_timeout(Some(READ_TIMEOUT))
-            .expect("set read timeout");
-        stream
-            .set_write_timeout(Some(READ_TIMEOUT))
-            .expect("set write timeout");
-        stream.set_nodelay(true).expect("TCP_NODELAY");
-        Client {
-            stream,
-            tls: None,
-            buf: Vec::with_capacity(64 * 1024),
-            pos: 0,
-        }
-    }
-
-    /// Connects and completes a TLS handshake for `name` (ALPN `http/1.1`).
-    pub(crate) fn connect_tls(
-        addr: SocketAddr,
-        config: &Arc<ClientConfig>,
-        name: &str,
-    ) -> io::Result<Client> {
-        let mut client = Client::connect(addr);
-        let name = ServerName::try_from(name.to_owned()).expect("a DNS name");
-        let mut conn = ClientConnection::new(Arc::clone(config), name).map_err(io::Error::other)?;
-        while conn.is_handshaking() {
-            conn.complete_io(&mut client.stream)?;
-        }
-        client.tls = Some(Box::new(conn));
-        Ok(client)
-    }
-
-    /// `plaintext` as TLS records of this connection, to be written raw (with
-    /// [`Client::writer`]) by a client that means to flood the server.
-    pub(crate) fn encrypt(&mut self, plaintext: &[u8]) -> Vec<u8> {
-        let tls = self.tls.as_mut().expect("a TLS client");
-        let mut wire = Vec::new();
-        // In pieces: rustls buffers at most 64 KiB of unsent records.
-        for piece in plaintext.chunks(16 * 1024) {
-            tls.writer().write_all(piece).expect("buffer plaintext");
-            while tls.wants_write() {
-                tls.write_tls(&mut wire).expect("encrypt");
-            }
-        }
-        wire
-    }
-
-    /// The TLS state (panics for a plain connection).
-    pub(crate) fn tls(&self) -> &ClientConnection {
-        self.tls.as_ref().expect("a TLS client")
-    }
-
-    /// A second handle on the socket, for writing from another thread.
-    pub(crate) fn writer(&self) -> TcpStream {
-        self.stream.try_clone().expect("clone socket")
-    }
-
-    pub(crate) fn set_read_timeout(&self, t: Duration) {
-        self.stream.set_read_timeout(Some(t)).expect("set timeout");
-    }
-
-    /// Writes all of `bytes`; panics on error.
-    #[track_caller]
-    pub(crate) fn send(&mut self, bytes: &[u8]) {
-        self.try_send(bytes).expect("write request");
-    }
-
-    /// Writes all of `bytes`, returning the error instead of panicking (the server
-    /// may legitimately close while a refused request is still being sent).
-    pub(crate) fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        match &mut self.tls {
-            None => self.stream.write_all(bytes),
-            Some(tls) => {
-                tls.writer().write_all(bytes)?;
-                while tls.wants_write() {
-                    tls.write_tls(&mut self.stream)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Half-closes: the server sees EOF after what was sent.
-    pub(crate) fn shutdown_write(&self) {
-        self.stream
-            .shutdown(Shutdown::Write)
-            .expect("shutdown(Write)");
-    }
-
-    /// Sends `GET path` and reads the response.
-    #[track_caller]
-    pub(crate) fn get(&mut self, path: &str) -> Response {
-        self.send(&get(path));
-        self.response()
-    }
-
-    /// Sends `req` and reads one response (`head`: the request was a HEAD).
-    #[track_caller]
-    pub(crate) fn roundtrip(&mut self, req: &[u8], head: bool) -> Response {
-        self.send(req);
-        self.read_response(head)
-    }
-
-    /// Reads one response to a GET; panics on EOF or a timeout.
-    #[track_caller]
-    pub(crate) fn response(&mut self) -> Response {
-        self.read_response(false)
-    }
-
-    /// Reads one response; panics on EOF, a reset or a timeout.
-    #[track_caller]
-    pub(crate) fn read_response(&mut self, head: bool) -> Response {
-        match self.try_read_response(head) {
-            Ok(Some(r)) => r,
-            Ok(None) => panic!("connection closed where a response was expected"),
-            Err(e) => panic!("reading a response: {e}"),
-        }
-    }
-
-    /// Reads one response. `Ok(None)`: the connection closed cleanly before any byte
-    /// of one. Responses to HEAD, 1xx, 204 and 304 have no body; others are framed
-    /// by `Content-Length`, or run to EOF without it.
-    pub(crate) fn try_read_response(&mut self, head: bool) -> io::Result<Option<Response>> {
-        let end = loop {
-            if let Some(i) = memchr::memmem::find(&self.buf[self.pos..], b"\r\n\r\n") {
-                break self.pos + i + 4;
-            }
-            if self.fill()? == 0 {
-                if self.pos == self.buf.len() {
-                    return Ok(None);
-                }
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "EOF inside a response head: {:?}",
-                        String::from_utf8_lossy(&self.buf[self.pos..])
-                    ),
-                ));
-            }
-        };
-        let text = String::from_utf8_lossy(&self.buf[self.pos..end - 4]).into_owned();
-        let mut lines = text.split("\r\n");
-        let status_line = lines.next().unwrap_or_default();
-        let mut parts = status_line.splitn(3, ' ');
-        let version = parts.next().unwrap_or_default().to_owned();
-        let status: u16 = parts
-            .next()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| bad(format!("bad status line {status_line:?}")))?;
-        if !version.starts_with("HTTP/1.") {
-            return Err(bad(format!("bad status line {status_line:?}")));
-        }
-        let mut headers = Vec::new();
-        for line in lines {
-            let (name, value) = line
-                .split_once(':')
-                .ok_or_else(|| bad(format!("bad header line {line:?}")))?;
-            headers.push((name.to_owned(), value.trim().to_owned()));
-        }
-        self.pos = end;
-        let mut response = Response {
-            status,
-            version,
-            headers,
-            body: Vec::new(),
-        };
-        let no_body = head || status == 204 || status == 304 || (100..200).contains(&status);
-        if no_body {
-            return Ok(Some(response));
-        }
-        match response.content_length() {
-            Some(n) => {
-                let n = usize::try_from(n).map_err(|_| bad("huge Content-Length".into()))?;
-                while self.buf.len() - self.pos < n {
-                    if self.fill()? == 0 {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            format!(
-                                "EOF after {} of {n} body bytes (status {status})",
-                                self.buf.len() - self.pos
-                            ),
-                        ));
-                    }
-                }
-                response.body = self.buf[self.pos..self.pos + n].to_vec();
-                self.pos += n;
-            }
-            None => {
-                while self.fill()? > 0 {}
-                response.body = self.buf[self.pos..].to_vec();
-                self.pos = self.buf.len();
-            }
-        }
-        Ok(Some(response))
-    }
-
-    /// Reads more bytes into the buffer; `Ok(0)` on EOF.
-    fn fill(&mut self) -> io::Result<usize> {
-        if self.pos > 0 && self.pos == self.buf.len() {
-            self.buf.clear();
-            self.pos = 0;
-        } else if self.pos > 1 << 20 {
-            self.buf.drain(..self.pos);
-            self.pos = 0;
-        }
-        let len = self.buf.len();
-        self.buf.resize(len + 64 * 1024, 0);
-        let result = loop {
-            let read = match &mut self.tls {
-                None => self.stream.read(&mut self.buf[len..]),
-                Some(tls) => {
-                    rustls::Stream::new(&mut **tls, &mut self.stream).read(&mut self.buf[len..])
-                }
-            };
-            match read {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other,
-            }
-        };
-        let n = *result.as_ref().unwrap_or(&0);
-        self.buf.truncate(len + n);
-        result
-    }
-
-    /// Reads exactly `n` raw bytes (from the buffer first).
-    #[track_caller]
-    pub(crate) fn read_exact_raw(&mut self, n: usize) -> Vec<u8> {
-        while self.buf.len() - self.pos < n {
-            match self.fill() {
-                Ok(0) => panic!("EOF after {} of {n} raw bytes", self.buf.len() - self.pos),
-                Ok(_) => {}
-                Err(e) => panic!("reading raw bytes: {e}"),
-            }
-        }
-        let out = self.buf[self.pos..self.pos + n].to_vec();
-        self.pos += n;
-        out
-    }
-
-    /// Reads a response head only; its body stays unread (in the buffer or the
-    /// socket) for [`Client::read_exact_raw`].
-    #[track_caller]
-    pub(crate) fn read_head_only(&mut self) -> Response {
-        self.read_response(true)
-    }
-
-    /// Waits for the connection to close with nothing more sent; panics on more
-    /// bytes or when it stays open past the read timeout.
-    #[track_caller]
-    pub(crate) fn expect_closed(&mut self) -> Closed {
-        if self.pos < self.buf.len() {
-            panic!(
-                "unexpected bytes where the connection should close: {:?}",
-                String::from_utf8_lossy(&self.buf[self.pos..])
-            );
-        }
-        match self.fill() {
-            Ok(0) => Closed::Eof,
-            Ok(_) => panic!(
-                "unexpected bytes where the connection should close: {:?}",
-                String::from_utf8_lossy(&self.buf[self.pos..])
-            ),
-            Err(e) if is_reset(&e) => Closed::Reset,
-            Err(e) if is_timeout(&e) => panic!("the connection was not closed by the server"),
-            Err(e) => panic!("read failed: {e}"),
-        }
-    }
-
-    /// Reads and throws away bytes until the connection closes; returns how many
-    /// bytes came and how it ended. Panics if it stays open past the read timeout.
-    #[track_caller]
-    pub(crate) fn drain_until_closed(&mut self) -> (usize, Closed) {
-        let mut total = self.buf.len() - self.pos;
-        self.buf.clear();
-        self.pos = 0;
-        loop {
-            match self.fill() {
-                Ok(0) => return (total, Closed::Eof),
-                Ok(n) => {
-                    total += n;
-                    self.buf.clear();
-                }
-                Err(e) if is_reset(&e) => return (total, Closed::Reset),
-                Err(e) if is_timeout(&e) => {
-                    panic!("the connection was not closed by the server ({total} bytes read)")
-                }
-                Err(e) => panic!("read failed: {e}"),
-            }
-        }
-    }
-
-    /// Asserts that the connection is still open and idle: nothing arrives within
-    /// `wait`. (Only used where a wait is what is being tested.)
-    #[track_caller]
-    pub(crate) fn expect_open_and_silent(&mut self, wait: Duration) {
-        assert!(
-            self.pos == self.buf.len(),
-            "unexpected bytes: {:?}",
-            String::from_utf8_lossy(&self.buf[self.pos..])
-        );
-        self.set_read_timeout(wait);
-        let result = self.fill();
-        self.set_read_timeout(READ_TIMEOUT);
-        match result {
-            Err(e) if is_timeout(&e) => {}
-            Ok(0) => panic!("the connection was closed"),
-            Ok(_) => panic!(
-                "unexpected bytes: {:?}",
-                String::from_utf8_lossy(&self.buf[self.pos..])
-            ),
-            Err(e) => panic!("read failed: {e}"),
-        }
-    }
-}
-
-fn bad(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg)
-}
-
 /// Asserts that `req` is refused with `status`, `Connection: close`, and that the
 /// connection is then closed without answering anything after it. A valid request
 /// is pipelined behind the bad one: it must never be answered.
@@ -717,51 +264,10 @@ pub(crate) fn assert_rejected(server: &TestServer, req: &[u8], status: u16) {
     c.expect_closed();
 }
 
-/// A self-signed certificate and its key, as PEM files and as the DER a client
-/// trusts.
-pub(crate) struct TestCert {
-    pub(crate) files: CertKeyFiles,
-    pub(crate) der: CertificateDer<'static>,
-}
-
-impl TestCert {
-    /// A certificate for `name` (subject alternative name and common name) with a
-    /// P-256 key, written as `name.crt` and `name.key` in `dir`.
-    pub(crate) fn new(dir: &Path, name: &str) -> TestCert {
-        let key = rcgen::KeyPair::generate().expect("generate a key");
-        let mut params =
-            rcgen::CertificateParams::new(vec![name.to_owned()]).expect("certificate parameters");
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let cert = params.self_signed(&key).expect("self-sign");
-        let files = CertKeyFiles {
-            cert: dir.join(format!("{name}.crt")),
-            key: dir.join(format!("{name}.key")),
-        };
-        std::fs::write(&files.cert, cert.pem()).expect("write the certificate");
-        std::fs::write(&files.key, key.serialize_pem()).expect("write the key");
-        TestCert {
-            files,
-            der: cert.der().clone(),
-        }
-    }
-}
-
 /// A TLS client configuration trusting `certs`, offering ALPN `http/1.1`.
 pub(crate) fn client_config(certs: &[&TestCert]) -> Arc<ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in certs {
-        roots.add(cert.der.clone()).expect("a usable trust anchor");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(config)
+    let ders: Vec<_> = certs.iter().map(|c| &c.der).collect();
+    stoa_testkit::client_config(&ders, &[b"http/1.1"])
 }
 
 /// Access-log target in `dir`, with the combined format.

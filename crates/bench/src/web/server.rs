@@ -8,7 +8,24 @@ use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::cli::FilesetArgs;
+use super::FilesetWriter;
+
+/// What the built-in target is made of: the binary it runs and the file set's
+/// writer.
+pub(crate) struct Wiring {
+    /// The `stoa` binary; `None`: this process's executable.
+    pub(crate) exe: Option<PathBuf>,
+    /// Writes the file set (the binary's `stoa fileset`).
+    pub(crate) write_fileset: FilesetWriter,
+}
+
+impl std::fmt::Debug for Wiring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wiring")
+            .field("exe", &self.exe)
+            .finish_non_exhaustive()
+    }
+}
 
 /// A running `stoa serve`, stopped (SIGTERM) when dropped.
 #[derive(Debug)]
@@ -18,6 +35,7 @@ pub(crate) struct BuiltIn {
     /// generators to trust.
     pub(crate) cert_pem: Option<String>,
     child: Child,
+    wiring: Wiring,
 }
 
 /// A fresh self-signed certificate for `localhost` and 127.0.0.1 (ECDSA
@@ -46,30 +64,18 @@ fn self_signed(dir: &std::path::Path) -> anyhow::Result<(PathBuf, PathBuf, Strin
 
 /// Where the built-in target keeps its file set and state between runs.
 fn cache_dir() -> PathBuf {
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("stoa/bench-web")
+    crate::cache_dir("bench-web")
 }
 
 /// Writes (or completes) the cached file set for `connections`.
-async fn write_fileset(connections: u32) -> anyhow::Result<()> {
+async fn write_fileset(write: &FilesetWriter, connections: u32) -> anyhow::Result<()> {
     let dir = cache_dir();
     eprintln!(
         "stoa bench: file set for {connections} connections in {}",
         dir.join("www").display()
     );
-    let args = FilesetArgs {
-        connections,
-        dir: dir.join("www"),
-        verify: false,
-        force: false,
-        jobs: None,
-        seed: 1999,
-        cgi_dir: Some(dir.join("cgi-bin")),
-    };
-    tokio::task::spawn_blocking(move || crate::fileset::write(&args, false))
+    let write = std::sync::Arc::clone(write);
+    tokio::task::spawn_blocking(move || write(connections, &dir.join("www"), &dir.join("cgi-bin")))
         .await
         .context("file set generation panicked")?
 }
@@ -82,16 +88,20 @@ impl BuiltIn {
 
     /// Extends the file set for a larger load (the server sees new files at once).
     pub(crate) async fn ensure_fileset(&self, connections: u32) -> anyhow::Result<()> {
-        write_fileset(connections).await
+        write_fileset(&self.wiring.write_fileset, connections).await
     }
 
     /// Makes sure the file set for `connections` exists, then starts the server
     /// (over HTTPS with a fresh self-signed certificate when `tls`).
-    pub(crate) async fn start(connections: u32, tls: bool) -> anyhow::Result<BuiltIn> {
+    pub(crate) async fn start(
+        wiring: Wiring,
+        connections: u32,
+        tls: bool,
+    ) -> anyhow::Result<BuiltIn> {
         let dir = cache_dir();
         let (www, cgi, state) = (dir.join("www"), dir.join("cgi-bin"), dir.join("state"));
-        write_fileset(connections).await?;
-        let exe = std::env::current_exe().context("cannot find the stoa binary")?;
+        write_fileset(&wiring.write_fileset, connections).await?;
+        let exe = crate::stoa_exe(wiring.exe.as_deref())?;
         let mut command = Command::new(exe);
         command.args(["serve", "--web99", "--access-log", "off"]);
         let mut cert_pem = None;
@@ -141,6 +151,7 @@ impl BuiltIn {
             addr,
             cert_pem,
             child,
+            wiring,
         })
     }
 }

@@ -36,7 +36,19 @@ use stoa_loadgen::{Live, LiveSnapshot, Plan, Tally};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::cli::BenchAgentArgs;
+/// A `stoa bench agent` daemon; each field is the flag of the same name.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Address to listen on for the prime client (`ADDR:PORT`).
+    pub listen: String,
+    /// Prime clients allowed to connect, as addresses or CIDR blocks; empty:
+    /// loopback only.
+    pub allow: Vec<String>,
+    /// Load threads; `None`: one per core.
+    pub threads: Option<u32>,
+    /// Serve this many runs, then return; `None`: serve until killed.
+    pub runs: Option<u32>,
+}
 
 /// Largest message an agent reads (a plan is a few hundred bytes).
 const MAX_PLAN: u64 = 1024 * 1024;
@@ -68,7 +80,7 @@ enum FromAgent {
 }
 
 /// `stoa bench agent`: serves primes until killed (or `--runs` runs).
-pub(crate) fn serve(args: &BenchAgentArgs) -> anyhow::Result<()> {
+pub fn serve(args: &Options) -> anyhow::Result<()> {
     stoa_netkit::limits::raise_nofile();
     let allow = parse_allow(&args.allow)?;
     let threads = args

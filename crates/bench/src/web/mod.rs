@@ -10,12 +10,10 @@
 //! Figures are "SPECweb99-style, not SPEC results": SPEC and SPECweb are trademarks
 //! of the Standard Performance Evaluation Corporation.
 
-pub(crate) mod agent;
 mod control;
-pub(crate) mod mail;
-mod report;
+mod options;
+mod progress;
 mod server;
-mod svg;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -27,9 +25,14 @@ use stoa_loadgen::{Live, LiveSnapshot, Plan, Tally};
 use stoa_web99::ads::ResetParams;
 use stoa_web99::fileset;
 use stoa_web99::metrics::{GeneratorStats, Iteration, Validity};
-use stoa_web99::workload::{DEFAULT_DECK, HttpVersion, Targets};
+use stoa_web99::workload::{DEFAULT_DECK, Targets};
 
-use crate::cli::BenchWebArgs;
+use crate::agent;
+use crate::cpu_of;
+pub(crate) use options::http_label;
+pub use options::{FilesetWriter, Options, ProfileName};
+use server::Wiring;
+pub(crate) use server::terminate;
 
 /// Phase lengths of a run.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +95,7 @@ pub(crate) struct IterationResult {
 /// What the report describes.
 #[derive(Debug)]
 pub(crate) struct Run {
-    pub(crate) args: BenchWebArgs,
+    pub(crate) args: Options,
     pub(crate) profile: Profile,
     pub(crate) target: String,
     pub(crate) server_software: String,
@@ -121,7 +124,7 @@ const MAX_TRIALS: usize = 16;
 /// down to a step of 5 % (at least 2 connections). Returns the best passing
 /// iteration (if any) and every trial.
 async fn find_max(
-    args: &BenchWebArgs,
+    args: &Options,
     profile: &Profile,
     ep: &control::Endpoint,
     targets: &Targets,
@@ -179,8 +182,9 @@ async fn find_max(
     Ok((best, trials))
 }
 
-/// Runs the command.
-pub(crate) fn run(args: &BenchWebArgs) -> anyhow::Result<()> {
+/// Runs `stoa bench web`: validation, the iterations (or the `--find-max`
+/// search) and the reports. `write_fileset` makes the built-in target's file set.
+pub fn run(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
     // Thousands of connections need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     // One thread: paced generators are light (thousands fit on one core), and the
@@ -189,12 +193,12 @@ pub(crate) fn run(args: &BenchWebArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the harness runtime")?;
-    runtime.block_on(run_async(args))
+    runtime.block_on(run_async(args, write_fileset))
 }
 
 /// `--print-urls`: the static URLs of each generator's first deck. Stops quietly
 /// when the reader goes away (`| head`).
-fn print_urls(args: &BenchWebArgs, profile: &Profile) {
+fn print_urls(args: &Options, profile: &Profile) {
     use std::io::Write as _;
     let dirs = fileset::directories(args.connections);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -209,47 +213,20 @@ fn print_urls(args: &BenchWebArgs, profile: &Profile) {
     let _ = out.flush();
 }
 
-async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
-    let mut profile = if args.profile == "standard" {
-        STANDARD
-    } else {
-        QUICK
+async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
+    let mut profile = match args.profile {
+        ProfileName::Standard => STANDARD,
+        ProfileName::Quick => QUICK,
     };
-    if let Some(text) = &args.run_time {
-        profile.run = crate::config::parse_duration(text)
-            .map_err(|e| anyhow::anyhow!("--run-time {text}: {e}"))?;
+    if let Some(run) = args.run_time {
+        profile.run = run;
     }
     if args.print_urls {
         print_urls(args, &profile);
         return Ok(());
     }
     let directories = fileset::directories(args.connections);
-    let (ep, url_root, host, server) = match &args.target {
-        Some(_) if args.tls => {
-            anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
-        }
-        Some(url) => {
-            let t = parse_target(url)?;
-            let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
-            (
-                control::Endpoint::new(t.addr, tls)?,
-                t.root,
-                t.authority,
-                None,
-            )
-        }
-        None => {
-            let s = server::BuiltIn::start(args.connections, args.tls).await?;
-            let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
-                server_name: "localhost".into(),
-                resume_ratio: args.tls_resume,
-                ca_pem: Some(pem),
-                insecure: false,
-            });
-            let ep = control::Endpoint::new(s.addr, tls)?;
-            (ep, String::new(), s.addr.to_string(), Some(s))
-        }
-    };
+    let (ep, url_root, host, server) = connect(args, write_fileset).await?;
     let addr = ep.addr;
     let targets = Targets {
         host,
@@ -257,11 +234,7 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
         dynamic: args.dynamic_path.clone(),
         cgi: args.cgi_path.clone(),
         post: args.dynamic_path.clone(),
-        version: if args.http == "1.0" {
-            HttpVersion::Http10
-        } else {
-            HttpVersion::Http11
-        },
+        version: args.http,
     };
     let server_pids: Vec<u32> = match &server {
         Some(s) => s.pid().into_iter().collect(),
@@ -310,11 +283,11 @@ async fn run_async(args: &BenchWebArgs) -> anyhow::Result<()> {
         iterations,
         search,
     };
-    report::emit(&run)
+    crate::report::web::emit(&run)
 }
 
 async fn iteration(
-    args: &BenchWebArgs,
+    args: &Options,
     profile: &Profile,
     ep: &control::Endpoint,
     targets: &Targets,
@@ -322,7 +295,6 @@ async fn iteration(
     index: u32,
     server_pids: &[u32],
 ) -> anyhow::Result<IterationResult> {
-    let directories = fileset::directories(connections);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -351,23 +323,7 @@ async fn iteration(
         profile.run.as_secs(),
         profile.rampdown.as_secs()
     );
-    let plan = Plan {
-        addr: ep.addr,
-        targets: targets.clone(),
-        connections,
-        directories,
-        warmup,
-        run: profile.run,
-        rampdown: profile.rampdown,
-        static_only: args.static_only,
-        expired,
-        client: 0,
-        first_user: 0,
-        deck_size: profile.deck,
-        closed_loop: args.closed_loop,
-        threads: args.threads,
-        tls: ep.tls.clone(),
-    };
+    let plan = plan_of(args, profile, ep, targets, connections, warmup, expired);
     let phases = [
         (if index == 0 { "warm-up" } else { "ramp-up" }, warmup),
         ("run", profile.run),
@@ -375,32 +331,7 @@ async fn iteration(
     ];
     let server_before = cpu_of(server_pids);
     let started = std::time::Instant::now();
-    let tally = if args.agents.is_empty() {
-        let live = Arc::new(Live::default());
-        let source = Arc::clone(&live);
-        let progress =
-            report::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
-        let tally = stoa_loadgen::run(&plan, live).await;
-        progress.finish();
-        tally
-    } else {
-        let live = Arc::new(Mutex::new(Vec::new()));
-        let source = Arc::clone(&live);
-        let progress = report::Progress::start(
-            index + 1,
-            phases,
-            Arc::new(move || {
-                let mut sum = LiveSnapshot::default();
-                if let Ok(l) = source.lock() {
-                    l.iter().for_each(|s| sum += *s);
-                }
-                sum
-            }),
-        );
-        let tally = agent::run_remote(&args.agents, &plan, live).await;
-        progress.finish();
-        tally?
-    };
+    let tally = run_load(&args.agents, &plan, index, phases).await?;
     let wall = started.elapsed();
     let server_cpu = server_before
         .zip(cpu_of(server_pids))
@@ -427,29 +358,113 @@ async fn iteration(
     })
 }
 
-/// CPU time (user + system) of `pids` so far, from `/proc/PID/stat`; `None`
-/// when there are none or one cannot be read.
-pub(crate) fn cpu_of(pids: &[u32]) -> Option<Duration> {
-    if pids.is_empty() {
-        return None;
+/// Where the load goes: the `--target` server, or the built-in one started
+/// here. Returns the endpoint, the file set's URL root, the `Host` header and
+/// the built-in server (kept running while it is held).
+async fn connect(
+    args: &Options,
+    write_fileset: &FilesetWriter,
+) -> anyhow::Result<(control::Endpoint, String, String, Option<server::BuiltIn>)> {
+    match &args.target {
+        Some(_) if args.tls => {
+            anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
+        }
+        Some(url) => {
+            let t = parse_target(url)?;
+            let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
+            Ok((
+                control::Endpoint::new(t.addr, tls)?,
+                t.root,
+                t.authority,
+                None,
+            ))
+        }
+        None => {
+            let wiring = Wiring {
+                exe: args.server_exe.clone(),
+                write_fileset: Arc::clone(write_fileset),
+            };
+            let s = server::BuiltIn::start(wiring, args.connections, args.tls).await?;
+            let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
+                server_name: "localhost".into(),
+                resume_ratio: args.tls_resume,
+                ca_pem: Some(pem),
+                insecure: false,
+            });
+            let ep = control::Endpoint::new(s.addr, tls)?;
+            Ok((ep, String::new(), s.addr.to_string(), Some(s)))
+        }
     }
-    let ticks = rustix::param::clock_ticks_per_second().max(1);
-    let mut total = 0u64;
-    for pid in pids {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command name, which may hold spaces and ')'.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-        let utime: u64 = fields.get(11)?.parse().ok()?;
-        let stime: u64 = fields.get(12)?.parse().ok()?;
-        total += utime + stime;
+}
+
+/// The generators' plan for an iteration of `profile` at `connections`, with
+/// its warm-up (or ramp-up) and the ads expired by the reset.
+fn plan_of(
+    args: &Options,
+    profile: &Profile,
+    ep: &control::Endpoint,
+    targets: &Targets,
+    connections: u32,
+    warmup: Duration,
+    expired: [u32; 2],
+) -> Plan {
+    Plan {
+        addr: ep.addr,
+        targets: targets.clone(),
+        connections,
+        directories: fileset::directories(connections),
+        warmup,
+        run: profile.run,
+        rampdown: profile.rampdown,
+        static_only: args.static_only,
+        expired,
+        client: 0,
+        first_user: 0,
+        deck_size: profile.deck,
+        closed_loop: args.closed_loop,
+        threads: args.threads,
+        tls: ep.tls.clone(),
     }
-    Some(Duration::from_micros(total * 1_000_000 / ticks))
+}
+
+/// Runs `plan` in this process, or split over the `agents`, with the
+/// iteration's progress line.
+async fn run_load(
+    agents: &[String],
+    plan: &Plan,
+    index: u32,
+    phases: [(&'static str, Duration); 3],
+) -> anyhow::Result<Tally> {
+    if agents.is_empty() {
+        let live = Arc::new(Live::default());
+        let source = Arc::clone(&live);
+        let progress =
+            progress::Progress::start(index + 1, phases, Arc::new(move || source.snapshot()));
+        let tally = stoa_loadgen::run(plan, live).await;
+        progress.finish();
+        Ok(tally)
+    } else {
+        let live = Arc::new(Mutex::new(Vec::new()));
+        let source = Arc::clone(&live);
+        let progress = progress::Progress::start(
+            index + 1,
+            phases,
+            Arc::new(move || {
+                let mut sum = LiveSnapshot::default();
+                if let Ok(l) = source.lock() {
+                    l.iter().for_each(|s| sum += *s);
+                }
+                sum
+            }),
+        );
+        let tally = agent::run_remote(agents, plan, live).await;
+        progress.finish();
+        tally
+    }
 }
 
 /// The generators' TLS settings for an https target named `host`.
-fn tls_plan(args: &BenchWebArgs, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan> {
+fn tls_plan(args: &Options, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan> {
     let ca_pem = match &args.tls_ca {
         Some(path) => Some(
             std::fs::read_to_string(path)

@@ -56,6 +56,7 @@ impl BuiltIn {
     /// Starts `stoa serve` with `users` accounts in `domain`, relaying other
     /// domains to `sink`.
     pub(crate) async fn start(
+        exe: &Path,
         domain: &str,
         users: u32,
         password: &str,
@@ -90,7 +91,6 @@ impl BuiltIn {
         );
         std::fs::write(&config, text)
             .with_context(|| format!("cannot write {}", config.display()))?;
-        let exe = std::env::current_exe().context("cannot find the stoa binary")?;
         let mut child = Command::new(exe)
             .arg("serve")
             .arg("--config")
@@ -167,6 +167,6 @@ impl BuiltIn {
 
 impl Drop for BuiltIn {
     fn drop(&mut self) {
-        crate::bench::server::terminate(&self.child);
+        crate::web::terminate(&self.child);
     }
 }

@@ -1,5 +1,12 @@
 //! Operation times as a histogram: constant memory however long the run, cheap to
 //! merge across threads and agents, and small on the wire.
+//!
+//! It owns [`Latency`], the one measurement type the web load engine
+//! (`stoa-loadgen`), the mail load engine (`stoa-mailgen`) and the harness's
+//! reports share: an `hdrhistogram` of microseconds from 1 µs to one hour at
+//! three significant figures, serialised as its non-empty buckets. It does not
+//! time anything itself or know what an operation is; callers record
+//! milliseconds.
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

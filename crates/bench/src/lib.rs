@@ -1,0 +1,85 @@
+//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent` runs.
+//!
+//! It owns the runs, not the command line: the `stoa` binary parses its flags
+//! (and durations) and hands this crate plain option structs:
+//!
+//! - [`web`]: the SPECweb99-style run ([`web::Options`], [`web::run`]): validation,
+//!   iterations of paced load (`stoa-loadgen`), the post.log audit, `--find-max`,
+//!   and the built-in `stoa serve --web99` target over a cached file set.
+//! - [`agent`]: the client daemon of a many-machine web run ([`agent::Options`],
+//!   [`agent::serve`]) and the prime's side of it.
+//! - [`mail`]: the SPECmail2001-style run ([`mail::Options`], [`mail::run`]): the
+//!   SMTP sink, the store fill and check, the load levels (`stoa-mailgen`), the
+//!   QoS verdict, and the built-in `stoa serve` mail target; plus
+//!   [`mail::write_users`] for measuring another server the same way.
+//! - `report`: both benchmarks' reports from one document model (text on
+//!   standard output; text, JSON and HTML with SVG charts in `--out`); the
+//!   progress lines on standard error are the runners'.
+//!
+//! It does not parse command lines or configuration files, write the file set
+//! (the binary's `stoa fileset` does, through [`web::FilesetWriter`]), or serve:
+//! the built-in targets are the `stoa` binary itself, started as `stoa serve`
+//! (by default this process's executable: the harness runs inside `stoa`).
+//!
+//! # Errors
+//!
+//! The entry points return [`anyhow::Result`], a deliberate deviation from the
+//! workspace's "typed errors in libraries": every error here is a message for the
+//! person running the benchmark (a bad flag value, a target that does not answer,
+//! a run that failed validation), printed by the binary and never matched by a
+//! caller, and each carries the context of where in the run it happened. A typed
+//! error would be one variant holding that same chain of messages.
+//!
+//! Figures are "SPECweb99-style" and "SPECmail2001-style", not SPEC results: SPEC,
+//! SPECweb and SPECmail are trademarks of the Standard Performance Evaluation
+//! Corporation.
+
+pub mod agent;
+pub mod mail;
+mod report;
+pub mod web;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// CPU time (user + system) of `pids` so far, from `/proc/PID/stat`; `None`
+/// when there are none or one cannot be read.
+pub(crate) fn cpu_of(pids: &[u32]) -> Option<Duration> {
+    if pids.is_empty() {
+        return None;
+    }
+    let ticks = rustix::param::clock_ticks_per_second().max(1);
+    let mut total = 0u64;
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name, which may hold spaces and ')'.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+        let utime: u64 = fields.get(11)?.parse().ok()?;
+        let stime: u64 = fields.get(12)?.parse().ok()?;
+        total += utime + stime;
+    }
+    Some(Duration::from_micros(total * 1_000_000 / ticks))
+}
+
+/// The `stoa` binary a built-in target runs: `exe` when given, else this
+/// process's executable (the harness runs inside `stoa`).
+pub(crate) fn stoa_exe(exe: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match exe {
+        Some(path) => Ok(path.to_owned()),
+        None => anyhow::Context::context(std::env::current_exe(), "cannot find the stoa binary"),
+    }
+}
+
+/// The harness's cache directory for `what` (`bench-web`, `bench-mail`):
+/// `$XDG_CACHE_HOME/stoa/WHAT`, else `~/.cache/stoa/WHAT`, else under the
+/// temporary directory.
+pub(crate) fn cache_dir(what: &str) -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("stoa")
+        .join(what)
+}

@@ -1,0 +1,152 @@
+//! One load level of a run: the four streams at a rate, the CPU they cost, and
+//! the live progress line.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use stoa_mail2001::Rates;
+use stoa_mailgen::engine::{Engine, LevelPlan, Live, Phase};
+use stoa_mailgen::qos;
+
+use super::Settings;
+use super::run::LevelResult;
+use crate::cpu_of;
+
+/// Runs one level at `load` × `mpm`, with a progress line.
+pub(super) async fn run_level(
+    engine: &Engine,
+    s: &Settings,
+    mpm: f64,
+    load: f64,
+    index: u8,
+    server_pids: &[u32],
+) -> LevelResult {
+    let rates = Rates::at_load(mpm, load);
+    let plan = LevelPlan {
+        index,
+        rates,
+        warmup: s.phases.warmup,
+        run: s.phases.run,
+        cooldown: s.phases.cooldown,
+        drain_limit: s.drain_limit,
+    };
+    let label = format!("{mpm:.1} msgs/min at {:.0}%", load * 100.0);
+    eprintln!(
+        "stoa bench: level {label}: {:.2} user SMTP/s, {:.2} remote SMTP/s, {:.2} initial POP/s, {:.2} repeated POP/s",
+        rates.user_smtp, rates.remote_smtp, rates.initial_pop, rates.repeated_pop
+    );
+    let live = Arc::new(Live::default());
+    let progress = progress(&label, &plan, &live);
+    let self_pid = [std::process::id()];
+    let (harness0, server0, machine0) = (cpu_of(&self_pid), cpu_of(server_pids), machine_busy());
+    let started = Instant::now();
+    let tally = engine.run_level(&plan, &live).await;
+    let wall = started.elapsed();
+    progress.abort();
+    let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let harness_cpu = diff(harness0, cpu_of(&self_pid));
+    let server_cpu = diff(server0, cpu_of(server_pids));
+    let machine_cpu = diff(machine0, machine_busy());
+    let verdict = qos::verdict(&tally);
+    eprintln!(
+        "stoa bench: level {label}: {} ({} SMTP and {} POP sessions judged)",
+        if verdict.passed {
+            "passed".to_owned()
+        } else {
+            format!("failed: {}", verdict.failures.join(", "))
+        },
+        tally.started.user_smtp + tally.started.remote_smtp,
+        tally.started.initial_pop + tally.started.repeated_pop,
+    );
+    LevelResult {
+        load,
+        rates,
+        tally,
+        verdict,
+        wall,
+        harness_cpu,
+        server_cpu,
+        machine_cpu,
+    }
+}
+
+/// CPU time the machine has been busy since boot (user, nice, system, irq,
+/// softirq, steal: everything but idle and I/O wait), from `/proc/stat`.
+fn machine_busy() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is in user).
+    let busy: u64 = fields
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|&(i, _)| i != 3 && i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    let ticks = rustix::param::clock_ticks_per_second().max(1);
+    Some(Duration::from_micros(busy * 1_000_000 / ticks))
+}
+
+/// Standard error when it is a terminal; nothing otherwise (a log gets plain
+/// lines instead).
+pub(super) fn draw_target() -> indicatif::ProgressDrawTarget {
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressDrawTarget::stderr()
+    } else {
+        indicatif::ProgressDrawTarget::hidden()
+    }
+}
+
+/// A live progress line on a terminal (hidden otherwise): phase, time left,
+/// sessions running, started and failed.
+fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::JoinHandle<()> {
+    let bar = ProgressBar::with_draw_target(None, draw_target());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let (label, live) = (label.to_owned(), Arc::clone(live));
+    let ends = [
+        plan.warmup,
+        plan.warmup + plan.run,
+        plan.warmup + plan.run + plan.cooldown,
+    ];
+    tokio::spawn(async move {
+        let t0 = Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let phase = live.phase();
+            let left = |end: Duration| end.saturating_sub(t0.elapsed()).as_secs();
+            let state = match phase {
+                Phase::Warmup => format!("warm-up {}s left", left(ends[0])),
+                Phase::Measure => format!("measurement {}s left", left(ends[1])),
+                Phase::Cooldown => format!("cool-down {}s left", left(ends[2])),
+                Phase::Drain => format!(
+                    "finishing {} judged sessions",
+                    live.pending.load(Ordering::Relaxed)
+                ),
+                Phase::Done => break,
+            };
+            bar.set_message(format!(
+                "{label}: {state} | running {} | started {} | failed {}",
+                live.active.load(Ordering::Relaxed),
+                live.started.load(Ordering::Relaxed),
+                live.failed.load(Ordering::Relaxed),
+            ));
+            bar.tick();
+        }
+        bar.finish_and_clear();
+    })
+}

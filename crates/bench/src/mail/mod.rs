@@ -1,0 +1,499 @@
+//! `stoa bench mail`: the SPECmail2001-style harness (`mail2001.md` §1–§4).
+//!
+//! A run: the SMTP sink starts (the server relays remote mail to it); without
+//! `--smtp`/`--pop3` a built-in `stoa serve` starts with generated users and is
+//! filled to the steady state; the store is checked (a sample of mailboxes
+//! against the steady-state model); then each load level (80, 100, 120 % by
+//! default) runs warm-up, measurement and cool-down with the four Poisson
+//! streams (`stoa-mailgen`), and is judged by the QoS rules. `--find-max`
+//! searches the highest rate whose 100 % level passes; `--init-only` fills an
+//! external server's store (resumably) and stops.
+//!
+//! Figures are "SPECmail2001-style, not SPEC results": SPEC and SPECmail are
+//! trademarks of the Standard Performance Evaluation Corporation.
+
+mod fill;
+mod level;
+mod options;
+pub(crate) mod run;
+mod server;
+
+use std::io::Write as _;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use stoa_mail2001::Rates;
+use stoa_mailgen::engine::{Engine, Workload};
+use stoa_mailgen::sink::Sink;
+
+pub use fill::default_journal;
+use fill::{check_store, fill_store, print_store_check};
+use level::run_level;
+pub use options::{Options, ProfileName, UsersFormat, UsersOptions};
+use run::{LevelResult, MailRun, Phases, StoreCheck, Trial};
+
+/// The white paper's phases: 5 min warm-up, 60 min measurement, 15 min
+/// cool-down per level ((WP) figure "Phases of a Benchmark Run").
+const STANDARD: Phases = Phases {
+    profile: "standard",
+    warmup: Duration::from_secs(300),
+    run: Duration::from_secs(3600),
+    cooldown: Duration::from_secs(900),
+};
+
+/// Short phases for the README and CI.
+const QUICK: Phases = Phases {
+    profile: "quick",
+    warmup: Duration::from_secs(10),
+    run: Duration::from_secs(60),
+    cooldown: Duration::from_secs(20),
+};
+
+/// The rate of the built-in run when neither --rate nor --users is given.
+const DEFAULT_RATE: f64 = 20.0;
+/// Fewest probes per second when --probe-share is not given: one per 10 s.
+const MIN_PROBE_RATE: f64 = 0.1;
+/// The white paper's probe share: 1 % of the mail (§2.2).
+const PROBE_SHARE: f64 = 0.01;
+/// Most `--find-max` trials.
+const MAX_TRIALS: usize = 12;
+/// The default sink address for an external server.
+const DEFAULT_SINK: &str = "127.0.0.1:2526";
+
+/// The interpretations printed in every report's notes.
+const CHOICES: [&str; 9] = [
+    "A session is judged if it starts inside the measurement window; load continues through the cool-down, then the level waits for judged sessions (quick profile: at most 2 min, standard: 20 min) and counts those still running as unfinished, not as errors.",
+    "\"SMTP Data\" and \"POP Retrieve\" (5 s) time the command's first reply (354, +OK); the whole transfer is judged against 5 s + size / 3,000 B/s as \"SMTP Data Response Time\" and \"POP Retrieve Response Time\".",
+    "Error rate = failed steps / steps attempted over every function and the delivery probes; an error is an unexpected reply, a closed connection or no reply within the reply timeout.",
+    "Remote Message Delivery counts recipients (as the published row equals \"SMTP To Remote\"); a recipient counts if the sink received it before its level ended.",
+    "Delivery time runs from the start of the probe's SMTP session (sent at full speed) until a POP poll (every 1 s, TOP of each message) finds it; a probe not found after 120 s, or still polling when its level ends, is not delivered. Probed mailboxes are kept from other POP sessions.",
+    "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
+    "Modem sessions (90 % of user SMTP and POP sessions) send and receive at 6,000 B/s throughout; remote-MTA sessions run at full speed.",
+    "The retry pool (7.5 % of the accounts) is drawn per run; a repeated check takes a pool mailbox not checked for 300 s, or is skipped and counted as \"Retry Pool Exhausted\".",
+    "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates.",
+];
+
+/// Runs `stoa bench mail`: the sink, the store (filled and checked), the load
+/// levels (or the `--find-max` search) and the reports.
+pub fn run(args: &Options) -> anyhow::Result<()> {
+    // Thousands of sessions need thousands of descriptors.
+    stoa_netkit::limits::raise_nofile();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads as usize)
+        .enable_all()
+        .build()
+        .context("cannot start the harness runtime")?;
+    runtime.block_on(run_async(args))
+}
+
+/// The settings a run derives from its arguments.
+#[derive(Debug, Clone)]
+struct Settings {
+    /// The claimed rate (or the first rate of --find-max).
+    rate: f64,
+    /// Accounts.
+    users: u32,
+    phases: Phases,
+    reply_timeout: Duration,
+    drain_limit: Duration,
+    seed: u64,
+}
+
+fn settings(args: &Options) -> anyhow::Result<Settings> {
+    let users = match (args.users, args.rate) {
+        (Some(u), _) => u,
+        (None, Some(r)) => {
+            let u = (r * 200.0).ceil();
+            if u > f64::from(u32::MAX) {
+                bail!("--rate {r} needs more than {} accounts", u32::MAX);
+            }
+            u as u32
+        }
+        (None, None) => (DEFAULT_RATE * 200.0) as u32,
+    };
+    let cap = f64::from(users) / 200.0;
+    let rate = args.rate.unwrap_or(if args.find_max {
+        (cap / 8.0).max(cap.min(1.0))
+    } else {
+        cap
+    });
+    if rate > cap + 1e-9 {
+        bail!(
+            "--rate {rate} needs {} accounts, but --users is {users}: the store must hold 200 × rate accounts",
+            (rate * 200.0).ceil()
+        );
+    }
+    let base = match args.profile {
+        ProfileName::Standard => STANDARD,
+        ProfileName::Quick => QUICK,
+    };
+    let phases = Phases {
+        profile: if args.warmup.is_some() || args.run_time.is_some() || args.cooldown.is_some() {
+            "custom"
+        } else {
+            base.profile
+        },
+        warmup: args.warmup.unwrap_or(base.warmup),
+        run: args.run_time.unwrap_or(base.run),
+        cooldown: args.cooldown.unwrap_or(base.cooldown),
+    };
+    if phases.run.is_zero() {
+        bail!("--run-time must be longer than zero");
+    }
+    let reply_timeout = args.reply_timeout;
+    if reply_timeout.is_zero() {
+        bail!("--reply-timeout must be longer than zero");
+    }
+    let drain_limit = args.drain_limit.unwrap_or(if base.profile == "standard" {
+        Duration::from_secs(1200)
+    } else {
+        Duration::from_secs(120)
+    });
+    let seed = args.seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    Ok(Settings {
+        rate,
+        users,
+        phases,
+        reply_timeout,
+        drain_limit,
+        seed,
+    })
+}
+
+fn resolve(text: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+    text.to_socket_addrs()
+        .with_context(|| format!("{flag} {text}: not an address (HOST:PORT)"))?
+        .next()
+        .with_context(|| format!("{flag} {text}: the name has no address"))
+}
+
+/// The probe share for `rate`: the given one, or 1 % raised so that at least
+/// [`MIN_PROBE_RATE`] probes start per second.
+fn probe_share(args: &Options, rate: f64) -> f64 {
+    args.probe_share.unwrap_or_else(|| {
+        let smtp = Rates::at(rate).smtp_total();
+        if smtp <= 0.0 {
+            PROBE_SHARE
+        } else {
+            (MIN_PROBE_RATE / smtp).clamp(PROBE_SHARE, 0.5)
+        }
+    })
+}
+
+async fn run_async(args: &Options) -> anyhow::Result<()> {
+    let s = settings(args)?;
+    let started = http_date();
+    let external = args.smtp.is_some();
+    let listener = bind_sink(args, external).await?;
+    let sink_addr = listener.local_addr().context("the sink's address")?;
+    let (smtp, pop3, mut server) = match (&args.smtp, &args.pop3) {
+        (Some(smtp), Some(pop3)) => (resolve(smtp, "--smtp")?, resolve(pop3, "--pop3")?, None),
+        _ => {
+            let exe = crate::stoa_exe(args.server_exe.as_deref())?;
+            let b = server::BuiltIn::start(&exe, &args.domain, s.users, &args.password, sink_addr)
+                .await?;
+            (b.smtp, b.pop3, Some(b))
+        }
+    };
+    let engine = Engine::new(workload(args, &s, smtp, pop3));
+    let sink = Sink::start(listener, engine.on_sink_message());
+    eprintln!("stoa bench: sink listening on {}", sink.local_addr());
+
+    let store = prepare_store(&engine, args, smtp, external).await?;
+    if args.init_only {
+        sink.stop();
+        return init_only_result(&store, s.users);
+    }
+    require_steady_state(&store, external, s.users)?;
+
+    let server_pids: Vec<u32> = match &server {
+        Some(b) => b.pid().into_iter().collect(),
+        None => args.server_pid.clone(),
+    };
+    let (mpm, levels, search) = if args.find_max {
+        let (best, trials, results) = find_max(&engine, &s, &server_pids, &mut server).await?;
+        (best.unwrap_or(0.0), results, trials)
+    } else {
+        let mut levels = Vec::new();
+        for (i, &percent) in args.levels.iter().enumerate() {
+            let load = f64::from(percent) / 100.0;
+            levels.push(run_level(&engine, &s, s.rate, load, i as u8, &server_pids).await);
+            if let Some(b) = server.as_mut() {
+                b.check_alive()?;
+            }
+        }
+        (s.rate, levels, Vec::new())
+    };
+    sink.stop();
+
+    let server_software = args.server_software.clone().unwrap_or_else(|| {
+        if external {
+            "unnamed server".to_owned()
+        } else {
+            format!("Stoa {} (built-in)", env!("CARGO_PKG_VERSION"))
+        }
+    });
+    let run = MailRun {
+        server_software,
+        mpm,
+        users: u64::from(s.users),
+        domain: args.domain.clone(),
+        remote_domain: args.remote_domain.clone(),
+        smtp: smtp.to_string(),
+        pop3: pop3.to_string(),
+        sink: sink.local_addr().to_string(),
+        phases: s.phases,
+        levels,
+        search,
+        store: Some(store),
+        sink_stats: sink.stats(),
+        probe_share: engine.workload().probe_share,
+        threads: args.threads,
+        seed: s.seed,
+        started,
+        choices: CHOICES.to_vec(),
+    };
+    drop(server);
+    print_reports(&run, args.out.as_deref())
+}
+
+/// Binds the sink's listener: `--sink-listen`, else the default port for an
+/// external server (its relay is configured to it) or any free one.
+async fn bind_sink(args: &Options, external: bool) -> anyhow::Result<tokio::net::TcpListener> {
+    let sink_text = args.sink_listen.clone().unwrap_or_else(|| {
+        if external {
+            DEFAULT_SINK.to_owned()
+        } else {
+            "127.0.0.1:0".to_owned()
+        }
+    });
+    let sink_addr = resolve(&sink_text, "--sink-listen")?;
+    tokio::net::TcpListener::bind(sink_addr)
+        .await
+        .with_context(|| format!("cannot listen on {sink_addr} for the sink (--sink-listen)"))
+}
+
+/// The load's settings for the server at `smtp` and `pop3`.
+fn workload(args: &Options, s: &Settings, smtp: SocketAddr, pop3: SocketAddr) -> Workload {
+    Workload {
+        smtp,
+        pop3,
+        domain: args.domain.clone(),
+        remote_domain: args.remote_domain.clone(),
+        users: s.users,
+        password: args.password.clone(),
+        reply_timeout: s.reply_timeout,
+        probe_share: probe_share(args, s.rate),
+        seed: s.seed,
+        run_id: (s.seed as u32) ^ ((s.seed >> 32) as u32) ^ 0x5eed_0001,
+    }
+}
+
+/// The store: the built-in server is filled for every run, an external one by
+/// --init-only (resumably, through the journal); then a sample is checked.
+async fn prepare_store(
+    engine: &Engine,
+    args: &Options,
+    smtp: SocketAddr,
+    external: bool,
+) -> anyhow::Result<StoreCheck> {
+    if !external || args.init_only {
+        let journal = if external {
+            Some(match &args.init_journal {
+                Some(path) => path.clone(),
+                None => default_journal(smtp)?,
+            })
+        } else {
+            None
+        };
+        fill_store(engine, args, journal.as_deref()).await?;
+    }
+    let store = check_store(engine, args).await;
+    print_store_check(&store);
+    Ok(store)
+}
+
+/// The end of an --init-only run: whether the store is ready.
+fn init_only_result(store: &StoreCheck, users: u32) -> anyhow::Result<()> {
+    if !store.passed {
+        bail!(
+            "the store does not look like the steady state: {}",
+            store.notes.join("; ")
+        );
+    }
+    eprintln!(
+        "stoa bench: the store is ready for runs up to {} msgs/min",
+        users / 200
+    );
+    Ok(())
+}
+
+/// A run measures only a store in the steady state.
+fn require_steady_state(store: &StoreCheck, external: bool, users: u32) -> anyhow::Result<()> {
+    if store.passed {
+        return Ok(());
+    }
+    if external {
+        bail!(
+            "the store does not look like the steady state ({}); fill it first with \
+             `stoa bench mail --init-only --smtp … --pop3 … --users {users}`",
+            store.notes.join("; "),
+        );
+    }
+    bail!(
+        "the built-in store failed its check: {}",
+        store.notes.join("; ")
+    );
+}
+
+/// The text report on standard output; all three in `out` when given.
+fn print_reports(run: &MailRun, out: Option<&Path>) -> anyhow::Result<()> {
+    let text = crate::report::mail::text(run);
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .context("cannot write the report")?;
+    if let Some(dir) = out {
+        let paths = crate::report::mail::write_all(run, dir)?;
+        eprintln!(
+            "stoa bench: reports in {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The current time as an IMF-fixdate.
+fn http_date() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut out = Vec::new();
+    stoa_http_proto::date::write_http_date(&mut out, secs);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `--find-max`: doubles the rate from the first one until a 100 % level fails
+/// (or the store's capacity, --users / 200, is reached), then bisects to 5 %.
+async fn find_max(
+    engine: &Engine,
+    s: &Settings,
+    server_pids: &[u32],
+    server: &mut Option<server::BuiltIn>,
+) -> anyhow::Result<(Option<f64>, Vec<Trial>, Vec<LevelResult>)> {
+    let cap = f64::from(s.users) / 200.0;
+    let round = |r: f64| {
+        if cap >= 20.0 {
+            r.round().max(1.0)
+        } else {
+            (r * 10.0).round().max(1.0) / 10.0
+        }
+    };
+    let (mut best, mut lowest_fail): (Option<f64>, Option<f64>) = (None, None);
+    let mut trials = Vec::new();
+    let mut results: Vec<LevelResult> = Vec::new();
+    let mut rate = round(s.rate.min(cap));
+    for i in 0..MAX_TRIALS {
+        eprintln!("stoa bench: find-max trial {}: {rate} msgs/min", i + 1);
+        let r = run_level(engine, s, rate, 1.0, i as u8, server_pids).await;
+        if let Some(b) = server.as_mut() {
+            b.check_alive()?;
+        }
+        let passed = r.verdict.passed;
+        trials.push(Trial {
+            mpm: rate,
+            passed,
+            failures: r.verdict.failures.clone(),
+        });
+        if passed {
+            best = Some(rate);
+            results = vec![r];
+        } else {
+            lowest_fail = Some(rate);
+            if best.is_none() {
+                results = vec![r];
+            }
+        }
+        let next = match (best, lowest_fail) {
+            (Some(b), None) if b >= cap => break,
+            (Some(b), None) => round((b * 2.0).min(cap)),
+            (Some(b), Some(f)) => {
+                if f - b <= (b * 0.05).max(if cap >= 20.0 { 1.0 } else { 0.1 }) {
+                    break;
+                }
+                round((b + f) / 2.0)
+            }
+            (None, Some(f)) => {
+                let n = round(f / 2.0);
+                if n >= f {
+                    break;
+                }
+                n
+            }
+            (None, None) => break,
+        };
+        if trials.iter().any(|t| (t.mpm - next).abs() < 1e-9) {
+            break;
+        }
+        rate = next;
+    }
+    Ok((best, trials, results))
+}
+
+/// `stoa bench mail-users`: the accounts for another server.
+pub fn write_users(args: &UsersOptions) -> anyhow::Result<()> {
+    use std::io::BufWriter;
+    let domain = stoa_directory::address::normalize_domain(&args.domain)
+        .map_err(|e| anyhow::anyhow!("--domain {}: {e}", args.domain))?;
+    let hash = if args.format == UsersFormat::Dovecot {
+        let cost = stoa_directory::password::PasswordCost::default();
+        Some(
+            stoa_directory::password::hash_password(&args.password, &cost)
+                .context("cannot hash the password")?,
+        )
+    } else {
+        None
+    };
+    let dir = args
+        .out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+    {
+        let mut out = BufWriter::new(tmp.as_file_mut());
+        for n in 1..=args.users {
+            match &hash {
+                Some(h) => writeln!(out, "user{n}@{domain}:{{ARGON2ID}}{h}"),
+                None => writeln!(out, "user{n}@{domain}"),
+            }
+            .context("cannot write the users")?;
+        }
+        out.flush().context("cannot write the users")?;
+    }
+    tmp.as_file()
+        .sync_all()
+        .context("cannot sync the users file")?;
+    tmp.persist(&args.out)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    eprintln!(
+        "stoa bench: {} users of {domain} written to {}",
+        args.users,
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

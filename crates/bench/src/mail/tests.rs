@@ -1,0 +1,88 @@
+//! The run's settings and probe share from its options.
+
+use super::*;
+
+/// The options of `stoa bench mail` plus `extra`, as the binary's defaults
+/// make them.
+fn args(extra: &[&str]) -> Options {
+    let mut o = Options {
+        smtp: None,
+        pop3: None,
+        rate: None,
+        users: None,
+        domain: "stoa.test".into(),
+        remote_domain: "remote.test".into(),
+        password: "stoa-bench".into(),
+        sink_listen: None,
+        profile: ProfileName::Quick,
+        warmup: None,
+        run_time: None,
+        cooldown: None,
+        levels: vec![80, 100, 120],
+        find_max: false,
+        init_only: false,
+        init_journal: None,
+        init_connections: 8,
+        check_sample: 200,
+        probe_share: None,
+        reply_timeout: Duration::from_secs(60),
+        threads: 1,
+        drain_limit: None,
+        seed: None,
+        store_seed: 2001,
+        server_software: None,
+        server_pid: Vec::new(),
+        out: None,
+        server_exe: None,
+    };
+    let secs = |v: &str| Duration::from_secs(v.trim_end_matches('s').parse().expect("secs"));
+    for pair in extra.chunks(2) {
+        match pair {
+            ["--rate", v] => o.rate = Some(v.parse().expect("rate")),
+            ["--users", v] => o.users = Some(v.parse().expect("users")),
+            ["--probe-share", v] => o.probe_share = Some(v.parse().expect("share")),
+            ["--profile", "standard"] => o.profile = ProfileName::Standard,
+            ["--run-time", v] => o.run_time = Some(secs(v)),
+            ["--find-max", ..] => o.find_max = true,
+            other => unreachable!("not a test flag: {other:?}"),
+        }
+    }
+    o
+}
+
+#[test]
+fn settings_follow_the_rate_and_the_store() {
+    let s = settings(&args(&[])).expect("defaults");
+    assert_eq!((s.rate, s.users), (20.0, 4_000));
+    assert_eq!(s.phases.run, Duration::from_secs(60));
+    let s = settings(&args(&["--rate", "7.5"])).expect("rate");
+    assert_eq!(s.users, 1_500);
+    let s = settings(&args(&["--users", "1000"])).expect("users");
+    assert_eq!(s.rate, 5.0);
+    // A store may be bigger than the rate needs, never smaller.
+    assert!(settings(&args(&["--users", "1000", "--rate", "2"])).is_ok());
+    let e = settings(&args(&["--users", "1000", "--rate", "6"])).expect_err("too small");
+    assert!(e.to_string().contains("1200 accounts"), "{e}");
+    // --find-max starts at an eighth of the capacity.
+    let s = settings(&args(&["--users", "80000", "--find-max"])).expect("find-max");
+    assert_eq!(s.rate, 50.0);
+    let s = settings(&args(&["--profile", "standard", "--run-time", "90s"])).expect("custom");
+    assert_eq!(
+        (s.phases.profile, s.phases.warmup),
+        ("custom", Duration::from_secs(300))
+    );
+    assert!(settings(&args(&["--run-time", "0s"])).is_err());
+    let mut zero = args(&[]);
+    zero.reply_timeout = Duration::ZERO;
+    assert!(settings(&zero).is_err());
+}
+
+#[test]
+fn probe_share_has_a_floor_at_small_rates() {
+    // 1 % at 7,500 msgs/min (237.5 SMTP sessions/s: 2.4 probes/s).
+    assert_eq!(probe_share(&args(&[]), 7_500.0), PROBE_SHARE);
+    // At 20 msgs/min (0.63 SMTP sessions/s) one probe per 10 s is 15.8 %.
+    let share = probe_share(&args(&[]), 20.0);
+    assert!((share - 0.1 / (20.0 / 60.0 * 1.9)).abs() < 1e-9, "{share}");
+    assert_eq!(probe_share(&args(&["--probe-share", "0.2"]), 20.0), 0.2);
+}

@@ -1,0 +1,282 @@
+//! The mail report's builders and renderers on a fixed run.
+
+use std::time::Duration;
+
+use stoa_mail2001::Rates;
+use stoa_mailgen::qos;
+use stoa_mailgen::sink::SinkStats;
+use stoa_mailgen::tally::{Failure, Function, LevelTally, SessionRecord, Sized};
+
+use serde_json::Value;
+
+use super::json::to_json;
+use super::*;
+use crate::mail::run::{Phases, StoreCheck, Trial};
+
+/// A completed SMTP session: every step in 10 ms, one local and one remote
+/// recipient, a 25,000-byte message; `fail_hello` ends it at HELO.
+fn smtp(fail_hello: bool) -> SessionRecord {
+    let mut r = SessionRecord::default();
+    r.step(Function::SmtpConnect, 2.0, Ok(()));
+    if fail_hello {
+        r.step(Function::SmtpHello, 1.0, Err(Failure::Disconnect));
+        return r;
+    }
+    r.step(Function::SmtpHello, 1.0, Ok(()));
+    r.step(Function::SmtpMailFrom, 1.5, Ok(()));
+    r.step(Function::SmtpRcptTo, 1.0, Ok(()));
+    r.step(Function::SmtpRcptTo, 1.2, Ok(()));
+    r.step(Function::SmtpData, 0.8, Ok(()));
+    r.transfer(Sized::DataResponse, 40.0, 25_000, true);
+    r.step(Function::SmtpQuit, 0.5, Ok(()));
+    r.to_local = 1;
+    r.to_remote = 1;
+    r.completed = true;
+    r
+}
+
+/// A completed POP session whose connect took `connect_ms`.
+fn pop(connect_ms: f64) -> SessionRecord {
+    let mut r = SessionRecord::default();
+    r.step(Function::PopConnect, connect_ms, Ok(()));
+    r.step(Function::PopUserId, 1.0, Ok(()));
+    r.step(Function::PopPassword, 30.0, Ok(()));
+    r.step(Function::PopStatus, 2.0, Ok(()));
+    r.step(Function::PopRetrieve, 3.0, Ok(()));
+    r.transfer(Sized::RetrieveResponse, 12.0, 30_000, true);
+    r.step(Function::PopDelete, 1.0, Ok(()));
+    r.step(Function::PopQuit, 1.0, Ok(()));
+    r.completed = true;
+    r
+}
+
+/// One level at `load` of 30 msgs/min: 20 SMTP and 25 POP sessions, of which
+/// `slow_pop` connect in 6 s (over the 5 s limit).
+fn level(load: f64, slow_pop: usize) -> LevelResult {
+    let mut t = LevelTally::default();
+    for i in 0..20 {
+        t.add_session(&smtp(load > 1.1 && i == 0));
+    }
+    for i in 0..25 {
+        t.add_session(&pop(if i < slow_pop { 6_000.0 } else { 4.0 }));
+    }
+    t.delivery.attempts = 20;
+    t.delivery.pass = 19;
+    t.delivery.late = 1;
+    for _ in 0..19 {
+        t.delivery.times.record_ms(5_000.0);
+    }
+    t.delivery.times.record_ms(70_000.0);
+    t.remote.sent = 19;
+    t.remote.received = 19;
+    t.window_secs = 60.0;
+    t.started.user_smtp = (30.0 * load) as u64;
+    t.started.remote_smtp = (27.0 * load) as u64;
+    t.started.initial_pop = (15.0 * load) as u64;
+    t.started.repeated_pop = (45.0 * load) as u64;
+    t.counters.late_starts = 2;
+    let verdict = qos::verdict(&t);
+    LevelResult {
+        load,
+        rates: Rates::at_load(30.0, load),
+        tally: t,
+        verdict,
+        wall: Duration::from_secs(90),
+        harness_cpu: Some(Duration::from_millis(1_500)),
+        server_cpu: None,
+        machine_cpu: None,
+    }
+}
+
+/// A three-level run, the 120 % level failing on POP Connect.
+fn sample() -> MailRun {
+    MailRun {
+        server_software: "Stoa 0.1.0 (built-in)".into(),
+        mpm: 30.0,
+        users: 6_000,
+        domain: "bench.example".into(),
+        remote_domain: "remote.example".into(),
+        smtp: "127.0.0.1:2525".into(),
+        pop3: "127.0.0.1:1110".into(),
+        sink: "127.0.0.1:2526".into(),
+        phases: Phases {
+            profile: "quick",
+            warmup: Duration::from_secs(10),
+            run: Duration::from_secs(60),
+            cooldown: Duration::from_secs(20),
+        },
+        levels: vec![level(0.8, 0), level(1.0, 1), level(1.2, 5)],
+        search: Vec::new(),
+        store: Some(StoreCheck {
+            mailboxes: 1_000,
+            messages: 3_412,
+            octets: 85_000_000,
+            empty: 31,
+            mean_messages: 3.412,
+            mean_size: 24_912.0,
+            passed: true,
+            notes: Vec::new(),
+        }),
+        sink_stats: SinkStats {
+            sessions: 50,
+            messages: 57,
+            recipients: 57,
+            bytes: 1_400_000,
+            errors: 0,
+        },
+        probe_share: 0.05,
+        threads: 2,
+        seed: 42,
+        started: "2026-11-30T14:00:00Z".into(),
+        choices: vec!["A session counts by its start time."],
+    }
+}
+
+#[test]
+#[allow(clippy::print_stdout, reason = "shows the report with --nocapture")]
+fn text_follows_the_published_page() {
+    let run = sample();
+    let t = text(&run);
+    println!("{t}");
+    assert!(t.contains(NOTICE));
+    assert!(t.starts_with("SPECmail2001-style result: Stoa 0.1.0 (built-in)   msgs/min = 30\n"));
+    assert!(t.contains("30 SPECmail2001-style messages per minute is equivalent to 6,000 users."));
+    let summary = &t[t.find("Summary Results").expect("summary")..];
+    let summary = &summary[..summary.find("Detailed Results").expect("details")];
+    let mut at = 0;
+    for name in [
+        "SMTP Connect",
+        "SMTP Data",
+        "POP Connect",
+        "POP Status",
+        "POP Retrieve",
+        "POP Delete",
+        "Delivery Time",
+        "Error Rate",
+    ] {
+        let found = summary[at..].find(name).expect(name);
+        at += found + name.len();
+    }
+    assert!(summary.contains("80%") && summary.contains("120%"));
+    assert!(summary.contains("80.00%*"), "failing cell marked");
+    assert!(summary.contains("* fails its requirement"));
+    assert!(summary.contains("Result: PASSED (100% level)"));
+    assert!(summary.contains("120% level failed: POP Connect 80.00% < 95%"));
+    for level in ["80%", "100%", "120%"] {
+        assert!(t.contains(&format!("Detailed Results -- {level} Load")));
+    }
+    for (name, _) in counters(&LevelTally::default()) {
+        assert!(t.contains(name), "{name}");
+    }
+    assert!(t.contains("96.00%"));
+    assert!(t.contains("Attempted") && t.contains("4,800") && t.contains("7,200"));
+    assert!(t.contains("SMTP Data (KB up)") && t.contains("POP Retrieve (KB down)"));
+    assert!(t.contains("- A session counts by its start time."));
+    assert!(!t.contains("Find-max"));
+}
+
+#[test]
+fn title_without_an_established_rate() {
+    let mut run = sample();
+    run.levels.truncate(1);
+    let t = text(&run);
+    assert!(t.starts_with(
+        "SPECmail2001-style result: Stoa 0.1.0 (built-in)   msgs/min = not established\n"
+    ));
+    assert!(t.contains("Result: FAILED (the 100% level did not run)"));
+    assert!(!to_json(&run)["passed"].as_bool().expect("bool"));
+}
+
+#[test]
+fn json_carries_every_figure() {
+    let run = sample();
+    let j = to_json(&run);
+    assert_eq!(j["benchmark"], "SPECmail2001-style");
+    assert_eq!(j["notice"], NOTICE);
+    assert_eq!(j["passed"], true);
+    assert!(j["find_max"]["best_mpm"].is_null());
+    assert_eq!(j["levels"].as_array().expect("levels").len(), 3);
+    let l = &j["levels"][1];
+    assert_eq!(l["load_percent"], 100);
+    assert_eq!(l["summary"].as_array().expect("summary").len(), 8);
+    assert_eq!(l["detail"].as_array().expect("detail").len(), 17);
+    assert_eq!(l["summary"][2]["name"], "POP Connect");
+    assert!((l["summary"][2]["percent"].as_f64().expect("pct") - 96.0).abs() < 1e-9);
+    assert!(l["times_ms"]["POP Password"]["p99"].as_f64().expect("p99") > 29.0);
+    assert!(l["rates"]["user_smtp"].as_f64().expect("rate") > 0.0);
+    assert_eq!(j["levels"][2]["verdict"]["passed"], false);
+    assert_eq!(j["phases"]["run_secs"], 60.0);
+    assert!(j["store_check"]["passed"].as_bool().expect("store"));
+
+    let mut run = sample();
+    run.search = vec![
+        Trial {
+            mpm: 30.0,
+            passed: true,
+            failures: Vec::new(),
+        },
+        Trial {
+            mpm: 60.0,
+            passed: false,
+            failures: vec!["POP Connect 50.00% < 95%".into()],
+        },
+        Trial {
+            mpm: 45.0,
+            passed: true,
+            failures: Vec::new(),
+        },
+    ];
+    let j = to_json(&run);
+    assert_eq!(j["find_max"]["best_mpm"], 45.0);
+    assert_eq!(j["find_max"]["trials"].as_array().expect("trials").len(), 3);
+    let t = text(&run);
+    assert!(t.contains("msgs/min = 45\n") && t.contains("Find-max Trials"));
+    // The fixture's store holds 6,000 accounts (30 msgs/min): 45 is at (over)
+    // its capacity, which the report points out.
+    assert!(t.contains("Best passing: 45 msgs/min, the store's capacity (6,000 accounts / 200)"));
+    assert_eq!(j["find_max"]["at_capacity"], true);
+    assert!(html(&run).contains("Find-max trials"));
+}
+
+#[test]
+fn html_is_self_contained() {
+    let h = html(&sample());
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(h.contains("<svg") && h.contains(NOTICE));
+    assert!(h.contains("<table") && h.contains("<td class=\"fail\">80.00%*</td>"));
+    assert!(h.contains("Delivery time (probes)") && h.contains("60 s limit"));
+    assert!(h.contains("Response times at 100% load"));
+    assert!(!h.contains("<script") && !h.contains("src=") && !h.contains("href="));
+    assert!(!h.contains("<pre"));
+}
+
+#[test]
+fn write_all_writes_three_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("nested");
+    let paths = write_all(&sample(), &out).expect("write");
+    for (path, name) in paths
+        .iter()
+        .zip(["result.txt", "result.json", "result.html"])
+    {
+        assert_eq!(path.file_name().and_then(|n| n.to_str()), Some(name));
+        assert!(std::fs::metadata(path).expect("file").len() > 0);
+    }
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(&paths[1]).expect("read")).expect("json");
+    assert_eq!(json["notice"], NOTICE);
+}
+
+#[test]
+fn numbers_have_separators() {
+    assert_eq!(int(684_919), "684,919");
+    assert_eq!(int(1_500_000), "1,500,000");
+    assert_eq!(int(7), "7");
+    assert_eq!(num(11_414.314, 2), "11,414.31");
+    assert_eq!(num(-1234.5, 1), "-1,234.5");
+    assert_eq!(num(f64::NAN, 2), "n/a");
+    assert_eq!(pct(96.0), "96.00%");
+    assert_eq!(mpm(7_500.0), "7,500");
+    assert_eq!(mpm(23.456), "23.46");
+    assert_eq!(mpm(24.0), "24");
+}

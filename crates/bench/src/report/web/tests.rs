@@ -1,0 +1,278 @@
+//! The web report's document, text layout and JSON on fixed runs.
+
+use std::time::Duration;
+
+use stoa_loadgen::{Tally, TlsParameters, TlsPlan};
+use stoa_web99::metrics::{ClassStats, GeneratorStats, Iteration, Validity};
+use stoa_web99::workload::HttpVersion;
+
+use super::text::Layout;
+use crate::web::{IterationResult, Options, Profile, ProfileName, Run, Trial};
+
+fn gens(n: u32, seed: f64) -> Vec<GeneratorStats> {
+    (0..n)
+        .map(|i| {
+            let mut g = GeneratorStats::default();
+            for (c, cls) in g.classes.iter_mut().enumerate() {
+                *cls = ClassStats {
+                    time: 100.0 * (c as f64 + 1.0) + f64::from(i) + seed,
+                    time2: 20000.0 * (c as f64 + 1.0),
+                    good: 30 + c as u64 * 3 + u64::from(i % 3),
+                    bad: u64::from(seed > 0.0 && i % 5 == 0),
+                    post: 2,
+                    rate: 50_000.0 - f64::from(i) * 100.0,
+                    rate2: 2.5e9,
+                    slow_rate: 0,
+                    aggregate_bytes: 1_000_000 + u64::from(i) * 1000,
+                };
+            }
+            g
+        })
+        .collect()
+}
+
+fn iteration(n: u32, seed: f64, validity: Validity, errors: bool) -> IterationResult {
+    let generators = gens(n, seed);
+    let iteration = Iteration::score_by(&generators, n, 60.0, validity);
+    let mut tally = Tally {
+        generators,
+        timeline: (0..70).map(|s| 300 + s * 3).collect(),
+        cpu: Duration::from_millis(4500),
+        handshakes: [120, 80],
+        posts: [10, 5, 3, 1],
+        ..Tally::default()
+    };
+    for ms in 1..500 {
+        tally.latency.record_ms(f64::from(ms) * 3.0 + seed);
+    }
+    if errors {
+        tally.errors.insert("bad length".into(), 3);
+        tally.errors.insert("timeout".into(), 1);
+    }
+    IterationResult {
+        iteration,
+        tally,
+        audit: if errors {
+            vec!["class 1: 2 of 5 missing".into()]
+        } else {
+            vec![]
+        },
+        wall: Duration::from_secs(71),
+        server_cpu: (seed > 0.0).then(|| Duration::from_millis(9000)),
+    }
+}
+
+fn options(static_only: bool, agents: bool) -> Options {
+    Options {
+        target: None,
+        tls: false,
+        tls_resume: 0.5,
+        tls_ca: None,
+        tls_insecure: false,
+        connections: 10,
+        profile: ProfileName::Quick,
+        run_time: None,
+        iterations: None,
+        http: if static_only {
+            HttpVersion::Http10
+        } else {
+            HttpVersion::Http11
+        },
+        static_only,
+        closed_loop: false,
+        print_urls: false,
+        find_max: false,
+        find_max_limit: 100,
+        threads: 2,
+        agents: if agents {
+            vec!["a:1".into(), "b:2".into()]
+        } else {
+            vec![]
+        },
+        server_pid: vec![],
+        out: None,
+        dynamic_path: "/web99".into(),
+        cgi_path: "/cgi-bin/web99".into(),
+        server_exe: None,
+    }
+}
+
+fn runs() -> Vec<Run> {
+    let quick = Profile {
+        name: "quick",
+        warmup: Duration::from_secs(5),
+        rampup: Duration::from_secs(3),
+        run: Duration::from_secs(60),
+        rampdown: Duration::from_secs(3),
+        iterations: 1,
+        deck: 100,
+        validity: Validity::Class3Optional,
+    };
+    let standard = Profile {
+        name: "standard",
+        validity: Validity::EveryClass,
+        iterations: 3,
+        ..quick
+    };
+    vec![
+        Run {
+            args: options(false, false),
+            profile: quick,
+            target: "built-in".into(),
+            server_software: "Stoa".into(),
+            tls: None,
+            directories: 26,
+            iterations: vec![iteration(10, 0.0, Validity::Class3Optional, false)],
+            search: vec![],
+        },
+        Run {
+            args: options(true, true),
+            profile: standard,
+            target: "http://x/".into(),
+            server_software: "nginx <b>".into(),
+            tls: Some((
+                TlsPlan {
+                    server_name: "localhost".into(),
+                    resume_ratio: 0.5,
+                    ca_pem: None,
+                    insecure: false,
+                },
+                TlsParameters {
+                    protocol: "TLSv1_3".into(),
+                    suite: "TLS13_AES".into(),
+                    key: "ECDSA P-256".into(),
+                },
+            )),
+            directories: 27,
+            iterations: vec![
+                iteration(12, 1.0, Validity::EveryClass, true),
+                iteration(12, 2.0, Validity::EveryClass, false),
+                iteration(12, 3.0, Validity::EveryClass, true),
+            ],
+            search: vec![
+                Trial {
+                    connections: 10,
+                    conforming: 10,
+                    percent_conform: 100.0,
+                    passed: true,
+                },
+                Trial {
+                    connections: 20,
+                    conforming: 3,
+                    percent_conform: 15.0,
+                    passed: false,
+                },
+            ],
+        },
+        Run {
+            args: options(false, false),
+            profile: quick,
+            target: "built-in".into(),
+            server_software: "Stoa".into(),
+            tls: None,
+            directories: 26,
+            iterations: vec![],
+            search: vec![],
+        },
+    ]
+}
+
+/// The text of `run`, as printed.
+fn text_of(run: &Run) -> String {
+    super::text::render(&super::document(run), Layout::Tabbed)
+}
+
+#[test]
+fn text_keeps_the_published_layout() {
+    let runs = runs();
+    let t = text_of(&runs[0]);
+    assert!(t.starts_with(&format!(
+        "SPECweb99-style result\n\n{}\n\nTarget:\tbuilt-in\nServer software:\tStoa\n\n",
+        super::NOTICE
+    )));
+    assert!(t.contains("\nPerformance\n\nIteration\tConforming Simultaneous Connections\n1\t"));
+    assert!(
+        t.contains("\nHTTP version\t1.1\nRequest mix\tSPECweb99 (70 % static, 30 % dynamic)\n")
+    );
+    assert!(t.contains("\nNote: quick profile."));
+    assert!(t.contains("\n=>1\t"), "the median is marked:\n{t}");
+    assert!(t.ends_with(
+        "\nErrors\n\nnone: every generator was checked on every response (web99.md §7)\n\n"
+    ));
+
+    let t = text_of(&runs[1]);
+    assert!(t.starts_with("SPECweb99_SSL-style result (static-only mix)\n\n"));
+    assert!(t.contains("\nSSL Configuration\n\nProtocol\tTLSv1_3\n"));
+    assert!(t.contains("Handshakes (all phases)\t360 full, 240 resumed\n\nNote: the kit's cipher"));
+    assert!(t.contains(
+        "\n2\t20\t3\t15.0%\tfailed\n\nThe report below is the best passing trial's.\n\n"
+    ));
+    assert!(t.contains("\nIteration\t380\t360\t340\t320\t300\t280 kbit/s\n"));
+    assert!(
+        t.contains("max 1499\n\nHarness efficiency"),
+        "no failures in the median:\n{t}"
+    );
+    assert!(t.contains("\nLoad generators\t2 agent(s): a:1, b:2\n"));
+    assert!(t.contains("\nHarness/server CPU\t"));
+    assert!(t.contains("(INVALID TEST: see Errors)"));
+    assert!(t.contains("\nErrors\n\niteration 1: "));
+
+    let t = text_of(&runs[2]);
+    assert!(t.contains("SPECweb99-style = 0\n"));
+    assert!(!t.contains("Class details"));
+}
+
+#[test]
+fn failures_follow_the_operation_times() {
+    let mut run = runs().remove(0);
+    run.iterations = vec![iteration(10, 0.0, Validity::Class3Optional, true)];
+    let t = text_of(&run);
+    assert!(t.contains("\n\nFailed operations by reason\n  bad length: 3\n  timeout: 1\n\n"));
+}
+
+#[test]
+fn json_keeps_its_keys() {
+    let runs = runs();
+    let j = super::json::to_json(&runs[1]);
+    let keys: Vec<&str> = j
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys,
+        [
+            "benchmark",
+            "directories",
+            "fileset_mb",
+            "find_max",
+            "http_version",
+            "iterations",
+            "median_iteration",
+            "notice",
+            "problems",
+            "profile",
+            "requested_connections",
+            "score",
+            "server_software",
+            "target",
+            "tls",
+            "valid",
+        ]
+    );
+    assert_eq!(j["benchmark"], "SPECweb99_SSL-style (static-only)");
+    assert_eq!(j["http_version"], "1.0");
+    assert_eq!(j["iterations"][0]["harness"]["agents"][1], "b:2");
+    assert_eq!(j["iterations"][0]["tls_handshakes"]["full"], 120);
+}
+
+#[test]
+fn the_page_holds_the_charts_and_the_text() {
+    let runs = runs();
+    let text = text_of(&runs[1]);
+    let h = super::html::render(&super::page(&runs[1], &text));
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(h.contains("<h1>SPECweb99_SSL-style result (static-only mix)</h1>"));
+    assert_eq!(h.matches("<svg").count(), 3);
+    assert!(h.contains("<h2>Full report</h2>\n<pre>SPECweb99_SSL-style result"));
+    assert!(h.contains("nginx &lt;b&gt;") && !h.contains("nginx <b>"));
+}

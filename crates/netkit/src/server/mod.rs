@@ -1,0 +1,317 @@
+//! The one server skeleton every Stoa protocol server runs on: listeners bound once
+//! per worker, an accept loop per listener behind a per-worker connection
+//! semaphore, and a drain on shutdown.
+//!
+//! A protocol server is a [`Handler`]: it says what to do with an accepted
+//! connection (spawn its session) and how to drain (what counts as work in flight,
+//! how long to wait). Everything else is here, once:
+//!
+//! 1. [`Listeners::bind`] binds each address on every worker (`SO_REUSEPORT`, port 0
+//!    resolved once) and tags it with the handler's [`Handler::Kind`] (MX or
+//!    submission, POP3 or POP3S, HTTP or HTTPS).
+//! 2. [`run`] starts the workers ([`RuntimeModel::PerCore`]: one thread and one
+//!    current-thread runtime each; [`RuntimeModel::MultiThread`]: one work-stealing
+//!    runtime sharing every listener, kept for measurement). Each worker calls
+//!    [`Handler::start_worker`], then accepts: a connection slot first (beyond
+//!    [`Handler::max_connections`] connections wait in the kernel's backlog, costing
+//!    nothing here), then [`accept`](crate::accept::accept) with backoff, then
+//!    [`Handler::accept`].
+//! 3. On shutdown each worker calls [`Handler::begin_drain`], stops accepting, waits
+//!    until [`Handler::in_flight`] is zero or [`Handler::grace`] is over, and calls
+//!    [`Handler::stop_worker`].
+//!
+//! [`ClientCounts`] is the per-client-address connection count the mail servers
+//! share across workers; [`Service`] is what a bound server looks like to the
+//! binary (its addresses, and run until shutdown).
+
+mod clients;
+mod service;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::shutdown::Shutdown;
+
+pub use clients::{ClientCounts, ClientSlot};
+pub use service::{BoxError, Endpoint, Service};
+
+/// How often a draining worker looks at [`Handler::in_flight`]: short enough that
+/// a quiet server exits at once, long enough to cost nothing.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// How long the multi-thread runtime waits for its tasks once the drain is over.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
+
+/// How the event loops are arranged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeModel {
+    /// One thread per worker, each with a current-thread runtime and its own
+    /// `SO_REUSEPORT` listener; connections never change threads.
+    PerCore,
+    /// One tokio multi-thread (work-stealing) runtime with `workers` threads sharing
+    /// the listeners. Kept for measurement only.
+    MultiThread,
+}
+
+/// Where a worker runs: which of the per-core workers, or the one multi-thread
+/// runtime standing for all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerScope {
+    /// Per-core worker number `index`, on its own thread.
+    PerCore {
+        /// The worker's number, from 0.
+        index: usize,
+    },
+    /// The multi-thread runtime, doing the work of `workers` workers.
+    Shared {
+        /// How many workers it stands for: per-worker limits are multiplied by it.
+        workers: usize,
+    },
+}
+
+impl WorkerScope {
+    /// How many workers' worth of connections this worker takes.
+    pub fn scale(self) -> usize {
+        match self {
+            WorkerScope::PerCore { .. } => 1,
+            WorkerScope::Shared { workers } => workers.max(1),
+        }
+    }
+}
+
+/// One accepted connection, handed to [`Handler::accept`].
+#[derive(Debug)]
+pub struct Accepted<K> {
+    /// The connection.
+    pub stream: TcpStream,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// What the listener it came from is for.
+    pub kind: K,
+    /// The worker's connection slot; drop it when the connection ends.
+    pub permit: OwnedSemaphorePermit,
+    /// The server's shutdown signal.
+    pub shutdown: Shutdown,
+}
+
+/// A protocol server on the skeleton: what to do with each connection and how to
+/// drain. Implemented by each server's shared state.
+pub trait Handler: Send + Sync + Sized + 'static {
+    /// What distinguishes one listener from another (MX or submission, plain or
+    /// TLS); cloned for every connection, so keep it cheap.
+    type Kind: Clone + Send + Sync + 'static;
+    /// Per-worker state (TLS handshake slots, the worker's periodic tasks), made on
+    /// the worker's thread by [`Handler::start_worker`].
+    type Worker: Send + Sync + 'static;
+
+    /// The protocol's name in thread names and log lines (`web`, `SMTP`, `POP3`).
+    const NAME: &'static str;
+
+    /// Connections one worker holds at once.
+    fn max_connections(&self) -> usize;
+    /// How long a drain waits for [`Handler::in_flight`] to reach zero.
+    fn grace(&self) -> Duration;
+    /// Connections the drain waits for (all open ones, or those mid-request).
+    fn in_flight(&self) -> usize;
+
+    /// Called on each worker before it accepts.
+    fn start_worker(self: &Arc<Self>, scope: WorkerScope) -> Self::Worker;
+    /// Starts serving one connection (typically `tokio::spawn`s its session). Runs
+    /// in the accept loop: keep it short.
+    fn accept(self: &Arc<Self>, worker: &Arc<Self::Worker>, conn: Accepted<Self::Kind>);
+    /// Shutdown has started: called on each worker before it stops accepting.
+    fn begin_drain(&self, _worker: &Self::Worker) {}
+    /// The drain is over: called on each worker last.
+    fn stop_worker(&self, _worker: &Self::Worker) {}
+    /// Logs that the grace ran out with `left` connections still in flight.
+    fn grace_over(&self, left: usize) {
+        tracing::warn!(
+            "shutdown grace over; dropping {left} {} connections",
+            Self::NAME
+        );
+    }
+    /// Multi-thread runtime only: a runtime thread is about to sleep.
+    fn on_thread_park(&self) {}
+    /// Multi-thread runtime only: a runtime thread is ending.
+    fn on_thread_stop(&self) {}
+}
+
+/// Listening sockets bound on every worker, each tagged with its kind.
+#[derive(Debug)]
+pub struct Listeners<K> {
+    /// One group per worker, one listener per address in each.
+    groups: Vec<Vec<(std::net::TcpListener, K)>>,
+}
+
+impl<K: Clone> Listeners<K> {
+    /// No listeners yet, for `workers` workers (at least one).
+    pub fn new(workers: usize) -> Listeners<K> {
+        Listeners {
+            groups: (0..workers.max(1)).map(|_| Vec::new()).collect(),
+        }
+    }
+
+    /// Binds `addr` once per worker ([`crate::listener::bind_group`]); returns the
+    /// bound address (port 0 resolved).
+    pub fn bind(&mut self, addr: SocketAddr, kind: K) -> io::Result<SocketAddr> {
+        let group =
+            crate::listener::bind_group(addr, self.groups.len(), crate::listener::DEFAULT_BACKLOG)?;
+        let bound = group
+            .first()
+            .map_or(Ok(addr), std::net::TcpListener::local_addr)?;
+        for (worker, listener) in group.into_iter().enumerate() {
+            self.groups[worker].push((listener, kind.clone()));
+        }
+        Ok(bound)
+    }
+
+    /// How many workers the listeners are bound for.
+    pub fn workers(&self) -> usize {
+        self.groups.len()
+    }
+}
+
+/// Serves `handler` on `listeners` until `shutdown` fires, then drains (module
+/// docs). Blocks the calling thread until every worker has finished.
+pub fn run<H: Handler>(
+    handler: &Arc<H>,
+    listeners: Listeners<H::Kind>,
+    model: RuntimeModel,
+    shutdown: Shutdown,
+) -> io::Result<()> {
+    match model {
+        RuntimeModel::PerCore => run_per_core(handler, listeners, shutdown),
+        RuntimeModel::MultiThread => run_multi_thread(handler, listeners, shutdown),
+    }
+}
+
+fn run_per_core<H: Handler>(
+    handler: &Arc<H>,
+    listeners: Listeners<H::Kind>,
+    shutdown: Shutdown,
+) -> io::Result<()> {
+    let count = listeners.groups.len();
+    // Each worker takes its own group, once, on its own thread.
+    let groups = Arc::new(Mutex::new(
+        listeners.groups.into_iter().map(Some).collect::<Vec<_>>(),
+    ));
+    let handler = Arc::clone(handler);
+    let name = format!("stoa-{}", H::NAME.to_ascii_lowercase());
+    let handles = crate::worker::spawn(count, &name, move |index| {
+        let group = groups
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(index)
+            .and_then(Option::take)
+            .unwrap_or_default();
+        let (handler, shutdown) = (Arc::clone(&handler), shutdown.clone());
+        async move { serve_worker(handler, group, WorkerScope::PerCore { index }, shutdown).await }
+    })?;
+    for h in handles {
+        if h.join().is_err() {
+            tracing::error!("a {} worker panicked", H::NAME);
+        }
+    }
+    Ok(())
+}
+
+fn run_multi_thread<H: Handler>(
+    handler: &Arc<H>,
+    listeners: Listeners<H::Kind>,
+    shutdown: Shutdown,
+) -> io::Result<()> {
+    let workers = listeners.groups.len();
+    let (park, stop) = (Arc::clone(handler), Arc::clone(handler));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(format!("stoa-{}-mt", H::NAME.to_ascii_lowercase()))
+        .enable_all()
+        .on_thread_park(move || park.on_thread_park())
+        .on_thread_stop(move || stop.on_thread_stop())
+        .build()?;
+    let group = listeners.groups.into_iter().flatten().collect();
+    let scope = WorkerScope::Shared { workers };
+    runtime.block_on(serve_worker(Arc::clone(handler), group, scope, shutdown));
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    Ok(())
+}
+
+/// One worker: accept on `group` until shutdown, then drain.
+async fn serve_worker<H: Handler>(
+    handler: Arc<H>,
+    group: Vec<(std::net::TcpListener, H::Kind)>,
+    scope: WorkerScope,
+    mut shutdown: Shutdown,
+) {
+    let worker = Arc::new(handler.start_worker(scope));
+    let slots = handler.max_connections().max(1) * scope.scale();
+    let limit = Arc::new(Semaphore::new(slots));
+    let mut accepts = Vec::new();
+    for (listener, kind) in group {
+        match TcpListener::from_std(listener) {
+            Ok(listener) => accepts.push(tokio::spawn(accept_loop(
+                listener,
+                kind,
+                Arc::clone(&handler),
+                Arc::clone(&worker),
+                Arc::clone(&limit),
+                shutdown.clone(),
+            ))),
+            Err(e) => tracing::error!("cannot register a {} listener: {e}", H::NAME),
+        }
+    }
+    shutdown.wait().await;
+    handler.begin_drain(&worker);
+    for a in &accepts {
+        a.abort();
+    }
+    drain(&*handler).await;
+    handler.stop_worker(&worker);
+}
+
+async fn accept_loop<H: Handler>(
+    listener: TcpListener,
+    kind: H::Kind,
+    handler: Arc<H>,
+    worker: Arc<H::Worker>,
+    limit: Arc<Semaphore>,
+    shutdown: Shutdown,
+) {
+    loop {
+        // A free slot before accepting: beyond the limit, connections wait in the
+        // kernel's backlog instead of costing memory here.
+        let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = crate::accept::accept(&listener).await;
+        let conn = Accepted {
+            stream,
+            peer,
+            kind: kind.clone(),
+            permit,
+            shutdown: shutdown.clone(),
+        };
+        handler.accept(&worker, conn);
+    }
+}
+
+/// Waits until nothing is in flight, or the grace period ends.
+async fn drain<H: Handler>(handler: &H) {
+    let deadline = Instant::now() + handler.grace();
+    let mut poll = tokio::time::interval(DRAIN_POLL);
+    while handler.in_flight() > 0 && Instant::now() < deadline {
+        poll.tick().await;
+    }
+    let left = handler.in_flight();
+    if left > 0 {
+        handler.grace_over(left);
+    }
+}
+
+#[cfg(test)]
+mod tests;

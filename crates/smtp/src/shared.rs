@@ -1,0 +1,27 @@
+//! The state every worker and connection of one SMTP server shares.
+
+use std::sync::Arc;
+
+use stoa_directory::Directory;
+use stoa_netkit::server::ClientCounts;
+use stoa_smtp_proto::session::Config as SessionConfig;
+
+use crate::config::Config;
+use crate::delivery::Notifier;
+use crate::queue::Queue;
+
+/// State shared by every worker and connection.
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) directory: Arc<dyn Directory>,
+    pub(crate) queue: Arc<Queue>,
+    pub(crate) notify: Notifier,
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Session settings of MX and submission listeners.
+    pub(crate) mx: Arc<SessionConfig>,
+    pub(crate) submission: Arc<SessionConfig>,
+    /// The configured local domains, normalised.
+    pub(crate) domains: Vec<String>,
+    /// Connections per client address (and in all), across workers.
+    pub(crate) clients: Arc<ClientCounts>,
+}
