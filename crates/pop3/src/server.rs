@@ -181,15 +181,9 @@ impl Service for Server {
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
-        let plain = self.addrs.iter().map(|&addr| Endpoint {
-            scheme: "pop3",
-            addr,
-        });
-        let tls = self.tls_addrs.iter().map(|&addr| Endpoint {
-            scheme: "pop3s",
-            addr,
-        });
-        plain.chain(tls).collect()
+        Endpoint::each("pop3", &self.addrs)
+            .chain(Endpoint::each("pop3s", &self.tls_addrs))
+            .collect()
     }
 
     fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {

@@ -258,15 +258,9 @@ impl Service for Server {
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
-        let mx = self.addrs.iter().map(|&addr| Endpoint {
-            scheme: "smtp",
-            addr,
-        });
-        let submission = self.submission_addrs.iter().map(|&addr| Endpoint {
-            scheme: "submission",
-            addr,
-        });
-        mx.chain(submission).collect()
+        Endpoint::each("smtp", &self.addrs)
+            .chain(Endpoint::each("submission", &self.submission_addrs))
+            .collect()
     }
 
     fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {

@@ -336,15 +336,9 @@ impl Service for Server {
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
-        let http = self.addrs.iter().map(|&addr| Endpoint {
-            scheme: "http",
-            addr,
-        });
-        let https = self.tls_addrs.iter().map(|&addr| Endpoint {
-            scheme: "https",
-            addr,
-        });
-        http.chain(https).collect()
+        Endpoint::each("http", &self.addrs)
+            .chain(Endpoint::each("https", &self.tls_addrs))
+            .collect()
     }
 
     fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {

@@ -18,6 +18,13 @@ pub struct Endpoint {
     pub addr: SocketAddr,
 }
 
+impl Endpoint {
+    /// Each of `addrs` as an endpoint of `scheme`.
+    pub fn each(scheme: &'static str, addrs: &[SocketAddr]) -> impl Iterator<Item = Endpoint> {
+        addrs.iter().map(move |&addr| Endpoint { scheme, addr })
+    }
+}
+
 impl std::fmt::Display for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}://{}", self.scheme, self.addr)

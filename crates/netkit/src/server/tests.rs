@@ -209,3 +209,15 @@ fn client_counts_limit_each_address() {
     drop((b, d));
     assert_eq!(counts.open(), 0);
 }
+
+#[test]
+fn endpoints_name_their_scheme() {
+    let addrs: Vec<SocketAddr> = ["127.0.0.1:25", "[::1]:587"]
+        .iter()
+        .map(|a| a.parse().expect("addr"))
+        .collect();
+    let shown: Vec<String> = Endpoint::each("smtp", &addrs)
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(shown, ["smtp://127.0.0.1:25", "smtp://[::1]:587"]);
+}
