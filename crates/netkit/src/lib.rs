@@ -16,11 +16,15 @@
 //! - [`server`]: the server skeleton every protocol server runs on: listeners bound
 //!   per worker, accept loops behind a connection semaphore, drain on shutdown; a
 //!   protocol is a [`server::Handler`], and a bound server a [`server::Service`].
+//! - [`line`](mod@line): the buffered I/O of a line-protocol connection ([`line::LineIo`]):
+//!   the stream, a bounded read buffer, the output queue, reads against a deadline
+//!   and the shutdown signal, sends within a timeout, and the TLS upgrade.
 //! - [`tls`]: rustls server configurations from PEM files: TLS 1.3/1.2, SNI among
 //!   several certificates, ALPN, session cache and rotating ticket keys.
 
 pub mod accept;
 pub mod limits;
+pub mod line;
 pub mod listener;
 pub mod server;
 pub mod shutdown;

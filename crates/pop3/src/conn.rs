@@ -2,9 +2,10 @@
 //! [`stoa_pop3_proto::Session`], its deadlines, STLS and POP3S, and the mailbox it
 //! holds once logged in.
 //!
-//! [`Conn`] owns the socket, the read buffer and the response buffer. The loop hands
-//! every unread byte to the session and acts on each event: a login (`login.rs`), a
-//! message to stream (`retrieve.rs`), the deletions at QUIT (`update.rs`). Responses
+//! [`Conn`] holds the connection's [`LineIo`] (netkit's owner of the socket, the read
+//! buffer and the response queue). The loop hands every unread byte to the session
+//! and acts on each event: a login (`login.rs`), a message to stream (`retrieve.rs`),
+//! the deletions at QUIT (`update.rs`). Responses
 //! are queued and written once the buffer yields nothing more (or the queue passes
 //! [`OUT_HIGH`]), so a pipelining client's batch is answered in one write.
 //!
@@ -22,18 +23,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stoa_mailstore::MailboxSession;
+use stoa_netkit::line::{Flow, LineIo, ReadEnd};
 use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
+use stoa_netkit::tls::Stream;
 use stoa_pop3_proto::{Action, Event, Phase, Response, ResponseCode, Session};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::shared::Shared;
-use stoa_netkit::tls::Stream;
 
 /// Bytes read at a time. Commands are at most 255 octets (SASL lines 1 KiB), and
 /// the session consumes every complete line before the next read, so the buffer
 /// stays near this size.
 const READ_CHUNK: usize = 4 * 1024;
+
+/// The read buffer's bound. The session leaves less than one command or SASL line
+/// unread and each read reserves [`READ_CHUNK`] after it, so the buffer always stayed
+/// within twice the chunk; that size is the limit, and reads are as large as they
+/// were.
+const MAX_BUFFERED: usize = 2 * READ_CHUNK;
+
+/// How long the close of the write side may take once the session is over.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Queued response bytes past which the loop writes them out before taking the next
 /// pipelined command: a batch of LISTs over a large mailbox must not grow the queue
@@ -49,30 +59,11 @@ pub(crate) enum Kind {
     Tls,
 }
 
-/// Whether the loop goes on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Continue,
-    Close,
-}
-
-/// How a wait for input ended.
-#[derive(Debug)]
-enum ReadEnd {
-    Data,
-    Eof,
-    Timeout,
-    Draining,
-}
-
 pub(crate) struct Conn {
-    pub(crate) stream: Stream,
+    pub(crate) io: LineIo,
     pub(crate) peer: SocketAddr,
     pub(crate) shared: Arc<Shared>,
     pub(crate) session: Session,
-    buf: Vec<u8>,
-    start: usize,
-    pub(crate) out: Vec<u8>,
     /// The locked mailbox, from login to QUIT. Shared only with the blocking task
     /// reading one of its messages, which the loop always awaits.
     pub(crate) mailbox: Option<Arc<MailboxSession>>,
@@ -96,13 +87,10 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
     let now = Instant::now();
     let session = Session::new(Arc::clone(&shared.session));
     let mut conn = Conn {
-        stream: Stream::Plain(stream),
+        io: LineIo::new(Stream::Plain(stream), READ_CHUNK, MAX_BUFFERED),
         peer,
         shared,
         session,
-        buf: Vec::with_capacity(READ_CHUNK),
-        start: 0,
-        out: Vec::with_capacity(512),
         mailbox: None,
         login_delay: None,
         born: now,
@@ -115,7 +103,7 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
             ResponseCode::SysTemp,
             "Too many connections from your address",
         );
-        response.write_to(&mut conn.out);
+        response.write_to(conn.io.out());
         conn.flush().await
     } else {
         conn.start(kind).await
@@ -126,7 +114,7 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
     // Whatever happened, a session that did not commit at QUIT deletes nothing:
     // dropping it releases the mailbox lock.
     conn.mailbox = None;
-    let _ = tokio::time::timeout(Duration::from_secs(1), conn.stream.shutdown()).await;
+    let _ = conn.io.shutdown(CLOSE_TIMEOUT).await;
     tracing::debug!("{peer}: session closed");
 }
 
@@ -141,7 +129,7 @@ impl Conn {
     }
 
     async fn run(&mut self) -> io::Result<()> {
-        self.session.greeting().write_to(&mut self.out);
+        self.session.greeting().write_to(self.io.out());
         self.flush().await?;
         self.phase_start = Instant::now();
         loop {
@@ -154,11 +142,11 @@ impl Conn {
                 ReadEnd::Eof => return Ok(()),
                 ReadEnd::Timeout => {
                     tracing::info!("{}: autologout after {:?}", self.peer, self.idle_limit());
-                    Response::autologout().write_to(&mut self.out);
+                    Response::autologout().write_to(self.io.out());
                     return self.flush().await;
                 }
                 ReadEnd::Draining => {
-                    Response::shutting_down().write_to(&mut self.out);
+                    Response::shutting_down().write_to(self.io.out());
                     return self.flush().await;
                 }
             }
@@ -169,8 +157,8 @@ impl Conn {
     /// the connection must close.
     async fn process(&mut self) -> io::Result<Flow> {
         loop {
-            let step = self.session.advance(&self.buf[self.start..]);
-            self.start += step.consumed;
+            let step = self.session.advance(self.io.unread());
+            self.io.consume(step.consumed);
             let event = match step.event {
                 Event::NeedMore => return Ok(Flow::Continue),
                 event => event,
@@ -195,7 +183,7 @@ impl Conn {
             if flow == Flow::Close {
                 return Ok(Flow::Close);
             }
-            if self.out.len() >= OUT_HIGH {
+            if self.io.queued() >= OUT_HIGH {
                 self.flush().await?;
             }
         }
@@ -204,26 +192,24 @@ impl Conn {
     async fn act(&mut self, action: Action) -> io::Result<Flow> {
         match action {
             Action::Reply(response) => {
-                response.write_to(&mut self.out);
+                response.write_to(self.io.out());
                 Ok(Flow::Continue)
             }
             Action::Close(response) => {
-                response.write_to(&mut self.out);
+                response.write_to(self.io.out());
                 Ok(Flow::Close)
             }
             Action::StartTls {
                 response,
                 discarded,
             } => {
-                response.write_to(&mut self.out);
+                response.write_to(self.io.out());
                 self.flush().await?;
                 if discarded > 0 {
                     tracing::info!("{}: {discarded} bytes after STLS discarded", self.peer);
                 }
-                // The session consumed everything buffered: nothing read in clear
-                // text survives into the TLS session.
-                self.buf.clear();
-                self.start = 0;
+                // The session consumed everything buffered, and the upgrade drops
+                // it: nothing read in clear text survives into the TLS session.
                 self.handshake().await?;
                 Ok(Flow::Continue)
             }
@@ -235,7 +221,7 @@ impl Conn {
                     .take()
                     .unwrap_or(self.shared.config.auth_throttle.delay);
                 tokio::time::sleep(delay).await;
-                response.write_to(&mut self.out);
+                response.write_to(self.io.out());
                 Ok(if close { Flow::Close } else { Flow::Continue })
             }
         }
@@ -247,13 +233,7 @@ impl Conn {
             return Err(io::Error::other("TLS without a certificate"));
         };
         let timeout = self.shared.config.limits.login_timeout;
-        match tokio::time::timeout(timeout, self.stream.start_tls(&acceptor)).await {
-            Ok(result) => result,
-            Err(_) => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "TLS handshake timed out",
-            )),
-        }
+        self.io.start_tls(&acceptor, timeout).await
     }
 
     /// The inactivity limit of the current phase.
@@ -271,35 +251,14 @@ impl Conn {
         (self.phase_start + self.idle_limit()).min(session_end)
     }
 
+    /// Waits for input until the deadline or shutdown.
     async fn read(&mut self) -> io::Result<ReadEnd> {
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        if self.shutdown.is_triggered() {
-            return Ok(ReadEnd::Draining);
-        }
-        self.buf.reserve(READ_CHUNK);
-        let deadline = tokio::time::Instant::from_std(self.deadline());
-        let (stream, buf, shutdown) = (&mut self.stream, &mut self.buf, &mut self.shutdown);
-        tokio::select! {
-            read = stream.read_buf(buf) => match read? {
-                0 => Ok(ReadEnd::Eof),
-                _ => Ok(ReadEnd::Data),
-            },
-            _ = tokio::time::sleep_until(deadline) => Ok(ReadEnd::Timeout),
-            _ = shutdown.wait() => Ok(ReadEnd::Draining),
-        }
+        let deadline = self.deadline();
+        self.io.read(deadline, Some(&mut self.shutdown)).await
     }
 
     /// Writes the queued responses out.
     pub(crate) async fn flush(&mut self) -> io::Result<()> {
-        if self.out.is_empty() {
-            return Ok(());
-        }
-        let timeout = self.shared.config.limits.send_timeout;
-        self.stream.write_all_within(&self.out, timeout).await?;
-        self.out.clear();
-        Ok(())
+        self.io.flush(self.shared.config.limits.send_timeout).await
     }
 }

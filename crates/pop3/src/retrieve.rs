@@ -13,9 +13,10 @@
 use std::fs::File;
 use std::io::{self, Read};
 
+use stoa_netkit::line::Flow;
 use stoa_pop3_proto::{Response, Retrieval};
 
-use crate::conn::{Conn, Flow};
+use crate::conn::Conn;
 
 /// Bytes of the stored message read at a time.
 pub(crate) const CHUNK: usize = 64 * 1024;
@@ -25,7 +26,7 @@ impl Conn {
     pub(crate) async fn retrieve(&mut self, retrieval: Retrieval) -> io::Result<Flow> {
         let Some(mailbox) = self.mailbox.clone() else {
             // The codec only retrieves after a login, which sets the mailbox.
-            Response::message_unavailable().write_to(&mut self.out);
+            Response::message_unavailable().write_to(self.io.out());
             return Ok(Flow::Continue);
         };
         let (index, mut left) = (retrieval.index, retrieval.size);
@@ -39,20 +40,20 @@ impl Conn {
             Ok(Err(e)) => return Ok(self.unavailable(retrieval, &e)),
             Err(e) => return Ok(self.unavailable(retrieval, &e)),
         };
-        retrieval.response().write_to(&mut self.out);
+        retrieval.response().write_to(self.io.out());
         let mut encoder = retrieval.encoder();
         let mut chunk = Vec::with_capacity(CHUNK);
         while left > 0 {
             (file, chunk) = read_chunk(file, chunk, left).await?;
             left -= chunk.len() as u64;
-            if !encoder.encode(&chunk, &mut self.out) {
+            if !encoder.encode(&chunk, self.io.out()) {
                 break; // TOP has all it needs
             }
             if left > 0 {
                 self.flush().await?;
             }
         }
-        encoder.finish(&mut self.out);
+        encoder.finish(self.io.out());
         Ok(Flow::Continue)
     }
 
@@ -63,7 +64,7 @@ impl Conn {
             self.peer,
             retrieval.number()
         );
-        Response::message_unavailable().write_to(&mut self.out);
+        Response::message_unavailable().write_to(self.io.out());
         Flow::Continue
     }
 }

@@ -2,10 +2,10 @@
 //! [`stoa_smtp_proto::Session`], its deadlines, STARTTLS, and the transaction it
 //! builds (sender, recipients, the message being spooled).
 //!
-//! [`Conn`] owns the socket, the read buffer and the reply buffer. The loop hands
-//! every unread byte to the session, acts on each event (policy decisions are in
-//! `policy.rs`), writes the replies out once the buffer yields nothing more, and only
-//! then reads again: the order RFC 2920 asks of a pipelining server and the one the
+//! [`Conn`] holds the connection's [`LineIo`] (netkit's owner of the socket, the read
+//! buffer and the reply queue). The loop hands every unread byte to the session, acts
+//! on each event (policy decisions are in `policy.rs`), writes the replies out once
+//! the buffer yields nothing more, and only then reads again: the order RFC 2920 asks of a pipelining server and the one the
 //! session's unauthorised-pipelining check relies on.
 //!
 //! Deadlines: each command must arrive within `command_timeout` of the previous
@@ -20,19 +20,28 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use stoa_netkit::line::{Flow, LineIo, ReadEnd};
 use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
+use stoa_netkit::tls::Stream;
 use stoa_smtp_proto::session::{Action, Config as SessionConfig, Credentials};
 use stoa_smtp_proto::{Decision, Event, ForwardPath, Reply, ReversePath, Session};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::queue::{Recipient, Spool};
 use crate::shared::Shared;
-use stoa_netkit::tls::Stream;
 
 /// Bytes read at a time. Commands are at most `max_line` (2 KiB) and the DATA
 /// decoder consumes everything it is given, so the buffer stays near this size.
 const READ_CHUNK: usize = 16 * 1024;
+
+/// The read buffer's bound. The session leaves less than one command line
+/// (`max_line`) unread and each read reserves [`READ_CHUNK`] after it, so the buffer
+/// always stayed within twice the chunk; that size is the limit, and reads are as
+/// large as they were.
+const MAX_BUFFERED: usize = 2 * READ_CHUNK;
+
+/// How long the close of the write side may take once the session is over.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Pause before each error reply once the client passed the soft error limit
 /// (Postfix's `smtpd_error_sleep_time`).
@@ -45,22 +54,6 @@ pub(crate) enum Kind {
     Mx,
     /// Submission: MAIL only after AUTH.
     Submission,
-}
-
-/// Whether the loop goes on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Continue,
-    Close,
-}
-
-/// How a wait for input ended.
-#[derive(Debug)]
-enum ReadEnd {
-    Data,
-    Eof,
-    Timeout,
-    Draining,
 }
 
 /// The mail transaction under way.
@@ -98,13 +91,10 @@ enum Next {
 }
 
 pub(crate) struct Conn {
-    stream: Stream,
+    io: LineIo,
     pub(crate) peer: SocketAddr,
     pub(crate) shared: Arc<Shared>,
     pub(crate) session: Session,
-    buf: Vec<u8>,
-    start: usize,
-    out: Vec<u8>,
     pub(crate) txn: Txn,
     born: Instant,
     phase_start: Instant,
@@ -128,13 +118,10 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
     };
     let now = Instant::now();
     let mut conn = Conn {
-        stream: Stream::Plain(stream),
+        io: LineIo::new(Stream::Plain(stream), READ_CHUNK, MAX_BUFFERED),
         peer,
         shared,
         session: Session::new(config),
-        buf: Vec::with_capacity(READ_CHUNK),
-        start: 0,
-        out: Vec::with_capacity(512),
         txn: Txn::default(),
         born: now,
         phase_start: now,
@@ -148,7 +135,7 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
             stoa_smtp_proto::EnhancedStatus::new(4, 7, 0),
             "Error: too many connections from your address",
         );
-        reply.write_to(&mut conn.out);
+        reply.write_to(conn.io.out());
         conn.flush().await
     } else {
         conn.run().await
@@ -159,13 +146,13 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
     if let Some(spool) = conn.txn.spool.take() {
         conn.shared.queue.discard(spool);
     }
-    let _ = tokio::time::timeout(Duration::from_secs(1), conn.stream.shutdown()).await;
+    let _ = conn.io.shutdown(CLOSE_TIMEOUT).await;
     tracing::debug!("{peer}: session closed");
 }
 
 impl Conn {
     async fn run(&mut self) -> io::Result<()> {
-        self.session.greeting().write_to(&mut self.out);
+        self.session.greeting().write_to(self.io.out());
         self.flush().await?;
         self.phase_start = Instant::now();
         loop {
@@ -179,11 +166,11 @@ impl Conn {
                 ReadEnd::Eof => return Ok(()),
                 ReadEnd::Timeout => {
                     tracing::info!("{}: timeout", self.peer);
-                    Reply::timeout(&hostname).write_to(&mut self.out);
+                    Reply::timeout(&hostname).write_to(self.io.out());
                     return self.flush().await;
                 }
                 ReadEnd::Draining => {
-                    Reply::shutting_down(&hostname).write_to(&mut self.out);
+                    Reply::shutting_down(&hostname).write_to(self.io.out());
                     return self.flush().await;
                 }
             }
@@ -194,7 +181,7 @@ impl Conn {
     /// the connection must close.
     async fn process(&mut self) -> io::Result<Flow> {
         loop {
-            let step = self.session.advance(&self.buf[self.start..]);
+            let step = self.session.advance(self.io.unread());
             let consumed = step.consumed;
             let next = match step.event {
                 Event::NeedMore => None,
@@ -202,7 +189,7 @@ impl Conn {
                     if let Some(spool) = &mut self.txn.spool {
                         spool.write(data);
                     }
-                    self.start += consumed;
+                    self.io.consume(consumed);
                     continue;
                 }
                 Event::Action(action) => Some(Next::Act(action)),
@@ -216,7 +203,7 @@ impl Conn {
                 }
                 Event::Auth(credentials) => Some(Next::Auth(credentials)),
             };
-            self.start += consumed;
+            self.io.consume(consumed);
             let Some(next) = next else {
                 return Ok(Flow::Continue);
             };
@@ -262,35 +249,27 @@ impl Conn {
                     self.flush().await?;
                     tokio::time::sleep(ERROR_DELAY).await;
                 }
-                reply.write_to(&mut self.out);
+                reply.write_to(self.io.out());
                 Ok(Flow::Continue)
             }
             Action::Close(reply) => {
-                reply.write_to(&mut self.out);
+                reply.write_to(self.io.out());
                 Ok(Flow::Close)
             }
             Action::StartTls { reply, discarded } => {
-                reply.write_to(&mut self.out);
+                reply.write_to(self.io.out());
                 self.flush().await?;
                 if discarded > 0 {
                     tracing::info!("{}: {discarded} bytes after STARTTLS discarded", self.peer);
                 }
-                // The session consumed everything buffered: nothing read in clear
-                // text survives into the TLS session.
-                self.buf.clear();
-                self.start = 0;
+                // The session consumed everything buffered, and the upgrade drops
+                // it: nothing read in clear text survives into the TLS session.
                 let Some(acceptor) = self.shared.tls.clone() else {
                     return Ok(Flow::Close);
                 };
                 let timeout = self.shared.config.limits.command_timeout;
-                match tokio::time::timeout(timeout, self.stream.start_tls(&acceptor)).await {
-                    Ok(Ok(())) => Ok(Flow::Continue),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "TLS handshake timed out",
-                    )),
-                }
+                self.io.start_tls(&acceptor, timeout).await?;
+                Ok(Flow::Continue)
             }
         }
     }
@@ -309,37 +288,17 @@ impl Conn {
         phase.min(self.born + limits.session_timeout)
     }
 
+    /// Waits for input until the deadline; a message under way is not cut short by
+    /// shutdown.
     async fn read(&mut self) -> io::Result<ReadEnd> {
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        let in_data = self.session.in_data();
-        if !in_data && self.shutdown.is_triggered() {
-            return Ok(ReadEnd::Draining);
-        }
-        self.buf.reserve(READ_CHUNK);
-        let deadline = tokio::time::Instant::from_std(self.deadline());
-        let (stream, buf, shutdown) = (&mut self.stream, &mut self.buf, &mut self.shutdown);
-        tokio::select! {
-            read = stream.read_buf(buf) => match read? {
-                0 => Ok(ReadEnd::Eof),
-                _ => Ok(ReadEnd::Data),
-            },
-            _ = tokio::time::sleep_until(deadline) => Ok(ReadEnd::Timeout),
-            _ = shutdown.wait(), if !in_data => Ok(ReadEnd::Draining),
-        }
+        let deadline = self.deadline();
+        let shutdown = (!self.session.in_data()).then_some(&mut self.shutdown);
+        self.io.read(deadline, shutdown).await
     }
 
     /// Writes the queued replies out.
     pub(crate) async fn flush(&mut self) -> io::Result<()> {
-        if self.out.is_empty() {
-            return Ok(());
-        }
-        let timeout = self.shared.config.limits.send_timeout;
-        self.stream.write_all_within(&self.out, timeout).await?;
-        self.out.clear();
-        Ok(())
+        self.io.flush(self.shared.config.limits.send_timeout).await
     }
 
     /// Throws away the message being spooled, if any.
