@@ -81,21 +81,13 @@ impl Server {
             return Err(Error::NoCertificate(addr));
         }
         let mut listeners = Listeners::new(config.workers);
-        let mut bind = |addr, kind| {
-            listeners
-                .bind(addr, kind)
-                .map_err(|source| Error::Listen { addr, source })
-        };
-        let addrs = config
-            .listen
-            .iter()
-            .map(|&addr| bind(addr, Kind::Plain))
-            .collect::<Result<Vec<_>, _>>()?;
-        let tls_addrs = config
-            .tls_listen
-            .iter()
-            .map(|&addr| bind(addr, Kind::Tls))
-            .collect::<Result<Vec<_>, _>>()?;
+        let listen_error = |(addr, source)| Error::Listen { addr, source };
+        let addrs = listeners
+            .bind_all(&config.listen, &Kind::Plain)
+            .map_err(listen_error)?;
+        let tls_addrs = listeners
+            .bind_all(&config.tls_listen, &Kind::Tls)
+            .map_err(listen_error)?;
         let session = Arc::new(SessionConfig {
             hostname: config.hostname.clone(),
             limits: config.limits.session.clone(),

@@ -78,54 +78,23 @@ impl Server {
         directory: Arc<dyn Directory>,
         local: Arc<dyn LocalDelivery>,
     ) -> Result<Server, Error> {
-        let tls = match config.tls.is_empty() {
-            true => None,
-            false => {
-                let server =
-                    stoa_netkit::tls::server_config(&config.tls, &[]).map_err(Error::Tls)?;
-                Some(tokio_rustls::TlsAcceptor::from(server))
-            }
-        };
+        let tls = starttls(&config)?;
         let (mx, submission) = session_configs(&config, tls.is_some());
-        let queue_dir = config.queue_dir();
-        let queue_error = |source| Error::Queue {
-            path: queue_dir.clone(),
-            source,
-        };
-        let queue = Arc::new(Queue::open(&queue_dir).map_err(queue_error)?);
-        let recovered = queue.recover().map_err(queue_error)?;
-        if !recovered.is_empty() {
-            tracing::info!("queue: {} messages recovered", recovered.len());
-        }
+        let (queue, recovered) = open_queue(&config)?;
         let mut listeners = Listeners::new(config.workers);
-        let mut bind = |addr, kind| {
-            listeners
-                .bind(addr, kind)
-                .map_err(|source| Error::Listen { addr, source })
-        };
-        let addrs = config
-            .listen
-            .iter()
-            .map(|&addr| bind(addr, Kind::Mx))
-            .collect::<Result<Vec<_>, _>>()?;
-        let submission_addrs = config
-            .submission_listen
-            .iter()
-            .map(|&addr| bind(addr, Kind::Submission))
-            .collect::<Result<Vec<_>, _>>()?;
-        let relay = config.relay_host.as_ref().map(|host| Relay {
-            host: host.clone(),
-            helo: config.hostname.clone(),
-            connect_timeout: config.queue.relay_connect_timeout,
-            command_timeout: config.queue.relay_command_timeout,
-            data_timeout: config.queue.relay_data_timeout,
-        });
+        let listen_error = |(addr, source)| Error::Listen { addr, source };
+        let addrs = listeners
+            .bind_all(&config.listen, &Kind::Mx)
+            .map_err(listen_error)?;
+        let submission_addrs = listeners
+            .bind_all(&config.submission_listen, &Kind::Submission)
+            .map_err(listen_error)?;
         let (notify, incoming) = mpsc::unbounded_channel();
         let deliverer = Arc::new(Deliverer {
             queue: Arc::clone(&queue),
             directory: Arc::clone(&directory),
             local,
-            relay,
+            relay: relay(&config),
             config: config.queue.clone(),
             hostname: config.hostname.clone(),
         });
@@ -206,6 +175,41 @@ impl Server {
         }
         served.map_err(Error::Workers)
     }
+}
+
+/// The STARTTLS acceptor, when certificates are configured.
+fn starttls(config: &Config) -> Result<Option<tokio_rustls::TlsAcceptor>, Error> {
+    if config.tls.is_empty() {
+        return Ok(None);
+    }
+    let server = stoa_netkit::tls::server_config(&config.tls, &[]).map_err(Error::Tls)?;
+    Ok(Some(tokio_rustls::TlsAcceptor::from(server)))
+}
+
+/// Opens the queue directory and recovers what a previous run left in it.
+fn open_queue(config: &Config) -> Result<(Arc<Queue>, Vec<Envelope>), Error> {
+    let path = config.queue_dir();
+    let queue_error = |source| Error::Queue {
+        path: path.clone(),
+        source,
+    };
+    let queue = Queue::open(&path).map_err(queue_error)?;
+    let recovered = queue.recover().map_err(queue_error)?;
+    if !recovered.is_empty() {
+        tracing::info!("queue: {} messages recovered", recovered.len());
+    }
+    Ok((Arc::new(queue), recovered))
+}
+
+/// The smart host's client settings, when one is configured.
+fn relay(config: &Config) -> Option<Relay> {
+    config.relay_host.as_ref().map(|host| Relay {
+        host: host.clone(),
+        helo: config.hostname.clone(),
+        connect_timeout: config.queue.relay_connect_timeout,
+        command_timeout: config.queue.relay_command_timeout,
+        data_timeout: config.queue.relay_data_timeout,
+    })
 }
 
 /// The session settings of MX listeners and of submission listeners (AUTH required).

@@ -153,16 +153,9 @@ impl Server {
             source: e.into(),
         })?;
         let mut listeners = Listeners::new(config.workers);
-        let mut bind = |addr, scheme| {
-            listeners
-                .bind(addr, scheme)
-                .map_err(|source| Error::Listen { addr, source })
-        };
-        let addrs = config
-            .listen
-            .iter()
-            .map(|&addr| bind(addr, Scheme::Http))
-            .collect::<Result<Vec<_>, _>>()?;
+        let addrs = listeners
+            .bind_all(&config.listen, &Scheme::Http)
+            .map_err(|(addr, source)| Error::Listen { addr, source })?;
         let mut tls_addrs = Vec::new();
         for l in &config.tls_listen {
             let tls = stoa_netkit::tls::server_config(&l.certs, tls::ALPN).map_err(|errors| {
@@ -171,7 +164,13 @@ impl Server {
                     errors,
                 }
             })?;
-            tls_addrs.push(bind(l.addr, Scheme::Https(tls))?);
+            let bound = listeners
+                .bind(l.addr, Scheme::Https(tls))
+                .map_err(|source| Error::Listen {
+                    addr: l.addr,
+                    source,
+                })?;
+            tls_addrs.push(bound);
         }
         let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
         let web99 = match &config.web99 {

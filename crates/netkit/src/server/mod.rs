@@ -170,6 +170,19 @@ impl<K: Clone> Listeners<K> {
         Ok(bound)
     }
 
+    /// Binds each of `addrs` ([`Listeners::bind`]); returns the bound addresses in
+    /// order, or the first address that could not be bound and why.
+    pub fn bind_all(
+        &mut self,
+        addrs: &[SocketAddr],
+        kind: &K,
+    ) -> Result<Vec<SocketAddr>, (SocketAddr, io::Error)> {
+        addrs
+            .iter()
+            .map(|&addr| self.bind(addr, kind.clone()).map_err(|e| (addr, e)))
+            .collect()
+    }
+
     /// How many workers the listeners are bound for.
     pub fn workers(&self) -> usize {
         self.groups.len()
