@@ -131,3 +131,28 @@ fn an_empty_level_passes_with_no_samples() {
     assert!(detail_rows(&t).iter().all(|r| r.percent.is_none()));
     assert_eq!(error_percent(&t), 0.0);
 }
+
+/// ">95%" is strict: 95 passes of 100 fail the row, 96 pass it.
+#[test]
+fn exactly_95_percent_fails() {
+    let mut t = LevelTally::default();
+    for _ in 0..95 {
+        t.add_session(&ok(Function::PopStatus, 40.0));
+    }
+    for _ in 0..5 {
+        t.add_session(&ok(Function::PopStatus, 6_000.0));
+    }
+    let row = &detail_rows(&t)[Function::PopStatus.index()];
+    assert_eq!((row.attempts, row.pass), (100, 95));
+    assert!(!row.passed, "95.00 % is not more than 95 %");
+    let v = verdict(&t);
+    assert!(!v.passed);
+    assert_eq!(v.failures, ["POP Status 95.00% = 95% (must be above)"]);
+    t.add_session(&ok(Function::PopStatus, 40.0));
+    t.add_session(&ok(Function::PopStatus, 40.0));
+    t.add_session(&ok(Function::PopStatus, 40.0));
+    t.add_session(&ok(Function::PopStatus, 40.0));
+    t.add_session(&ok(Function::PopStatus, 40.0));
+    // 100 of 105 = 95.24 %.
+    assert!(detail_rows(&t)[Function::PopStatus.index()].passed);
+}

@@ -50,20 +50,21 @@ fn pop(connect_ms: f64) -> SessionRecord {
     r
 }
 
-/// One level at `load` of 30 msgs/min: 20 SMTP and 25 POP sessions, of which
-/// `slow_pop` connect in 6 s (over the 5 s limit).
+/// One level at `load` of 30 msgs/min: 25 SMTP and 25 POP sessions, of which
+/// `slow_pop` connect in 6 s (over the 5 s limit). Rows meant to pass pass with
+/// 96 % (24 of 25): ">95%" is strict.
 fn level(load: f64, slow_pop: usize) -> LevelResult {
     let mut t = LevelTally::default();
-    for i in 0..20 {
+    for i in 0..25 {
         t.add_session(&smtp(load > 1.1 && i == 0));
     }
     for i in 0..25 {
         t.add_session(&pop(if i < slow_pop { 6_000.0 } else { 4.0 }));
     }
-    t.delivery.attempts = 20;
-    t.delivery.pass = 19;
+    t.delivery.attempts = 25;
+    t.delivery.pass = 24;
     t.delivery.late = 1;
-    for _ in 0..19 {
+    for _ in 0..24 {
         t.delivery.times.record_ms(5_000.0);
     }
     t.delivery.times.record_ms(70_000.0);
