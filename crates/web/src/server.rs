@@ -85,8 +85,18 @@ pub(crate) enum Scheme {
 #[derive(Debug)]
 pub(crate) struct Worker {
     handshakes: Arc<Semaphore>,
-    /// The once-a-second tick and the parking loop (per-core workers only).
-    tasks: Vec<AbortHandle>,
+    /// A per-core worker's own tasks; `None` on the multi-thread runtime, whose
+    /// hooks flush the log instead.
+    own: Option<OwnTasks>,
+}
+
+/// What a per-core worker runs beside its connections, stopped when it ends.
+#[derive(Debug)]
+struct OwnTasks {
+    /// The once-a-second tick (dates, log hand-over).
+    tick: AbortHandle,
+    /// The parking loop of idle connections.
+    parking: AbortHandle,
 }
 
 /// State shared by every worker of one server. Everything mutable in it is atomic;
@@ -264,17 +274,16 @@ impl Handler for Shared {
 
     fn start_worker(self: &Arc<Self>, scope: WorkerScope) -> Worker {
         let handshakes = self.config.limits.max_handshakes * scope.scale();
-        let tasks = match scope {
-            WorkerScope::PerCore { .. } => vec![
-                tokio::spawn(tick(Arc::clone(self))).abort_handle(),
-                tokio::task::spawn_local(idle::run(Arc::clone(self))).abort_handle(),
-            ],
-            // No worker thread of its own: the runtime's hooks flush the log.
-            WorkerScope::Shared { .. } => Vec::new(),
+        let own = match scope {
+            WorkerScope::PerCore { .. } => Some(OwnTasks {
+                tick: tokio::spawn(tick(Arc::clone(self))).abort_handle(),
+                parking: tokio::task::spawn_local(idle::run(Arc::clone(self))).abort_handle(),
+            }),
+            WorkerScope::Shared { .. } => None,
         };
         Worker {
             handshakes: Arc::new(Semaphore::new(handshakes)),
-            tasks,
+            own,
         }
     }
 
@@ -307,13 +316,11 @@ impl Handler for Shared {
     }
 
     fn stop_worker(&self, worker: &Worker) {
-        if worker.tasks.is_empty() {
-            return;
+        if let Some(own) = &worker.own {
+            own.tick.abort();
+            own.parking.abort();
+            local::flush_log(self);
         }
-        for task in &worker.tasks {
-            task.abort();
-        }
-        local::flush_log(self);
     }
 
     fn grace_over(&self, left: usize) {

@@ -69,7 +69,7 @@ const STANDARD: Profile = Profile {
 /// profile therefore uses 100-entry decks (one class-3 entry each) and lets class
 /// 3 go without operations; errors in it still invalidate. The report says so.
 /// One iteration unless `--iterations` asks for more.
-const QUICK: Profile = Profile {
+pub(crate) const QUICK: Profile = Profile {
     name: "quick",
     warmup: Duration::from_secs(5),
     rampup: Duration::from_secs(3),

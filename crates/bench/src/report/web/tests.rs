@@ -7,7 +7,7 @@ use stoa_web99::metrics::{ClassStats, GeneratorStats, Iteration, Validity};
 use stoa_web99::workload::HttpVersion;
 
 use super::text::Layout;
-use crate::web::{IterationResult, Options, Profile, ProfileName, Run, Trial};
+use crate::web::{IterationResult, Options, Profile, ProfileName, QUICK, Run, Trial};
 
 fn gens(n: u32, seed: f64) -> Vec<GeneratorStats> {
     (0..n)
@@ -98,16 +98,8 @@ fn options(static_only: bool, agents: bool) -> Options {
 }
 
 fn runs() -> Vec<Run> {
-    let quick = Profile {
-        name: "quick",
-        warmup: Duration::from_secs(5),
-        rampup: Duration::from_secs(3),
-        run: Duration::from_secs(60),
-        rampdown: Duration::from_secs(3),
-        iterations: 1,
-        deck: 100,
-        validity: Validity::Class3Optional,
-    };
+    let quick = QUICK;
+    // The standard profile's name and rule, over the quick profile's short phases.
     let standard = Profile {
         name: "standard",
         validity: Validity::EveryClass,
