@@ -20,6 +20,7 @@ use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
 use super::doc::{Block, Cell, Document, Table, cells};
 use super::text::Layout;
 use super::{html as page, svg, text as plain};
+use crate::compliance::{BOX_TITLE, NON_COMPLIANT};
 use crate::mail::run::{LevelResult, MailRun};
 
 /// The notice every report carries.
@@ -60,8 +61,13 @@ fn established(run: &MailRun) -> Option<f64> {
 /// The report's title line.
 fn title(run: &MailRun) -> String {
     let claim = established(run).map_or_else(|| "not established".to_owned(), mpm);
+    let label = if run.deviations.is_empty() {
+        String::new()
+    } else {
+        format!(" ({NON_COMPLIANT})")
+    };
     format!(
-        "{BENCHMARK} result: {}   msgs/min = {claim}",
+        "{BENCHMARK} result: {}   msgs/min = {claim}{label}",
         run.server_software
     )
 }
@@ -218,6 +224,13 @@ fn document(run: &MailRun, charts: bool) -> Document {
     let mut doc = Document::new(title(run), NOTICE);
     doc.verdict = Some(established(run).is_some());
     doc.push(Block::Para(equivalence(run)));
+    if !run.deviations.is_empty() {
+        doc.push(Block::Deviations {
+            title: BOX_TITLE.to_owned(),
+            items: crate::compliance::items(&run.deviations),
+            note: crate::mail::kit_run(),
+        });
+    }
     run_block(&mut doc, run);
     summary(&mut doc, run, charts);
     if let Some(s) = &run.store {

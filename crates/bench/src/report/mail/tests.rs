@@ -126,6 +126,7 @@ fn sample() -> MailRun {
             errors: 0,
         },
         probe_share: 0.05,
+        deviations: Vec::new(),
         threads: 2,
         seed: 42,
         started: "2026-11-30T14:00:00Z".into(),
@@ -280,4 +281,78 @@ fn numbers_have_separators() {
     assert_eq!(mpm(7_500.0), "7,500");
     assert_eq!(mpm(23.456), "23.46");
     assert_eq!(mpm(24.0), "24");
+}
+
+/// `sample()` as a quick run: its phases and probe share off the kit's.
+fn non_compliant() -> MailRun {
+    use crate::compliance::Deviation;
+    let dev = |setting, run: &str, kit: &str| Deviation {
+        setting,
+        run: run.into(),
+        kit: kit.into(),
+    };
+    MailRun {
+        deviations: vec![
+            dev(
+                "run_time",
+                "measured 60 s per level",
+                "the kit measures 3,600 s",
+            ),
+            dev(
+                "probe_share",
+                "delivery probes on 5.00 % of SMTP sessions",
+                "the kit probes 1 % of the mail (mail2001.md §2.2)",
+            ),
+        ],
+        ..sample()
+    }
+}
+
+#[test]
+fn a_run_off_the_kits_rules_is_labelled_non_compliant() {
+    let run = non_compliant();
+    let t = text(&run);
+    assert!(
+        t.starts_with(
+            "SPECmail2001-style result: Stoa 0.1.0 (built-in)   msgs/min = 30 (non-compliant)\n"
+        ),
+        "{t}"
+    );
+    let equivalence = "30 SPECmail2001-style messages per minute is equivalent to 6,000 users.\n\n";
+    let boxed = &t[t.find(equivalence).expect("equivalence") + equivalence.len()..];
+    assert!(
+        boxed.starts_with("+---"),
+        "the box follows the headline:\n{t}"
+    );
+    assert!(t.contains("\n| NON-COMPLIANT RUN: this run breaks the kit's run rules"));
+    assert!(t.contains("\n| - measured 60 s per level; the kit measures 3,600 s"));
+    assert!(t.contains("\n| - delivery probes on 5.00 % of SMTP sessions; the kit probes 1 %"));
+    assert!(t.contains("\n| The kit's run: stoa bench mail --profile standard"));
+
+    let j = to_json(&run);
+    assert_eq!(j["compliant"], false);
+    assert_eq!(j["deviations"][1]["setting"], "probe_share");
+    assert_eq!(j["deviations"][0]["kit"], "the kit measures 3,600 s");
+    assert!(
+        j["title"]
+            .as_str()
+            .expect("title")
+            .ends_with("(non-compliant)")
+    );
+
+    let h = html(&run);
+    assert!(h.contains("<div class=\"deviations\""), "{h}");
+    assert!(h.contains("<li>measured 60 s per level; the kit measures 3,600 s</li>"));
+    assert!(h.contains("msgs/min = 30 (non-compliant)</h1>"));
+}
+
+#[test]
+fn the_kits_run_has_no_box() {
+    let run = sample();
+    let t = text(&run);
+    assert!(!t.contains("non-compliant") && !t.contains("NON-COMPLIANT") && !t.contains("+---"));
+    let j = to_json(&run);
+    assert_eq!(j["compliant"], true);
+    assert_eq!(j["deviations"], serde_json::json!([]));
+    assert!(!html(&run).contains("deviations"));
 }
