@@ -29,7 +29,7 @@ use stoa_mail2001::Rates;
 use stoa_mailgen::engine::{Engine, Workload};
 use stoa_mailgen::sink::Sink;
 
-pub(crate) use compliance::kit_run;
+pub(crate) use compliance::{NOTE as COMPLIANCE_NOTE, kit_run};
 pub use fill::default_journal;
 use fill::{check_store, fill_store, print_store_check};
 use level::run_level;

@@ -242,6 +242,7 @@ fn document(run: &MailRun, charts: bool) -> Document {
     }
     doc.push(Block::Heading(1, "Notes".into()));
     let mut notes: Vec<String> = run.choices.iter().map(|c| (*c).to_owned()).collect();
+    notes.push(crate::mail::COMPLIANCE_NOTE.to_owned());
     notes.push(format!(
         "All figures are {BENCHMARK} figures measured by stoa bench mail {}, not SPEC results.",
         env!("CARGO_PKG_VERSION")
