@@ -15,8 +15,8 @@
 //! - [`workload`]: the client side: the kit's random generator and Zipf sampler,
 //!   decks with exact class proportions, request types, keep-alive sizes, and the
 //!   exact request bytes.
-//! - [`manager`]: the manager's arithmetic on its client list: each client's
-//!   share of the connections and the Reset's `maxthread`.
+//! - [`manager`]: the manager's arithmetic on its client list: the Reset's
+//!   `maxthread`.
 //! - [`metrics`]: rated receive (the 400 kbit/s pacing), the per-class counters,
 //!   valid and conforming generators, the per-client error check, the run-level
 //!   numbers and the median iteration.
