@@ -6,7 +6,9 @@
 //! even share of the connections as its own client number (so its generators
 //! have the kit's per-client seeds and user ids), runs them on its own load
 //! threads, streams its live counters once a second and answers with its
-//! [`Tally`]; the prime merges the tallies and scores the whole as one run.
+//! [`Tally`]; the prime merges the tallies (each agent's class totals kept
+//! apart, for the manager's per-client error check) and scores the whole as one
+//! run.
 //!
 //! # Protocol
 //!
@@ -346,7 +348,9 @@ pub(crate) async fn run_remote(
 }
 
 /// `n` connections over `k` agents, as evenly as possible (the first get the
-/// remainder).
+/// remainder; the manager gives it to clients 1, 2, …, which changes no score,
+/// and its `maxthread` is computed before the remainder either way:
+/// `stoa_web99::manager::maxthread`).
 fn split(n: u32, k: u32) -> Vec<u32> {
     let k = k.max(1);
     (0..k).map(|i| n / k + u32::from(i < n % k)).collect()

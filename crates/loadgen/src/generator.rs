@@ -44,28 +44,7 @@ pub(crate) async fn run(
     live: &Live,
     connector: &Connector,
 ) -> GeneratorStats {
-    let seed = crate::generator_seed(plan.client, index);
-    let mut g = Generator {
-        plan,
-        shard,
-        live,
-        connector,
-        // Its own stream, so that TLS choices leave the workload's untouched.
-        tls_rng: fastrand::Rng::with_seed(seed as u64),
-        user_id: 10_000 + plan.first_user + index,
-        rng: SpecRng::new(seed),
-        deck: Vec::new(),
-        next: 0,
-        conn: None,
-        left_on_conn: 0,
-        last_ad: 0,
-        stats: GeneratorStats::default(),
-        measured: false,
-        conforming: false,
-        buf: Vec::with_capacity(16 * 1024),
-        request: Vec::with_capacity(512),
-    };
-    g.last_ad = (g.user_id - 10_000) % stoa_web99::ads::ADS;
+    let mut g = Generator::new(plan, index, shard, live, connector);
     let end = tokio::time::Instant::from_std(clock.base + clock.end);
     while clock.base.elapsed() < clock.end && !live.stopped() {
         let entry = g.next_entry();
@@ -93,7 +72,12 @@ struct Generator<'p> {
     deck: Vec<Entry>,
     next: usize,
     conn: Option<Stream>,
+    /// Requests still to send on `conn`.
     left_on_conn: u32,
+    /// `conn` carries more than one request: every request on it says so, the
+    /// last one too (HTTP/1.0 `Connection: Keep-Alive`), and the client, not
+    /// the server, closes it after the last answer.
+    keep_alive: bool,
     last_ad: u32,
     stats: GeneratorStats,
     /// Has a measured operation (counted in `Live::measured`).
@@ -111,7 +95,40 @@ struct Response {
     close: bool,
 }
 
-impl Generator<'_> {
+impl<'p> Generator<'p> {
+    /// Generator `index` of `plan`'s client: the kit's seed and user id.
+    fn new(
+        plan: &'p Plan,
+        index: u32,
+        shard: &'p RefCell<Tally>,
+        live: &'p Live,
+        connector: &'p Connector,
+    ) -> Generator<'p> {
+        let seed = crate::generator_seed(plan.client, index);
+        let user_id = 10_000 + plan.first_user + index;
+        Generator {
+            plan,
+            shard,
+            live,
+            connector,
+            // Its own stream, so that TLS choices leave the workload's untouched.
+            tls_rng: fastrand::Rng::with_seed(seed as u64),
+            user_id,
+            rng: SpecRng::new(seed),
+            deck: Vec::new(),
+            next: 0,
+            conn: None,
+            left_on_conn: 0,
+            keep_alive: false,
+            last_ad: (user_id - 10_000) % stoa_web99::ads::ADS,
+            stats: GeneratorStats::default(),
+            measured: false,
+            conforming: false,
+            buf: Vec::with_capacity(16 * 1024),
+            request: Vec::with_capacity(512),
+        }
+    }
+
     fn next_entry(&mut self) -> Entry {
         if self.next >= self.deck.len() {
             self.deck = workload::deck(self.plan.deck_size, self.plan.directories, &mut self.rng);
@@ -130,8 +147,11 @@ impl Generator<'_> {
         let started = Instant::now();
         let mut rated = RatedReceive::start(clock.ms(started));
         if entry.kind == RequestType::Post {
-            // Every POST sent, in any phase: the post.log audit compares them all.
-            self.shard.borrow_mut().posts[usize::from(entry.file.class)] += 1;
+            // Every POST sent, in any phase: the Reset before the warm-up empties
+            // post.log, and the audit compares the log with these (§7.3).
+            let class = usize::from(entry.file.class);
+            self.shard.borrow_mut().posts[class] += 1;
+            self.stats.classes[class].post += 1;
         }
         let result =
             tokio::time::timeout(OP_TIMEOUT, self.exchange(entry, &mut rated, clock)).await;
@@ -243,13 +263,13 @@ impl Generator<'_> {
             } else {
                 workload::requests_for_connection(&mut self.rng)
             };
+            self.keep_alive = self.left_on_conn > 1;
         }
-        let keep_alive = self.left_on_conn > 1;
         self.request.clear();
         workload::format_request(
             &entry,
             &self.plan.targets,
-            keep_alive,
+            self.keep_alive,
             self.user_id,
             self.last_ad,
             &mut self.request,
@@ -404,3 +424,6 @@ fn head_framing(data: &[u8]) -> Result<Option<(u16, usize, usize, bool)>, Reuse>
     };
     Ok(Some((status, body_start, body_start + length, close)))
 }
+
+#[cfg(test)]
+mod tests;

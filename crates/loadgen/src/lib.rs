@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use stoa_web99::metrics::GeneratorStats;
+use stoa_web99::metrics::{ClassStats, GeneratorStats, class_totals};
 use stoa_web99::workload::Targets;
 
 pub use stoa_latency::Latency;
@@ -110,6 +110,20 @@ pub struct Tally {
     /// TLS handshakes in every phase: full, resumed.
     #[serde(default)]
     pub handshakes: [u64; 2],
+    /// Each client's class totals (one per [`run`]; merging appends), for the
+    /// manager's per-client error check.
+    #[serde(default)]
+    pub clients: Vec<ClientTotals>,
+}
+
+/// One client's counters summed over its generators, by class (the kit's `604`
+/// lines): what the manager checks per client (`web99.md` §7.3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientTotals {
+    /// The client number ([`Plan::client`]).
+    pub client: u32,
+    /// Its generators' counters summed.
+    pub classes: [ClassStats; 4],
 }
 
 impl Tally {
@@ -141,6 +155,7 @@ impl Tally {
         for (a, b) in self.handshakes.iter_mut().zip(other.handshakes) {
             *a += b;
         }
+        self.clients.extend(other.clients);
     }
 }
 
@@ -245,6 +260,10 @@ pub async fn run(plan: &Plan, live: Arc<Live>) -> Tally {
         }
     }
     total.cpu = process_cpu().saturating_sub(cpu_before);
+    total.clients = vec![ClientTotals {
+        client: plan.client,
+        classes: class_totals(&total.generators),
+    }];
     total
 }
 

@@ -15,9 +15,11 @@
 //! - [`workload`]: the client side: the kit's random generator and Zipf sampler,
 //!   decks with exact class proportions, request types, keep-alive sizes, and the
 //!   exact request bytes.
+//! - [`manager`]: the manager's arithmetic on its client list: the Reset's
+//!   `maxthread`.
 //! - [`metrics`]: rated receive (the 400 kbit/s pacing), the per-class counters,
-//!   valid and conforming generators, the run-level numbers and the median
-//!   iteration.
+//!   valid and conforming generators, the per-client error check, the run-level
+//!   numbers and the median iteration.
 //!
 //! # What it does not do
 //!
@@ -26,6 +28,7 @@
 
 pub mod ads;
 pub mod fileset;
+pub mod manager;
 pub mod metrics;
 pub mod postlog;
 pub mod request;

@@ -7,10 +7,23 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use stoa_loadgen::{Connector, TlsParameters, TlsPlan};
 use stoa_web99::ads::ResetParams;
-use stoa_web99::fileset::{FileId, header_line};
+use stoa_web99::fileset::{FILES_PER_CLASS, FileId, header_line};
 use stoa_web99::postlog;
 use stoa_web99::workload::{Entry, RequestType, Targets};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Where the kit's documents are silent and the harness had to choose
+/// (`web99.md` §5.2, §7.2, §7.3): one line each, for the report's notes.
+pub(crate) const INTERPRETATIONS: [&str; 4] = [
+    "Clients: the manager checks error rates per client machine; this harness counts as one client, and \
+     with --agents each agent is one, all of equal speed.",
+    "POST counts: a client's per-class POST counter includes the warm-up and the ramp-down, since the \
+     Reset before the warm-up empties post.log and the audit compares the two.",
+    "Validation POST: the manager's query and form, sent with the client's headers (Content-type, Accept, \
+     Host, the cookie); which headers the manager's HTTP library added is not recorded.",
+    "Reset maxload: the validation's is the run's --connections (the kit's: the largest load of its rc \
+     file); under --find-max each trial's Reset carries that trial's connections.",
+];
 
 /// A response read whole.
 #[derive(Debug)]
@@ -151,8 +164,8 @@ fn command_request(targets: &Targets, command: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Sends `command/Reset`.
-pub(crate) async fn reset(ep: &Endpoint, targets: &Targets, p: &ResetParams) -> anyhow::Result<()> {
+/// The `command/Reset` request, parameters in the manager's order.
+fn reset_request(targets: &Targets, p: &ResetParams) -> Vec<u8> {
     let command = format!(
         "Reset&maxload={}&pttime={}&maxthread={}&exp={},{}&urlroot=http://{}{}",
         p.maxload,
@@ -163,7 +176,10 @@ pub(crate) async fn reset(ep: &Endpoint, targets: &Targets, p: &ResetParams) -> 
         targets.host,
         targets.url_root
     );
-    let reply = exchange(ep, &command_request(targets, &command)).await?;
+    command_request(targets, &command)
+}
+
+fn check_reset(reply: &Reply) -> anyhow::Result<()> {
     if reply.status != 200 {
         bail!(
             "command/Reset answered {}: {}",
@@ -174,12 +190,22 @@ pub(crate) async fn reset(ep: &Endpoint, targets: &Targets, p: &ResetParams) -> 
     Ok(())
 }
 
+/// Sends `command/Reset`.
+pub(crate) async fn reset(ep: &Endpoint, targets: &Targets, p: &ResetParams) -> anyhow::Result<()> {
+    check_reset(&exchange(ep, &reset_request(targets, p)).await?)
+}
+
 /// Fetches post.log and parses it as the manager does.
 pub(crate) async fn fetch_log(
     ep: &Endpoint,
     targets: &Targets,
 ) -> anyhow::Result<Vec<postlog::Record>> {
-    let reply = exchange(ep, &command_request(targets, "Fetch")).await?;
+    parse_log(&exchange(ep, &command_request(targets, "Fetch")).await?)
+}
+
+/// The records of a `command/Fetch` answer: the lines between `<pre>` and
+/// `</pre>`.
+fn parse_log(reply: &Reply) -> anyhow::Result<Vec<postlog::Record>> {
     if reply.status != 200 {
         bail!("command/Fetch answered {}", reply.status);
     }
@@ -222,51 +248,99 @@ pub(crate) fn audit(records: &[postlog::Record], sent: [u64; 4]) -> Vec<String> 
     problems
 }
 
+/// The user id and `last_ad` of the manager's validation cookie (§7.2).
+const VALIDATION_COOKIE: (u32, u32) = (10_001, 20);
+/// The file of the manager's fixed validation form
+/// (`class=1&client=2&dir=00004&num=3`): what the POST's answer must carry.
+const VALIDATION_FORM_FILE: FileId = FileId {
+    dir: 4,
+    class: 1,
+    num: 3,
+};
+
+/// What the manager's validation is about.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Validation {
+    /// `maxload` of its Reset: the run's connections (the manager's largest
+    /// load).
+    pub(crate) maxload: u32,
+    /// Directories of the file set; the files asked for are in the last one.
+    pub(crate) dirs: u32,
+    /// No dynamic requests, no Reset.
+    pub(crate) static_only: bool,
+    /// The file number of the static (class 3) and dynamic (class 1) GETs; the
+    /// manager draws `int(rand(FILES_PER_CLASS - 1))`, 0–7.
+    pub(crate) file: u8,
+}
+
+impl Validation {
+    /// A validation with the manager's random file number.
+    pub(crate) fn new(maxload: u32, dirs: u32, static_only: bool) -> Validation {
+        Validation {
+            maxload,
+            dirs,
+            static_only,
+            file: fastrand::u8(0..FILES_PER_CLASS - 1),
+        }
+    }
+
+    /// `class3_F` and `class1_F` of the last directory.
+    fn files(&self) -> (FileId, FileId) {
+        let dir = self.dirs.saturating_sub(1);
+        let num = self.file;
+        (FileId { dir, class: 3, num }, FileId { dir, class: 1, num })
+    }
+}
+
 /// The manager's `verify_all_HTTP_operations` (§7.2): aborts the run on any error.
 pub(crate) async fn validate(
     ep: &Endpoint,
     targets: &Targets,
-    dirs: u32,
-    static_only: bool,
+    v: &Validation,
 ) -> anyhow::Result<String> {
-    let last = FileId {
-        dir: dirs.saturating_sub(1),
-        class: 3,
-        num: 4,
-    };
-    let reply = exchange(ep, &request(targets, RequestType::Static, last, 10_001, 20)).await?;
-    check_file_reply(&reply, last, "static GET")?;
+    validate_by(|req| async move { exchange(ep, &req).await }, targets, v).await
+}
+
+/// [`validate`] with `send` carrying each request to the server: the Reset, a
+/// static GET of a class-3 file, the three dynamic GETs of the class-1 file with
+/// the same number, the manager's POST and a Fetch, each checked. Returns the
+/// server's `Server` header.
+async fn validate_by<F, Fut>(
+    mut send: F,
+    targets: &Targets,
+    v: &Validation,
+) -> anyhow::Result<String>
+where
+    F: FnMut(Vec<u8>) -> Fut,
+    Fut: Future<Output = anyhow::Result<Reply>>,
+{
+    let (user, last_ad) = VALIDATION_COOKIE;
+    if !v.static_only {
+        let params = ResetParams {
+            maxload: v.maxload,
+            pttime: 100,
+            maxthread: 100,
+            expired: [1, 100],
+        };
+        check_reset(&send(reset_request(targets, &params)).await?)?;
+    }
+    let (large, small) = v.files();
+    let reply = send(request(targets, RequestType::Static, large, user, last_ad)).await?;
+    check_file_reply(&reply, large, "static GET")?;
     let server = reply.header("Server").unwrap_or("unknown").to_owned();
-    if static_only {
+    if v.static_only {
         return Ok(server);
     }
-    let params = ResetParams {
-        maxload: 100,
-        pttime: 100,
-        maxthread: 100,
-        expired: [1, 100],
-    };
-    reset(ep, targets, &params).await?;
-    let file = FileId {
-        dir: 0,
-        class: 1,
-        num: 4,
-    };
     for kind in [RequestType::Dynamic, RequestType::Cgi, RequestType::Cad] {
-        let reply = exchange(ep, &request(targets, kind, file, 10_001, 20)).await?;
-        check_file_reply(&reply, file, &format!("{kind:?} GET"))?;
+        let reply = send(request(targets, kind, small, user, last_ad)).await?;
+        check_file_reply(&reply, small, &format!("{kind:?} GET"))?;
         if kind == RequestType::Cad {
             check_cad_tag(&reply)?;
         }
     }
-    let post = FileId {
-        dir: 4,
-        class: 1,
-        num: 3,
-    };
-    let reply = exchange(ep, &request(targets, RequestType::Post, post, 10_001, 20)).await?;
-    check_file_reply(&reply, post, "POST")?;
-    let records = fetch_log(ep, targets).await?;
+    let reply = send(validation_post(targets, small)).await?;
+    check_file_reply(&reply, VALIDATION_FORM_FILE, "POST")?;
+    let records = parse_log(&send(command_request(targets, "Fetch")).await?)?;
     if records.len() != 1 {
         bail!(
             "validation: post.log holds {} records after one POST",
@@ -274,6 +348,28 @@ pub(crate) async fn validate(
         );
     }
     Ok(server)
+}
+
+/// The manager's validation POST (§7.2): to the POST script with the class-1
+/// file's path and an `f` as its query, the manager's fixed form in its
+/// (alphabetical) field order, and the validation cookie. The form names
+/// [`VALIDATION_FORM_FILE`], so the answer carries that file.
+pub(crate) fn validation_post(targets: &Targets, file: FileId) -> Vec<u8> {
+    let (prefix, target) = match targets.post.split_once('?') {
+        Some((_, prefix)) => (prefix, format!("{}/{file}f", targets.post)),
+        None => ("", format!("{}?/{file}f", targets.post)),
+    };
+    let body = format!("class=1&client=2&dir=00004&num=3&urlroot={prefix}/file_set/");
+    let (user, last_ad) = VALIDATION_COOKIE;
+    format!(
+        "POST {target} {}\r\nCookie: my_cookie=user_id={user}&last_ad={last_ad}\r\n\
+         Content-type: application/x-www-form-urlencoded\r\nAccept: */*\r\nHost: {}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        targets.version.as_str(),
+        targets.host,
+        body.len()
+    )
+    .into_bytes()
 }
 
 fn check_file_reply(reply: &Reply, id: FileId, what: &str) -> anyhow::Result<()> {
@@ -315,3 +411,6 @@ fn check_cad_tag(reply: &Reply) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

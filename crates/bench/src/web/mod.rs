@@ -25,11 +25,14 @@ use std::sync::{Arc, Mutex};
 use stoa_loadgen::{Live, LiveSnapshot, Plan, Tally};
 use stoa_web99::ads::ResetParams;
 use stoa_web99::fileset;
-use stoa_web99::metrics::{GeneratorStats, Iteration, Validity};
+use stoa_web99::metrics::{
+    GeneratorStats, Iteration, MAX_CLIENT_ERROR_RATE, Validity, client_error_rates,
+};
 use stoa_web99::workload::{DEFAULT_DECK, Targets};
 
 use crate::agent;
 use crate::cpu_of;
+pub(crate) use control::INTERPRETATIONS;
 pub(crate) use options::http_label;
 pub use options::{FilesetWriter, Options, ProfileName};
 use server::Wiring;
@@ -93,6 +96,30 @@ pub(crate) struct IterationResult {
     pub(crate) server_cpu: Option<Duration>,
 }
 
+impl IterationResult {
+    /// The manager's per-client error check (§7.3), one line for each client and
+    /// class over 1.05 % errors: errors that invalidate the iteration. A client
+    /// is this process, or each of the `agents` of an `--agents` run.
+    pub(crate) fn client_errors(&self, agents: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        for c in &self.tally.clients {
+            let who = agents
+                .get(c.client as usize)
+                .map_or_else(|| "this harness".to_owned(), |a| format!("agent {a}"));
+            out.extend(client_error_rates(&c.classes).iter().map(|e| {
+                format!(
+                    "client {} ({who}): class {} error rate {:.3} %, must be under {:.2} %",
+                    c.client + 1,
+                    e.class,
+                    e.rate * 100.0,
+                    MAX_CLIENT_ERROR_RATE * 100.0
+                )
+            }));
+        }
+        out
+    }
+}
+
 /// What the report describes.
 #[derive(Debug)]
 pub(crate) struct Run {
@@ -150,8 +177,10 @@ async fn find_max(
             server_pids,
         )
         .await?;
-        let passed =
-            result.iteration.conforms() && result.iteration.valid == n && result.audit.is_empty();
+        let passed = result.iteration.conforms()
+            && result.iteration.valid == n
+            && result.audit.is_empty()
+            && result.client_errors(&args.agents).is_empty();
         trials.push(Trial {
             connections: n,
             conforming: result.iteration.conforming,
@@ -248,7 +277,8 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         None => args.server_pid.clone(),
     };
     eprintln!("stoa bench: validating every request type against {addr}");
-    let server_software = control::validate(&ep, &targets, directories, args.static_only)
+    let validation = control::Validation::new(args.connections, directories, args.static_only);
+    let server_software = control::validate(&ep, &targets, &validation)
         .await
         .context("validation failed; the run is aborted")?;
     let tls_parameters = ep.tls_parameters().await.context("TLS")?;
@@ -313,13 +343,8 @@ async fn iteration(
         profile.rampup
     };
     if !args.static_only {
-        let pttime = (warmup + profile.run + profile.rampdown).as_secs() as u32;
-        let params = ResetParams {
-            maxload: connections,
-            pttime,
-            maxthread: connections,
-            expired,
-        };
+        let clients = args.agents.len().max(1) as u32;
+        let params = reset_params(profile, connections, clients, warmup, expired);
         control::reset(ep, targets, &params).await?;
     }
     eprintln!(
@@ -363,6 +388,24 @@ async fn iteration(
         wall,
         server_cpu,
     })
+}
+
+/// The Reset before an iteration (§6.6): `maxthread` as the manager computes it
+/// from its `clients` (this process, or each agent), `pttime` the iteration's
+/// phases.
+fn reset_params(
+    profile: &Profile,
+    connections: u32,
+    clients: u32,
+    warmup: Duration,
+    expired: [u32; 2],
+) -> ResetParams {
+    ResetParams {
+        maxload: connections,
+        pttime: (warmup + profile.run + profile.rampdown).as_secs() as u32,
+        maxthread: stoa_web99::manager::maxthread(connections, clients),
+        expired,
+    }
 }
 
 /// Where the load goes: the `--target` server, or the built-in one started
@@ -549,6 +592,20 @@ fn parse_target(url: &str) -> anyhow::Result<TargetUrl> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 18, item 9: the Reset sent `maxthread = connections`; the manager
+    /// sends clients × the share each had before the remainder was handed out.
+    #[test]
+    fn reset_maxthread_as_the_manager_computes_it() {
+        let warmup = Duration::from_secs(5);
+        let alone = reset_params(&QUICK, 10, 1, warmup, [1, 101]);
+        assert_eq!((alone.maxload, alone.maxthread), (10, 10));
+        assert_eq!(alone.pttime, 5 + 60 + 3);
+        // Three agents running 3, 4 and 3 connections.
+        let agents = reset_params(&QUICK, 10, 3, warmup, [1, 101]);
+        assert_eq!((agents.maxload, agents.maxthread), (10, 9));
+        assert_eq!(agents.expired, [1, 101]);
+    }
 
     #[test]
     fn targets() {

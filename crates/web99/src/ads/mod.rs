@@ -58,7 +58,7 @@ pub struct ResetParams {
     pub maxload: u32,
     /// Run time of the iteration, seconds (0 means 1800).
     pub pttime: u32,
-    /// Clients × largest generator count per client.
+    /// Clients × largest generator count per client (`manager::maxthread`).
     pub maxthread: u32,
     /// First ad of each expired range.
     pub expired: [u32; 2],

@@ -130,3 +130,32 @@ fn class_3_may_be_optional_in_short_runs() {
     let it = Iteration::score_by(&[none, none], 2, 30.0, Validity::Class3Optional);
     assert_eq!((it.valid, it.conforming), (2, 2));
 }
+
+/// Issue 18, item 6: class-3 failures used to cost nothing; the manager holds a
+/// client invalid past 1.05 % errors in any class, class 3 included.
+#[test]
+fn a_client_over_1_05_percent_errors_in_any_class_fails() {
+    // 1 error in 96 operations: 1.04 %, under the limit.
+    let ok = generator([35, 50, 14, 95], [0, 0, 0, 1], 15_000, 300.0);
+    assert!(client_error_rates(&class_totals(&[ok])).is_empty());
+    // 1 in 95: 1.05 %, over it (the manager's limit is .0104999999).
+    let over = generator([35, 50, 14, 94], [0, 0, 0, 1], 15_000, 300.0);
+    let found = client_error_rates(&class_totals(&[over]));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].class, 3);
+    assert!((found[0].rate - 1.0 / 95.0).abs() < 1e-12);
+    // The client's totals decide: a generator with 1 class-3 error in 2 is valid
+    // by the per-generator rule (class 3 is exempt), and spread over a client
+    // with enough successes it passes here too.
+    let unlucky = generator([35, 50, 14, 1], [0, 0, 0, 1], 15_000, 300.0);
+    assert!(unlucky.is_valid());
+    let steady = generator([35, 50, 14, 99], [0; 4], 15_000, 300.0);
+    assert!(!client_error_rates(&class_totals(&[unlucky])).is_empty());
+    assert!(client_error_rates(&class_totals(&[unlucky, steady])).is_empty());
+    // Classes 0–2 count per client too.
+    let c1 = generator([35, 90, 14, 1], [0, 1, 0, 0], 15_000, 300.0);
+    assert_eq!(client_error_rates(&class_totals(&[c1]))[0].class, 1);
+    // A class without any success is skipped, as the manager skips it.
+    let none = generator([35, 50, 14, 0], [0, 0, 0, 3], 15_000, 300.0);
+    assert!(client_error_rates(&class_totals(&[none])).is_empty());
+}

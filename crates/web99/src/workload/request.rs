@@ -14,7 +14,8 @@ pub enum HttpVersion {
 }
 
 impl HttpVersion {
-    fn as_str(self) -> &'static str {
+    /// `HTTP/1.0` or `HTTP/1.1`, as in a request line.
+    pub fn as_str(self) -> &'static str {
         match self {
             HttpVersion::Http10 => "HTTP/1.0",
             HttpVersion::Http11 => "HTTP/1.1",

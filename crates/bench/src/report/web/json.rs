@@ -47,6 +47,7 @@ pub(super) fn to_json(run: &Run) -> serde_json::Value {
                 "ops_per_second_timeline": r.tally.timeline,
                 "errors": r.tally.errors,
                 "posts_sent": r.tally.posts,
+                "client_totals": r.tally.clients,
                 "tls_handshakes": { "full": r.tally.handshakes[0], "resumed": r.tally.handshakes[1] },
                 "post_log_audit": r.audit,
                 "latency_ms": {

@@ -116,6 +116,11 @@ fn problems(run: &Run) -> Vec<String> {
                 .iter()
                 .map(|p| format!("iteration {}: post.log: {p}", i + 1)),
         );
+        out.extend(
+            r.client_errors(&run.args.agents)
+                .iter()
+                .map(|p| format!("iteration {}: {p}", i + 1)),
+        );
     }
     out
 }
@@ -170,6 +175,7 @@ fn document(run: &Run) -> Document {
              not checked. Use --profile standard for the kit's rules.",
         );
     }
+    doc.para(interpretations());
     search(&mut doc, run);
     details(&mut doc, run, med);
     if let Some(m) = med {
@@ -216,6 +222,14 @@ fn deviations_box(doc: &mut Document, deviations: &[Deviation]) {
         items: crate::compliance::items(deviations),
         note: compliance::kit_run(),
     });
+}
+
+/// The choices made where the kit's documents are silent.
+fn interpretations() -> String {
+    let mut lines =
+        vec!["Interpretations where the kit's documents are silent (docs/web99.md):".to_owned()];
+    lines.extend(crate::web::INTERPRETATIONS.iter().map(|n| format!("- {n}")));
+    lines.join("\n")
 }
 
 /// A table of label–value rows, without a header.
@@ -434,6 +448,7 @@ fn classes(doc: &mut Document, r: &IterationResult) {
         "Actual mix",
         "Success",
         "Errors",
+        "POSTs (all phases)",
         "Response msec (mean)",
         "Std dev",
         "kbit/sec",
@@ -462,6 +477,7 @@ fn classes(doc: &mut Document, r: &IterationResult) {
             format!("{actual:.2}%"),
             c.good.to_string(),
             c.bad.to_string(),
+            c.post.to_string(),
             format!("{mean:.1}"),
             format!("{:.1}", var.max(0.0).sqrt()),
             format!("{kbit:.1}"),

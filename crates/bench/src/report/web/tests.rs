@@ -358,3 +358,59 @@ fn the_kits_run_prints_a_plain_score_and_no_box() {
     let h = super::html::render(&super::page(&run, &t));
     assert!(!h.contains("deviations"));
 }
+
+/// Issue 18, item 6: a client over 1.05 % class-3 errors invalidated nothing.
+/// The manager checks each client's class totals, all four classes.
+#[test]
+fn a_client_over_the_class_3_error_rate_invalidates_the_test() {
+    use stoa_loadgen::ClientTotals;
+    let mut run = runs().remove(1);
+    let mut classes = [ClassStats::default(); 4];
+    classes[3].good = 47;
+    classes[3].bad = 1;
+    let it = &mut run.iterations[1];
+    it.tally.clients = vec![
+        ClientTotals {
+            client: 0,
+            classes: [ClassStats::default(); 4],
+        },
+        ClientTotals { client: 1, classes },
+    ];
+    let problems = super::problems(&run);
+    assert!(
+        problems.contains(
+            &"iteration 2: client 2 (agent b:2): class 3 error rate 2.083 %, must be under 1.05 %"
+                .to_owned()
+        ),
+        "{problems:?}"
+    );
+    assert!(text_of(&run).contains("(INVALID TEST: see Errors)"));
+    // 1 in 96 (1.04 %) passes.
+    run.iterations[1].tally.clients[1].classes[3].good = 95;
+    assert!(
+        !super::problems(&run)
+            .iter()
+            .any(|p| p.contains("error rate")),
+    );
+}
+
+/// Issue 18, item 10: the per-class POST counts are shown, and the notes list
+/// every interpretation the harness makes.
+#[test]
+fn posts_and_interpretations_are_shown() {
+    let runs = runs();
+    let t = text_of(&runs[1]);
+    assert!(t.contains("\tErrors\tPOSTs (all phases)\t"), "{t}");
+    // 12 generators × 2 POSTs per class in the fixture.
+    let class1: Vec<&str> = t
+        .lines()
+        .find(|l| l.starts_with("1\t50.00%\t"))
+        .map(|l| l.split('\t').collect())
+        .unwrap_or_default();
+    assert_eq!(class1.get(5), Some(&"24"), "{t}");
+    let j = super::json::to_json(&runs[1]);
+    assert_eq!(j["iterations"][0]["classes"][1]["post"], 24);
+    for note in crate::web::INTERPRETATIONS {
+        assert!(t.contains(&format!("\n- {note}")), "{note} missing:\n{t}");
+    }
+}
