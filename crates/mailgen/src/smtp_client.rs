@@ -94,7 +94,7 @@ impl StepError {
         let failure = if err.kind() == io::ErrorKind::TimedOut {
             Failure::Timeout
         } else {
-            Failure::Disconnect
+            Failure::Closed
         };
         StepError {
             failure,
@@ -106,7 +106,7 @@ impl StepError {
 impl From<ReadError> for StepError {
     fn from(err: ReadError) -> StepError {
         let failure = match err {
-            ReadError::Eof | ReadError::Io(_) => Failure::Disconnect,
+            ReadError::Eof | ReadError::Io(_) => Failure::Closed,
             ReadError::Timeout => Failure::Timeout,
             ReadError::TooLong => Failure::Protocol,
         };
@@ -283,7 +283,7 @@ impl Client {
 /// (the connect step from the start of the connect to the banner). An
 /// unexpected reply is a [`Failure::Protocol`] and ends the session after a
 /// best-effort, unrecorded `QUIT`; a closed or reset connection is a
-/// [`Failure::Disconnect`], a late reply a [`Failure::Timeout`], a connection
+/// [`Failure::Closed`], a late reply a [`Failure::Timeout`], a connection
 /// that cannot be made a [`Failure::Connect`]. When the body's final reply
 /// fails, the transfer is recorded with `ok = false` and the failure as a
 /// second, failed [`Function::SmtpData`] step.

@@ -148,7 +148,7 @@ async fn refused_banner_is_a_protocol_failure() {
 }
 
 #[tokio::test]
-async fn close_after_helo_is_a_disconnect() {
+async fn close_after_helo_is_a_closed_connection() {
     let addr = serve_once(|mut s: Script| async move {
         s.send("220 hi\r\n").await;
         s.line().await;
@@ -159,10 +159,7 @@ async fn close_after_helo_is_a_disconnect() {
         functions(&rec),
         [Function::SmtpConnect, Function::SmtpHello]
     );
-    assert_eq!(
-        rec.failure(),
-        Some((Function::SmtpHello, Failure::Disconnect))
-    );
+    assert_eq!(rec.failure(), Some((Function::SmtpHello, Failure::Closed)));
     assert!(!rec.completed);
 }
 

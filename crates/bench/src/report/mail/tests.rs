@@ -19,7 +19,7 @@ fn smtp(fail_hello: bool) -> SessionRecord {
     let mut r = SessionRecord::default();
     r.step(Function::SmtpConnect, 2.0, Ok(()));
     if fail_hello {
-        r.step(Function::SmtpHello, 1.0, Err(Failure::Disconnect));
+        r.step(Function::SmtpHello, 1.0, Err(Failure::Closed));
         return r;
     }
     r.step(Function::SmtpHello, 1.0, Ok(()));
