@@ -63,10 +63,11 @@ const MAX_TRIALS: usize = 12;
 const DEFAULT_SINK: &str = "127.0.0.1:2526";
 
 /// The interpretations printed in every report's notes.
-const CHOICES: [&str; 9] = [
+const CHOICES: [&str; 10] = [
     "A session is judged if it starts inside the measurement window; load continues through the cool-down, then the level waits for judged sessions (quick profile: at most 2 min, standard: 20 min) and counts those still running as unfinished, not as errors.",
     "\"SMTP Data\" and \"POP Retrieve\" (5 s) time the command's first reply (354, +OK); the whole transfer is judged against 5 s + size / 3,000 B/s as \"SMTP Data Response Time\" and \"POP Retrieve Response Time\".",
     "Error rate = sessions that ended in an error (SMTP and POP connect errors, protocol errors and timeouts) / all sessions (SMTP and POP Sessions + Disconnects), the formula that gives the published Sun page's 0.00 %, 0.00 % and 2.52 % from its own counters; the delivery probes' polls are not in it. An error is an unexpected reply, no reply within the reply timeout, or the server closing the connection (a connect error before the greeting, a protocol error after it).",
+    "Deliberate disconnects, modelled on the published Sun page's counters (the white paper never mentions them): 1.00 % of SMTP sessions (probes excepted) send half the message after DATA's 354 and hang up without the final dot; each RETR is, with 0.27 %, where the POP session hangs up, right after RETR's +OK (52 %) or after the body, before DELE (48 %), so nothing is deleted. They count as SMTP/POP Disconnect, not as Session and not as errors; as on that page, the broken-off transfer counts as a Response Time attempt that did not pass and the dropped message's remote recipients count in Remote Message Delivery, which caps those rows near 99 %.",
     "Remote Message Delivery counts recipients (as the published row equals \"SMTP To Remote\"); a recipient counts if the sink received it before its level ended.",
     "Delivery time runs from the start of the probe's SMTP session (sent at full speed) until a POP poll (every 1 s, TOP of each message) finds it; a probe not found after 120 s, or still polling when its level ends, is not delivered. Probed mailboxes are kept from other POP sessions.",
     "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
