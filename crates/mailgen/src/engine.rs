@@ -30,7 +30,6 @@
 //!   the judged sessions and probes to end; sessions still running are aborted
 //!   and counted as unfinished.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,6 +37,7 @@ use std::time::Duration;
 
 use fastrand::Rng;
 use stoa_mail2001::{Rates, disconnect, dist};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -45,6 +45,7 @@ use crate::message::{Message, Tag};
 use crate::pace::Pace;
 use crate::pop_client::{PopPlan, ProbeResult, pop_session, probe_poll};
 use crate::qos::DELIVERY_LIMIT_SECS;
+use crate::receipts::Receipts;
 use crate::sink::SinkMessage;
 use crate::smtp_client::{SmtpPlan, smtp_session};
 use crate::tally::LevelTally;
@@ -58,6 +59,11 @@ pub const PROBE_POLL: Duration = Duration::from_secs(1);
 pub const PROBE_GIVE_UP: Duration = Duration::from_secs(120);
 /// The minimum time between two checks of one retry-pool mailbox (§1.5).
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(300);
+/// How long after the end of a level's measurement window the sink's receipts
+/// still count for Remote Message Delivery: the delivery-time limit (§2.2,
+/// §2.3: "within the test phase", which a message sent in the window's last
+/// second could not meet otherwise).
+pub const REMOTE_GRACE: Duration = Duration::from_secs(DELIVERY_LIMIT_SECS as u64);
 /// Attempts to draw a free mailbox at random before scanning.
 const PICK_TRIES: usize = 64;
 
@@ -255,19 +261,14 @@ impl Pools {
     }
 }
 
-/// Remote recipients the sink received, per level, from judged sessions of this run.
-#[derive(Debug, Default)]
-struct SinkCounts {
-    received: HashMap<u8, u64>,
-    foreign: u64,
-}
-
 /// The harness's load engine for one run.
 #[derive(Debug)]
 pub struct Engine {
     workload: Arc<Workload>,
     pools: Arc<Mutex<Pools>>,
-    sink: Arc<Mutex<SinkCounts>>,
+    sink: Arc<Mutex<Receipts>>,
+    /// Bumped on every sink receipt, so a level can wait for its remote mail.
+    sink_changed: Arc<watch::Sender<u64>>,
     seq: Arc<AtomicU64>,
 }
 
@@ -285,7 +286,8 @@ impl Engine {
         Engine {
             workload: Arc::new(workload),
             pools: Arc::new(Mutex::new(pools)),
-            sink: Arc::new(Mutex::new(SinkCounts::default())),
+            sink: Arc::new(Mutex::new(Receipts::default())),
+            sink_changed: Arc::new(watch::Sender::new(0)),
             seq: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -295,20 +297,16 @@ impl Engine {
         &self.workload
     }
 
-    /// The sink's callback: counts the recipients of this run's judged messages.
+    /// The sink's callback: counts the recipients of this run's judged
+    /// messages, by the time they arrive (inside or outside their level's
+    /// window, [`REMOTE_GRACE`]).
     pub fn on_sink_message(&self) -> Arc<dyn Fn(SinkMessage) + Send + Sync> {
         let sink = Arc::clone(&self.sink);
+        let changed = Arc::clone(&self.sink_changed);
         let run = self.workload.run_id;
         Arc::new(move |m: SinkMessage| {
-            let mut s = lock(&sink);
-            match m.tag {
-                Some(tag) if tag.run == run => {
-                    if tag.measured {
-                        *s.received.entry(tag.level).or_default() += u64::from(m.recipients);
-                    }
-                }
-                _ => s.foreign += 1,
-            }
+            lock(&sink).record(m.tag, m.recipients, run, Instant::now());
+            changed.send_modify(|n| *n = n.wrapping_add(1));
         })
     }
 
@@ -329,6 +327,8 @@ impl Engine {
             ..LevelTally::default()
         }));
         let times = LevelTimes::from_now(plan);
+        let deadline = times.window.1 + REMOTE_GRACE;
+        lock(&self.sink).open(plan.index, times.window.0, deadline);
         let (judged_tx, mut judged_rx) = tokio::sync::mpsc::unbounded_channel();
         let streams = self.spawn_streams(plan, &tally, live, times, &judged_tx);
         drop(judged_tx);
@@ -336,16 +336,29 @@ impl Engine {
         let phase_clock = tokio::spawn(phase_clock(Arc::clone(live), times));
         end_streams(streams, phase_clock, live).await;
         let unfinished = drain_judged(&mut judged_rx, plan.drain_limit, live).await;
-        live.set_phase(Phase::Done);
-
         let mut t = lock(&tally).clone();
         t.counters.unfinished += unfinished;
-        t.remote.received = lock(&self.sink)
-            .received
-            .get(&plan.index)
-            .copied()
-            .unwrap_or(0);
+        self.await_remote(plan.index, t.remote.sent, deadline).await;
+        live.set_phase(Phase::Done);
+        (t.remote.received, t.remote.outside) = lock(&self.sink).counts(plan.index);
         t
+    }
+
+    /// Waits, at most until `deadline` (the end of the level's window plus
+    /// [`REMOTE_GRACE`]), for the sink to receive the level's `sent` remote
+    /// recipients: a short cool-down must not cut their time short.
+    async fn await_remote(&self, level: u8, sent: u64, deadline: Instant) {
+        let mut changes = self.sink_changed.subscribe();
+        loop {
+            let (received, _) = lock(&self.sink).counts(level);
+            if received >= sent || Instant::now() >= deadline {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
     }
 
     /// Starts the level's four streams, each with its own seed. Judged sessions'

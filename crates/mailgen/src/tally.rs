@@ -284,8 +284,13 @@ pub struct RemoteStats {
     /// Remote recipients accepted by the server in measured sessions
     /// ("SMTP To Remote"; the published denominator).
     pub sent: u64,
-    /// Of those, recipients the sink received before the level ended.
+    /// Of those, recipients the sink received within the measurement window
+    /// plus the delivery-time limit (`engine::REMOTE_GRACE`).
     pub received: u64,
+    /// Recipients of the level's judged mail the sink received outside that
+    /// window (later, during the cool-down or the drain): not delivered in
+    /// time.
+    pub outside: u64,
 }
 
 /// The counters of the published detailed tables, plus the generator's health.
@@ -520,6 +525,7 @@ impl LevelTally {
         d.times.merge(&o.times);
         self.remote.sent += other.remote.sent;
         self.remote.received += other.remote.received;
+        self.remote.outside += other.remote.outside;
         let (c, o) = (&mut self.counters, &other.counters);
         for (a, b) in [
             (&mut c.smtp_connect_error, o.smtp_connect_error),

@@ -601,9 +601,10 @@ fn deliveries(tally: &LevelTally) -> Vec<String> {
             int(d.connect_errors)
         ),
         format!(
-            "Remote delivery: {} remote recipients accepted, {} received by the sink before the level ended",
+            "Remote delivery: {} remote recipients accepted, {} received by the sink within the measurement window + 60 s, {} later",
             int(remote.sent),
-            int(remote.received)
+            int(remote.received),
+            int(remote.outside)
         ),
     ]
 }
