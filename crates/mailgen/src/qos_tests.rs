@@ -64,9 +64,9 @@ fn hand_computed_level() {
     r.transfer(Sized::DataResponse, 8_400.0, 10_240, true);
     r.transfer(Sized::DataResponse, 8_500.0, 10_240, true);
     t.add_session(&r);
-    // Delivery: 10 probes, 9 within 60 s → 90.00 %.
-    t.delivery.attempts = 10;
-    t.delivery.pass = 9;
+    // Delivery: 100 probes (enough to judge), 90 within 60 s → 90.00 %.
+    t.delivery.attempts = 100;
+    t.delivery.pass = 90;
     // Remote: 200 recipients sent, 199 received → 99.50 %.
     t.remote.sent = 200;
     t.remote.received = 199;
@@ -123,13 +123,70 @@ fn hand_computed_level() {
     );
 }
 
+/// An empty level fails nothing, but its Delivery Time row has no probes: the
+/// level is not judged, not passed.
 #[test]
-fn an_empty_level_passes_with_no_samples() {
+fn an_empty_level_is_not_judged() {
     let t = LevelTally::default();
     let v = verdict(&t);
-    assert!(v.passed, "{v:?}");
-    assert!(detail_rows(&t).iter().all(|r| r.percent.is_none()));
+    assert!(!v.passed, "{v:?}");
+    assert_eq!(v.outcome, Outcome::NotJudged);
+    assert!(v.failures.is_empty());
+    assert_eq!(
+        v.unjudged,
+        ["Delivery Time: too few probes to judge (0 of the 59 needed)"]
+    );
+    let rows = detail_rows(&t);
+    assert!(rows.iter().all(|r| r.percent.is_none()));
+    assert!(rows.iter().all(|r| r.passed == r.judged));
     assert_eq!(error_percent(&t), 0.0);
+}
+
+/// Issue 18, item 4: probes are 1 % of the mail at every rate, so a small run
+/// has few; below 59 the Delivery Time row is "too few probes to judge", and
+/// the level is not a plain pass (it was: one probe found was 100 %).
+#[test]
+fn too_few_probes_are_not_judged() {
+    let mut t = LevelTally::default();
+    for _ in 0..100 {
+        t.add_session(&ok(Function::SmtpConnect, 40.0));
+    }
+    let delivery = |t: &LevelTally| detail_rows(t)[Function::ALL.len()].clone();
+    t.delivery.attempts = 58;
+    t.delivery.pass = 58;
+    let row = delivery(&t);
+    assert_eq!(row.name, "Delivery Time");
+    assert_eq!(
+        (row.percent, row.judged, row.passed),
+        (Some(100.0), false, false)
+    );
+    let v = verdict(&t);
+    assert_eq!((v.outcome, v.passed), (Outcome::NotJudged, false));
+    assert_eq!(
+        v.unjudged,
+        ["Delivery Time: too few probes to judge (58 of the 59 needed)"]
+    );
+    // The summary carries the same row.
+    assert!(!summary_rows(&t)[6].judged);
+    // 59 probes: judged.
+    t.delivery.attempts = 59;
+    t.delivery.pass = 59;
+    assert!(delivery(&t).judged && delivery(&t).passed);
+    assert_eq!(verdict(&t).outcome, Outcome::Passed);
+    assert!(verdict(&t).passed);
+    t.delivery.pass = 56; // 94.92 %
+    assert!(delivery(&t).judged && !delivery(&t).passed);
+    assert_eq!(verdict(&t).outcome, Outcome::Failed);
+    // A failing row fails the level, whatever is not judged.
+    t.delivery.attempts = 3;
+    t.delivery.pass = 3;
+    let mut r = SessionRecord::default();
+    r.step(Function::PopStatus, 1.0, Err(Failure::Protocol));
+    t.add_session(&r);
+    let v = verdict(&t);
+    assert_eq!(v.outcome, Outcome::Failed);
+    assert_eq!(v.unjudged.len(), 1);
+    assert_eq!(v.failures, ["POP Status 0.00% < 95%"]);
 }
 
 /// ">95%" is strict: 95 passes of 100 fail the row, 96 pass it.

@@ -14,7 +14,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stoa_mailgen::qos::{self, Row};
+use stoa_mailgen::qos::{self, Outcome, Row};
 use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
 
 use super::doc::{Block, Cell, Document, Table, cells};
@@ -55,6 +55,43 @@ fn established(run: &MailRun) -> Option<f64> {
     } else {
         best_mpm(run)
     }
+}
+
+/// The outcome of the run's claim: its 100 % level's (for `--find-max`, the
+/// best trial's: passed if one passed plainly, else not judged if one had no
+/// failing row); `None` when the 100 % level did not run.
+fn run_outcome(run: &MailRun) -> Option<Outcome> {
+    if run.search.is_empty() {
+        return run.full_level().map(|l| l.verdict.outcome);
+    }
+    if best_mpm(run).is_some() {
+        Some(Outcome::Passed)
+    } else if run.search.iter().any(|t| t.failures.is_empty()) {
+        Some(Outcome::NotJudged)
+    } else {
+        Some(Outcome::Failed)
+    }
+}
+
+/// The mark of a cell whose row is not judged, and its footnote.
+const NOT_JUDGED_MARK: &str = "†";
+
+/// "1 probe", "3 probes".
+fn probes(n: u64) -> String {
+    format!("{} probe{}", int(n), if n == 1 { "" } else { "s" })
+}
+
+/// A QoS row's percentage as a cell: marked `*` when it fails, `†` when it is
+/// not judged; Delivery Time carries its sample size.
+fn row_cell(row: &Row) -> Cell {
+    let mut text = row.percent.map_or_else(|| "n/a".to_owned(), pct);
+    if row.name == "Delivery Time" {
+        text = format!("{text} ({})", probes(row.attempts));
+    }
+    if !row.judged {
+        text.push_str(NOT_JUDGED_MARK);
+    }
+    Cell::marked(text, row.judged && !row.passed)
 }
 
 /// The report's title line.
@@ -216,7 +253,11 @@ fn kb(bytes: f64) -> String {
 /// The whole report. `charts` adds the HTML-only charts.
 fn document(run: &MailRun, charts: bool) -> Document {
     let mut doc = Document::new(title(run), NOTICE);
-    doc.verdict = Some(established(run).is_some());
+    // Not judged is neither a pass nor a failure: no verdict colour.
+    doc.verdict = match run_outcome(run) {
+        Some(Outcome::NotJudged) => None,
+        _ => Some(established(run).is_some()),
+    };
     doc.push(Block::Para(equivalence(run)));
     run_block(&mut doc, run);
     summary(&mut doc, run, charts);
@@ -229,6 +270,12 @@ fn document(run: &MailRun, charts: bool) -> Document {
     }
     doc.push(Block::Heading(1, "Notes".into()));
     let mut notes: Vec<String> = run.choices.iter().map(|c| (*c).to_owned()).collect();
+    if (run.probe_share - 0.01).abs() > 1e-12 {
+        notes.push(format!(
+            "This run probed {} of SMTP sessions (--probe-share), not the white paper's 1 %: probes are sent at full speed, so the modem share of SMTP sessions is lower than the kit's.",
+            pct(run.probe_share * 100.0)
+        ));
+    }
     notes.push(format!(
         "All figures are {BENCHMARK} figures measured by stoa bench mail {}, not SPEC results.",
         env!("CARGO_PKG_VERSION")
@@ -324,16 +371,14 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
         .iter()
         .map(|l| qos::summary_rows(&l.tally))
         .collect();
-    let mut any_fail = false;
+    let (mut any_fail, mut any_unjudged) = (false, false);
     for (i, row) in qos::summary_rows(&LevelTally::default()).iter().enumerate() {
         let mut r = cells([row.name.to_owned(), row.limit.to_owned(), required(row)]);
         for rows in &per_level {
             let cell = &rows[i];
-            any_fail |= !cell.passed;
-            r.push(Cell {
-                text: cell.percent.map_or_else(|| "n/a".to_owned(), pct),
-                fail: !cell.passed,
-            });
+            any_fail |= cell.judged && !cell.passed;
+            any_unjudged |= !cell.judged;
+            r.push(row_cell(cell));
         }
         t.row(r);
     }
@@ -343,22 +388,25 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
             "* fails its requirement; n/a: no attempts (passes).".into(),
         ));
     }
-    let result = match run.full_level() {
-        None => "Result: FAILED (the 100% level did not run)".to_owned(),
-        Some(l) if l.verdict.passed => "Result: PASSED (100% level)".to_owned(),
-        Some(_) => "Result: FAILED (100% level)".to_owned(),
-    };
-    doc.push(Block::Para(result));
+    if any_unjudged {
+        doc.push(Block::Para(not_judged_footnote()));
+    }
+    doc.push(Block::Para(result_line(run)));
     let failures: Vec<String> = run
         .levels
         .iter()
-        .filter(|l| !l.verdict.passed)
-        .map(|l| {
-            format!(
+        .filter_map(|l| match l.verdict.outcome {
+            Outcome::Passed => None,
+            Outcome::Failed => Some(format!(
                 "{} level failed: {}",
                 load_label(l.load),
                 l.verdict.failures.join("; ")
-            )
+            )),
+            Outcome::NotJudged => Some(format!(
+                "{} level not judged (no row failed): {}",
+                load_label(l.load),
+                l.verdict.unjudged.join("; ")
+            )),
         })
         .collect();
     if !failures.is_empty() {
@@ -366,6 +414,31 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
     }
     if charts && !run.levels.is_empty() {
         doc.push(delivery_chart(run));
+    }
+}
+
+/// The footnote of a row marked not judged.
+fn not_judged_footnote() -> String {
+    format!(
+        "{NOT_JUDGED_MARK} too few probes to judge: Delivery Time needs at least {} probes (with fewer, \
+         even 100 % cannot tell a server that delivers only 95 % in time from a perfect one); \
+         the row is neither passed nor failed, and its level is not a pass.",
+        qos::MIN_DELIVERY_PROBES
+    )
+}
+
+/// "Result: PASSED (100% level)", "Result: FAILED …", "Result: NOT JUDGED …".
+fn result_line(run: &MailRun) -> String {
+    match run.full_level().map(|l| &l.verdict) {
+        None => "Result: FAILED (the 100% level did not run)".to_owned(),
+        Some(v) => match v.outcome {
+            Outcome::Passed => "Result: PASSED (100% level)".to_owned(),
+            Outcome::Failed => "Result: FAILED (100% level)".to_owned(),
+            Outcome::NotJudged => format!(
+                "Result: NOT JUDGED (100% level): no row failed, but {}; no msgs/min is established.",
+                v.unjudged.join("; ")
+            ),
+        },
     }
 }
 
@@ -409,10 +482,23 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
             Cell::from((i + 1).to_string()),
             Cell::from(mpm(trial.mpm)),
             Cell {
-                text: if trial.passed { "passed" } else { "failed" }.into(),
-                fail: !trial.passed,
+                text: match (trial.passed, trial.failures.is_empty()) {
+                    (true, _) => "passed",
+                    (false, true) => "not judged",
+                    (false, false) => "failed",
+                }
+                .into(),
+                fail: !trial.failures.is_empty(),
             },
-            Cell::from(trial.failures.join("; ")),
+            Cell::from(
+                trial
+                    .failures
+                    .iter()
+                    .chain(&trial.unjudged)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
         ]);
     }
     doc.push(Block::Table(t));
@@ -424,7 +510,20 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
             int(run.users)
         ),
         Some(best) => format!("Best passing: {} msgs/min.", mpm(best)),
-        None => "No trial passed.".into(),
+        None => match run
+            .search
+            .iter()
+            .filter(|t| t.failures.is_empty())
+            .map(|t| t.mpm)
+            .reduce(f64::max)
+        {
+            Some(top) => format!(
+                "No trial passed with every row judged; the highest with no failing row: {} \
+                 msgs/min (too few probes to judge its Delivery Time).",
+                mpm(top)
+            ),
+            None => "No trial passed.".into(),
+        },
     }));
     if charts {
         let values: Vec<(String, f64, bool)> = run
@@ -499,18 +598,23 @@ fn load_table(level: &LevelResult) -> Table {
 /// error rate.
 fn qos_detail(doc: &mut Document, tally: &LevelTally) {
     let mut t = Table::new(&["Function", "Attempts", "# Pass QoS", "% Pass QoS"]);
-    for row in qos::detail_rows(tally) {
+    let rows = qos::detail_rows(tally);
+    for row in &rows {
+        let mut text = row.percent.map_or_else(|| "n/a".to_owned(), pct);
+        if !row.judged {
+            text.push_str(NOT_JUDGED_MARK);
+        }
         t.row(vec![
             Cell::from(row.name),
             Cell::from(int(row.attempts)),
             Cell::from(int(row.pass)),
-            Cell::marked(
-                row.percent.map_or_else(|| "n/a".to_owned(), pct),
-                !row.passed,
-            ),
+            Cell::marked(text, row.judged && !row.passed),
         ]);
     }
     doc.push(Block::Table(t));
+    if rows.iter().any(|r| !r.judged) {
+        doc.push(Block::Para(not_judged_footnote()));
+    }
     doc.push(Block::Para(format!(
         "Error Rate: {} (required <{}%)",
         pct(qos::error_percent(tally)),
@@ -661,15 +765,17 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
             "Machine CPU, every process (the harness's included): {}",
             cpu(level.machine_cpu)
         ),
-        format!(
-            "Level result: {}",
-            if level.verdict.passed {
-                "passed".to_owned()
-            } else {
-                format!("FAILED ({})", level.verdict.failures.join("; "))
-            }
-        ),
+        format!("Level result: {}", level_result(&level.verdict)),
     ]));
+}
+
+/// A level's verdict in words.
+fn level_result(v: &qos::Verdict) -> String {
+    match v.outcome {
+        Outcome::Passed => "passed".to_owned(),
+        Outcome::Failed => format!("FAILED ({})", v.failures.join("; ")),
+        Outcome::NotJudged => format!("NOT JUDGED, no row failed ({})", v.unjudged.join("; ")),
+    }
 }
 
 /// A sizes-table row; "-" when no message was seen.
