@@ -43,6 +43,7 @@ use tokio::time::Instant;
 
 use crate::message::{Message, Tag};
 use crate::pace::Pace;
+use crate::pools::Pools;
 use crate::pop_client::{PopPlan, ProbeResult, pop_session, probe_poll};
 use crate::qos::DELIVERY_LIMIT_SECS;
 use crate::receipts::Receipts;
@@ -64,8 +65,6 @@ pub const RETRY_INTERVAL: Duration = Duration::from_secs(300);
 /// §2.3: "within the test phase", which a message sent in the window's last
 /// second could not meet otherwise).
 pub const REMOTE_GRACE: Duration = Duration::from_secs(DELIVERY_LIMIT_SECS as u64);
-/// Attempts to draw a free mailbox at random before scanning.
-const PICK_TRIES: usize = 64;
 
 /// The server under test and the accounts: fixed for a whole run.
 #[derive(Debug, Clone)]
@@ -180,85 +179,6 @@ enum Stream {
     RemoteSmtp,
     InitialPop,
     RepeatedPop,
-}
-
-/// The mailboxes: pools, busy marks, retry-pool check times.
-#[derive(Debug)]
-struct Pools {
-    random: Vec<u32>,
-    retry: Vec<u32>,
-    /// Last check of each retry-pool mailbox (same index as `retry`).
-    last_check: Vec<Option<Instant>>,
-    /// Mailboxes in a POP session or under a probe (index = account number).
-    busy: Vec<bool>,
-}
-
-impl Pools {
-    fn new(users: u32, rng: &mut Rng) -> Pools {
-        let mut all: Vec<u32> = (1..=users).collect();
-        rng.shuffle(&mut all);
-        let retry_len = ((f64::from(users) * stoa_mail2001::profile::RETRY_POOL_SHARE).round()
-            as usize)
-            .min(all.len());
-        let random = all.split_off(retry_len);
-        Pools {
-            last_check: vec![None; all.len()],
-            retry: all,
-            random,
-            busy: vec![false; users as usize + 1],
-        }
-    }
-
-    /// A random-pool mailbox not in use, marked busy.
-    fn take_random(&mut self, rng: &mut Rng) -> Option<u32> {
-        if self.random.is_empty() {
-            return None;
-        }
-        for _ in 0..PICK_TRIES {
-            let u = self.random[rng.usize(..self.random.len())];
-            if !self.busy[u as usize] {
-                self.busy[u as usize] = true;
-                return Some(u);
-            }
-        }
-        let start = rng.usize(..self.random.len());
-        let n = self.random.len();
-        let found = (0..n)
-            .map(|i| self.random[(start + i) % n])
-            .find(|&u| !self.busy[u as usize])?;
-        self.busy[found as usize] = true;
-        Some(found)
-    }
-
-    /// A retry-pool mailbox not in use and not checked for [`RETRY_INTERVAL`],
-    /// marked busy and checked now.
-    fn take_retry(&mut self, rng: &mut Rng, now: Instant) -> Option<u32> {
-        let n = self.retry.len();
-        if n == 0 {
-            return None;
-        }
-        let eligible = |p: &Pools, i: usize| {
-            !p.busy[p.retry[i] as usize]
-                && p.last_check[i].is_none_or(|t| now.duration_since(t) >= RETRY_INTERVAL)
-        };
-        let pick = (0..PICK_TRIES)
-            .map(|_| rng.usize(..n))
-            .find(|&i| eligible(self, i))
-            .or_else(|| {
-                let start = rng.usize(..n);
-                (0..n).map(|k| (start + k) % n).find(|&i| eligible(self, i))
-            })?;
-        self.last_check[pick] = Some(now);
-        let u = self.retry[pick];
-        self.busy[u as usize] = true;
-        Some(u)
-    }
-
-    fn release(&mut self, user: u32) {
-        if let Some(b) = self.busy.get_mut(user as usize) {
-            *b = false;
-        }
-    }
 }
 
 /// The harness's load engine for one run.
@@ -787,38 +707,6 @@ async fn probe(ctx: &SessionCtx, user: u32, tag: &Tag, started: Instant, measure
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pools_split_and_exclude() {
-        let mut rng = Rng::with_seed(1);
-        let mut p = Pools::new(1000, &mut rng);
-        assert_eq!(p.retry.len(), 75);
-        assert_eq!(p.random.len(), 925);
-        let mut all: Vec<u32> = p.retry.iter().chain(&p.random).copied().collect();
-        all.sort_unstable();
-        assert_eq!(all, (1..=1000).collect::<Vec<_>>());
-        // Every retry mailbox once, then none until 300 s pass.
-        let now = Instant::now();
-        let mut seen = Vec::new();
-        for _ in 0..75 {
-            let u = p.take_retry(&mut rng, now).expect("eligible");
-            p.release(u);
-            seen.push(u);
-        }
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen.len(), 75);
-        assert_eq!(p.take_retry(&mut rng, now + Duration::from_secs(299)), None);
-        assert!(p.take_retry(&mut rng, now + RETRY_INTERVAL).is_some());
-        // Busy mailboxes are never handed out twice.
-        let mut taken = Vec::new();
-        while let Some(u) = p.take_random(&mut rng) {
-            taken.push(u);
-        }
-        assert_eq!(taken.len(), 925);
-        p.release(taken[0]);
-        assert_eq!(p.take_random(&mut rng), Some(taken[0]));
-    }
 
     #[test]
     fn distinct_accounts_are_distinct() {

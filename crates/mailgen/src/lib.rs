@@ -23,6 +23,7 @@ pub mod engine;
 pub mod init;
 pub mod message;
 pub mod pace;
+mod pools;
 pub mod pop_client;
 pub mod qos;
 mod receipts;
