@@ -12,7 +12,11 @@
 //!   that gives the published Sun page's 0.00 %, 0.00 % and 2.52 % from its own
 //!   counters, see [`error_percent`]).
 //! - **Remote delivery** counts recipients, as the published "Remote Message
-//!   Delivery" row equals its "SMTP To Remote" counter.
+//!   Delivery" row equals its "SMTP To Remote" counter, received by the sink
+//!   within the level's measurement window plus [`DELIVERY_LIMIT_SECS`].
+//! - **Deliberate disconnects** (`stoa_mail2001::disconnect`) are neither
+//!   errors nor Sessions; as on the published page, their broken-off transfers
+//!   count as Response Time attempts that did not pass.
 //! - A row with no attempts passes and is marked "no sample", except Delivery
 //!   Time: with fewer than [`MIN_DELIVERY_PROBES`] probes it is **not judged**
 //!   ("too few probes to judge"), neither passed nor failed, and its level is
