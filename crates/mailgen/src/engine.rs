@@ -258,7 +258,8 @@ impl Engine {
         let unfinished = drain_judged(&mut judged_rx, plan.drain_limit, live).await;
         let mut t = lock(&tally).clone();
         t.counters.unfinished += unfinished;
-        self.await_remote(plan.index, t.remote.sent, deadline).await;
+        let deliverable = t.remote.sent - t.remote.dropped.min(t.remote.sent);
+        self.await_remote(plan.index, deliverable, deadline).await;
         live.set_phase(Phase::Done);
         (t.remote.received, t.remote.outside) = lock(&self.sink).counts(plan.index);
         t
@@ -266,7 +267,8 @@ impl Engine {
 
     /// Waits, at most until `deadline` (the end of the level's window plus
     /// [`REMOTE_GRACE`]), for the sink to receive the level's `sent` remote
-    /// recipients: a short cool-down must not cut their time short.
+    /// recipients (those of accepted messages): a short cool-down must not cut
+    /// their time short.
     async fn await_remote(&self, level: u8, sent: u64, deadline: Instant) {
         let mut changes = self.sink_changed.subscribe();
         loop {
@@ -558,6 +560,9 @@ async fn run_smtp(ctx: &SessionCtx, user_mail: bool, measured: bool, mut rng: Rn
         // Remote and about 1 % of them, the disconnects' share, never arrive.
         if accepted || record.dropped {
             t.remote.sent += u64::from(record.to_remote);
+        }
+        if record.dropped {
+            t.remote.dropped += u64::from(record.to_remote);
         }
         // A probe counts once its message is accepted, so one still polling
         // when the level ends counts as not delivered.

@@ -284,6 +284,10 @@ pub struct RemoteStats {
     /// Remote recipients accepted by the server in measured sessions
     /// ("SMTP To Remote"; the published denominator).
     pub sent: u64,
+    /// Of those, recipients of sessions the client dropped on purpose (their
+    /// message was never sent whole, so they cannot arrive; the kit counted
+    /// them, `mail2001.md` §2.8).
+    pub dropped: u64,
     /// Of those, recipients the sink received within the measurement window
     /// plus the delivery-time limit (`engine::REMOTE_GRACE`).
     pub received: u64,
@@ -526,6 +530,7 @@ impl LevelTally {
         self.remote.sent += other.remote.sent;
         self.remote.received += other.remote.received;
         self.remote.outside += other.remote.outside;
+        self.remote.dropped += other.remote.dropped;
         let (c, o) = (&mut self.counters, &other.counters);
         for (a, b) in [
             (&mut c.smtp_connect_error, o.smtp_connect_error),

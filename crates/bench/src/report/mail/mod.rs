@@ -705,8 +705,9 @@ fn deliveries(tally: &LevelTally) -> Vec<String> {
             int(d.connect_errors)
         ),
         format!(
-            "Remote delivery: {} remote recipients accepted, {} received by the sink within the measurement window + 60 s, {} later",
+            "Remote delivery: {} remote recipients accepted ({} in sessions the client dropped), {} received by the sink within the measurement window + 60 s, {} later",
             int(remote.sent),
+            int(remote.dropped),
             int(remote.received),
             int(remote.outside)
         ),
