@@ -35,6 +35,7 @@
 //! Corporation.
 
 pub mod agent;
+mod compliance;
 pub mod mail;
 mod report;
 pub mod web;

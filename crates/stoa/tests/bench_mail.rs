@@ -155,6 +155,37 @@ fn quick_run_against_the_builtin_server() {
     assert!(attempts(remote) > 0, "no remote recipients: {remote}");
     assert_eq!(remote["pass"], remote["attempts"], "{remote}");
     assert!(dir.join("result.html").exists() && dir.join("result.txt").exists());
+    // Every shortened setting is a deviation from the kit's run, in the JSON
+    // and in the report's box, and the title says so.
+    assert_eq!(json["compliant"], false);
+    let settings: Vec<&str> = json["deviations"]
+        .as_array()
+        .expect("deviations")
+        .iter()
+        .map(|d| d["setting"].as_str().expect("setting"))
+        .collect();
+    assert_eq!(
+        settings,
+        [
+            "warmup",
+            "run_time",
+            "cooldown",
+            "drain_limit",
+            "levels",
+            "probe_share"
+        ]
+    );
+    assert!(
+        // Not judged (too few probes): no msgs/min is established.
+        run.stdout
+            .contains("msgs/min = not established (non-compliant)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("| - levels 100 %; the kit runs 80 %, 100 % and 120 % of")
+    );
 }
 
 // ---------------------------------------------------------------------------

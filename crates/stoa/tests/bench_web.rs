@@ -325,9 +325,22 @@ fn quick_run_against_the_built_in_server() {
     }
     let score = report["score"].as_u64().expect("score");
     assert!(
-        text.contains(&format!("SPECweb99-style = {score}")),
-        "text score differs from the JSON's {score}:\n{text}"
+        text.contains(&format!("SPECweb99-style = {score} (non-compliant)")),
+        "text score differs from the JSON's {score}, or is not labelled non-compliant:\n{text}"
     );
+    // A quick run with --run-time breaks the kit's run rules, and says how.
+    assert_eq!(report["compliant"], false, "{report}");
+    assert_eq!(report["deviations"][0]["setting"], "run_time");
+    assert!(
+        text.contains("| - measured 20 s; the kit measures 1,200 s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the score cannot exceed 8; --find-max searches"),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html written");
+    assert!(html.contains("<li>measured 20 s; the kit measures 1,200 s</li>"));
     let saved = std::fs::read_to_string(out.join("report.txt")).expect("report.txt written");
     assert!(
         text.contains(&saved),

@@ -12,6 +12,7 @@
 //! Figures are "SPECmail2001-style, not SPEC results": SPEC and SPECmail are
 //! trademarks of the Standard Performance Evaluation Corporation.
 
+mod compliance;
 mod fill;
 mod level;
 mod options;
@@ -27,6 +28,7 @@ use anyhow::{Context, bail};
 use stoa_mailgen::engine::{Engine, Workload};
 use stoa_mailgen::sink::Sink;
 
+pub(crate) use compliance::{NOTE as COMPLIANCE_NOTE, kit_run};
 pub use fill::default_journal;
 use fill::{check_store, fill_store, print_store_check};
 use level::run_level;
@@ -249,6 +251,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         store: Some(store),
         sink_stats: sink.stats(),
         probe_share: engine.workload().probe_share,
+        deviations: compliance::deviations(args, &s, engine.workload().probe_share),
         threads: args.threads,
         seed: s.seed,
         started,

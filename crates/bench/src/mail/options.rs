@@ -55,8 +55,8 @@ pub struct Options {
     pub init_connections: u32,
     /// Mailboxes checked before the run.
     pub check_sample: u32,
-    /// Share (0–1) of SMTP sessions carrying a delivery probe; `None`: 1 %,
-    /// raised at small rates.
+    /// Share (0–1) of SMTP sessions carrying a delivery probe; `None`: the
+    /// white paper's 1 %, at every rate.
     pub probe_share: Option<f64>,
     /// Time a reply may take before it counts as an error.
     pub reply_timeout: Duration,
@@ -101,4 +101,41 @@ pub struct UsersOptions {
     pub format: UsersFormat,
     /// The file to write (replaced atomically).
     pub out: PathBuf,
+}
+
+#[cfg(test)]
+impl Options {
+    /// `stoa bench mail` with no flags, as the binary's defaults make it.
+    pub(crate) fn defaults() -> Options {
+        Options {
+            smtp: None,
+            pop3: None,
+            rate: None,
+            users: None,
+            domain: "stoa.test".into(),
+            remote_domain: "remote.test".into(),
+            password: "stoa-bench".into(),
+            sink_listen: None,
+            profile: ProfileName::Quick,
+            warmup: None,
+            run_time: None,
+            cooldown: None,
+            levels: vec![80, 100, 120],
+            find_max: false,
+            init_only: false,
+            init_journal: None,
+            init_connections: 8,
+            check_sample: 200,
+            probe_share: None,
+            reply_timeout: Duration::from_secs(60),
+            threads: 1,
+            drain_limit: None,
+            seed: None,
+            store_seed: 2001,
+            server_software: None,
+            server_pid: Vec::new(),
+            out: None,
+            server_exe: None,
+        }
+    }
 }

@@ -112,6 +112,9 @@ pub(crate) struct MailRun {
     /// Share of SMTP sessions that carry a delivery probe (0.01 by the white
     /// paper, unless `--probe-share` says otherwise).
     pub(crate) probe_share: f64,
+    /// How the run breaks the kit's run rules (`mail::compliance`); empty for
+    /// the kit's run.
+    pub(crate) deviations: Vec<crate::compliance::Deviation>,
     /// Load threads of the harness.
     pub(crate) threads: u32,
     /// The random seed of the run.

@@ -91,6 +91,16 @@ pub(crate) enum Block {
     Chart(String, String),
     /// Preformatted text (HTML only: the text report inside the page).
     Pre(String),
+    /// A framed box of the ways a run breaks the kit's run rules: a heading,
+    /// one item per deviation, and a closing note (how to run the kit's run).
+    Deviations {
+        /// The box's heading.
+        title: String,
+        /// One line per deviation.
+        items: Vec<String>,
+        /// The sentence under the items.
+        note: String,
+    },
 }
 
 /// A whole report.

@@ -47,6 +47,7 @@ pub(crate) fn render(doc: &Document) -> String {
             Block::Pre(text) => {
                 let _ = writeln!(body, "<pre>{}</pre>", escape(text));
             }
+            Block::Deviations { title, items, note } => deviations(&mut body, title, items, note),
         }
     }
     let h1 = match doc.verdict {
@@ -86,4 +87,19 @@ fn table(body: &mut String, t: &Table) {
         body.push_str("</tr>");
     }
     body.push_str("</tbody></table>\n");
+}
+
+/// The deviations box: a framed, tinted block (styled inline, so it needs
+/// nothing from the page's style sheet) with the heading, the items and the
+/// note.
+fn deviations(body: &mut String, title: &str, items: &[String], note: &str) {
+    body.push_str(
+        "<div class=\"deviations\" style=\"border:3px solid #a31515;background:#fdf0f0;\
+         padding:.4em 1em;margin:1em 0\">",
+    );
+    let _ = write!(body, "<p><strong>{}</strong></p><ul>", escape(title));
+    for item in items {
+        let _ = write!(body, "<li>{}</li>", escape(item));
+    }
+    let _ = writeln!(body, "</ul><p>{}</p></div>", escape(note));
 }

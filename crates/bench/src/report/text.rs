@@ -40,6 +40,7 @@ pub(crate) fn render(doc: &Document, layout: Layout) -> String {
                 }
                 out.push('\n');
             }
+            Block::Deviations { title, items, note } => framed(&mut out, title, items, note),
             Block::Chart(..) | Block::Pre(_) => {}
         }
     }
@@ -124,4 +125,47 @@ fn aligned(out: &mut String, t: &Table) {
     for r in &shown {
         line(r);
     }
+}
+
+/// Text width inside the deviations box (the frame adds four columns).
+const BOX_WIDTH: usize = 74;
+
+/// The deviations box: the heading, "- " items and the note, wrapped inside a
+/// `+---+` frame so it stands out of the tables around it.
+fn framed(out: &mut String, title: &str, items: &[String], note: &str) {
+    let rule = format!("+{}+\n", "-".repeat(BOX_WIDTH + 2));
+    out.push_str(&rule);
+    let mut lines = wrap(title, "", "");
+    lines.push(String::new());
+    for item in items {
+        lines.extend(wrap(item, "- ", "  "));
+    }
+    lines.push(String::new());
+    lines.extend(wrap(note, "", ""));
+    for l in lines {
+        let _ = writeln!(out, "| {l:<BOX_WIDTH$} |");
+    }
+    out.push_str(&rule);
+    out.push('\n');
+}
+
+/// `text` wrapped at word boundaries to [`BOX_WIDTH`], the first line after
+/// `first`, the others after `rest` (a word longer than a line stays whole).
+fn wrap(text: &str, first: &str, rest: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > BOX_WIDTH {
+            lines.push(std::mem::replace(&mut line, rest.to_owned()));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    lines.push(line);
+    lines
 }

@@ -10,6 +10,7 @@
 //! Figures are "SPECweb99-style, not SPEC results": SPEC and SPECweb are trademarks
 //! of the Standard Performance Evaluation Corporation.
 
+pub(crate) mod compliance;
 mod control;
 mod options;
 mod progress;
@@ -213,7 +214,8 @@ fn print_urls(args: &Options, profile: &Profile) {
     let _ = out.flush();
 }
 
-async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
+/// The phases `args` ask for: the profile's, with `--run-time`.
+fn profile_of(args: &Options) -> Profile {
     let mut profile = match args.profile {
         ProfileName::Standard => STANDARD,
         ProfileName::Quick => QUICK,
@@ -221,6 +223,11 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
     if let Some(run) = args.run_time {
         profile.run = run;
     }
+    profile
+}
+
+async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
+    let profile = profile_of(args);
     if args.print_urls {
         print_urls(args, &profile);
         return Ok(());

@@ -77,3 +77,34 @@ pub(crate) fn http_label(version: HttpVersion) -> &'static str {
         HttpVersion::Http11 => "1.1",
     }
 }
+
+#[cfg(test)]
+impl Options {
+    /// `stoa bench web` with no flags, as the binary's defaults make it.
+    pub(crate) fn defaults() -> Options {
+        Options {
+            target: None,
+            tls: false,
+            tls_resume: 0.5,
+            tls_ca: None,
+            tls_insecure: false,
+            connections: 100,
+            profile: ProfileName::Quick,
+            run_time: None,
+            iterations: None,
+            http: HttpVersion::Http11,
+            static_only: false,
+            closed_loop: false,
+            print_urls: false,
+            find_max: false,
+            find_max_limit: 20_000,
+            threads: 1,
+            agents: Vec::new(),
+            server_pid: Vec::new(),
+            out: None,
+            dynamic_path: "/web99".into(),
+            cgi_path: "/cgi-bin/web99".into(),
+            server_exe: None,
+        }
+    }
+}

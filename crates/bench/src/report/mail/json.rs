@@ -116,6 +116,8 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "users": run.users,
         "passed": run.passed(),
         "outcome": run_outcome(run),
+        "compliant": run.deviations.is_empty(),
+        "deviations": run.deviations,
         "find_max": {
             "best_mpm": if run.search.is_empty() { None } else { best_mpm(run) },
             "capacity_mpm": run.users as f64 / 200.0,

@@ -20,6 +20,7 @@ use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
 use super::doc::{Block, Cell, Document, Table, cells};
 use super::text::Layout;
 use super::{html as page, svg, text as plain};
+use crate::compliance::{BOX_TITLE, NON_COMPLIANT};
 use crate::mail::run::{LevelResult, MailRun};
 
 /// The notice every report carries.
@@ -97,8 +98,13 @@ fn row_cell(row: &Row) -> Cell {
 /// The report's title line.
 fn title(run: &MailRun) -> String {
     let claim = established(run).map_or_else(|| "not established".to_owned(), mpm);
+    let label = if run.deviations.is_empty() {
+        String::new()
+    } else {
+        format!(" ({NON_COMPLIANT})")
+    };
     format!(
-        "{BENCHMARK} result: {}   msgs/min = {claim}",
+        "{BENCHMARK} result: {}   msgs/min = {claim}{label}",
         run.server_software
     )
 }
@@ -259,6 +265,13 @@ fn document(run: &MailRun, charts: bool) -> Document {
         _ => Some(established(run).is_some()),
     };
     doc.push(Block::Para(equivalence(run)));
+    if !run.deviations.is_empty() {
+        doc.push(Block::Deviations {
+            title: BOX_TITLE.to_owned(),
+            items: crate::compliance::items(&run.deviations),
+            note: crate::mail::kit_run(),
+        });
+    }
     run_block(&mut doc, run);
     summary(&mut doc, run, charts);
     if let Some(s) = &run.store {
@@ -270,12 +283,7 @@ fn document(run: &MailRun, charts: bool) -> Document {
     }
     doc.push(Block::Heading(1, "Notes".into()));
     let mut notes: Vec<String> = run.choices.iter().map(|c| (*c).to_owned()).collect();
-    if (run.probe_share - 0.01).abs() > 1e-12 {
-        notes.push(format!(
-            "This run probed {} of SMTP sessions (--probe-share), not the white paper's 1 %: probes are sent at full speed, so the modem share of SMTP sessions is lower than the kit's.",
-            pct(run.probe_share * 100.0)
-        ));
-    }
+    notes.push(crate::mail::COMPLIANCE_NOTE.to_owned());
     notes.push(format!(
         "All figures are {BENCHMARK} figures measured by stoa bench mail {}, not SPEC results.",
         env!("CARGO_PKG_VERSION")

@@ -129,6 +129,7 @@ fn sample() -> MailRun {
             errors: 0,
         },
         probe_share: 0.05,
+        deviations: Vec::new(),
         threads: 2,
         seed: 42,
         started: "2026-11-30T14:00:00Z".into(),
@@ -308,7 +309,6 @@ fn too_few_probes_are_not_a_pass() {
     assert!(t.contains("msgs/min = not established"));
     assert!(!t.contains("Result: PASSED"));
     assert!(t.contains("Level result: NOT JUDGED, no row failed"));
-    assert!(!t.contains("--probe-share), not the white paper's 1 %"));
     let j = to_json(&run);
     assert_eq!(j["passed"], false);
     assert_eq!(j["outcome"], "not_judged");
@@ -324,7 +324,81 @@ fn too_few_probes_are_not_a_pass() {
     let h = html(&run);
     assert!(h.contains("100.00% (3 probes)†") && h.contains("too few probes to judge"));
     assert!(!h.contains("<h1 class=\"pass\">") && !h.contains("<h1 class=\"fail\">"));
-    // The sample's own 5 % share is said in the notes.
-    assert!(text(&sample()).contains("This run probed 5.00% of SMTP sessions (--probe-share)"));
     assert!(text(&sample()).contains("96.00% (100 probes)"));
+}
+
+/// `sample()` as a quick run: its phases and probe share off the kit's.
+fn non_compliant() -> MailRun {
+    use crate::compliance::Deviation;
+    let dev = |setting, run: &str, kit: &str| Deviation {
+        setting,
+        run: run.into(),
+        kit: kit.into(),
+    };
+    MailRun {
+        deviations: vec![
+            dev(
+                "run_time",
+                "measured 60 s per level",
+                "the kit measures 3,600 s",
+            ),
+            dev(
+                "probe_share",
+                "delivery probes on 5.00 % of SMTP sessions",
+                "the kit probes 1 % of the mail (mail2001.md §2.2)",
+            ),
+        ],
+        ..sample()
+    }
+}
+
+#[test]
+fn a_run_off_the_kits_rules_is_labelled_non_compliant() {
+    let run = non_compliant();
+    let t = text(&run);
+    assert!(
+        t.starts_with(
+            "SPECmail2001-style result: Stoa 0.1.0 (built-in)   msgs/min = 30 (non-compliant)\n"
+        ),
+        "{t}"
+    );
+    let equivalence = "30 SPECmail2001-style messages per minute is equivalent to 6,000 users.\n\n";
+    let boxed = &t[t.find(equivalence).expect("equivalence") + equivalence.len()..];
+    assert!(
+        boxed.starts_with("+---"),
+        "the box follows the headline:\n{t}"
+    );
+    assert!(t.contains("\n| NON-COMPLIANT RUN: this run breaks the kit's run rules"));
+    assert!(t.contains("\n| - measured 60 s per level; the kit measures 3,600 s"));
+    assert!(t.contains("\n| - delivery probes on 5.00 % of SMTP sessions; the kit probes 1 %"));
+    assert!(t.contains("\n| The kit's run: stoa bench mail --profile standard"));
+
+    let j = to_json(&run);
+    assert_eq!(j["compliant"], false);
+    assert_eq!(j["deviations"][1]["setting"], "probe_share");
+    assert_eq!(j["deviations"][0]["kit"], "the kit measures 3,600 s");
+    assert!(
+        j["title"]
+            .as_str()
+            .expect("title")
+            .ends_with("(non-compliant)")
+    );
+
+    let h = html(&run);
+    assert!(h.contains("<div class=\"deviations\""), "{h}");
+    assert!(h.contains("<li>measured 60 s per level; the kit measures 3,600 s</li>"));
+    assert!(h.contains("msgs/min = 30 (non-compliant)</h1>"));
+}
+
+#[test]
+fn the_kits_run_has_no_box() {
+    let run = sample();
+    let t = text(&run);
+    assert!(!t.contains("(non-compliant)") && !t.contains("NON-COMPLIANT") && !t.contains("+---"));
+    let j = to_json(&run);
+    assert_eq!(j["compliant"], true);
+    assert_eq!(j["deviations"], serde_json::json!([]));
+    assert!(!html(&run).contains("deviations"));
+    // The notes say which run is taken to be the kit's.
+    assert!(t.contains("- The kit's run is taken to be the white paper's phases (300 s"));
 }

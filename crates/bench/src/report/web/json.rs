@@ -5,11 +5,12 @@ use serde_json::json;
 use stoa_web99::fileset;
 
 use super::{benchmark, efficiency_of, median, notice, problems};
-use crate::web::{Run, http_label};
+use crate::web::{Run, compliance, http_label};
 
 /// Every figure of the run.
 pub(super) fn to_json(run: &Run) -> serde_json::Value {
     let med = median(run);
+    let deviations = compliance::deviations(&run.args, &run.profile);
     let iterations: Vec<serde_json::Value> = run
         .iterations
         .iter()
@@ -68,6 +69,8 @@ pub(super) fn to_json(run: &Run) -> serde_json::Value {
         })),
         "score": med.map(|m| run.iterations[m].iteration.conforming),
         "median_iteration": med.map(|m| m + 1),
+        "compliant": deviations.is_empty(),
+        "deviations": deviations,
         "valid": problems(run).is_empty(),
         "problems": problems(run),
         "target": run.target,

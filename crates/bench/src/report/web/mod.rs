@@ -16,7 +16,8 @@ use stoa_web99::workload::CLASS_MIX;
 use super::doc::{Block, Cell, Document, Table, cells};
 use super::text::Layout;
 use super::{html, svg, text};
-use crate::web::{IterationResult, Run, http_label};
+use crate::compliance::{BOX_TITLE, Deviation, NON_COMPLIANT};
+use crate::web::{IterationResult, Run, compliance, http_label};
 
 /// The notice every report carries.
 const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
@@ -150,12 +151,14 @@ fn document(run: &Run) -> Document {
         ("Target:", run.target.clone()),
         ("Server software:", run.server_software.clone()),
     ]));
-    let verdict = if problems.is_empty() {
-        ""
-    } else {
-        "  (INVALID TEST: see Errors)"
-    };
-    doc.para(format!("{} = {score}{verdict}", benchmark(run)));
+    let deviations = compliance::deviations(&run.args, &run.profile);
+    doc.para(headline(
+        run,
+        score,
+        deviations.is_empty(),
+        problems.is_empty(),
+    ));
+    deviations_box(&mut doc, &deviations);
     performance(&mut doc, run, score);
     system(&mut doc);
     configuration(&mut doc, run);
@@ -180,6 +183,39 @@ fn document(run: &Run) -> Document {
         doc.para(problems.join("\n"));
     }
     doc
+}
+
+/// The value line: the score, marked non-compliant when the run breaks the
+/// kit's run rules and invalid on errors; at a fixed load, the bound that load
+/// puts on the score.
+fn headline(run: &Run, score: u32, compliant: bool, valid: bool) -> String {
+    let mut line = format!("{} = {score}", benchmark(run));
+    if !compliant {
+        line.push_str(&format!(" ({NON_COMPLIANT})"));
+    }
+    if !valid {
+        line.push_str("  (INVALID TEST: see Errors)");
+    }
+    if !run.args.find_max {
+        let n = requested(run);
+        line.push_str(&format!(
+            "\nAt a fixed load of {n} requested connections the score cannot exceed {n}; \
+             --find-max searches for the most connections that still conform."
+        ));
+    }
+    line
+}
+
+/// The box listing the run's deviations from the kit's run, if any.
+fn deviations_box(doc: &mut Document, deviations: &[Deviation]) {
+    if deviations.is_empty() {
+        return;
+    }
+    doc.push(Block::Deviations {
+        title: BOX_TITLE.to_owned(),
+        items: crate::compliance::items(deviations),
+        note: compliance::kit_run(),
+    });
 }
 
 /// A table of label–value rows, without a header.
@@ -531,6 +567,7 @@ fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
 /// The HTML page: charts of the median iteration, then the text report.
 fn page(run: &Run, text: &str) -> Document {
     let mut doc = Document::new(title(run), notice(run));
+    deviations_box(&mut doc, &compliance::deviations(&run.args, &run.profile));
     let med = median(run).unwrap_or(0);
     doc.push(Block::Chart(
         svg::lines(

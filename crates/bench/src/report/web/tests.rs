@@ -210,7 +210,7 @@ fn text_keeps_the_published_layout() {
     assert!(t.contains("\nErrors\n\niteration 1: "));
 
     let t = text_of(&runs[2]);
-    assert!(t.contains("SPECweb99-style = 0\n"));
+    assert!(t.contains("SPECweb99-style = 0 (non-compliant)\n"));
     assert!(!t.contains("Class details"));
 }
 
@@ -234,6 +234,8 @@ fn json_keeps_its_keys() {
         keys,
         [
             "benchmark",
+            "compliant",
+            "deviations",
             "directories",
             "fileset_mb",
             "find_max",
@@ -267,4 +269,92 @@ fn the_page_holds_the_charts_and_the_text() {
     assert_eq!(h.matches("<svg").count(), 3);
     assert!(h.contains("<h2>Full report</h2>\n<pre>SPECweb99_SSL-style result"));
     assert!(h.contains("nginx &lt;b&gt;") && !h.contains("nginx <b>"));
+}
+
+/// `runs()[0]` made the kit's run: the standard profile, three iterations.
+fn compliant() -> Run {
+    let mut run = runs().remove(0);
+    run.args.profile = ProfileName::Standard;
+    run.profile = crate::web::compliance::KIT;
+    run.iterations = (0..3)
+        .map(|i| iteration(10, f64::from(i), Validity::EveryClass, false))
+        .collect();
+    run
+}
+
+#[test]
+fn a_quick_run_is_labelled_non_compliant_with_its_deviations() {
+    let run = runs().remove(0);
+    let t = text_of(&run);
+    assert!(
+        t.contains(
+            " (non-compliant)\nAt a fixed load of 10 requested connections the score cannot \
+             exceed 10; --find-max searches for the most connections that still conform.\n\n+---"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("\n| NON-COMPLIANT RUN: this run breaks the kit's run rules, so its score"));
+    assert!(t.contains("\n| - measured 60 s; the kit measures 1,200 s"));
+    assert!(t.contains("\n| - 1 iteration; the kit runs 3 at one load and reports the median"));
+    assert!(t.contains("\n| The kit's run: stoa bench web --profile standard"));
+    // Every line of the box is as wide as its frame.
+    let frame: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with('|') || l.starts_with('+'))
+        .collect();
+    assert!(frame.len() > 10, "{t}");
+    assert!(frame.iter().all(|l| l.chars().count() == 78), "{frame:#?}");
+
+    let j = super::json::to_json(&run);
+    assert_eq!(j["compliant"], false);
+    assert_eq!(j["deviations"][0]["setting"], "run_time");
+    assert_eq!(j["deviations"][0]["run"], "measured 60 s");
+    assert_eq!(j["deviations"][0]["kit"], "the kit measures 1,200 s");
+
+    let h = super::html::render(&super::page(&run, &t));
+    assert!(h.contains("<div class=\"deviations\""), "{h}");
+    assert!(h.contains("<li>measured 60 s; the kit measures 1,200 s</li>"));
+}
+
+#[test]
+fn each_web_flag_that_breaks_the_rules_is_in_the_box() {
+    let mut run = compliant();
+    run.args.static_only = true;
+    run.args.closed_loop = true;
+    let t = text_of(&run);
+    assert!(
+        t.contains("\nSPECweb99-style = 8 (non-compliant)  (INVALID TEST"),
+        "{t}"
+    );
+    assert!(t.contains("\n| - static GETs only (--static-only); the kit's mix is 70 % static"));
+    assert!(t.contains("\n| - closed loop (--closed-loop): no pacing"));
+    let j = super::json::to_json(&run);
+    assert_eq!(j["deviations"][0]["setting"], "static_only");
+    assert_eq!(j["deviations"][1]["setting"], "closed_loop");
+    // A --find-max search: no fixed-load bound, the trials in the box.
+    let mut run = compliant();
+    run.args.find_max = true;
+    let t = text_of(&run);
+    assert!(!t.contains("At a fixed load"), "{t}");
+    assert!(t.contains("\n| - --find-max: the score is the best passing trial of a search"));
+}
+
+#[test]
+fn the_kits_run_prints_a_plain_score_and_no_box() {
+    let run = compliant();
+    let t = text_of(&run);
+    let score = super::json::to_json(&run)["score"].clone();
+    // The fixture's class mix is off the kit's: invalid, but not non-compliant.
+    assert!(
+        t.contains(&format!(
+            "\nSPECweb99-style = {score}  (INVALID TEST: see Errors)\nAt a fixed load of 10"
+        )),
+        "{t}"
+    );
+    assert!(!t.contains("non-compliant") && !t.contains("NON-COMPLIANT") && !t.contains("+---"));
+    let j = super::json::to_json(&run);
+    assert_eq!(j["compliant"], true);
+    assert_eq!(j["deviations"], serde_json::json!([]));
+    let h = super::html::render(&super::page(&run, &t));
+    assert!(!h.contains("deviations"));
 }

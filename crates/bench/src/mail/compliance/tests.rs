@@ -1,0 +1,181 @@
+//! The mail run's deviations from the kit's run, one setting at a time.
+
+use std::time::Duration;
+
+use super::*;
+use crate::mail::{ProfileName, settings};
+
+/// The standard profile with no other flag: the kit's run.
+fn standard() -> Options {
+    Options {
+        profile: ProfileName::Standard,
+        ..Options::defaults()
+    }
+}
+
+/// The deviations of `args` with the white paper's 1 % probes: (setting, text).
+fn of(args: &Options) -> Vec<(&'static str, String)> {
+    let s = settings(args).expect("settings");
+    deviations(args, &s, PROBE_SHARE)
+        .into_iter()
+        .map(|d| (d.setting, d.to_string()))
+        .collect()
+}
+
+/// The settings that deviate.
+fn keys(args: &Options) -> Vec<&'static str> {
+    of(args).into_iter().map(|(k, _)| k).collect()
+}
+
+#[test]
+fn the_standard_profile_is_the_kits_run() {
+    assert_eq!(of(&standard()), []);
+    // --users alone sets the rate (users / 200): still the kit's store.
+    let users = Options {
+        users: Some(1_000),
+        ..standard()
+    };
+    assert_eq!(of(&users), []);
+    // Overrides equal to the kit's values change nothing.
+    let same = Options {
+        warmup: Some(Duration::from_secs(300)),
+        run_time: Some(Duration::from_secs(3600)),
+        cooldown: Some(Duration::from_secs(900)),
+        drain_limit: Some(Duration::from_secs(1200)),
+        ..standard()
+    };
+    assert_eq!(of(&same), []);
+}
+
+#[test]
+fn the_quick_default_lists_its_phases() {
+    let texts: Vec<String> = of(&Options::defaults())
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "warm-up 10 s per level; the kit's is 300 s (mail2001.md §3.2)",
+            "measured 60 s per level; the kit measures 3,600 s",
+            "cool-down 20 s per level; the kit's is 900 s",
+            "judged sessions may finish 120 s after the cool-down; the standard run waits up to \
+             1,200 s",
+        ]
+    );
+}
+
+#[test]
+fn each_changed_setting_is_a_deviation() {
+    let secs = Duration::from_secs;
+    let cases: [(Options, &[&str]); 8] = [
+        (
+            Options {
+                warmup: Some(secs(30)),
+                ..standard()
+            },
+            &["warmup"],
+        ),
+        (
+            Options {
+                run_time: Some(secs(600)),
+                ..standard()
+            },
+            &["run_time"],
+        ),
+        (
+            Options {
+                cooldown: Some(secs(60)),
+                ..standard()
+            },
+            &["cooldown"],
+        ),
+        (
+            Options {
+                drain_limit: Some(secs(60)),
+                ..standard()
+            },
+            &["drain_limit"],
+        ),
+        (
+            Options {
+                levels: vec![100],
+                ..standard()
+            },
+            &["levels"],
+        ),
+        // The trials replace the levels; the store is the search's ceiling.
+        (
+            Options {
+                find_max: true,
+                users: Some(80_000),
+                ..standard()
+            },
+            &["find_max"],
+        ),
+        (
+            Options {
+                users: Some(1_000),
+                rate: Some(2.0),
+                ..standard()
+            },
+            &["users"],
+        ),
+        (
+            Options {
+                reply_timeout: secs(30),
+                ..standard()
+            },
+            &["reply_timeout"],
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(keys(&args), want, "{args:?}");
+    }
+    let levels = Options {
+        levels: vec![100],
+        ..standard()
+    };
+    assert_eq!(
+        of(&levels)[0].1,
+        "levels 100 %; the kit runs 80 %, 100 % and 120 % of the rate (mail2001.md §3.1)"
+    );
+    let store = Options {
+        users: Some(1_000),
+        rate: Some(2.0),
+        ..standard()
+    };
+    assert_eq!(
+        of(&store)[0].1,
+        "a store of 1,000 accounts for 2 msgs/min; the kit's holds 200 × rate = 400 (mail2001.md \
+         §1.2)"
+    );
+    // The share the run used (--probe-share) against the white paper's 1 %.
+    let args = standard();
+    let s = settings(&args).expect("settings");
+    let probes: Vec<String> = deviations(&args, &s, 0.158)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        probes,
+        [
+            "delivery probes on 15.80 % of SMTP sessions; the kit probes 1 % of the mail \
+          (mail2001.md §2.2)"
+        ]
+    );
+}
+
+#[test]
+fn the_note_says_how_long_the_kits_run_takes() {
+    let note = kit_run();
+    assert!(
+        note.starts_with(
+            "The kit's run: stoa bench mail --profile standard (300 s warm-up, 3,600 s measured \
+             and 900 s cool-down at each of 80 %, 100 % and 120 %: about 4 h 00 min"
+        ),
+        "{note}"
+    );
+    assert_eq!(percents(&[100]), "100 %");
+    assert_eq!(percents(&[80, 100]), "80 % and 100 %");
+}
