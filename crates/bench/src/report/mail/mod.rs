@@ -510,7 +510,24 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
         ]);
     }
     doc.push(Block::Table(t));
-    doc.push(Block::Para(match best_mpm(run) {
+    doc.push(Block::Para(search_result(run)));
+    if charts {
+        let values: Vec<(String, f64, bool)> = run
+            .search
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((i + 1).to_string(), t.mpm, t.passed))
+            .collect();
+        doc.push(Block::Chart(
+            svg::pass_fail_bars("Find-max trials", "trial", "msgs/min", &values),
+            "msgs/min of each trial's 100 % level, in the order tried.".into(),
+        ));
+    }
+}
+
+/// The `--find-max` search's result in words.
+fn search_result(run: &MailRun) -> String {
+    match best_mpm(run) {
         Some(best) if best * 200.0 >= run.users as f64 - 1e-6 => format!(
             "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the \
              server may carry more; a larger --users would tell.",
@@ -532,18 +549,6 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
             ),
             None => "No trial passed.".into(),
         },
-    }));
-    if charts {
-        let values: Vec<(String, f64, bool)> = run
-            .search
-            .iter()
-            .enumerate()
-            .map(|(i, t)| ((i + 1).to_string(), t.mpm, t.passed))
-            .collect();
-        doc.push(Block::Chart(
-            svg::pass_fail_bars("Find-max trials", "trial", "msgs/min", &values),
-            "msgs/min of each trial's 100 % level, in the order tried.".into(),
-        ));
     }
 }
 
