@@ -12,6 +12,8 @@
 //!   steady-state mailbox table (§1.11), and samplers over a caller's
 //!   [`fastrand::Rng`]: sizes, recipient counts, local or remote, modem or LAN,
 //!   exponential inter-arrival times.
+//! - [`disconnect`]: the sessions the kit's client dropped on purpose (§2.8),
+//!   their shares as the published counters give them, and their samplers.
 //!
 //! # What it does not do
 //!
@@ -19,6 +21,7 @@
 //! time. Pacing, sessions, the mail sink and the QoS judgement live in the harness;
 //! randomness comes from the caller's generator, so a fixed seed gives a fixed run.
 
+pub mod disconnect;
 pub mod dist;
 pub mod profile;
 pub mod rates;

@@ -30,21 +30,23 @@
 //!   the judged sessions and probes to end; sessions still running are aborted
 //!   and counted as unfinished.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use fastrand::Rng;
-use stoa_mail2001::{Rates, dist};
+use stoa_mail2001::{Rates, disconnect, dist};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::message::{Message, Tag};
 use crate::pace::Pace;
+use crate::pools::Pools;
 use crate::pop_client::{PopPlan, ProbeResult, pop_session, probe_poll};
 use crate::qos::DELIVERY_LIMIT_SECS;
+use crate::receipts::Receipts;
 use crate::sink::SinkMessage;
 use crate::smtp_client::{SmtpPlan, smtp_session};
 use crate::tally::LevelTally;
@@ -58,8 +60,11 @@ pub const PROBE_POLL: Duration = Duration::from_secs(1);
 pub const PROBE_GIVE_UP: Duration = Duration::from_secs(120);
 /// The minimum time between two checks of one retry-pool mailbox (§1.5).
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(300);
-/// Attempts to draw a free mailbox at random before scanning.
-const PICK_TRIES: usize = 64;
+/// How long after the end of a level's measurement window the sink's receipts
+/// still count for Remote Message Delivery: the delivery-time limit (§2.2,
+/// §2.3: "within the test phase", which a message sent in the window's last
+/// second could not meet otherwise).
+pub const REMOTE_GRACE: Duration = Duration::from_secs(DELIVERY_LIMIT_SECS as u64);
 
 /// The server under test and the accounts: fixed for a whole run.
 #[derive(Debug, Clone)]
@@ -99,6 +104,7 @@ impl Workload {
             password: self.password.clone(),
             pace,
             reply_timeout: self.reply_timeout,
+            drop: None,
         }
     }
 }
@@ -175,98 +181,14 @@ enum Stream {
     RepeatedPop,
 }
 
-/// The mailboxes: pools, busy marks, retry-pool check times.
-#[derive(Debug)]
-struct Pools {
-    random: Vec<u32>,
-    retry: Vec<u32>,
-    /// Last check of each retry-pool mailbox (same index as `retry`).
-    last_check: Vec<Option<Instant>>,
-    /// Mailboxes in a POP session or under a probe (index = account number).
-    busy: Vec<bool>,
-}
-
-impl Pools {
-    fn new(users: u32, rng: &mut Rng) -> Pools {
-        let mut all: Vec<u32> = (1..=users).collect();
-        rng.shuffle(&mut all);
-        let retry_len = ((f64::from(users) * stoa_mail2001::profile::RETRY_POOL_SHARE).round()
-            as usize)
-            .min(all.len());
-        let random = all.split_off(retry_len);
-        Pools {
-            last_check: vec![None; all.len()],
-            retry: all,
-            random,
-            busy: vec![false; users as usize + 1],
-        }
-    }
-
-    /// A random-pool mailbox not in use, marked busy.
-    fn take_random(&mut self, rng: &mut Rng) -> Option<u32> {
-        if self.random.is_empty() {
-            return None;
-        }
-        for _ in 0..PICK_TRIES {
-            let u = self.random[rng.usize(..self.random.len())];
-            if !self.busy[u as usize] {
-                self.busy[u as usize] = true;
-                return Some(u);
-            }
-        }
-        let start = rng.usize(..self.random.len());
-        let n = self.random.len();
-        let found = (0..n)
-            .map(|i| self.random[(start + i) % n])
-            .find(|&u| !self.busy[u as usize])?;
-        self.busy[found as usize] = true;
-        Some(found)
-    }
-
-    /// A retry-pool mailbox not in use and not checked for [`RETRY_INTERVAL`],
-    /// marked busy and checked now.
-    fn take_retry(&mut self, rng: &mut Rng, now: Instant) -> Option<u32> {
-        let n = self.retry.len();
-        if n == 0 {
-            return None;
-        }
-        let eligible = |p: &Pools, i: usize| {
-            !p.busy[p.retry[i] as usize]
-                && p.last_check[i].is_none_or(|t| now.duration_since(t) >= RETRY_INTERVAL)
-        };
-        let pick = (0..PICK_TRIES)
-            .map(|_| rng.usize(..n))
-            .find(|&i| eligible(self, i))
-            .or_else(|| {
-                let start = rng.usize(..n);
-                (0..n).map(|k| (start + k) % n).find(|&i| eligible(self, i))
-            })?;
-        self.last_check[pick] = Some(now);
-        let u = self.retry[pick];
-        self.busy[u as usize] = true;
-        Some(u)
-    }
-
-    fn release(&mut self, user: u32) {
-        if let Some(b) = self.busy.get_mut(user as usize) {
-            *b = false;
-        }
-    }
-}
-
-/// Remote recipients the sink received, per level, from judged sessions of this run.
-#[derive(Debug, Default)]
-struct SinkCounts {
-    received: HashMap<u8, u64>,
-    foreign: u64,
-}
-
 /// The harness's load engine for one run.
 #[derive(Debug)]
 pub struct Engine {
     workload: Arc<Workload>,
     pools: Arc<Mutex<Pools>>,
-    sink: Arc<Mutex<SinkCounts>>,
+    sink: Arc<Mutex<Receipts>>,
+    /// Bumped on every sink receipt, so a level can wait for its remote mail.
+    sink_changed: Arc<watch::Sender<u64>>,
     seq: Arc<AtomicU64>,
 }
 
@@ -284,7 +206,8 @@ impl Engine {
         Engine {
             workload: Arc::new(workload),
             pools: Arc::new(Mutex::new(pools)),
-            sink: Arc::new(Mutex::new(SinkCounts::default())),
+            sink: Arc::new(Mutex::new(Receipts::default())),
+            sink_changed: Arc::new(watch::Sender::new(0)),
             seq: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -294,20 +217,16 @@ impl Engine {
         &self.workload
     }
 
-    /// The sink's callback: counts the recipients of this run's judged messages.
+    /// The sink's callback: counts the recipients of this run's judged
+    /// messages, by the time they arrive (inside or outside their level's
+    /// window, [`REMOTE_GRACE`]).
     pub fn on_sink_message(&self) -> Arc<dyn Fn(SinkMessage) + Send + Sync> {
         let sink = Arc::clone(&self.sink);
+        let changed = Arc::clone(&self.sink_changed);
         let run = self.workload.run_id;
         Arc::new(move |m: SinkMessage| {
-            let mut s = lock(&sink);
-            match m.tag {
-                Some(tag) if tag.run == run => {
-                    if tag.measured {
-                        *s.received.entry(tag.level).or_default() += u64::from(m.recipients);
-                    }
-                }
-                _ => s.foreign += 1,
-            }
+            lock(&sink).record(m.tag, m.recipients, run, Instant::now());
+            changed.send_modify(|n| *n = n.wrapping_add(1));
         })
     }
 
@@ -328,6 +247,8 @@ impl Engine {
             ..LevelTally::default()
         }));
         let times = LevelTimes::from_now(plan);
+        let deadline = times.window.1 + REMOTE_GRACE;
+        lock(&self.sink).open(plan.index, times.window.0, deadline);
         let (judged_tx, mut judged_rx) = tokio::sync::mpsc::unbounded_channel();
         let streams = self.spawn_streams(plan, &tally, live, times, &judged_tx);
         drop(judged_tx);
@@ -335,16 +256,31 @@ impl Engine {
         let phase_clock = tokio::spawn(phase_clock(Arc::clone(live), times));
         end_streams(streams, phase_clock, live).await;
         let unfinished = drain_judged(&mut judged_rx, plan.drain_limit, live).await;
-        live.set_phase(Phase::Done);
-
         let mut t = lock(&tally).clone();
         t.counters.unfinished += unfinished;
-        t.remote.received = lock(&self.sink)
-            .received
-            .get(&plan.index)
-            .copied()
-            .unwrap_or(0);
+        let deliverable = t.remote.sent - t.remote.dropped.min(t.remote.sent);
+        self.await_remote(plan.index, deliverable, deadline).await;
+        live.set_phase(Phase::Done);
+        (t.remote.received, t.remote.outside) = lock(&self.sink).counts(plan.index);
         t
+    }
+
+    /// Waits, at most until `deadline` (the end of the level's window plus
+    /// [`REMOTE_GRACE`]), for the sink to receive the level's `sent` remote
+    /// recipients (those of accepted messages): a short cool-down must not cut
+    /// their time short.
+    async fn await_remote(&self, level: u8, sent: u64, deadline: Instant) {
+        let mut changes = self.sink_changed.subscribe();
+        loop {
+            let (received, _) = lock(&self.sink).counts(level);
+            if received >= sent || Instant::now() >= deadline {
+                return;
+            }
+            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => return,
+            }
+        }
     }
 
     /// Starts the level's four streams, each with its own seed. Judged sessions'
@@ -582,7 +518,11 @@ async fn run_pop(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng)
     } else {
         Pace::full()
     };
-    let record = pop_session(&ctx.workload.pop_plan(user, pace)).await;
+    let plan = PopPlan {
+        drop: Some(disconnect::pop_drop(&mut rng)),
+        ..ctx.workload.pop_plan(user, pace)
+    };
+    let record = pop_session(&plan).await;
     lock(&ctx.pools).release(user);
     if record.failure().is_some() {
         ctx.live.failed.fetch_add(1, Ordering::Relaxed);
@@ -600,7 +540,9 @@ async fn run_smtp(ctx: &SessionCtx, user_mail: bool, measured: bool, mut rng: Rn
     } else {
         None
     };
-    let (plan, tag) = smtp_plan(ctx, &mut rng, user_mail, measured, probe_user);
+    let (mut plan, tag) = smtp_plan(ctx, &mut rng, user_mail, measured, probe_user);
+    // A probe is the harness's instrument, never dropped.
+    plan.drop_mid_data = probe_user.is_none() && disconnect::smtp_drops(&mut rng);
     let started = Instant::now();
     let record = smtp_session(&plan).await;
     let accepted = record
@@ -613,13 +555,19 @@ async fn run_smtp(ctx: &SessionCtx, user_mail: bool, measured: bool, mut rng: Rn
     if measured {
         let mut t = lock(&ctx.tally);
         t.add_session(&record);
-        if accepted {
+        // The kit counted a dropped session's remote recipients too: on the
+        // published page Remote Message Delivery's attempts equal SMTP To
+        // Remote and about 1 % of them, the disconnects' share, never arrive.
+        if accepted || record.dropped {
             t.remote.sent += u64::from(record.to_remote);
-            // A probe counts once its message is accepted, so one
-            // still polling when the level ends counts as not delivered.
-            if probe_user.is_some() {
-                t.delivery.attempts += 1;
-            }
+        }
+        if record.dropped {
+            t.remote.dropped += u64::from(record.to_remote);
+        }
+        // A probe counts once its message is accepted, so one still polling
+        // when the level ends counts as not delivered.
+        if accepted && probe_user.is_some() {
+            t.delivery.attempts += 1;
         }
     }
     if let Some(p) = probe_user {
@@ -660,6 +608,7 @@ fn smtp_plan(
         message: Message::new(&mail_from, &to, &tag, size),
         pace,
         reply_timeout: w.reply_timeout,
+        drop_mid_data: false,
     };
     (plan, tag)
 }
@@ -763,38 +712,6 @@ async fn probe(ctx: &SessionCtx, user: u32, tag: &Tag, started: Instant, measure
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pools_split_and_exclude() {
-        let mut rng = Rng::with_seed(1);
-        let mut p = Pools::new(1000, &mut rng);
-        assert_eq!(p.retry.len(), 75);
-        assert_eq!(p.random.len(), 925);
-        let mut all: Vec<u32> = p.retry.iter().chain(&p.random).copied().collect();
-        all.sort_unstable();
-        assert_eq!(all, (1..=1000).collect::<Vec<_>>());
-        // Every retry mailbox once, then none until 300 s pass.
-        let now = Instant::now();
-        let mut seen = Vec::new();
-        for _ in 0..75 {
-            let u = p.take_retry(&mut rng, now).expect("eligible");
-            p.release(u);
-            seen.push(u);
-        }
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen.len(), 75);
-        assert_eq!(p.take_retry(&mut rng, now + Duration::from_secs(299)), None);
-        assert!(p.take_retry(&mut rng, now + RETRY_INTERVAL).is_some());
-        // Busy mailboxes are never handed out twice.
-        let mut taken = Vec::new();
-        while let Some(u) = p.take_random(&mut rng) {
-            taken.push(u);
-        }
-        assert_eq!(taken.len(), 925);
-        p.release(taken[0]);
-        assert_eq!(p.take_random(&mut rng), Some(taken[0]));
-    }
 
     #[test]
     fn distinct_accounts_are_distinct() {

@@ -229,6 +229,7 @@ pub async fn check_accounts(
                     password: w.password.clone(),
                     pace: Pace::full(),
                     reply_timeout: w.reply_timeout,
+                    drop: None,
                 };
                 out.push((user, pop_stat(&plan).await.ok()));
             }

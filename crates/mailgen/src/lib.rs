@@ -13,7 +13,7 @@
 //! - [`pop_client`]: one POP3 check (USER, PASS, STAT, RETR and DELE of every
 //!   message, QUIT), the delivery probe's poll, and STAT for the store check.
 //! - [`sink`]: the SMTP sink the server relays remote mail to; it counts tagged
-//!   recipients.
+//!   recipients (per level, inside or outside the level's window: `receipts`).
 //! - [`tally`]: what a level measured ([`tally::LevelTally`]).
 //! - [`qos`]: the QoS rules and the rows of the published tables.
 //!
@@ -23,8 +23,10 @@ pub mod engine;
 pub mod init;
 pub mod message;
 pub mod pace;
+mod pools;
 pub mod pop_client;
 pub mod qos;
+mod receipts;
 pub mod sink;
 pub mod smtp_client;
 pub mod tally;

@@ -10,6 +10,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use stoa_mail2001::disconnect::PopDrop;
 use tokio::io::AsyncWriteExt;
 use tokio::time::{Instant, timeout};
 
@@ -37,6 +38,12 @@ pub struct PopPlan {
     pub pace: Pace,
     /// The longest wait for a reply (60 s in runs, §2.4).
     pub reply_timeout: Duration,
+    /// Where [`pop_session`] drops the connection on purpose, as the kit's
+    /// client did (`stoa_mail2001::disconnect`): at that `RETR`, right after
+    /// its `+OK` (the body still on its way) or after the body, before `DELE`.
+    /// No `DELE` or `QUIT` follows, so the server must keep every message.
+    /// `None`: never (probes, the store check).
+    pub drop: Option<PopDrop>,
 }
 
 /// What a delivery probe's poll found.
@@ -150,6 +157,11 @@ fn parse_stat(text: &str) -> Option<(u32, u64)> {
 /// [`Failure::Protocol`]. When a body breaks off, the transfer is recorded with
 /// `ok = false` and the failure as a second, failed [`Function::PopRetrieve`]
 /// step.
+///
+/// At [`PopPlan::drop`]'s `RETR` the session ends on purpose: the record is
+/// marked [`SessionRecord::dropped`], no step fails, and a transfer broken off
+/// mid-body is recorded with `ok = false` (attempted, not passed, as the kit
+/// counted it); the connection closes when the session returns.
 pub async fn pop_session(plan: &PopPlan) -> SessionRecord {
     let mut rec = SessionRecord::default();
     let start = Instant::now();
@@ -185,6 +197,17 @@ async fn check(
     step(rec, Function::PopPassword, c.command(&pass)).await?;
     let (n, _) = step(rec, Function::PopStatus, c.stat()).await?;
     for i in 1..=n {
+        match plan.drop {
+            Some(d) if d.retrieve == i && d.mid_body => {
+                return retrieve_and_drop(c, rec, i).await;
+            }
+            Some(d) if d.retrieve == i => {
+                retrieve(c, rec, i).await?;
+                rec.dropped = true;
+                return Ok(());
+            }
+            _ => {}
+        }
         retrieve(c, rec, i).await?;
         step(rec, Function::PopDelete, c.command(&format!("DELE {i}"))).await?;
     }
@@ -209,6 +232,23 @@ async fn retrieve(c: &mut Client, rec: &mut SessionRecord, i: u32) -> Result<(),
         rec.step(Function::PopRetrieve, ms, Err(e.failure));
     }
     body
+}
+
+/// `RETR i` up to its `+OK`, then a deliberate drop with the body unread.
+async fn retrieve_and_drop(
+    c: &mut Client,
+    rec: &mut SessionRecord,
+    i: u32,
+) -> Result<(), StepError> {
+    let start = Instant::now();
+    step(rec, Function::PopRetrieve, async {
+        c.send(&format!("RETR {i}")).await?;
+        c.ok().await
+    })
+    .await?;
+    rec.transfer(Sized::RetrieveResponse, ms_since(start), 0, false);
+    rec.dropped = true;
+    Ok(())
 }
 
 /// A delivery probe's poll, at full speed and not recorded: log in, `STAT`,

@@ -50,6 +50,11 @@ pub struct SmtpPlan {
     pub pace: Pace,
     /// The longest wait for a reply (60 s in runs, §2.4).
     pub reply_timeout: Duration,
+    /// Drop the connection halfway through the message, as the kit's client
+    /// did in 1 % of sessions (`stoa_mail2001::disconnect`): after `DATA`'s
+    /// `354`, send half the message's bytes, then close without the final dot
+    /// (the server must discard the partial message; it never acknowledged it).
+    pub drop_mid_data: bool,
 }
 
 /// One message of the initial fill.
@@ -94,7 +99,7 @@ impl StepError {
         let failure = if err.kind() == io::ErrorKind::TimedOut {
             Failure::Timeout
         } else {
-            Failure::Disconnect
+            Failure::Closed
         };
         StepError {
             failure,
@@ -106,7 +111,7 @@ impl StepError {
 impl From<ReadError> for StepError {
     fn from(err: ReadError) -> StepError {
         let failure = match err {
-            ReadError::Eof | ReadError::Io(_) => Failure::Disconnect,
+            ReadError::Eof | ReadError::Io(_) => Failure::Closed,
             ReadError::Timeout => Failure::Timeout,
             ReadError::TooLong => Failure::Protocol,
         };
@@ -263,6 +268,20 @@ impl Client {
         self.expect(250).await
     }
 
+    /// Sends the first `bytes` of the message (paced), no terminating dot: the
+    /// transfer a deliberate drop breaks off.
+    async fn data_part(&mut self, message: &Message, bytes: usize) -> Result<(), StepError> {
+        let mut pacer = Pacer::new(self.line.pace);
+        let head = &message.head[..bytes.min(message.head.len())];
+        let body = &message.body[..bytes.saturating_sub(head.len()).min(message.body.len())];
+        for part in [head, body] {
+            write_paced(&mut self.line.writer, &mut pacer, part, self.line.limit)
+                .await
+                .map_err(|e| StepError::write(&e))?;
+        }
+        Ok(())
+    }
+
     /// After a protocol failure: `QUIT`, briefly waiting for the reply, ignoring
     /// any error.
     async fn quit_best_effort(&mut self) {
@@ -283,10 +302,15 @@ impl Client {
 /// (the connect step from the start of the connect to the banner). An
 /// unexpected reply is a [`Failure::Protocol`] and ends the session after a
 /// best-effort, unrecorded `QUIT`; a closed or reset connection is a
-/// [`Failure::Disconnect`], a late reply a [`Failure::Timeout`], a connection
+/// [`Failure::Closed`], a late reply a [`Failure::Timeout`], a connection
 /// that cannot be made a [`Failure::Connect`]. When the body's final reply
 /// fails, the transfer is recorded with `ok = false` and the failure as a
 /// second, failed [`Function::SmtpData`] step.
+///
+/// With [`SmtpPlan::drop_mid_data`] the session ends halfway through the
+/// body: the transfer is recorded with `ok = false` (attempted, not passed,
+/// as the kit counted it), no step fails, and the record is marked
+/// [`SessionRecord::dropped`]; the connection closes when the session returns.
 pub async fn smtp_session(plan: &SmtpPlan) -> SessionRecord {
     let mut rec = SessionRecord::default();
     let start = Instant::now();
@@ -331,6 +355,9 @@ async fn converse(
     }
     step(rec, Function::SmtpData, c.command("DATA", 354)).await?;
     let body_start = Instant::now();
+    if plan.drop_mid_data {
+        return drop_mid_data(c, plan, rec, body_start).await;
+    }
     let sent = c.data(&plan.message).await;
     let ms = ms_since(body_start);
     rec.transfer(
@@ -345,6 +372,27 @@ async fn converse(
     }
     step(rec, Function::SmtpQuit, c.command("QUIT", 221)).await?;
     rec.completed = true;
+    Ok(())
+}
+
+/// A deliberate drop: half the message, then the session ends (the caller
+/// closes the connection) without the final dot and without `QUIT`.
+async fn drop_mid_data(
+    c: &mut Client,
+    plan: &SmtpPlan,
+    rec: &mut SessionRecord,
+    body_start: Instant,
+) -> Result<(), StepError> {
+    let bytes = plan.message.len() / 2;
+    let sent = c.data_part(&plan.message, bytes).await;
+    let ms = ms_since(body_start);
+    rec.transfer(Sized::DataResponse, ms, plan.message.len() as u64, false);
+    if let Err(e) = sent {
+        // The server closed first: its failure, not a drop.
+        rec.step(Function::SmtpData, ms, Err(e.failure));
+        return Err(e);
+    }
+    rec.dropped = true;
     Ok(())
 }
 

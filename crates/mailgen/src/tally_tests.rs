@@ -22,18 +22,18 @@ fn sessions_fill_the_counters() {
     t.add_session(&smtp);
     let mut pop = SessionRecord::default();
     pop.step(Function::PopConnect, 1.0, Ok(()));
-    pop.step(Function::PopUserId, 1.0, Err(Failure::Disconnect));
+    pop.step(Function::PopUserId, 1.0, Err(Failure::Closed));
     t.add_session(&pop);
 
     assert_eq!(t.function(Function::SmtpRcptTo).attempts, 2);
     assert_eq!(t.counters.smtp_session, 1);
-    assert_eq!(t.counters.pop_session, 0);
-    assert_eq!(t.counters.pop_disconnect, 1);
+    // A session the server closed is a failed Session (a protocol error), not
+    // a Disconnect: those are the client's deliberate drops.
+    assert_eq!(t.counters.pop_session, 1);
+    assert_eq!(t.counters.pop_protocol_error, 1);
+    assert_eq!(t.counters.pop_disconnect, 0);
     assert_eq!(t.counters.smtp_to_remote, 1);
-    assert_eq!(
-        pop.failure(),
-        Some((Function::PopUserId, Failure::Disconnect))
-    );
+    assert_eq!(pop.failure(), Some((Function::PopUserId, Failure::Closed)));
     assert_eq!(t.data_response.pass, 1);
 
     let mut merged = LevelTally::default();
@@ -41,13 +41,14 @@ fn sessions_fill_the_counters() {
     merged.merge(&t);
     assert_eq!(merged.function(Function::SmtpRcptTo).attempts, 4);
     assert_eq!(merged.function(Function::SmtpRcptTo).latency.count(), 4);
-    assert_eq!(merged.counters.pop_disconnect, 2);
+    assert_eq!(merged.counters.pop_protocol_error, 2);
     assert_eq!(merged.data_up.sum, 4096);
-    assert_eq!(merged.errors(), 2);
+    assert_eq!(merged.counters.session_errors(), 2);
+    assert_eq!(merged.counters.sessions(), 4);
 
     let wire = serde_json::to_string(&merged).expect("serialise");
     let back: LevelTally = serde_json::from_str(&wire).expect("deserialise");
-    assert_eq!(back.attempts(), merged.attempts());
+    assert_eq!(back.counters.sessions(), merged.counters.sessions());
 }
 
 #[test]

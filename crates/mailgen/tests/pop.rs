@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use stoa_mail2001::disconnect::PopDrop;
 use stoa_mailgen::pace::Pace;
 use stoa_mailgen::pop_client::{PopPlan, ProbeResult, pop_session, pop_stat, probe_poll};
 use stoa_mailgen::tally::{Failure, Function, Sized};
@@ -31,6 +32,20 @@ async fn fake(fake: Fake) -> (SocketAddr, Seen) {
     let log = Arc::clone(&seen);
     let addr = serve_once(move |s| converse(s, fake, log)).await;
     (addr, seen)
+}
+
+/// Starts a fake POP3 server for one connection; the receiver fires once the
+/// conversation is over (the client quit or hung up).
+async fn fake_until_done(fake: Fake) -> (SocketAddr, Seen, tokio::sync::oneshot::Receiver<()>) {
+    let seen = Seen::default();
+    let log = Arc::clone(&seen);
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let addr = serve_once(move |s| async move {
+        converse(s, fake, log).await;
+        let _ = done.send(());
+    })
+    .await;
+    (addr, seen, finished)
 }
 
 /// Sends `data` dot-stuffed, then the terminator.
@@ -92,6 +107,7 @@ fn plan(addr: SocketAddr) -> PopPlan {
         password: "secret7".into(),
         pace: Pace::full(),
         reply_timeout: TIMEOUT,
+        drop: None,
     }
 }
 
@@ -299,4 +315,103 @@ async fn stat_counts_the_mailbox() {
     let err = pop_stat(&plan(addr)).await.expect_err("login fails");
     assert_eq!(err.0, Failure::Protocol);
     assert!(err.1.contains("-ERR"), "{}", err.1);
+}
+
+/// Issue 18, item 3: the kit's deliberate POP disconnects. A drop mid-body
+/// hangs up right after RETR's +OK: the transfer is attempted and not passed,
+/// nothing fails, and the server sees no DELE and no QUIT, so it keeps all
+/// the mail.
+#[tokio::test]
+async fn drop_mid_body_leaves_the_mailbox_alone() {
+    let mut messages = two_messages();
+    messages[1] = bytes(&message(&tag(2), 300_000));
+    let (addr, log, finished) = fake_until_done(Fake {
+        messages,
+        reject_pass: false,
+        top: true,
+    })
+    .await;
+    let mut plan = plan(addr);
+    plan.drop = Some(PopDrop {
+        retrieve: 2,
+        mid_body: true,
+    });
+    let rec = pop_session(&plan).await;
+    assert!(rec.dropped && !rec.completed);
+    assert_eq!(rec.failure(), None);
+    let functions: Vec<Function> = rec.steps.iter().map(|s| s.function).collect();
+    assert_eq!(
+        functions,
+        [
+            Function::PopConnect,
+            Function::PopUserId,
+            Function::PopPassword,
+            Function::PopStatus,
+            Function::PopRetrieve,
+            Function::PopDelete,
+            Function::PopRetrieve,
+        ]
+    );
+    let transfers: Vec<(u64, bool)> = rec.transfers.iter().map(|t| (t.bytes, t.ok)).collect();
+    assert_eq!(transfers.len(), 2);
+    assert!(transfers[0].1 && !transfers[1].1, "{transfers:?}");
+    drop(rec);
+    tokio::time::timeout(TIMEOUT, finished)
+        .await
+        .expect("the client hung up")
+        .expect("server finished");
+    let log = seen(&log);
+    assert_eq!(log.last().map(String::as_str), Some("RETR 2"), "{log:?}");
+    assert!(!log.contains(&"DELE 2".to_owned()) && !log.contains(&"QUIT".to_owned()));
+}
+
+/// The other drop point: after the whole body, before its DELE; the transfer
+/// passes as any other.
+#[tokio::test]
+async fn drop_after_the_body_skips_dele_and_quit() {
+    let messages = two_messages();
+    let (addr, log, finished) = fake_until_done(Fake {
+        messages: messages.clone(),
+        reject_pass: false,
+        top: true,
+    })
+    .await;
+    let mut p = plan(addr);
+    p.drop = Some(PopDrop {
+        retrieve: 1,
+        mid_body: false,
+    });
+    let rec = pop_session(&p).await;
+    assert!(rec.dropped && !rec.completed);
+    assert_eq!(rec.failure(), None);
+    assert_eq!(
+        rec.steps.last().map(|s| s.function),
+        Some(Function::PopRetrieve)
+    );
+    assert_eq!(rec.transfers.len(), 1);
+    assert_eq!(
+        (rec.transfers[0].bytes, rec.transfers[0].ok),
+        (messages[0].len() as u64, true)
+    );
+    drop(rec);
+    tokio::time::timeout(TIMEOUT, finished)
+        .await
+        .expect("the client hung up")
+        .expect("server finished");
+    let log = seen(&log);
+    assert_eq!(log.last().map(String::as_str), Some("RETR 1"), "{log:?}");
+    // A drop point past the mailbox's last message: an ordinary session.
+    let (addr, _) = fake(Fake {
+        messages: two_messages(),
+        reject_pass: false,
+        top: true,
+    })
+    .await;
+    let mut p = plan(addr);
+    p.drop = Some(PopDrop {
+        retrieve: 3,
+        mid_body: true,
+    });
+    let rec = pop_session(&p).await;
+    assert!(rec.completed && !rec.dropped);
 }

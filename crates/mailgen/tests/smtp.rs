@@ -42,6 +42,7 @@ fn plan(addr: std::net::SocketAddr, size: usize, pace: Pace) -> SmtpPlan {
         message: message(&tag(1), size),
         pace,
         reply_timeout: TIMEOUT,
+        drop_mid_data: false,
     }
 }
 
@@ -148,7 +149,7 @@ async fn refused_banner_is_a_protocol_failure() {
 }
 
 #[tokio::test]
-async fn close_after_helo_is_a_disconnect() {
+async fn close_after_helo_is_a_closed_connection() {
     let addr = serve_once(|mut s: Script| async move {
         s.send("220 hi\r\n").await;
         s.line().await;
@@ -159,10 +160,7 @@ async fn close_after_helo_is_a_disconnect() {
         functions(&rec),
         [Function::SmtpConnect, Function::SmtpHello]
     );
-    assert_eq!(
-        rec.failure(),
-        Some((Function::SmtpHello, Failure::Disconnect))
-    );
+    assert_eq!(rec.failure(), Some((Function::SmtpHello, Failure::Closed)));
     assert!(!rec.completed);
 }
 
@@ -348,4 +346,53 @@ async fn sink_rejects_long_lines_and_stops() {
         .unwrap_or(0);
     assert_eq!(n, 0, "the connection ends when the sink stops");
     assert_eq!(sink.stats().errors, 1);
+}
+
+/// Issue 18, item 3: the kit's deliberate SMTP disconnects. The client sends
+/// half the message after DATA's 354 and hangs up without the final dot: the
+/// server sees an aborted transfer (and must not deliver it), the record is a
+/// drop with an attempted, unpassed transfer and no failed step.
+#[tokio::test]
+async fn drop_mid_data_sends_half_and_hangs_up() {
+    let (done, finished) = tokio::sync::oneshot::channel::<(usize, bool)>();
+    let addr = serve_once(|mut s: Script| async move {
+        s.send("220 hi\r\n").await;
+        s.answer("250 hello").await;
+        s.answer("250 ok").await;
+        for _ in 0..3 {
+            s.answer("250 ok").await;
+        }
+        s.answer("354 go").await;
+        let (mut bytes, mut dot) = (0, false);
+        while let Some(line) = s.line().await {
+            bytes += line.len() + 2;
+            dot |= line == "." || line == "QUIT";
+        }
+        let _ = done.send((bytes, dot));
+    })
+    .await;
+    let mut plan = plan(addr, 20_000, Pace::full());
+    plan.drop_mid_data = true;
+    let rec = smtp_session(&plan).await;
+    assert!(rec.dropped && !rec.completed);
+    assert_eq!(rec.failure(), None);
+    assert_eq!(
+        rec.steps.last().map(|s| s.function),
+        Some(Function::SmtpData)
+    );
+    assert_eq!(rec.transfers.len(), 1);
+    let t = rec.transfers[0];
+    assert_eq!(
+        (t.kind, t.bytes, t.ok),
+        (Sized::DataResponse, 20_000, false)
+    );
+    assert_eq!((rec.to_local, rec.to_remote), (2, 1));
+    drop(rec);
+    let (bytes, dot) = tokio::time::timeout(TIMEOUT, finished)
+        .await
+        .expect("the client hung up")
+        .expect("server finished");
+    assert!(!dot, "no final dot, no QUIT");
+    // Half the 20,000 bytes, give or take the last line's CRLF.
+    assert!((9_900..=10_100).contains(&bytes), "{bytes}");
 }

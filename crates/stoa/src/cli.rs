@@ -275,8 +275,8 @@ pub(crate) struct BenchMailArgs {
     pub(crate) check_sample: u32,
 
     /// Share (0–1) of SMTP sessions carrying a delivery probe. Default: the white
-    /// paper's 0.01, raised at small rates to at least one probe per 10 s so the
-    /// Delivery Time row has a sample.
+    /// paper's 0.01 at every rate; with fewer than 59 probes in a level its
+    /// Delivery Time row is reported as too few probes to judge.
     #[arg(long, value_name = "RATIO", value_parser = parse_ratio)]
     pub(crate) probe_share: Option<f64>,
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use stoa_mail2001::Rates;
 use stoa_mailgen::engine::{Engine, LevelPlan, Live, Phase};
-use stoa_mailgen::qos;
+use stoa_mailgen::qos::{self, Outcome};
 
 use super::Settings;
 use super::run::LevelResult;
@@ -55,10 +55,11 @@ pub(super) async fn run_level(
     let verdict = qos::verdict(&tally);
     eprintln!(
         "stoa bench: level {label}: {} ({} SMTP and {} POP sessions judged)",
-        if verdict.passed {
-            "passed".to_owned()
-        } else {
-            format!("failed: {}", verdict.failures.join(", "))
+        match verdict.outcome {
+            Outcome::Passed => "passed".to_owned(),
+            Outcome::Failed => format!("failed: {}", verdict.failures.join(", ")),
+            Outcome::NotJudged =>
+                format!("not judged, no row failed: {}", verdict.unjudged.join(", ")),
         },
         tally.started.user_smtp + tally.started.remote_smtp,
         tally.started.initial_pop + tally.started.repeated_pop,

@@ -55,8 +55,8 @@ pub struct Options {
     pub init_connections: u32,
     /// Mailboxes checked before the run.
     pub check_sample: u32,
-    /// Share (0–1) of SMTP sessions carrying a delivery probe; `None`: 1 %,
-    /// raised at small rates.
+    /// Share (0–1) of SMTP sessions carrying a delivery probe; `None`: the
+    /// white paper's 1 %, at every rate.
     pub probe_share: Option<f64>,
     /// Time a reply may take before it counts as an error.
     pub reply_timeout: Duration,

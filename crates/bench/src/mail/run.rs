@@ -51,10 +51,12 @@ pub(crate) struct LevelResult {
 pub(crate) struct Trial {
     /// The msgs/min tried.
     pub(crate) mpm: f64,
-    /// Whether its 100 % level passed.
+    /// Whether its 100 % level passed plainly (every row judged and passed).
     pub(crate) passed: bool,
-    /// Why not.
+    /// The rows that failed.
     pub(crate) failures: Vec<String>,
+    /// The rows with too small a sample to judge (too few probes).
+    pub(crate) unjudged: Vec<String>,
 }
 
 /// The store check made before the run (§1.11, §3.1).
@@ -108,7 +110,7 @@ pub(crate) struct MailRun {
     /// The sink's totals over the whole run.
     pub(crate) sink_stats: SinkStats,
     /// Share of SMTP sessions that carry a delivery probe (0.01 by the white
-    /// paper; more at small scale so the Delivery Time row has a sample).
+    /// paper, unless `--probe-share` says otherwise).
     pub(crate) probe_share: f64,
     /// How the run breaks the kit's run rules (`mail::compliance`); empty for
     /// the kit's run.
@@ -130,7 +132,8 @@ impl MailRun {
         self.levels.iter().find(|l| (l.load - 1.0).abs() < 1e-9)
     }
 
-    /// Whether the run's claim holds: its 100 % level ran and passed.
+    /// Whether the run's claim holds: its 100 % level ran and passed plainly
+    /// (every row judged).
     pub(crate) fn passed(&self) -> bool {
         self.full_level().is_some_and(|l| l.verdict.passed)
     }

@@ -150,7 +150,7 @@ fn each_changed_setting_is_a_deviation() {
         "a store of 1,000 accounts for 2 msgs/min; the kit's holds 200 × rate = 400 (mail2001.md \
          §1.2)"
     );
-    // The share the run used, raised or given, against the white paper's 1 %.
+    // The share the run used (--probe-share) against the white paper's 1 %.
     let args = standard();
     let s = settings(&args).expect("settings");
     let probes: Vec<String> = deviations(&args, &s, 0.158)

@@ -7,7 +7,10 @@ use stoa_mail2001::Rates;
 use stoa_mailgen::qos;
 use stoa_mailgen::tally::{Function, SizeStats};
 
-use super::{BENCHMARK, NOTICE, PERCENTILES, USERS_PER_MPM, best_mpm, established, streams, title};
+use super::{
+    BENCHMARK, NOTICE, PERCENTILES, USERS_PER_MPM, best_mpm, established, run_outcome, streams,
+    title,
+};
 use crate::mail::run::{LevelResult, MailRun};
 
 /// A latency histogram's summary, ms; `null` figures when empty.
@@ -112,6 +115,7 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "established_mpm": established(run),
         "users": run.users,
         "passed": run.passed(),
+        "outcome": run_outcome(run),
         "compliant": run.deviations.is_empty(),
         "deviations": run.deviations,
         "find_max": {

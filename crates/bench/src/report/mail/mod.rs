@@ -14,7 +14,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use stoa_mailgen::qos::{self, Row};
+use stoa_mailgen::qos::{self, Outcome, Row};
 use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
 
 use super::doc::{Block, Cell, Document, Table, cells};
@@ -56,6 +56,43 @@ fn established(run: &MailRun) -> Option<f64> {
     } else {
         best_mpm(run)
     }
+}
+
+/// The outcome of the run's claim: its 100 % level's (for `--find-max`, the
+/// best trial's: passed if one passed plainly, else not judged if one had no
+/// failing row); `None` when the 100 % level did not run.
+fn run_outcome(run: &MailRun) -> Option<Outcome> {
+    if run.search.is_empty() {
+        return run.full_level().map(|l| l.verdict.outcome);
+    }
+    if best_mpm(run).is_some() {
+        Some(Outcome::Passed)
+    } else if run.search.iter().any(|t| t.failures.is_empty()) {
+        Some(Outcome::NotJudged)
+    } else {
+        Some(Outcome::Failed)
+    }
+}
+
+/// The mark of a cell whose row is not judged, and its footnote.
+const NOT_JUDGED_MARK: &str = "†";
+
+/// "1 probe", "3 probes".
+fn probes(n: u64) -> String {
+    format!("{} probe{}", int(n), if n == 1 { "" } else { "s" })
+}
+
+/// A QoS row's percentage as a cell: marked `*` when it fails, `†` when it is
+/// not judged; Delivery Time carries its sample size.
+fn row_cell(row: &Row) -> Cell {
+    let mut text = row.percent.map_or_else(|| "n/a".to_owned(), pct);
+    if row.name == "Delivery Time" {
+        text = format!("{text} ({})", probes(row.attempts));
+    }
+    if !row.judged {
+        text.push_str(NOT_JUDGED_MARK);
+    }
+    Cell::marked(text, row.judged && !row.passed)
 }
 
 /// The report's title line.
@@ -222,7 +259,11 @@ fn kb(bytes: f64) -> String {
 /// The whole report. `charts` adds the HTML-only charts.
 fn document(run: &MailRun, charts: bool) -> Document {
     let mut doc = Document::new(title(run), NOTICE);
-    doc.verdict = Some(established(run).is_some());
+    // Not judged is neither a pass nor a failure: no verdict colour.
+    doc.verdict = match run_outcome(run) {
+        Some(Outcome::NotJudged) => None,
+        _ => Some(established(run).is_some()),
+    };
     doc.push(Block::Para(equivalence(run)));
     if !run.deviations.is_empty() {
         doc.push(Block::Deviations {
@@ -338,16 +379,14 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
         .iter()
         .map(|l| qos::summary_rows(&l.tally))
         .collect();
-    let mut any_fail = false;
+    let (mut any_fail, mut any_unjudged) = (false, false);
     for (i, row) in qos::summary_rows(&LevelTally::default()).iter().enumerate() {
         let mut r = cells([row.name.to_owned(), row.limit.to_owned(), required(row)]);
         for rows in &per_level {
             let cell = &rows[i];
-            any_fail |= !cell.passed;
-            r.push(Cell {
-                text: cell.percent.map_or_else(|| "n/a".to_owned(), pct),
-                fail: !cell.passed,
-            });
+            any_fail |= cell.judged && !cell.passed;
+            any_unjudged |= !cell.judged;
+            r.push(row_cell(cell));
         }
         t.row(r);
     }
@@ -357,22 +396,25 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
             "* fails its requirement; n/a: no attempts (passes).".into(),
         ));
     }
-    let result = match run.full_level() {
-        None => "Result: FAILED (the 100% level did not run)".to_owned(),
-        Some(l) if l.verdict.passed => "Result: PASSED (100% level)".to_owned(),
-        Some(_) => "Result: FAILED (100% level)".to_owned(),
-    };
-    doc.push(Block::Para(result));
+    if any_unjudged {
+        doc.push(Block::Para(not_judged_footnote()));
+    }
+    doc.push(Block::Para(result_line(run)));
     let failures: Vec<String> = run
         .levels
         .iter()
-        .filter(|l| !l.verdict.passed)
-        .map(|l| {
-            format!(
+        .filter_map(|l| match l.verdict.outcome {
+            Outcome::Passed => None,
+            Outcome::Failed => Some(format!(
                 "{} level failed: {}",
                 load_label(l.load),
                 l.verdict.failures.join("; ")
-            )
+            )),
+            Outcome::NotJudged => Some(format!(
+                "{} level not judged (no row failed): {}",
+                load_label(l.load),
+                l.verdict.unjudged.join("; ")
+            )),
         })
         .collect();
     if !failures.is_empty() {
@@ -380,6 +422,31 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
     }
     if charts && !run.levels.is_empty() {
         doc.push(delivery_chart(run));
+    }
+}
+
+/// The footnote of a row marked not judged.
+fn not_judged_footnote() -> String {
+    format!(
+        "{NOT_JUDGED_MARK} too few probes to judge: Delivery Time needs at least {} probes (with fewer, \
+         even 100 % cannot tell a server that delivers only 95 % in time from a perfect one); \
+         the row is neither passed nor failed, and its level is not a pass.",
+        qos::MIN_DELIVERY_PROBES
+    )
+}
+
+/// "Result: PASSED (100% level)", "Result: FAILED …", "Result: NOT JUDGED …".
+fn result_line(run: &MailRun) -> String {
+    match run.full_level().map(|l| &l.verdict) {
+        None => "Result: FAILED (the 100% level did not run)".to_owned(),
+        Some(v) => match v.outcome {
+            Outcome::Passed => "Result: PASSED (100% level)".to_owned(),
+            Outcome::Failed => "Result: FAILED (100% level)".to_owned(),
+            Outcome::NotJudged => format!(
+                "Result: NOT JUDGED (100% level): no row failed, but {}; no msgs/min is established.",
+                v.unjudged.join("; ")
+            ),
+        },
     }
 }
 
@@ -423,23 +490,27 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
             Cell::from((i + 1).to_string()),
             Cell::from(mpm(trial.mpm)),
             Cell {
-                text: if trial.passed { "passed" } else { "failed" }.into(),
-                fail: !trial.passed,
+                text: match (trial.passed, trial.failures.is_empty()) {
+                    (true, _) => "passed",
+                    (false, true) => "not judged",
+                    (false, false) => "failed",
+                }
+                .into(),
+                fail: !trial.failures.is_empty(),
             },
-            Cell::from(trial.failures.join("; ")),
+            Cell::from(
+                trial
+                    .failures
+                    .iter()
+                    .chain(&trial.unjudged)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
         ]);
     }
     doc.push(Block::Table(t));
-    doc.push(Block::Para(match best_mpm(run) {
-        Some(best) if best * 200.0 >= run.users as f64 - 1e-6 => format!(
-            "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the \
-             server may carry more; a larger --users would tell.",
-            mpm(best),
-            int(run.users)
-        ),
-        Some(best) => format!("Best passing: {} msgs/min.", mpm(best)),
-        None => "No trial passed.".into(),
-    }));
+    doc.push(Block::Para(search_result(run)));
     if charts {
         let values: Vec<(String, f64, bool)> = run
             .search
@@ -451,6 +522,33 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
             svg::pass_fail_bars("Find-max trials", "trial", "msgs/min", &values),
             "msgs/min of each trial's 100 % level, in the order tried.".into(),
         ));
+    }
+}
+
+/// The `--find-max` search's result in words.
+fn search_result(run: &MailRun) -> String {
+    match best_mpm(run) {
+        Some(best) if best * 200.0 >= run.users as f64 - 1e-6 => format!(
+            "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the \
+             server may carry more; a larger --users would tell.",
+            mpm(best),
+            int(run.users)
+        ),
+        Some(best) => format!("Best passing: {} msgs/min.", mpm(best)),
+        None => match run
+            .search
+            .iter()
+            .filter(|t| t.failures.is_empty())
+            .map(|t| t.mpm)
+            .reduce(f64::max)
+        {
+            Some(top) => format!(
+                "No trial passed with every row judged; the highest with no failing row: {} \
+                 msgs/min (too few probes to judge its Delivery Time).",
+                mpm(top)
+            ),
+            None => "No trial passed.".into(),
+        },
     }
 }
 
@@ -513,18 +611,23 @@ fn load_table(level: &LevelResult) -> Table {
 /// error rate.
 fn qos_detail(doc: &mut Document, tally: &LevelTally) {
     let mut t = Table::new(&["Function", "Attempts", "# Pass QoS", "% Pass QoS"]);
-    for row in qos::detail_rows(tally) {
+    let rows = qos::detail_rows(tally);
+    for row in &rows {
+        let mut text = row.percent.map_or_else(|| "n/a".to_owned(), pct);
+        if !row.judged {
+            text.push_str(NOT_JUDGED_MARK);
+        }
         t.row(vec![
             Cell::from(row.name),
             Cell::from(int(row.attempts)),
             Cell::from(int(row.pass)),
-            Cell::marked(
-                row.percent.map_or_else(|| "n/a".to_owned(), pct),
-                !row.passed,
-            ),
+            Cell::marked(text, row.judged && !row.passed),
         ]);
     }
     doc.push(Block::Table(t));
+    if rows.iter().any(|r| !r.judged) {
+        doc.push(Block::Para(not_judged_footnote()));
+    }
     doc.push(Block::Para(format!(
         "Error Rate: {} (required <{}%)",
         pct(qos::error_percent(tally)),
@@ -615,9 +718,11 @@ fn deliveries(tally: &LevelTally) -> Vec<String> {
             int(d.connect_errors)
         ),
         format!(
-            "Remote delivery: {} remote recipients accepted, {} received by the sink before the level ended",
+            "Remote delivery: {} remote recipients accepted ({} in sessions the client dropped), {} received by the sink within the measurement window + 60 s, {} later",
             int(remote.sent),
-            int(remote.received)
+            int(remote.dropped),
+            int(remote.received),
+            int(remote.outside)
         ),
     ]
 }
@@ -674,15 +779,17 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
             "Machine CPU, every process (the harness's included): {}",
             cpu(level.machine_cpu)
         ),
-        format!(
-            "Level result: {}",
-            if level.verdict.passed {
-                "passed".to_owned()
-            } else {
-                format!("FAILED ({})", level.verdict.failures.join("; "))
-            }
-        ),
+        format!("Level result: {}", level_result(&level.verdict)),
     ]));
+}
+
+/// A level's verdict in words.
+fn level_result(v: &qos::Verdict) -> String {
+    match v.outcome {
+        Outcome::Passed => "passed".to_owned(),
+        Outcome::Failed => format!("FAILED ({})", v.failures.join("; ")),
+        Outcome::NotJudged => format!("NOT JUDGED, no row failed ({})", v.unjudged.join("; ")),
+    }
 }
 
 /// A sizes-table row; "-" when no message was seen.

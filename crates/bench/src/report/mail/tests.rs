@@ -19,7 +19,7 @@ fn smtp(fail_hello: bool) -> SessionRecord {
     let mut r = SessionRecord::default();
     r.step(Function::SmtpConnect, 2.0, Ok(()));
     if fail_hello {
-        r.step(Function::SmtpHello, 1.0, Err(Failure::Disconnect));
+        r.step(Function::SmtpHello, 1.0, Err(Failure::Closed));
         return r;
     }
     r.step(Function::SmtpHello, 1.0, Ok(()));
@@ -61,13 +61,16 @@ fn level(load: f64, slow_pop: usize) -> LevelResult {
     for i in 0..25 {
         t.add_session(&pop(if i < slow_pop { 6_000.0 } else { 4.0 }));
     }
-    t.delivery.attempts = 25;
-    t.delivery.pass = 24;
-    t.delivery.late = 1;
-    for _ in 0..24 {
+    // 100 probes (at least the 59 needed to judge the row), 96 in time.
+    t.delivery.attempts = 100;
+    t.delivery.pass = 96;
+    t.delivery.late = 4;
+    for _ in 0..96 {
         t.delivery.times.record_ms(5_000.0);
     }
-    t.delivery.times.record_ms(70_000.0);
+    for _ in 0..4 {
+        t.delivery.times.record_ms(70_000.0);
+    }
     t.remote.sent = 19;
     t.remote.received = 19;
     t.window_secs = 60.0;
@@ -216,16 +219,19 @@ fn json_carries_every_figure() {
             mpm: 30.0,
             passed: true,
             failures: Vec::new(),
+            unjudged: Vec::new(),
         },
         Trial {
             mpm: 60.0,
             passed: false,
             failures: vec!["POP Connect 50.00% < 95%".into()],
+            unjudged: Vec::new(),
         },
         Trial {
             mpm: 45.0,
             passed: true,
             failures: Vec::new(),
+            unjudged: Vec::new(),
         },
     ];
     let j = to_json(&run);
@@ -281,6 +287,44 @@ fn numbers_have_separators() {
     assert_eq!(mpm(7_500.0), "7,500");
     assert_eq!(mpm(23.456), "23.46");
     assert_eq!(mpm(24.0), "24");
+}
+
+/// Issue 18, item 4: a level with fewer than 59 probes is "too few probes to
+/// judge" in text, JSON and HTML, and the run is not reported as a pass.
+#[test]
+fn too_few_probes_are_not_a_pass() {
+    let mut run = sample();
+    for level in &mut run.levels {
+        level.tally.delivery.attempts = 3;
+        level.tally.delivery.pass = 3;
+        level.verdict = qos::verdict(&level.tally);
+    }
+    run.probe_share = 0.01;
+    let t = text(&run);
+    assert!(t.contains("100.00% (3 probes)†"), "{t}");
+    assert!(t.contains("† too few probes to judge"));
+    assert!(t.contains(
+        "Result: NOT JUDGED (100% level): no row failed, but Delivery Time: too few probes to judge (3 of the 59 needed)"
+    ));
+    assert!(t.contains("msgs/min = not established"));
+    assert!(!t.contains("Result: PASSED"));
+    assert!(t.contains("Level result: NOT JUDGED, no row failed"));
+    let j = to_json(&run);
+    assert_eq!(j["passed"], false);
+    assert_eq!(j["outcome"], "not_judged");
+    let l = &j["levels"][1];
+    assert_eq!(l["verdict"]["outcome"], "not_judged");
+    let delivery = &l["detail"][13];
+    assert_eq!(delivery["name"], "Delivery Time");
+    assert_eq!(
+        (&delivery["judged"], &delivery["passed"]),
+        (&Value::Bool(false), &Value::Bool(false))
+    );
+    assert_eq!(j["levels"][2]["verdict"]["outcome"], "failed");
+    let h = html(&run);
+    assert!(h.contains("100.00% (3 probes)†") && h.contains("too few probes to judge"));
+    assert!(!h.contains("<h1 class=\"pass\">") && !h.contains("<h1 class=\"fail\">"));
+    assert!(text(&sample()).contains("96.00% (100 probes)"));
 }
 
 /// `sample()` as a quick run: its phases and probe share off the kit's.
