@@ -40,9 +40,9 @@
 //! With the `failpoints` feature, the `fail` crate's points
 //! `queue::after_write_before_fsync`, `queue::after_fsync_before_rename`,
 //! `queue::after_rename_before_dir_fsync`, `smtp::before_250`,
-//! `deliver::before_queue_remove` and `lmtp::before_reply` can be set (`FAILPOINTS=name=pause` for a
-//! `kill -9` test, `name=return` for an I/O error). Without the feature they
-//! compile to nothing.
+//! `deliver::before_queue_remove` and `lmtp::before_reply` can be set
+//! (`FAILPOINTS=name=pause` for a `kill -9` test, `name=return` for an I/O error).
+//! Without the feature they compile to nothing.
 
 pub mod config;
 mod conn;
