@@ -264,3 +264,15 @@ fn a_message_over_the_size_limit_is_refused_for_each_recipient() {
     assert!(cmd(&mut conn, "NOOP").starts_with("250"));
     assert!(mail.delivered(JOE).is_empty());
 }
+
+#[test]
+fn a_silent_client_is_timed_out() {
+    let mail = MailDir::new();
+    let mut config = config();
+    config.limits.command_timeout = std::time::Duration::from_millis(300);
+    let server = Running::start(&mail, config, Arc::new(mail.store()));
+    let mut conn = lhlo(server.addr);
+    let got = reply(&mut conn);
+    assert!(got.starts_with("421 4.4.2"), "{got}");
+    conn.expect_eof();
+}

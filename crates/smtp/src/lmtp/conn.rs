@@ -178,16 +178,7 @@ impl Conn {
                 self.txn = Txn::default();
                 return self.act(action).await;
             }
-            Next::End => {
-                for decision in self.on_end().await {
-                    let action = self.session.decide(decision);
-                    if self.act(action).await? == Flow::Close {
-                        return Ok(Flow::Close);
-                    }
-                }
-                debug_assert_eq!(self.session.pending_decisions(), 0);
-                return Ok(Flow::Continue);
-            }
+            Next::End => return self.end_of_message().await,
             Next::Mail(from) => self.on_mail(from),
             Next::Rcpt(to) => self.on_rcpt(to).await,
             Next::Data => self.on_data(),
@@ -196,6 +187,23 @@ impl Conn {
         };
         let action = self.session.decide(decision);
         self.act(action).await
+    }
+
+    /// The final dot: deliver, then one reply per accepted recipient, in order.
+    async fn end_of_message(&mut self) -> io::Result<Flow> {
+        let mut decisions = self.on_end().await.into_iter();
+        // The session counts the recipients; a shortfall (which would be a bug
+        // here) is answered as a local error rather than left pending.
+        while self.session.pending_decisions() > 0 {
+            let decision = decisions
+                .next()
+                .unwrap_or_else(|| Decision::Reject(Reply::local_error()));
+            let action = self.session.decide(decision);
+            if self.act(action).await? == Flow::Close {
+                return Ok(Flow::Close);
+            }
+        }
+        Ok(Flow::Continue)
     }
 
     async fn act(&mut self, action: Action) -> io::Result<Flow> {

@@ -170,16 +170,7 @@ impl Conn {
             rcpts,
             message,
         } = std::mem::take(&mut self.txn);
-        let from = match from {
-            Some(ReversePath::Mailbox(a)) => a.to_string(),
-            Some(ReversePath::Null) | None => String::new(),
-        };
-        let mut users: Vec<User> = Vec::new();
-        for user in rcpts.iter().flat_map(|r| &r.users) {
-            if !users.iter().any(|u| u.mailbox == user.mailbox) {
-                users.push(user.clone());
-            }
-        }
+        let users = distinct_users(&rcpts);
         let (local, size) = (Arc::clone(&self.shared.local), message.len());
         let task = tokio::task::spawn_blocking(move || {
             let results = local.deliver(&message, &users);
@@ -196,41 +187,55 @@ impl Conn {
                 return vec![Decision::Reject(Reply::local_error()); rcpts.len()];
             }
         };
-        rcpts
-            .iter()
-            .map(|rcpt| {
-                let failure = worst_failure(rcpt, &stored);
-                match failure {
-                    None => tracing::info!(
-                        "{}: LMTP delivered {size} bytes from <{from}> to <{}>",
-                        self.peer,
-                        rcpt.address
-                    ),
-                    Some(e) => tracing::warn!("{}: LMTP <{}>: {e}", self.peer, rcpt.address),
-                }
-                outcome_reply(&rcpt.address, failure)
-            })
-            .collect()
+        let from = match from {
+            Some(ReversePath::Mailbox(a)) => a.to_string(),
+            Some(ReversePath::Null) | None => String::new(),
+        };
+        let peer = self.peer;
+        let decide = |rcpt: &Rcpt| {
+            let failure = worst_failure(rcpt, &stored);
+            match &failure {
+                None => tracing::info!(
+                    "{peer}: LMTP delivered {size} bytes from <{from}> to <{}>",
+                    rcpt.address
+                ),
+                Some(e) => tracing::warn!("{peer}: LMTP <{}>: {e}", rcpt.address),
+            }
+            outcome_reply(&rcpt.address, failure.as_ref())
+        };
+        rcpts.iter().map(decide).collect()
     }
+}
+
+/// Every user of `rcpts` once (the store links one copy per mailbox), in order.
+fn distinct_users(rcpts: &[Rcpt]) -> Vec<User> {
+    let mut users: Vec<User> = Vec::new();
+    for user in rcpts.iter().flat_map(|r| &r.users) {
+        if !users.iter().any(|u| u.mailbox == user.mailbox) {
+            users.push(user.clone());
+        }
+    }
+    users
 }
 
 /// The failure that decides `rcpt`'s reply: a temporary one before a permanent
 /// one (the client retries, and the copies that did arrive are only duplicated),
 /// or none when every user of it got the message.
-fn worst_failure<'r>(
+fn worst_failure(
     rcpt: &Rcpt,
-    (users, results): &'r (Vec<User>, Vec<Result<(), DeliveryError>>),
-) -> Option<&'r DeliveryError> {
-    let failures = rcpt.users.iter().filter_map(|user| {
-        let i = users.iter().position(|u| u.mailbox == user.mailbox)?;
-        match results.get(i) {
-            Some(Ok(())) => None,
-            Some(Err(e)) => Some(e),
-            None => Some(&MISSING),
-        }
-    });
+    (users, results): &(Vec<User>, Vec<Result<(), DeliveryError>>),
+) -> Option<DeliveryError> {
     let mut worst = None;
-    for failure in failures {
+    for user in &rcpt.users {
+        let result = users
+            .iter()
+            .position(|u| u.mailbox == user.mailbox)
+            .and_then(|i| results.get(i));
+        let failure = match result {
+            Some(Ok(())) => continue,
+            Some(Err(e)) => e.clone(),
+            None => DeliveryError::Temporary("the store gave no result".into()),
+        };
         if matches!(failure, DeliveryError::Temporary(_)) {
             return Some(failure);
         }
@@ -238,9 +243,6 @@ fn worst_failure<'r>(
     }
     worst
 }
-
-/// A store that returned fewer results than users: treated as a temporary failure.
-static MISSING: DeliveryError = DeliveryError::Temporary(String::new());
 
 /// The last moment before the replies: the copies are durable. A crash point
 /// for the crash tests (`lmtp::before_reply`).
