@@ -86,6 +86,11 @@ pub enum Error {
     Pipelining,
     /// The hard error limit was reached (`421 4.7.0`, then close).
     TooManyErrors,
+    /// HELO or EHLO in LMTP, which has LHLO instead (`500 5.5.1`; RFC 2033 §4.1
+    /// forbids a positive reply and recommends 500).
+    UseLhlo,
+    /// MAIL, RCPT, DATA, STARTTLS or AUTH before LHLO in LMTP (`503 5.5.1`).
+    NeedLhlo,
 }
 
 const fn status(class: u8, subject: u16, detail: u16) -> EnhancedStatus {
@@ -134,6 +139,8 @@ impl Error {
             Error::MessageLineTooLong => (554, status(5, 3, 4), "Error: message line too long"),
             Error::Pipelining => (554, status(5, 5, 0), "Error: SMTP protocol synchronization"),
             Error::TooManyErrors => (421, status(4, 7, 0), "Error: too many errors"),
+            Error::UseLhlo => (500, status(5, 5, 1), "Error: this is LMTP, use LHLO"),
+            Error::NeedLhlo => (503, status(5, 5, 1), "Error: send LHLO first"),
         };
         Reply::new(code, st, text)
     }

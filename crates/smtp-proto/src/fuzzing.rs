@@ -37,14 +37,28 @@ fn config() -> Config {
 /// a time and in 7-byte reads; all three must produce the same replies, events and
 /// messages, every step must make progress, and every reply must be well-formed.
 pub fn session(data: &[u8]) {
-    let whole = converse(data, data.len().max(1));
-    assert_eq!(converse(data, 1), whole, "one byte at a time");
-    assert_eq!(converse(data, 7), whole, "7-byte reads");
+    split_invariant(data, &config());
+}
+
+/// [`session`] in LMTP: the same input to a store host, whose message ends get one
+/// decision per recipient.
+pub fn lmtp_session(data: &[u8]) {
+    let config = Config {
+        dialect: crate::Dialect::Lmtp,
+        ..config()
+    };
+    split_invariant(data, &config);
+}
+
+fn split_invariant(data: &[u8], config: &Config) {
+    let whole = converse(data, data.len().max(1), config);
+    assert_eq!(converse(data, 1, config), whole, "one byte at a time");
+    assert_eq!(converse(data, 7, config), whole, "7-byte reads");
 }
 
 /// Runs a server over `data` read `chunk` bytes at a time; returns its transcript.
-fn converse(data: &[u8], chunk: usize) -> Vec<u8> {
-    let mut session = Session::new(Arc::new(config()));
+fn converse(data: &[u8], chunk: usize, config: &Config) -> Vec<u8> {
+    let mut session = Session::new(Arc::new(config.clone()));
     let mut transcript = Vec::new();
     write_reply(&mut transcript, &session.greeting());
     let mut buffer: Vec<u8> = Vec::new();
@@ -122,7 +136,11 @@ fn record(
             }
         }
     };
-    let closed = perform(session.decide(decision), out);
+    // One decision, or in LMTP one per recipient at the end of a message.
+    let mut closed = false;
+    while session.pending_decisions() > 0 && !closed {
+        closed = perform(session.decide(decision.clone()), out);
+    }
     (false, closed)
 }
 

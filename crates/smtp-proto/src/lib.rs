@@ -1,5 +1,6 @@
 //! Sans-IO SMTP, server side, for Stoa (RFC 5321 and the extensions Stoa offers:
-//! PIPELINING, SIZE, 8BITMIME, ENHANCEDSTATUSCODES, STARTTLS, AUTH PLAIN/LOGIN).
+//! PIPELINING, SIZE, 8BITMIME, ENHANCEDSTATUSCODES, STARTTLS, AUTH PLAIN/LOGIN), and
+//! its local cousin LMTP (RFC 2033) as a [`Dialect`] of the same session.
 //!
 //! This crate turns the bytes a client sends into commands, message data and
 //! decisions to take, and turns the answers into reply bytes. It never touches a
@@ -24,6 +25,17 @@
 //! - [`reply`]: [`Reply`] (codes, enhanced status codes, multiline), the EHLO
 //!   capability list, and stock replies for the server's decisions.
 //! - [`Error`]: everything a client can do wrong, and the one mapping to replies.
+//!
+//! # LMTP
+//!
+//! LMTP is SMTP with three differences, so it is a mode of [`Session`] rather than a
+//! codec of its own ([`Config::dialect`] = [`Dialect::Lmtp`]): the greeting says
+//! `LMTP`; LHLO takes the place of EHLO (HELO and EHLO get `500 5.5.1`, as RFC 2033
+//! §4.1 recommends, and in SMTP LHLO stays an unknown command); and the end of a
+//! message waits for one decision per accepted recipient, in RCPT order, so that the
+//! server can answer each with its own delivery outcome (RFC 2033 §4.2). A refused
+//! message is refused once per recipient. Everything else (framing, limits,
+//! pipelining, DATA decoding) is shared, so LMTP gets SMTP's defences unchanged.
 //!
 //! # What it does not do
 //!
@@ -54,4 +66,4 @@ pub use address::{Address, Domain, ForwardPath, ReversePath};
 pub use command::{Command, Mechanism};
 pub use error::Error;
 pub use reply::{EnhancedStatus, Reply};
-pub use session::{Action, Config, Decision, Event, Session, Step};
+pub use session::{Action, Config, Decision, Dialect, Event, Session, Step};

@@ -9,6 +9,13 @@ fn session_corpus() {
     assert!(replay("smtp_session", fuzzing::session) > 0);
 }
 
+/// The SMTP sessions again, spoken to an LMTP store host (EHLO refused, LHLO
+/// where a sample has it, one reply per recipient at the end of a message).
+#[test]
+fn lmtp_session_corpus() {
+    assert!(replay("smtp_session", fuzzing::lmtp_session) > 0);
+}
+
 #[test]
 fn data_corpus() {
     assert!(replay("smtp_data", fuzzing::data) > 0);

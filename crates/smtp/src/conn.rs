@@ -32,20 +32,20 @@ use crate::shared::Shared;
 
 /// Bytes read at a time. Commands are at most `max_line` (2 KiB) and the DATA
 /// decoder consumes everything it is given, so the buffer stays near this size.
-const READ_CHUNK: usize = 16 * 1024;
+pub(crate) const READ_CHUNK: usize = 16 * 1024;
 
 /// The read buffer's bound. The session leaves less than one command line
 /// (`max_line`) unread and each read reserves [`READ_CHUNK`] after it, so the buffer
 /// always stayed within twice the chunk; that size is the limit, and reads are as
 /// large as they were.
-const MAX_BUFFERED: usize = 2 * READ_CHUNK;
+pub(crate) const MAX_BUFFERED: usize = 2 * READ_CHUNK;
 
 /// How long the close of the write side may take once the session is over.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Pause before each error reply once the client passed the soft error limit
 /// (Postfix's `smtpd_error_sleep_time`).
-const ERROR_DELAY: Duration = Duration::from_secs(1);
+pub(crate) const ERROR_DELAY: Duration = Duration::from_secs(1);
 
 /// What the listener is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

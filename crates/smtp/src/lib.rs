@@ -20,6 +20,10 @@
 //!   writes and fsyncs, crash recovery.
 //! - [`delivery`]: the scheduler, [`LocalDelivery`] with [`StoreDelivery`] (the
 //!   `stoa-mailstore` store), the smart-host client, DSN bounces.
+//! - [`lmtp`]: the LMTP server (RFC 2033) of a store host: the same codec in its
+//!   LMTP dialect, the same limits and local delivery, no queue (each recipient's
+//!   reply after the final dot says whether its copy is on disk) and no relaying.
+//!   Why it is a module here and not a crate of its own is in its docs.
 //! - `headers.rs`: `Received:` and dates.
 //! - [`config`]: the plain configuration structs.
 //!
@@ -35,15 +39,16 @@
 //!
 //! With the `failpoints` feature, the `fail` crate's points
 //! `queue::after_write_before_fsync`, `queue::after_fsync_before_rename`,
-//! `queue::after_rename_before_dir_fsync`, `smtp::before_250` and
-//! `deliver::before_queue_remove` can be set (`FAILPOINTS=name=pause` for a
-//! `kill -9` test, `name=return` for an I/O error). Without the feature they
-//! compile to nothing.
+//! `queue::after_rename_before_dir_fsync`, `smtp::before_250`,
+//! `deliver::before_queue_remove` and `lmtp::before_reply` can be set
+//! (`FAILPOINTS=name=pause` for a `kill -9` test, `name=return` for an I/O error).
+//! Without the feature they compile to nothing.
 
 pub mod config;
 mod conn;
 pub mod delivery;
 mod headers;
+pub mod lmtp;
 mod policy;
 pub mod queue;
 mod server;

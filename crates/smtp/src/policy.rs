@@ -26,8 +26,8 @@ use crate::conn::{Conn, Txn};
 use crate::headers;
 use crate::queue::{Envelope, Recipient, Route, envelope, unix_now};
 
-/// `451 4.3.0`: the directory could not answer.
-fn lookup_failure() -> Reply {
+/// `451 4.3.0`: the directory could not answer (SMTP and LMTP alike).
+pub(crate) fn lookup_failure() -> Reply {
     Reply::new(
         451,
         EnhancedStatus::new(4, 3, 0),

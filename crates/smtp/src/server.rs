@@ -11,7 +11,7 @@ use stoa_netkit::server::{
     WorkerScope,
 };
 use stoa_netkit::shutdown::Shutdown;
-use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig};
+use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig, Dialect};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
@@ -224,6 +224,7 @@ fn session_configs(config: &Config, starttls: bool) -> (Arc<SessionConfig>, Arc<
             require_tls: false,
             require_auth,
             reject_unauth_pipelining: true,
+            dialect: Dialect::Smtp,
         })
     };
     (session(false), session(true))

@@ -571,8 +571,14 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) pop3s_listen: Vec<String>,
 
+    /// Address to listen on for LMTP (RFC 2033: a store host's delivery port for
+    /// the MTA; no authentication, so loopback or a private network only); repeat
+    /// for several. Replaces the file's lmtp.listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) lmtp_listen: Vec<String>,
+
     /// The mail directory: the queue, the mail store and the user directory
-    /// beneath; SMTP delivers into it and POP3 reads from it.
+    /// beneath; SMTP and LMTP deliver into it and POP3 reads from it.
     #[arg(long, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
 

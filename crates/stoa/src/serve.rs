@@ -1,5 +1,5 @@
-//! `stoa serve`: load the configuration, bind the web, SMTP and POP3 servers,
-//! serve, react to signals.
+//! `stoa serve`: load the configuration, bind the web, SMTP, POP3 and LMTP
+//! servers, serve, react to signals.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -150,7 +150,8 @@ fn join_services(threads: Vec<(&'static str, ServiceThread)>) -> anyhow::Result<
 /// A server running on its own thread.
 type ServiceThread = JoinHandle<Result<(), BoxError>>;
 
-/// The bound servers, in the order they announce themselves (web, SMTP, POP3), the
+/// The bound servers, in the order they announce themselves (web, SMTP, POP3,
+/// LMTP), the
 /// access log's reopener for SIGHUP, and the directory to watch for changes.
 type Bound = (
     Vec<Box<dyn Service>>,
@@ -168,7 +169,11 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         reopener = Some(server.log_reopener());
         services.push(Box::new(server));
     }
-    let mail = open_mail(loaded.smtp.as_ref(), loaded.pop3.as_ref())?;
+    let mail = open_mail(
+        loaded.smtp.as_ref(),
+        loaded.pop3.as_ref(),
+        loaded.lmtp.as_ref(),
+    )?;
     if let (Some(config), Some(parts)) = (loaded.smtp, &mail) {
         services.push(Box::new(bind_smtp(config, parts)?));
     }
@@ -176,6 +181,12 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         let server =
             stoa_pop3::Server::bind(pop3.config, parts.directory.clone(), parts.store.clone())
                 .context("cannot start the POP3 server")?;
+        services.push(Box::new(server));
+    }
+    if let (Some(lmtp), Some(parts)) = (loaded.lmtp, &mail) {
+        let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+        let server = stoa_smtp::lmtp::Server::bind(lmtp.config, parts.directory.clone(), local)
+            .context("cannot start the LMTP server")?;
         services.push(Box::new(server));
     }
     Ok((services, reopener, mail.map(|parts| parts.directory)))
@@ -205,15 +216,17 @@ struct MailParts {
     store: Arc<stoa_mailstore::MailStore>,
 }
 
-/// Opens the directory and the mail store of the mail directory, when SMTP or POP3
-/// is configured (the configuration checked that both use the same one).
+/// Opens the directory and the mail store of the mail directory, when SMTP, POP3
+/// or LMTP is configured (the configuration checked that they use the same one).
 fn open_mail(
     smtp: Option<&stoa_smtp::Config>,
     pop3: Option<&config::Pop3>,
+    lmtp: Option<&config::Lmtp>,
 ) -> anyhow::Result<Option<MailParts>> {
     let Some(mail_dir) = smtp
         .map(|c| c.mail_dir.as_path())
         .or(pop3.map(|p| p.mail_dir.as_path()))
+        .or(lmtp.map(|l| l.mail_dir.as_path()))
     else {
         return Ok(None);
     };

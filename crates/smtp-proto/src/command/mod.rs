@@ -17,6 +17,7 @@ use memchr::memchr;
 
 use crate::Error;
 use crate::address::{ForwardPath, ReversePath, parse_forward_path, parse_reverse_path};
+use crate::session::Dialect;
 
 /// Longest HELO/EHLO argument (a domain name's limit).
 pub const MAX_HELO: usize = 255;
@@ -53,6 +54,8 @@ pub enum Verb {
     StartTls,
     /// `AUTH` (RFC 4954)
     Auth,
+    /// `LHLO` (RFC 2033 §4.1), LMTP's EHLO; only a command in [`Dialect::Lmtp`].
+    Lhlo,
 }
 
 impl Verb {
@@ -72,6 +75,7 @@ impl Verb {
             Verb::Help => "HELP",
             Verb::StartTls => "STARTTLS",
             Verb::Auth => "AUTH",
+            Verb::Lhlo => "LHLO",
         }
     }
 
@@ -91,10 +95,13 @@ impl Verb {
             Verb::Help => "Syntax: HELP [topic]",
             Verb::StartTls => "Syntax: STARTTLS",
             Verb::Auth => "Syntax: AUTH mechanism [initial-response]",
+            Verb::Lhlo => "Syntax: LHLO hostname",
         }
     }
 
-    fn from_token(token: &[u8]) -> Option<Verb> {
+    /// The verb `token` names in `dialect`: LHLO exists only in LMTP, so that an
+    /// SMTP session answers it as any unknown command.
+    fn from_token(token: &[u8], dialect: Dialect) -> Option<Verb> {
         const VERBS: [Verb; 13] = [
             Verb::Ehlo,
             Verb::Helo,
@@ -110,6 +117,9 @@ impl Verb {
             Verb::StartTls,
             Verb::Auth,
         ];
+        if dialect == Dialect::Lmtp && Verb::Lhlo.as_str().as_bytes().eq_ignore_ascii_case(token) {
+            return Some(Verb::Lhlo);
+        }
         VERBS
             .into_iter()
             .find(|v| v.as_str().as_bytes().eq_ignore_ascii_case(token))
@@ -160,6 +170,8 @@ pub enum Command<'a> {
     Ehlo(&'a str),
     /// `HELO domain`
     Helo(&'a str),
+    /// `LHLO domain` (LMTP only)
+    Lhlo(&'a str),
     /// `MAIL FROM:<path> [params]`
     Mail {
         /// The sender.
@@ -203,6 +215,7 @@ impl Command<'_> {
         match self {
             Command::Ehlo(_) => Verb::Ehlo,
             Command::Helo(_) => Verb::Helo,
+            Command::Lhlo(_) => Verb::Lhlo,
             Command::Mail { .. } => Verb::Mail,
             Command::Rcpt { .. } => Verb::Rcpt,
             Command::Data => Verb::Data,
@@ -227,6 +240,7 @@ impl Verb {
             self,
             Verb::Ehlo
                 | Verb::Helo
+                | Verb::Lhlo
                 | Verb::Data
                 | Verb::Vrfy
                 | Verb::Expn
@@ -292,8 +306,13 @@ pub fn next_line(input: &[u8], max: usize) -> Line<'_> {
     }
 }
 
-/// Parses one command line (without its CRLF).
+/// Parses one SMTP command line (without its CRLF).
 pub fn parse_command(line: &[u8]) -> Result<Command<'_>, Error> {
+    parse_command_in(line, Dialect::Smtp)
+}
+
+/// Parses one command line (without its CRLF) of `dialect`.
+pub fn parse_command_in(line: &[u8], dialect: Dialect) -> Result<Command<'_>, Error> {
     check_characters(line)?;
     // Invariant: every byte is printable ASCII, checked above.
     let line = std::str::from_utf8(line).map_err(|_| Error::BadCharacter)?;
@@ -302,11 +321,12 @@ pub fn parse_command(line: &[u8]) -> Result<Command<'_>, Error> {
         Some((token, args)) => (token, args.trim_start_matches(' ')),
         None => (line, ""),
     };
-    let verb = Verb::from_token(token.as_bytes()).ok_or(Error::UnknownCommand)?;
+    let verb = Verb::from_token(token.as_bytes(), dialect).ok_or(Error::UnknownCommand)?;
     let syntax = Error::Syntax(verb);
     match verb {
         Verb::Ehlo => helo_argument(args).map(Command::Ehlo).ok_or(syntax),
         Verb::Helo => helo_argument(args).map(Command::Helo).ok_or(syntax),
+        Verb::Lhlo => helo_argument(args).map(Command::Lhlo).ok_or(syntax),
         Verb::Mail => parse_mail(args),
         Verb::Rcpt => parse_rcpt(args),
         Verb::Data => no_argument(args, Command::Data, syntax),

@@ -1,10 +1,10 @@
 //! One handler per command: sequence checks, then a reply or an event.
 
 use super::sasl;
-use super::{Action, AuthPolicy, Event, Helo, Pending, Sasl, Session, State, Transaction};
+use super::{Action, AuthPolicy, Dialect, Event, Helo, Pending, Sasl, Session, State, Transaction};
 use crate::Error;
 use crate::address::{ForwardPath, ReversePath};
-use crate::command::{Command, MailParams, Mechanism, Verb, parse_command};
+use crate::command::{Command, MailParams, Mechanism, Verb, parse_command_in};
 use crate::reply::{Capabilities, EnhancedStatus, Reply};
 
 /// The mechanisms offered, in the order advertised.
@@ -21,7 +21,7 @@ fn ok(detail: u16) -> Reply {
 impl Session {
     /// Parses and runs one command line; `after` is how many input bytes follow it.
     pub(super) fn command(&mut self, line: &[u8], after: usize) -> Event<'static> {
-        let command = match parse_command(line) {
+        let command = match parse_command_in(line, self.config.dialect) {
             Ok(command) => command,
             Err(error) => return self.refuse_event(error),
         };
@@ -33,6 +33,7 @@ impl Session {
         match command {
             Command::Ehlo(name) => self.handle_helo(name, true),
             Command::Helo(name) => self.handle_helo(name, false),
+            Command::Lhlo(name) => self.handle_lhlo(name),
             Command::Mail { from, params } => self.handle_mail(from, params),
             Command::Rcpt { to } => self.handle_rcpt(to),
             Command::Data => self.handle_data(),
@@ -45,7 +46,7 @@ impl Session {
                 "Cannot VRFY user, but will accept message and attempt delivery",
             )),
             Command::Expn(_) => self.refuse_event(Error::NotImplemented),
-            Command::Help(_) => self.junk(help()),
+            Command::Help(_) => self.junk(help(self.config.dialect)),
             Command::StartTls => self.handle_starttls(after),
             Command::Auth {
                 mechanism,
@@ -65,6 +66,26 @@ impl Session {
     }
 
     fn handle_helo(&mut self, name: &str, extended: bool) -> Event<'static> {
+        if self.config.dialect == Dialect::Lmtp {
+            return self.refuse_event(Error::UseLhlo);
+        }
+        self.greet(name, extended)
+    }
+
+    /// LHLO: EHLO under another name (the parser only yields it in LMTP).
+    fn handle_lhlo(&mut self, name: &str) -> Event<'static> {
+        self.greet(name, true)
+    }
+
+    /// The error for a command that needs HELO, EHLO or LHLO first.
+    fn need_helo(&self) -> Error {
+        match self.config.dialect {
+            Dialect::Smtp => Error::NeedHelo,
+            Dialect::Lmtp => Error::NeedLhlo,
+        }
+    }
+
+    fn greet(&mut self, name: &str, extended: bool) -> Event<'static> {
         // RFC 5321 §4.1.4: HELO/EHLO ends any transaction, like RSET.
         self.state = State::Idle;
         self.helo = Some(Helo {
@@ -108,7 +129,7 @@ impl Session {
 
     fn handle_mail(&mut self, from: ReversePath, params: MailParams) -> Event<'static> {
         let refusal = if self.helo.is_none() {
-            Some(Error::NeedHelo)
+            Some(self.need_helo())
         } else if matches!(self.state, State::Transaction(_)) {
             Some(Error::NestedMail)
         } else if self.config.require_tls && !self.tls {
@@ -176,7 +197,7 @@ impl Session {
         } else if self.tls {
             Some(Error::TlsActive)
         } else if self.helo.is_none() {
-            Some(Error::NeedHelo)
+            Some(self.need_helo())
         } else if matches!(self.state, State::Transaction(_)) {
             Some(Error::InTransaction)
         } else {
@@ -198,7 +219,7 @@ impl Session {
 
     fn handle_auth(&mut self, mechanism: Mechanism, initial: Option<&str>) -> Event<'static> {
         let refusal = match &self.helo {
-            None => Some(Error::NeedHelo),
+            None => Some(self.need_helo()),
             Some(helo) if !helo.extended => Some(Error::NeedEhlo),
             Some(_) if self.user.is_some() => Some(Error::AlreadyAuthenticated),
             Some(_) if matches!(self.state, State::Transaction(_)) => Some(Error::InTransaction),
@@ -282,23 +303,26 @@ impl Session {
     }
 }
 
-fn help() -> Reply {
+fn help(dialect: Dialect) -> Reply {
     let status = EnhancedStatus::new(2, 0, 0);
-    let verbs: Vec<&str> = [
-        Verb::Ehlo,
-        Verb::Helo,
-        Verb::Mail,
-        Verb::Rcpt,
-        Verb::Data,
-        Verb::Rset,
-        Verb::Noop,
-        Verb::Quit,
-        Verb::Vrfy,
-        Verb::StartTls,
-        Verb::Auth,
-    ]
-    .iter()
-    .map(|v| v.as_str())
-    .collect();
+    let greetings: &[Verb] = match dialect {
+        Dialect::Smtp => &[Verb::Ehlo, Verb::Helo],
+        Dialect::Lmtp => &[Verb::Lhlo],
+    };
+    let verbs: Vec<&str> = greetings
+        .iter()
+        .chain(&[
+            Verb::Mail,
+            Verb::Rcpt,
+            Verb::Data,
+            Verb::Rset,
+            Verb::Noop,
+            Verb::Quit,
+            Verb::Vrfy,
+            Verb::StartTls,
+            Verb::Auth,
+        ])
+        .map(|v| v.as_str())
+        .collect();
     Reply::new(214, status, format!("Commands: {}", verbs.join(" ")))
 }

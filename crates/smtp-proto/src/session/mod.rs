@@ -109,6 +109,19 @@ impl Default for Limits {
     }
 }
 
+/// Which protocol a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// SMTP (RFC 5321): HELO or EHLO, one reply at the end of a message.
+    #[default]
+    Smtp,
+    /// LMTP (RFC 2033): LHLO instead of HELO and EHLO (which get `500 5.5.1`), and
+    /// after the end of a message one reply per accepted recipient, in RCPT order:
+    /// the server answers [`Event::MessageEnd`] with one [`Session::decide`] each
+    /// ([`Session::pending_decisions`] says how many are still due).
+    Lmtp,
+}
+
 /// When AUTH is offered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthPolicy {
@@ -138,6 +151,8 @@ pub struct Config {
     pub require_auth: bool,
     /// Close the session on unauthorised pipelining (`554 5.5.0`).
     pub reject_unauth_pipelining: bool,
+    /// SMTP or LMTP.
+    pub dialect: Dialect,
 }
 
 impl Default for Config {
@@ -150,6 +165,7 @@ impl Default for Config {
             require_tls: false,
             require_auth: false,
             reject_unauth_pipelining: true,
+            dialect: Dialect::Smtp,
         }
     }
 }
@@ -221,12 +237,15 @@ pub enum Event<'b> {
     MessageData(&'b [u8]),
     /// The end of a message within every limit: make it durable, then decide
     /// (accept with [`Reply::queued`]; refuse with [`Reply::local_error`] on failure).
+    /// In LMTP, decide once per accepted recipient, in RCPT order.
     MessageEnd {
         /// Message size in bytes.
         size: u64,
     },
     /// The message was refused (too large, bare LF, long line); the end marker has been
-    /// read. Throw away what was stored, and perform the action.
+    /// read. Throw away what was stored, and perform the action. In LMTP with several
+    /// recipients the next `advance` calls repeat the reply, one per recipient,
+    /// without consuming input.
     MessageAborted {
         /// Why.
         error: Error,
@@ -285,8 +304,14 @@ enum Pending {
     Mail,
     Rcpt(Transaction),
     Data(Transaction),
-    Message,
-    Auth { username: String },
+    /// The end of a message: `replies` decisions still due (one in SMTP, one per
+    /// accepted recipient in LMTP).
+    Message {
+        replies: u32,
+    },
+    Auth {
+        username: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -297,8 +322,15 @@ enum State {
     Idle,
     /// After an accepted MAIL.
     Transaction(Transaction),
-    /// Reading a message.
-    Data(DataDecoder),
+    /// Reading a message for the transaction's recipients.
+    Data(DataDecoder, Transaction),
+    /// Repeating the refusal of an LMTP message for the recipients after the first;
+    /// `close` once the last is sent.
+    Repeat {
+        reply: Reply,
+        remaining: u32,
+        close: bool,
+    },
     /// In a SASL exchange.
     Sasl(Sasl),
     /// Waiting for [`Session::decide`].
@@ -358,7 +390,11 @@ impl Session {
         if matches!(self.state, State::Connected) {
             self.state = State::Idle;
         }
-        Reply::plain(220, format!("{} ESMTP", self.config.hostname))
+        let protocol = match self.config.dialect {
+            Dialect::Smtp => "ESMTP",
+            Dialect::Lmtp => "LMTP",
+        };
+        Reply::plain(220, format!("{} {protocol}", self.config.hostname))
     }
 
     /// Processes the input at the start of `input`: one command, one SASL response,
@@ -377,11 +413,16 @@ impl Session {
             }
             State::Connected if input.is_empty() => return step(0, Event::NeedMore),
             State::Connected => return step(input.len(), self.refuse_event(Error::Pipelining)),
-            State::Data(_) | State::Idle | State::Transaction(_) | State::Sasl(_) => {}
+            State::Repeat { .. } => return step(0, Event::Action(self.repeat())),
+            State::Data(..) | State::Idle | State::Transaction(_) | State::Sasl(_) => {}
         }
-        if let State::Data(decoder) = &mut self.state {
+        if let State::Data(decoder, transaction) = &mut self.state {
+            let replies = match self.config.dialect {
+                Dialect::Smtp => 1,
+                Dialect::Lmtp => transaction.accepted.max(1),
+            };
             let (consumed, piece) = read_message(decoder, input);
-            return self.message_step(consumed, piece);
+            return self.message_step(consumed, piece, replies);
         }
         if self.errors >= self.config.limits.hard_error_limit {
             return step(0, self.refuse_event(Error::TooManyErrors));
@@ -429,6 +470,31 @@ impl Session {
         let State::Pending(pending) = std::mem::replace(&mut self.state, State::Closed) else {
             panic!("Session::decide called with no decision pending");
         };
+        // LMTP: the end of a message waits for one decision per recipient.
+        let more = match pending {
+            Pending::Message { replies } if replies > 1 => Some(replies - 1),
+            _ => None,
+        };
+        let action = self.conclude(pending, decision);
+        if let (Some(replies), Action::Reply(_)) = (more, &action) {
+            self.state = State::Pending(Pending::Message { replies });
+        }
+        action
+    }
+
+    /// How many [`Session::decide`] calls the session waits for: none, one after an
+    /// event that needs a decision, or in LMTP the recipients not yet answered at
+    /// the end of a message.
+    pub fn pending_decisions(&self) -> u32 {
+        match &self.state {
+            State::Pending(Pending::Message { replies }) => *replies,
+            State::Pending(_) => 1,
+            _ => 0,
+        }
+    }
+
+    /// Applies one decision about `pending`.
+    fn conclude(&mut self, pending: Pending, decision: Decision) -> Action {
         match decision {
             Decision::Close(reply) => Action::Close(reply),
             Decision::Reject(reply) => {
@@ -456,11 +522,14 @@ impl Session {
                 accepted: t.accepted + 1,
                 ..t
             }),
-            Pending::Data(_) => State::Data(DataDecoder::new(
-                self.config.limits.max_message_size,
-                self.config.limits.max_text_line,
-            )),
-            Pending::Message => State::Idle,
+            Pending::Data(t) => State::Data(
+                DataDecoder::new(
+                    self.config.limits.max_message_size,
+                    self.config.limits.max_text_line,
+                ),
+                t,
+            ),
+            Pending::Message { .. } => State::Idle,
             Pending::Auth { username } => {
                 self.user = Some(username);
                 State::Idle
@@ -470,7 +539,7 @@ impl Session {
 
     fn reject(&mut self, pending: &Pending) {
         self.state = match *pending {
-            Pending::Mail | Pending::Message => State::Idle,
+            Pending::Mail | Pending::Message { .. } => State::Idle,
             Pending::Rcpt(t) => {
                 self.errors += 1;
                 State::Transaction(Transaction {
@@ -486,20 +555,60 @@ impl Session {
         };
     }
 
-    /// Turns what [`read_message`] found into a step.
-    fn message_step<'b>(&mut self, consumed: usize, piece: Piece<'b>) -> Step<'b> {
+    /// Turns what [`read_message`] found into a step; the end of the message gets
+    /// `replies` replies.
+    fn message_step<'b>(&mut self, consumed: usize, piece: Piece<'b>, replies: u32) -> Step<'b> {
         match piece {
             Piece::Data(data) => step(consumed, Event::MessageData(data)),
             Piece::More => step(consumed, Event::NeedMore),
             Piece::End(Ok(size)) => {
-                self.state = State::Pending(Pending::Message);
+                self.state = State::Pending(Pending::Message { replies });
                 step(consumed, Event::MessageEnd { size })
             }
             Piece::End(Err(error)) => {
                 self.state = State::Idle;
-                let action = self.refuse(error);
+                let mut action = self.refuse(error);
+                if replies > 1 {
+                    // LMTP: every recipient gets the refusal; the connection closes,
+                    // if it must, after the last.
+                    let (reply, close) = match action {
+                        Action::Close(reply) => (reply, true),
+                        Action::Reply(reply) | Action::StartTls { reply, .. } => (reply, false),
+                    };
+                    action = Action::Reply(reply.clone());
+                    self.state = State::Repeat {
+                        reply,
+                        remaining: replies - 1,
+                        close,
+                    };
+                }
                 step(consumed, Event::MessageAborted { error, action })
             }
+        }
+    }
+
+    /// The next repetition of an LMTP message's refusal.
+    fn repeat(&mut self) -> Action {
+        let State::Repeat {
+            reply,
+            remaining,
+            close,
+        } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            unreachable!("invariant: repeat is only called in State::Repeat");
+        };
+        if remaining > 1 {
+            self.state = State::Repeat {
+                reply: reply.clone(),
+                remaining: remaining - 1,
+                close,
+            };
+            Action::Reply(reply)
+        } else if close {
+            self.state = State::Closed;
+            Action::Close(reply)
+        } else {
+            Action::Reply(reply)
         }
     }
 
@@ -555,13 +664,21 @@ impl Session {
 
     /// Whether a message is being read (for the server's DATA deadline).
     pub fn in_data(&self) -> bool {
-        matches!(self.state, State::Data(_))
+        matches!(self.state, State::Data(..))
     }
 
-    /// The `with` protocol of a `Received:` header (RFC 3848): `SMTP`, `ESMTP`, plus
-    /// `S` for TLS and `A` for AUTH.
+    /// The `with` protocol of a `Received:` header (RFC 3848): `SMTP`, `ESMTP` or
+    /// `LMTP`, plus `S` for TLS and `A` for AUTH.
     pub fn received_protocol(&self) -> &'static str {
         let extended = self.helo.as_ref().is_some_and(|h| h.extended);
+        if self.config.dialect == Dialect::Lmtp {
+            return match (self.tls, self.user.is_some()) {
+                (false, false) => "LMTP",
+                (true, false) => "LMTPS",
+                (false, true) => "LMTPA",
+                (true, true) => "LMTPSA",
+            };
+        }
         match (extended, self.tls, self.user.is_some()) {
             (false, _, _) => "SMTP",
             (true, false, false) => "ESMTP",
@@ -613,7 +730,7 @@ fn standard_acceptance(pending: &Pending) -> Reply {
         Pending::Mail => ok(0),
         Pending::Rcpt(_) => ok(5),
         Pending::Data(_) => Reply::plain(354, "End data with <CR><LF>.<CR><LF>"),
-        Pending::Message => Reply::new(250, EnhancedStatus::new(2, 0, 0), "Ok"),
+        Pending::Message { .. } => Reply::new(250, EnhancedStatus::new(2, 0, 0), "Ok"),
         Pending::Auth { .. } => Reply::new(
             235,
             EnhancedStatus::new(2, 7, 0),
@@ -627,3 +744,6 @@ mod tests;
 
 #[cfg(test)]
 mod split_tests;
+
+#[cfg(test)]
+mod lmtp_tests;

@@ -2,7 +2,8 @@
 //! validation of the result. The web server is configured unless only mail was
 //! asked for (an `[smtp]` or `[pop3]` table or a mail flag, and no document root,
 //! web listener or web table); the SMTP server (`smtp.rs`) and the POP3 server
-//! (`pop3.rs`) each when asked for, over the same mail directory. Every problem is
+//! (`pop3.rs`) and the LMTP server (`lmtp.rs`) each when asked for, over the same
+//! mail directory. Every problem is
 //! collected and reported together; unknown keys are warnings (a typo should not go
 //! unnoticed, nor stop a server).
 //!
@@ -22,12 +23,14 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod lmtp;
 mod mail;
 mod pop3;
 mod report;
 mod smtp;
 mod units;
 
+pub(crate) use lmtp::Lmtp;
 pub(crate) use pop3::Pop3;
 use report::Report;
 
@@ -50,6 +53,8 @@ pub(crate) struct Loaded {
     pub(crate) smtp: Option<stoa_smtp::Config>,
     /// The POP3 server, when configured.
     pub(crate) pop3: Option<Pop3>,
+    /// The LMTP server, when configured.
+    pub(crate) lmtp: Option<Lmtp>,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -78,16 +83,25 @@ pub(crate) fn load(
         None => FileParts::default(),
     };
     let wanted = mail_wanted(args, &file);
-    let mail = wanted.smtp || wanted.pop3;
+    let mail = wanted.smtp || wanted.pop3 || wanted.lmtp;
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
     let (smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
+    let others: Vec<&Path> = (smtp.iter().map(|c| c.mail_dir.as_path()))
+        .chain(pop3.iter().map(|p| p.mail_dir.as_path()))
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect();
+    let lmtp = wanted
+        .lmtp
+        .then(|| lmtp::finish(file.lmtp, args, &others, &mut report))
+        .flatten();
     if report.errors.is_empty() {
         Ok(Loaded {
             web,
             smtp,
             pop3,
+            lmtp,
             warnings: report.warnings,
         })
     } else {
@@ -103,6 +117,8 @@ struct FileParts {
     smtp: Option<smtp::Draft>,
     /// The `[pop3]` table.
     pop3: Option<pop3::Draft>,
+    /// The `[lmtp]` table.
+    lmtp: Option<lmtp::Draft>,
     /// Whether the file configures the web server.
     web: bool,
 }
@@ -130,6 +146,7 @@ fn read_config(
                 read_cgi(&table, web, r);
                 file.smtp = smtp::read_table(&table, path.parent(), r);
                 file.pop3 = pop3::read_table(&table, path.parent(), r);
+                file.lmtp = lmtp::read_table(&table, path.parent(), r);
             }
             Err(e) => r
                 .errors
@@ -156,14 +173,18 @@ fn read_config(
 struct MailWanted {
     smtp: bool,
     pop3: bool,
+    lmtp: bool,
 }
 
-/// POP3 runs when asked for; SMTP when asked for, or when only the mail
+/// POP3 and LMTP run when asked for; SMTP when asked for, or when only the mail
 /// directory is given (so `--mail-dir` alone reports the missing listener).
 fn mail_wanted(args: &ServeArgs, file: &FileParts) -> MailWanted {
     let pop3 = file.pop3.is_some() || pop3::flags_given(args);
-    let smtp = file.smtp.is_some() || smtp::flags_given(args) || (args.mail_dir.is_some() && !pop3);
-    MailWanted { smtp, pop3 }
+    let lmtp = file.lmtp.is_some() || lmtp::flags_given(args);
+    let smtp = file.smtp.is_some()
+        || smtp::flags_given(args)
+        || (args.mail_dir.is_some() && !pop3 && !lmtp);
+    MailWanted { smtp, pop3, lmtp }
 }
 
 /// The mail servers that run, their flags applied over their tables (or the
@@ -269,7 +290,7 @@ fn read_file(
     r.known_keys(
         table,
         "",
-        &["listener", "web", "web99", "cgi", "smtp", "pop3"],
+        &["listener", "web", "web99", "cgi", "smtp", "pop3", "lmtp"],
     );
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);

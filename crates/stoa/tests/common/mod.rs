@@ -113,6 +113,8 @@ pub(crate) struct Server {
     pub(crate) pop3_addrs: Vec<SocketAddr>,
     /// Every bound POP3S address, in `--pop3s-listen` order.
     pub(crate) pop3s_addrs: Vec<SocketAddr>,
+    /// Every bound LMTP address, in `--lmtp-listen` order.
+    pub(crate) lmtp_addrs: Vec<SocketAddr>,
 }
 
 /// How to start a server.
@@ -210,6 +212,7 @@ impl ServerBuilder {
                     "--submission-listen",
                     "--pop3-listen",
                     "--pop3s-listen",
+                    "--lmtp-listen",
                 ]
                 .iter()
                 .any(|f| *a == *f)
@@ -248,6 +251,7 @@ impl ServerBuilder {
             submission_addrs: Vec::new(),
             pop3_addrs: Vec::new(),
             pop3s_addrs: Vec::new(),
+            lmtp_addrs: Vec::new(),
         };
         let ready = server.wait_for_stderr(READY_TIMEOUT, |lines| {
             lines.iter().filter(|l| parse_ready(l).is_some()).count() >= listens
@@ -278,6 +282,7 @@ impl ServerBuilder {
         server.submission_addrs = of("submission");
         server.pop3_addrs = of("pop3");
         server.pop3s_addrs = of("pop3s");
+        server.lmtp_addrs = of("lmtp");
         server.addr = *server
             .addrs
             .iter()
@@ -286,6 +291,7 @@ impl ServerBuilder {
             .chain(&server.submission_addrs)
             .chain(&server.pop3_addrs)
             .chain(&server.pop3s_addrs)
+            .chain(&server.lmtp_addrs)
             .next()
             .expect("a readiness line was counted");
         server
@@ -295,9 +301,17 @@ impl ServerBuilder {
 /// `(scheme, address)` of a readiness line (`stoa: listening on SCHEME://ADDR`).
 fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
     let (scheme, addr) = listening_on(line.strip_prefix("stoa: ")?)?;
-    let scheme = ["http", "https", "smtp", "submission", "pop3", "pop3s"]
-        .into_iter()
-        .find(|s| *s == scheme)?;
+    let scheme = [
+        "http",
+        "https",
+        "smtp",
+        "submission",
+        "pop3",
+        "pop3s",
+        "lmtp",
+    ]
+    .into_iter()
+    .find(|s| *s == scheme)?;
     Some((scheme, addr))
 }
 

@@ -1,0 +1,254 @@
+//! The LMTP server's part of the configuration: the `[lmtp]` table, then
+//! `--lmtp-listen` over it, then its checks. LMTP delivers into the mail store of
+//! the same mail directory as SMTP and POP3, so a store host can run LMTP and POP3
+//! without SMTP.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use stoa_smtp::lmtp::Config;
+use toml::Table;
+
+use super::{Report, parse_addr, parse_count};
+use crate::cli::ServeArgs;
+
+/// The LMTP server as configured: its mail directory and its settings.
+#[derive(Debug)]
+pub(crate) struct Lmtp {
+    /// The mail directory (the directory and the store beneath).
+    pub(crate) mail_dir: PathBuf,
+    /// The server's settings.
+    pub(crate) config: Config,
+}
+
+/// Whether `--lmtp-listen` was given.
+pub(super) fn flags_given(args: &ServeArgs) -> bool {
+    !args.lmtp_listen.is_empty()
+}
+
+/// The `[lmtp]` table while it is being read.
+#[derive(Debug, Default)]
+pub(super) struct Draft {
+    mail_dir: Option<PathBuf>,
+    config: Config,
+}
+
+/// The prefix of `[lmtp]` keys in messages.
+const P: &str = "lmtp.";
+
+/// The keys of `[lmtp]`.
+const KEYS: &[&str] = &[
+    "mail_dir",
+    "hostname",
+    "listen",
+    "workers",
+    "max_message_size",
+    "max_recipients",
+    "max_connections",
+    "max_connections_per_client",
+    "command_timeout",
+    "data_timeout",
+    "session_timeout",
+    "send_timeout",
+    "shutdown_grace",
+];
+
+/// The `[lmtp]` table, if present. `base` resolves a relative `mail_dir` (the
+/// file's directory).
+pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
+    let (t, mail_dir) = r.mail_table(table, "lmtp", KEYS, base)?;
+    let mut d = Draft {
+        mail_dir,
+        ..Draft::default()
+    };
+    let c = &mut d.config;
+    r.string_into(t, P, "hostname", &mut c.hostname);
+    c.listen = r.parsed_list(t, P, "listen", parse_addr);
+    r.integer_into(t, P, "workers", &mut c.workers);
+    let l = &mut c.limits;
+    r.size(t, P, "max_message_size", &mut l.session.max_message_size);
+    r.integer_into(t, P, "max_recipients", &mut l.session.max_recipients);
+    r.integer_into(t, P, "max_connections", &mut l.max_connections);
+    let per_client = &mut l.max_connections_per_client;
+    r.integer_into(t, P, "max_connections_per_client", per_client);
+    r.duration(t, P, "command_timeout", &mut l.command_timeout);
+    r.duration(t, P, "data_timeout", &mut l.data_timeout);
+    r.duration(t, P, "session_timeout", &mut l.session_timeout);
+    r.duration(t, P, "send_timeout", &mut l.send_timeout);
+    r.duration(t, P, "shutdown_grace", &mut c.shutdown_grace);
+    Some(d)
+}
+
+/// Applies `--lmtp-listen` and `--workers` over the file's `[lmtp]` (or the
+/// defaults), then checks the result. `others` are the SMTP and POP3 mail
+/// directories, when those servers run.
+pub(super) fn finish(
+    draft: Option<Draft>,
+    args: &ServeArgs,
+    others: &[&Path],
+    r: &mut Report,
+) -> Option<Lmtp> {
+    let mut d = draft.unwrap_or_default();
+    let c = &mut d.config;
+    r.flag_list(
+        "--lmtp-listen",
+        &args.lmtp_listen,
+        parse_addr,
+        &mut c.listen,
+    );
+    if let Some(n) = args.workers.as_deref().and_then(|t| parse_count(t).ok()) {
+        c.workers = n;
+    }
+    validate(c, r);
+    let mail_dir = match (args.mail_dir.clone(), d.mail_dir, others.first()) {
+        (Some(flag), _, _) => Some(flag),
+        (None, Some(own), Some(other)) if own != *other => {
+            r.errors.push(format!(
+                "lmtp.mail_dir {} differs from the SMTP/POP3 mail directory {}: LMTP delivers \
+                 into the store they use",
+                own.display(),
+                other.display()
+            ));
+            None
+        }
+        (None, Some(own), _) => Some(own),
+        (None, None, Some(other)) => Some(other.to_path_buf()),
+        (None, None, None) => {
+            r.errors.push(
+                "no mail directory: give --mail-dir DIR or lmtp.mail_dir in the configuration \
+                 file"
+                    .into(),
+            );
+            None
+        }
+    };
+    mail_dir.map(|mail_dir| Lmtp {
+        mail_dir,
+        config: d.config,
+    })
+}
+
+fn validate(c: &Config, r: &mut Report) {
+    if c.listen.is_empty() {
+        r.errors
+            .push("no LMTP listener: give --lmtp-listen ADDR:PORT (lmtp.listen)".into());
+    }
+    for addr in c.listen.iter().filter(|a| !is_private(a)) {
+        r.warnings.push(format!(
+            "lmtp.listen {addr}: LMTP has no authentication and lets anyone who connects \
+             deliver to every user; listen on loopback or a private network"
+        ));
+    }
+    r.check_host_and_workers(P, &c.hostname, c.workers);
+    let l = &c.limits;
+    r.check(
+        l.session.max_message_size != 0,
+        "lmtp.max_message_size: must be more than zero",
+    );
+    r.check(
+        l.session.max_recipients != 0,
+        "lmtp.max_recipients: must be at least 1",
+    );
+    r.check(
+        l.max_connections != 0,
+        "lmtp.max_connections: must be at least 1",
+    );
+    r.nonzero(
+        P,
+        &[
+            ("command_timeout", l.command_timeout),
+            ("data_timeout", l.data_timeout),
+            ("session_timeout", l.session_timeout),
+            ("send_timeout", l.send_timeout),
+        ],
+    );
+}
+
+/// Loopback, RFC 1918, link-local, or IPv6 unique-local: not reachable from the
+/// Internet. The unspecified address (every interface) is not.
+fn is_private(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        IpAddr::V6(ip) => {
+            ip.is_loopback()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::load;
+    use super::*;
+
+    fn load_file(text: &str, args: ServeArgs) -> Result<super::super::Loaded, Vec<String>> {
+        let args = ServeArgs {
+            config: Some(PathBuf::from("/etc/stoa/stoa.toml")),
+            ..args
+        };
+        load(&args, |_| Ok(text.to_owned()), Path::new("/w"))
+    }
+
+    #[test]
+    fn an_lmtp_only_store_host() {
+        let file = "[lmtp]\nmail_dir = \"mail\"\nlisten = [\"10.0.0.2:24\"]\nhostname = \"store-a.test\"\n\
+                    max_message_size = \"20M\"\ncommand_timeout = \"1m\"\n";
+        let loaded = load_file(file, ServeArgs::default()).expect("valid");
+        assert!(loaded.web.is_none() && loaded.smtp.is_none() && loaded.pop3.is_none());
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let lmtp = loaded.lmtp.expect("LMTP configured");
+        assert_eq!(lmtp.mail_dir, PathBuf::from("/etc/stoa/mail"));
+        let c = lmtp.config;
+        assert_eq!(c.listen, ["10.0.0.2:24".parse().expect("addr")]);
+        assert_eq!(c.hostname, "store-a.test");
+        assert_eq!(c.limits.session.max_message_size, 20 * 1024 * 1024);
+        assert_eq!(c.limits.command_timeout, Duration::from_secs(60));
+        assert_eq!(
+            c.limits.max_connections,
+            stoa_smtp::lmtp::DEFAULT_MAX_CONNECTIONS
+        );
+    }
+
+    #[test]
+    fn the_flag_beside_pop3_shares_the_mail_dir_and_warns_of_public_addresses() {
+        let args = ServeArgs {
+            mail_dir: Some(PathBuf::from("/m")),
+            lmtp_listen: vec!["0.0.0.0:24".into()],
+            pop3_listen: vec!["127.0.0.1:110".into()],
+            ..ServeArgs::default()
+        };
+        let loaded = load_file("[pop3]\nallow_plaintext_auth = true\n", args).expect("valid");
+        assert!(loaded.smtp.is_none(), "no SMTP on a store host");
+        let lmtp = loaded.lmtp.expect("LMTP");
+        assert_eq!(lmtp.mail_dir, PathBuf::from("/m"));
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains("lmtp.listen 0.0.0.0:24")),
+            "{:?}",
+            loaded.warnings
+        );
+    }
+
+    #[test]
+    fn every_mistake_is_reported() {
+        let file = "[smtp]\nmail_dir = \"/a\"\nlisten = [\"127.0.0.1:25\"]\n\
+                    [lmtp]\nmail_dir = \"/b\"\nlisten = [\"nowhere\"]\nmax_recipients = 0\nbogus = 1\n";
+        let errors = load_file(file, ServeArgs::default()).expect_err("invalid");
+        for expected in [
+            "lmtp.listen: \"nowhere\" is not an address",
+            "no LMTP listener",
+            "lmtp.max_recipients: must be at least 1",
+            "lmtp.mail_dir /b differs",
+        ] {
+            assert!(
+                errors.iter().any(|e| e.contains(expected)),
+                "{expected}: {errors:?}"
+            );
+        }
+    }
+}
