@@ -348,6 +348,12 @@ fn derived_mailbox(id: &str) -> u64 {
     u64::from_le_bytes(bytes) | (1 << 63)
 }
 
+/// Whether `filter` is an LDAP filter once every `%s` is filled in (for
+/// configuration checks).
+pub fn filter_is_valid(filter: &str) -> bool {
+    ldap3::parse_filter(filter.replace("%s", "x")).is_ok()
+}
+
 fn check_options(options: &LdapOptions) -> Result<()> {
     let mut problems = Vec::new();
     if options.urls.is_empty() {
@@ -355,7 +361,7 @@ fn check_options(options: &LdapOptions) -> Result<()> {
     }
     if !options.filter.contains("%s") {
         problems.push(format!("filter {:?} has no %s", options.filter));
-    } else if ldap3::parse_filter(options.filter.replace("%s", "x")).is_err() {
+    } else if !filter_is_valid(&options.filter) {
         problems.push(format!("filter {:?} is not an LDAP filter", options.filter));
     }
     if options.mailbox_attribute.is_empty() {

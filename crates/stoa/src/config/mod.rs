@@ -22,12 +22,14 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod directory;
 mod mail;
 mod pop3;
 mod report;
 mod smtp;
 mod units;
 
+pub(crate) use directory::Directory;
 pub(crate) use pop3::Pop3;
 use report::Report;
 
@@ -50,6 +52,8 @@ pub(crate) struct Loaded {
     pub(crate) smtp: Option<stoa_smtp::Config>,
     /// The POP3 server, when configured.
     pub(crate) pop3: Option<Pop3>,
+    /// The user directory of the mail servers (`[directory]`).
+    pub(crate) directory: Directory,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -82,12 +86,14 @@ pub(crate) fn load(
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
+    let directory = directory::finish(file.directory, &read, &mut report);
     let (smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
     if report.errors.is_empty() {
         Ok(Loaded {
             web,
             smtp,
             pop3,
+            directory,
             warnings: report.warnings,
         })
     } else {
@@ -103,6 +109,8 @@ struct FileParts {
     smtp: Option<smtp::Draft>,
     /// The `[pop3]` table.
     pop3: Option<pop3::Draft>,
+    /// The `[directory]` table, when it names a backend other than the embedded one.
+    directory: Option<directory::Draft>,
     /// Whether the file configures the web server.
     web: bool,
 }
@@ -130,6 +138,7 @@ fn read_config(
                 read_cgi(&table, web, r);
                 file.smtp = smtp::read_table(&table, path.parent(), r);
                 file.pop3 = pop3::read_table(&table, path.parent(), r);
+                file.directory = directory::read_table(&table, path.parent(), r);
             }
             Err(e) => r
                 .errors
@@ -269,7 +278,15 @@ fn read_file(
     r.known_keys(
         table,
         "",
-        &["listener", "web", "web99", "cgi", "smtp", "pop3"],
+        &[
+            "listener",
+            "web",
+            "web99",
+            "cgi",
+            "smtp",
+            "pop3",
+            "directory",
+        ],
     );
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);

@@ -1,0 +1,150 @@
+//! `stoa serve` with `[directory] backend = "ldap"` against a real slapd (Debian's
+//! `slapd`, started by the test): RCPT and POP3 logins for LDAP users, and while
+//! slapd is stopped, `451 4.4.3` for a user not yet cached and `-ERR [SYS/TEMP]`
+//! for a login, both working again once slapd is back.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use stoa_directory::ldap::scheme::ssha;
+use stoa_directory::password::{PasswordCost, hash_password};
+use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
+use stoa_testkit::{LineConn, Slapd, wait_until};
+
+use common::ServerBuilder;
+
+/// How long a delivered message may take to reach the mailbox.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One LDAP user on this store host, with mailbox `mailbox`.
+fn user(uid: &str, mailbox: u64, password: &str) -> String {
+    format!(
+        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
+         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
+         mail: {uid}@stoa.test\nmailLocalAddress: {uid}.alias@stoa.test\n\
+         mailHost: store-a.stoa.test\nemployeeNumber: {mailbox}\nuserPassword: {password}\n\n"
+    )
+}
+
+/// The configuration: POP3 in clear text for the raw client, the LDAP directory.
+fn write_config(dir: &Path, url: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("ldap.secret"), format!("{ADMIN_PASSWORD}\n")).expect("secret");
+    let path = dir.join("stoa.toml");
+    let config = format!(
+        "[smtp]\nhostname = \"mx.stoa.test\"\n\n\
+         [pop3]\nallow_plaintext_auth = true\nauth_failure_delay = \"50ms\"\n\n\
+         [directory]\nbackend = \"ldap\"\nurls = [\"{url}\"]\nbase = \"{BASE}\"\n\
+         bind_dn = \"{ADMIN_DN}\"\nbind_password_file = \"ldap.secret\"\n\
+         this_host = \"store-a.stoa.test\"\ntimeout = \"2s\"\n"
+    );
+    std::fs::write(&path, config).expect("write the configuration");
+    path
+}
+
+/// An SMTP client after HELO and `MAIL FROM`.
+fn smtp_transaction(addr: SocketAddr) -> LineConn {
+    let mut conn = LineConn::connect(addr);
+    let greeting = conn.line().expect("greeting");
+    assert!(greeting.starts_with("220"), "{greeting}");
+    conn.expect("HELO client.test", "250");
+    conn.expect("MAIL FROM:<alice@ext.test>", "250");
+    conn
+}
+
+/// A POP3 login's answer to PASS (after `+OK` to USER), and the connection.
+fn pop3_pass(addr: SocketAddr, user: &str, password: &str) -> (LineConn, String) {
+    let mut conn = LineConn::connect(addr);
+    let greeting = conn.line().expect("greeting");
+    assert!(greeting.starts_with("+OK"), "{greeting}");
+    conn.expect(&format!("USER {user}"), "+OK");
+    let reply = conn.cmd(&format!("PASS {password}"));
+    (conn, reply)
+}
+
+/// The number of messages in `user`'s mailbox, over POP3.
+fn pop3_count(addr: SocketAddr, user: &str, password: &str) -> usize {
+    let (mut conn, reply) = pop3_pass(addr, user, password);
+    assert!(reply.starts_with("+OK"), "PASS → {reply}");
+    let stat = conn.expect("STAT", "+OK");
+    conn.expect("QUIT", "+OK");
+    stat.split(' ')
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("STAT count")
+}
+
+#[test]
+fn ldap_users_receive_and_log_in_and_an_outage_is_temporary() {
+    if !Slapd::available() {
+        eprintln!("SKIPPED: /usr/sbin/slapd is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let argon = hash_password("ann-pw", &PasswordCost::MINIMUM).expect("argon2");
+    let ldif = [
+        user("joe", 1, &ssha("joe-pw", b"salt")),
+        user("ann", 2, &format!("{{ARGON2}}{argon}")),
+        user("carl", 3, &ssha("carl-pw", b"pepper")),
+    ]
+    .concat();
+    let mut slapd = Slapd::start(&ldif);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = write_config(tmp.path(), &slapd.url());
+    let server = ServerBuilder::mail(&tmp.path().join("mail"))
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--pop3-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let (smtp, pop3) = (server.smtp_addrs[0], server.pop3_addrs[0]);
+
+    // Mail for an LDAP user, by the primary address and by an alias.
+    let mut conn = smtp_transaction(smtp);
+    conn.expect("RCPT TO:<joe@stoa.test>", "250");
+    conn.expect("RCPT TO:<nobody@stoa.test>", "550");
+    conn.expect("DATA", "354");
+    conn.send(b"Subject: hello\r\n\r\nvia LDAP\r\n.\r\n");
+    assert!(conn.line().expect("queued").starts_with("250"));
+    conn.expect("MAIL FROM:<alice@ext.test>", "250");
+    conn.expect("RCPT TO:<joe.alias@stoa.test>", "250");
+    conn.expect("DATA", "354");
+    conn.send(b"Subject: again\r\n\r\nvia an alias\r\n.\r\n");
+    assert!(conn.line().expect("queued").starts_with("250"));
+    conn.expect("QUIT", "221");
+    // Read with the LDAP password ({SSHA}); a wrong one is refused.
+    assert!(wait_until(DELIVERY_TIMEOUT, || pop3_count(
+        pop3,
+        "joe@stoa.test",
+        "joe-pw"
+    ) == 2));
+    let (_, reply) = pop3_pass(pop3, "joe@stoa.test", "wrong");
+    assert!(reply.starts_with("-ERR [AUTH]"), "{reply}");
+    assert_eq!(
+        pop3_count(pop3, "ann@stoa.test", "ann-pw"),
+        0,
+        "{{ARGON2}} login"
+    );
+
+    slapd.stop();
+    let mut conn = smtp_transaction(smtp);
+    let reply = conn.cmd("RCPT TO:<carl@stoa.test>");
+    assert!(
+        reply.starts_with("451 4.4.3"),
+        "not cached, slapd down: {reply}"
+    );
+    conn.expect("RCPT TO:<joe@stoa.test>", "250");
+    conn.expect("QUIT", "221");
+    let (_, reply) = pop3_pass(pop3, "carl@stoa.test", "carl-pw");
+    assert!(reply.starts_with("-ERR [SYS/TEMP]"), "slapd down: {reply}");
+
+    slapd.restart();
+    let mut conn = smtp_transaction(smtp);
+    conn.expect("RCPT TO:<carl@stoa.test>", "250");
+    conn.expect("QUIT", "221");
+    assert_eq!(pop3_count(pop3, "carl@stoa.test", "carl-pw"), 0, "back");
+}
