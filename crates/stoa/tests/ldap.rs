@@ -1,7 +1,9 @@
 //! `stoa serve` with `[directory] backend = "ldap"` against a real slapd (Debian's
 //! `slapd`, started by the test): RCPT and POP3 logins for LDAP users, and while
 //! slapd is stopped, `451 4.4.3` for a user not yet cached and `-ERR [SYS/TEMP]`
-//! for a login, both working again once slapd is back.
+//! for a login, both working again once slapd is back. And `stoa user
+//! export-ldif`: its output loaded with slapadd serves the same users, with their
+//! passwords and their mail.
 
 mod common;
 
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 use stoa_directory::ldap::scheme::ssha;
 use stoa_directory::password::{PasswordCost, hash_password};
+use stoa_directory::{EmbeddedDirectory, MailboxId};
 use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
 use stoa_testkit::{LineConn, Slapd, wait_until};
 
@@ -147,4 +150,95 @@ fn ldap_users_receive_and_log_in_and_an_outage_is_temporary() {
     conn.expect("RCPT TO:<carl@stoa.test>", "250");
     conn.expect("QUIT", "221");
     assert_eq!(pop3_count(pop3, "carl@stoa.test", "carl-pw"), 0, "back");
+}
+
+/// `stoa ARGS` with `input` on standard input; its standard output.
+fn stoa(args: &[&str], input: &[u8]) -> String {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command.args(args);
+    let done = stoa_testkit::run(&mut command, input, Duration::from_secs(60));
+    assert!(done.status.success(), "stoa {args:?}: {}", done.stderr);
+    done.stdout
+}
+
+#[test]
+fn export_ldif_moves_users_with_their_passwords_and_mail() {
+    if !Slapd::available() {
+        eprintln!("SKIPPED: /usr/sbin/slapd is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    let dir = mail.to_str().expect("UTF-8 path");
+    stoa(
+        &[
+            "user",
+            "add",
+            "joe@stoa.test",
+            "--password-stdin",
+            "--mail-dir",
+            dir,
+        ],
+        b"joe-secret\n",
+    );
+    stoa(
+        &[
+            "user",
+            "add",
+            "ann@stoa.test",
+            "--password-stdin",
+            "--mail-dir",
+            dir,
+        ],
+        b"ann-secret\n",
+    );
+    let embedded =
+        EmbeddedDirectory::open(&mail.join("directory"), stoa_directory::Options::default())
+            .expect("directory");
+    embedded
+        .add_alias("joseph@stoa.test", &["joe@stoa.test"])
+        .expect("alias");
+    drop(embedded);
+    let store =
+        stoa_mailstore::MailStore::open(mail.join("store"), stoa_mailstore::Options::default())
+            .expect("store");
+    store
+        .deliver(b"Subject: before the move\r\n\r\nkept\r\n", &[MailboxId(1)])
+        .expect("deliver");
+    drop(store);
+
+    let ldif = stoa(
+        &[
+            "user",
+            "export-ldif",
+            "--mail-dir",
+            dir,
+            "--base",
+            &format!("ou=people,{BASE}"),
+            "--mail-host",
+            "store-a.stoa.test",
+        ],
+        b"",
+    );
+    assert!(ldif.contains("userPassword: {ARGON2}$argon2id$"), "{ldif}");
+    let slapd = Slapd::start(&ldif);
+    let config = write_config(tmp.path(), &slapd.url());
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--pop3-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let (smtp, pop3) = (server.smtp_addrs[0], server.pop3_addrs[0]);
+    // The same password, the same mailbox (its message is there), the alias too.
+    assert_eq!(pop3_count(pop3, "joe@stoa.test", "joe-secret"), 1);
+    assert_eq!(pop3_count(pop3, "ann@stoa.test", "ann-secret"), 0);
+    let (_, reply) = pop3_pass(pop3, "joe@stoa.test", "ann-secret");
+    assert!(reply.starts_with("-ERR [AUTH]"), "{reply}");
+    let mut conn = smtp_transaction(smtp);
+    conn.expect("RCPT TO:<joseph@stoa.test>", "250");
+    conn.expect("QUIT", "221");
 }
