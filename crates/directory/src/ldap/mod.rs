@@ -36,9 +36,11 @@
 //!
 //! # Timing
 //!
-//! An unknown login costs the same argon2 run as a wrong password for an
-//! `{ARGON2}` user (the embedded directory's decoy); in bind mode it costs a bind
-//! to a DN that does not exist, one round trip like a wrong password.
+//! An unknown login costs one argon2 run at the default cost (the embedded
+//! directory's decoy); so does a wrong password for a user whose hashes are not
+//! `{ARGON2}`, on top of the cheaper check, so that the time of a failure tells
+//! little about whether the login exists. In bind mode an unknown login costs a
+//! bind to a DN that does not exist, one round trip like a wrong password.
 
 mod cache;
 mod options;
@@ -223,19 +225,20 @@ impl LdapDirectory {
         {
             return true;
         }
-        let mut checked = false;
+        let mut argon2_checked = false;
         for value in values {
-            if scheme::scheme_of(value).is_none() {
+            let Some((scheme, _)) = scheme::scheme_of(value) else {
                 continue;
-            }
-            checked = true;
+            };
+            argon2_checked |= scheme == scheme::Scheme::Argon2;
             if scheme::verify(password, value) {
                 self.verified.insert(login, password, value, now);
                 return true;
             }
         }
-        if !checked {
-            // No usable value: the same work as an unknown user.
+        if !argon2_checked {
+            // A failure costs at least what an unknown login costs (the decoy), so
+            // a cheap scheme ({SSHA}) does not tell existing logins apart.
             let _ = password::verify_password("", password, &self.decoy_hash);
         }
         false

@@ -18,12 +18,16 @@ use crate::password;
 /// Length of a SHA-1 digest, the first part of a decoded `{SSHA}` value.
 const SHA1_LEN: usize = 20;
 
-/// Which scheme a value uses, for logs and tests.
+/// Which scheme a value uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scheme {
+    /// `{SSHA}`.
     Ssha,
+    /// `{CRYPT}$6$`.
     ShaCrypt,
+    /// `{CRYPT}$2b$` and its older spellings.
     Bcrypt,
+    /// `{ARGON2}`.
     Argon2,
 }
 
