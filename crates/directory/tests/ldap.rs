@@ -288,3 +288,50 @@ fn cached_answers_expire_after_their_ttls() {
         "joe@stoa.test"
     )));
 }
+
+#[test]
+fn a_server_that_never_answers_times_out_and_is_failed_over() {
+    let Some(slapd) = slapd() else { return };
+    // Connections complete in the kernel's backlog, and nothing ever answers.
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let hung_url = format!("ldap://{}", hung.local_addr().expect("address"));
+    let mut opts = options(vec![hung_url.clone()]);
+    opts.timeout = Duration::from_millis(300);
+    let dir = LdapDirectory::new(opts.clone()).expect("directory");
+    let started = std::time::Instant::now();
+    let e = dir.lookup("joe@stoa.test").expect_err("no answer");
+    assert!(e.is_temporary(), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    opts.urls = vec![hung_url, slapd.url()];
+    let dir = LdapDirectory::new(opts).expect("directory");
+    assert!(dir.lookup("joe@stoa.test").expect("second URL").is_some());
+}
+
+#[test]
+fn the_pool_is_bounded_and_shared_by_threads() {
+    let Some(slapd) = slapd() else { return };
+    let mut opts = options(vec![slapd.url()]);
+    opts.pool_size = 2;
+    opts.cache_capacity = 0;
+    let dir = LdapDirectory::new(opts).expect("directory");
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for address in ["joe@stoa.test", "ann@stoa.test", "nobody@stoa.test"] {
+                    let found = dir.lookup(address).expect("lookup");
+                    assert_eq!(found.is_some(), address != "nobody@stoa.test");
+                    assert!(dir.connections() <= 2, "{}", dir.connections());
+                }
+            });
+        }
+    });
+    assert!(
+        (1..=2).contains(&dir.connections()),
+        "{}",
+        dir.connections()
+    );
+}

@@ -117,6 +117,11 @@ impl LdapDirectory {
         &self.options
     }
 
+    /// Connections open to the directory now (at most [`LdapOptions::pool_size`]).
+    pub fn connections(&self) -> usize {
+        self.pool.open()
+    }
+
     /// The user entry for an exact (normalised) address, from the cache or a search.
     fn find(&self, address: &str) -> Result<Option<Arc<Found>>> {
         let now = Instant::now();

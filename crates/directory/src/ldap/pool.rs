@@ -80,6 +80,11 @@ impl Pool {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Connections open now (in use or idle).
+    pub(crate) fn open(&self) -> usize {
+        self.lock().open
+    }
+
     /// The per-operation limit, for operations that run several requests.
     pub(crate) fn timeout(&self) -> Duration {
         self.timeout
