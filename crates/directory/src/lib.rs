@@ -20,9 +20,12 @@
 //!
 //! # What it does not do
 //!
-//! No network, no mail storage (the mailstore owns mailboxes; the directory only
-//! hands out their [`MailboxId`]s), no rate limiting of logins (the servers delay
-//! failures), no quota.
+//! No network beyond the LDAP backend's client connections (no server of its own,
+//! no TLS to the LDAP server yet), no writes to LDAP (provisioning is the LDAP
+//! server's tools' job; [`EmbeddedDirectory::write_ldif`] feeds them), no mail
+//! storage (the mailstore owns mailboxes; the directory only hands out their
+//! [`MailboxId`]s), no rate limiting of logins (the servers delay failures), no
+//! quota.
 //!
 //! # Mapping to LDAP
 //!
