@@ -335,3 +335,78 @@ fn the_pool_is_bounded_and_shared_by_threads() {
         dir.connections()
     );
 }
+
+/// A connection as the directory's manager, to change entries under the cache.
+fn admin(slapd: &Slapd) -> ldap3::LdapConn {
+    let mut conn = ldap3::LdapConn::new(&slapd.url()).expect("connect");
+    conn.simple_bind(ADMIN_DN, ADMIN_PASSWORD)
+        .expect("bind")
+        .success()
+        .expect("manager bind");
+    conn
+}
+
+#[test]
+fn a_changed_password_or_a_new_user_is_seen_at_the_next_login() {
+    use std::collections::HashSet;
+    let Some(slapd) = slapd() else { return };
+    let dir = LdapDirectory::new(options(vec![slapd.url()])).expect("directory");
+    assert!(
+        dir.verify_password("joe@stoa.test", "joe-pw")
+            .expect("check")
+            .is_some()
+    );
+    assert!(
+        dir.verify_password("new@stoa.test", "new-pw")
+            .expect("check")
+            .is_none()
+    );
+    let mut conn = admin(&slapd);
+    let new_value = ssha("joe-new", b"salt2");
+    conn.modify(
+        &format!("uid=joe,ou=people,{BASE}"),
+        vec![ldap3::Mod::Replace(
+            "userPassword",
+            HashSet::from([new_value.as_str()]),
+        )],
+    )
+    .expect("modify")
+    .success()
+    .expect("password changed");
+    let entry = user(
+        "new",
+        Some(42),
+        "store-a.stoa.test",
+        &ssha("new-pw", b"s"),
+        &[],
+    );
+    let mut attrs: Vec<(&str, HashSet<&str>)> = Vec::new();
+    for line in entry.lines().skip(1).filter(|l| !l.is_empty()) {
+        let (name, value) = line.split_once(": ").expect("attribute line");
+        match attrs.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, values)) => {
+                values.insert(value);
+            }
+            None => attrs.push((name, HashSet::from([value]))),
+        }
+    }
+    conn.add(&format!("uid=new,ou=people,{BASE}"), attrs)
+        .expect("add")
+        .success()
+        .expect("user added");
+    // Both answers were cached; the failure sends the login back to the directory.
+    assert!(
+        dir.verify_password("joe@stoa.test", "joe-new")
+            .expect("check")
+            .is_some()
+    );
+    let new = dir
+        .verify_password("new@stoa.test", "new-pw")
+        .expect("check");
+    assert_eq!(new.map(|u| u.mailbox), Some(MailboxId(42)));
+    assert!(
+        dir.verify_password("joe@stoa.test", "wrong")
+            .expect("check")
+            .is_none()
+    );
+}

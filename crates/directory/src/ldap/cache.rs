@@ -4,7 +4,9 @@
 //! `negative_cache_ttl`. Errors are never cached: when the directory is down,
 //! every call asks again, so the first call after it comes back gets an answer.
 //! While it is down, addresses seen within the TTL are still answered from here,
-//! which is what keeps mail for known users flowing during a short outage.
+//! which is what keeps mail for known users flowing during a short outage. (A
+//! login that fails against a remembered entry is looked up again, by the caller,
+//! so a changed password is not refused for a whole TTL.)
 
 use std::num::NonZeroUsize;
 use std::sync::Mutex;

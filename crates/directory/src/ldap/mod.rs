@@ -124,12 +124,17 @@ impl LdapDirectory {
 
     /// The user entry for an exact (normalised) address, from the cache or a search.
     fn find(&self, address: &str) -> Result<Option<Arc<Found>>> {
-        let now = Instant::now();
-        if let Some(found) = self.users.get(address, now) {
-            return Ok(found);
+        match self.users.get(address, Instant::now()) {
+            Some(found) => Ok(found),
+            None => self.refresh(address),
         }
+    }
+
+    /// The user entry for an exact (normalised) address, searched and cached.
+    fn refresh(&self, address: &str) -> Result<Option<Arc<Found>>> {
         let found = self.search_user(address)?.map(Arc::new);
-        self.users.put(address, found.clone(), found.is_some(), now);
+        self.users
+            .put(address, found.clone(), found.is_some(), Instant::now());
         Ok(found)
     }
 
@@ -310,10 +315,34 @@ impl Directory for LdapDirectory {
     }
 
     fn verify_password(&self, login: &str, password: &str) -> Result<Option<User>> {
-        let found = match normalize_address(login) {
-            Ok(login) => self.find(&login)?,
-            Err(_) => None,
+        let Ok(login) = normalize_address(login) else {
+            return self.check(login, password, None);
         };
+        let cached = self.users.get(&login, Instant::now());
+        let found = match &cached {
+            Some(found) => found.clone(),
+            None => self.refresh(&login)?,
+        };
+        let user = self.check(&login, password, found.as_deref())?;
+        if user.is_some() || cached.is_none() {
+            return Ok(user);
+        }
+        // A failure against a cached entry may come from a password changed, or a
+        // user added, since: one more look at the directory, and a second check
+        // only if the entry did change.
+        let fresh = self.refresh(&login)?;
+        let key = |f: &Option<Arc<Found>>| f.as_ref().map(|f| (f.dn.clone(), f.passwords.clone()));
+        if key(&fresh) == key(&found) {
+            return Ok(None);
+        }
+        self.check(&login, password, fresh.as_deref())
+    }
+}
+
+impl LdapDirectory {
+    /// The password check against one entry, or the decoy's work when there is
+    /// none (see "Timing").
+    fn check(&self, login: &str, password: &str, found: Option<&Found>) -> Result<Option<User>> {
         let Some(found) = found else {
             match self.options.auth {
                 AuthMode::Local => {
@@ -327,7 +356,7 @@ impl Directory for LdapDirectory {
             return Ok(None);
         };
         let ok = match self.options.auth {
-            AuthMode::Local => self.verify_local(&found.user.address, password, &found),
+            AuthMode::Local => self.verify_local(&found.user.address, password, found),
             AuthMode::Bind => self.verify_bind(&found.user.address, password, &found.dn)?,
         };
         Ok(ok.then(|| found.user.clone()))
