@@ -144,6 +144,11 @@ fn check(o: &LdapOptions, has_password_file: bool, r: &mut Report) {
         &format!("{P}pool_size: must be 1 to {MAX_POOL_SIZE}"),
     );
     r.nonzero(P, &[("timeout", o.timeout)]);
+    if o.this_host.is_none() {
+        r.warnings.push(format!(
+            "{P}this_host: not set: every user with a mailHost is taken to live on another host"
+        ));
+    }
 }
 
 /// The directory, with the service account's password read (through `read`, so

@@ -95,6 +95,17 @@ fn every_problem_is_reported() {
             "{expected}: {errors:?}"
         );
     }
+    let loaded = load_file(
+        "[directory]\nbackend = \"ldap\"\nurls = [\"ldap://[::1]:389\"]\nbase = \"o=x\"\n",
+        None,
+    )
+    .expect("valid");
+    assert_eq!(
+        loaded.warnings,
+        [
+            "directory.this_host: not set: every user with a mailHost is taken to live on another host"
+        ]
+    );
     let errors = load_file("[directory]\nbackend = \"sql\"\n", None).expect_err("invalid");
     assert!(errors[0].contains("unknown backend \"sql\""), "{errors:?}");
 }
