@@ -20,11 +20,17 @@ declare -A needs=(
   # preseeded to "No configuration" below, so it installs no main.cf and starts no
   # daemon.
   [smtp-source]=postfix
+  # OpenLDAP for the LDAP directory's tests (crates/directory/tests/ldap.rs,
+  # crates/stoa/tests/ldap.rs): they start their own slapd from /usr/sbin in a
+  # temporary directory; the package is preseeded to create no database below.
+  [ldapsearch]=ldap-utils
 )
 missing=()
 for cmd in "${!needs[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${needs[$cmd]}")
 done
+# /usr/sbin may not be on PATH: look for the server itself.
+[ -x /usr/sbin/slapd ] || missing+=(slapd)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "scripts/test.sh: missing ${missing[*]}; run as root or install them" >&2
@@ -34,12 +40,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [[ " ${missing[*]} " == *" postfix "* ]]; then
     echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
   fi
+  if [[ " ${missing[*]} " == *" slapd "* ]]; then
+    echo "slapd slapd/no_configuration boolean true" | debconf-set-selections
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
   # Only smtp-source is wanted: never leave a Postfix daemon running.
   pidfile=/var/spool/postfix/pid/master.pid
   if [ -s "$pidfile" ] && kill -0 $(cat "$pidfile") 2>/dev/null; then
     postfix stop
+  fi
+  # Nor a system slapd: the tests start their own on free ports.
+  pidfile=/var/run/slapd/slapd.pid
+  if [ -s "$pidfile" ] && kill -0 $(cat "$pidfile") 2>/dev/null; then
+    kill $(cat "$pidfile")
   fi
 fi
 

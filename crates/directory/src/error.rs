@@ -55,9 +55,22 @@ pub enum Error {
     /// The password could not be hashed (bad cost parameters, no randomness).
     #[error("password hashing failed: {0}")]
     Hashing(String),
+    /// No directory server answered (refused, timed out, every connection busy):
+    /// a temporary failure, never an unknown user. See [`Error::is_temporary`].
+    #[error("directory server unavailable: {0}")]
+    Unavailable(String),
+    /// The directory's settings are unusable (every problem, joined).
+    #[error("invalid directory configuration: {0}")]
+    InvalidConfig(String),
 }
 
 impl Error {
+    /// Whether the same call may well succeed later: the servers answer it with a
+    /// temporary failure (SMTP `451 4.4.3`, POP3 `-ERR [SYS/TEMP]`).
+    pub fn is_temporary(&self) -> bool {
+        matches!(self, Error::Unavailable(_))
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Error {
         Error::Io {
             path: path.into(),

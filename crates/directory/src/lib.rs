@@ -4,41 +4,50 @@
 //!
 //! # Layout
 //!
-//! - [`Directory`]: the trait the SMTP and POP3 servers use. The embedded backend
-//!   implements it; an LDAP backend can implement it later (see below).
+//! - [`Directory`]: the trait the SMTP and POP3 servers use; two backends implement it.
 //! - [`embedded`]: [`EmbeddedDirectory`], the default backend: one text file under
 //!   the mail directory, loaded into memory, rewritten atomically on every change.
+//! - [`ldap`]: [`LdapDirectory`], users in an LDAP server (OpenLDAP `slapd`): a
+//!   bounded pool of connections with failover, a cache of answers with TTLs,
+//!   `userPassword` checked locally ([`ldap::scheme`]) or by a bind.
 //! - [`password`]: argon2id hashing with a configurable [`PasswordCost`], and the
 //!   bounded [`password::VerifyCache`] of successful checks.
 //! - [`address`]: how addresses and domains are normalised into directory keys.
 //!
+//! Errors that mean "ask again later" ([`Error::is_temporary`]: no LDAP server
+//! answered) are told apart from the rest, so that the servers answer them with a
+//! temporary failure and never with "unknown user".
+//!
 //! # What it does not do
 //!
-//! No network, no mail storage (the mailstore owns mailboxes; the directory only
-//! hands out their [`MailboxId`]s), no rate limiting of logins (the servers delay
-//! failures), no quota.
+//! No network beyond the LDAP backend's client connections (no server of its own,
+//! no TLS to the LDAP server yet), no writes to LDAP (provisioning is the LDAP
+//! server's tools' job; [`EmbeddedDirectory::write_ldif`] feeds them), no mail
+//! storage (the mailstore owns mailboxes; the directory only hands out their
+//! [`MailboxId`]s), no rate limiting of logins (the servers delay failures), no
+//! quota.
 //!
 //! # Mapping to LDAP
 //!
-//! The types follow the attributes of Sun's messaging schema (mail2001.md §5.3), so an
-//! LDAP backend is a translation: [`User::address`] is `mail`; further addresses of the
-//! same user (`mailAlternateAddress`) and `mailForwardingAddress` resolve as aliases;
-//! [`User::mail_host`] is `mailHost`, the FQDN of the store that holds the mailbox:
-//! the address is delivered locally only when it names this server, otherwise the MTA
-//! forwards the message there (`None` means this server, which is always the case in
-//! the embedded backend); [`MailboxId`] comes from a numeric attribute such as
-//! `uidNumber`; passwords are `userPassword` values in PHC form; local domains are
-//! the `sunManagedDomain`/`inetDomainBaseDN` entries.
+//! The types follow the attributes of Sun's messaging schema (mail2001.md §5.3) and
+//! OpenLDAP's `misc.schema`: [`User::address`] is `mail`; further addresses of the
+//! same user (`mailLocalAddress`) find the same user; [`User::mail_host`] is
+//! `mailHost`, the FQDN of the store that holds the mailbox (`None` means this
+//! server, which is always the case in the embedded backend); [`MailboxId`] comes
+//! from a numeric attribute; passwords are `userPassword` values. The details are
+//! in [`ldap`].
 
 pub mod address;
 pub mod embedded;
 mod error;
+pub mod ldap;
 pub mod password;
 
 use std::fmt;
 
 pub use embedded::{EmbeddedDirectory, Options};
 pub use error::{Error, Result};
+pub use ldap::{LdapDirectory, LdapOptions};
 pub use password::PasswordCost;
 
 /// The stable identifier of a user's mailbox in the mail store. Never reused: a

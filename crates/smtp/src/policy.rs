@@ -26,13 +26,29 @@ use crate::conn::{Conn, Txn};
 use crate::headers;
 use crate::queue::{Envelope, Recipient, Route, envelope, unix_now};
 
-/// `451 4.3.0`: the directory could not answer (SMTP and LMTP alike).
-pub(crate) fn lookup_failure() -> Reply {
-    Reply::new(
-        451,
-        EnhancedStatus::new(4, 3, 0),
-        "Temporary lookup failure",
-    )
+/// `451 4.3.0`: the directory could not answer; `451 4.4.3` (RFC 3463 "directory
+/// server failure") when no directory server answered at all.
+pub(crate) fn lookup_failure(failure: &LookupFailure) -> Reply {
+    if failure.unavailable {
+        Reply::new(
+            451,
+            EnhancedStatus::new(4, 4, 3),
+            "Directory server unavailable",
+        )
+    } else {
+        Reply::new(
+            451,
+            EnhancedStatus::new(4, 3, 0),
+            "Temporary lookup failure",
+        )
+    }
+}
+
+/// Why a RCPT lookup failed, for the log and the reply.
+pub(crate) struct LookupFailure {
+    pub(crate) message: String,
+    /// No directory server answered ([`stoa_directory::Error::is_temporary`]).
+    pub(crate) unavailable: bool,
 }
 
 /// `554 5.4.6`: a mail loop.
@@ -102,8 +118,12 @@ impl Conn {
         };
         let decision = match lookup {
             Err(e) => {
-                tracing::error!("{}: directory lookup of {address} failed: {e}", self.peer);
-                Decision::Reject(lookup_failure())
+                let message = &e.message;
+                tracing::error!(
+                    "{}: directory lookup of {address} failed: {message}",
+                    self.peer
+                );
+                Decision::Reject(lookup_failure(&e))
             }
             Ok(Lookup::NotLocal) => self.relay(&to, address.clone(), may_relay),
             Ok(Lookup::Resolved(_))
@@ -153,7 +173,7 @@ impl Conn {
 
     /// Whether `domain` is local and, if so, what `address` resolves to. The
     /// directory may block, so this runs on a blocking thread.
-    async fn lookup(&self, domain: String, address: String) -> Result<Lookup, String> {
+    async fn lookup(&self, domain: String, address: String) -> Result<Lookup, LookupFailure> {
         let directory = Arc::clone(&self.shared.directory);
         let configured = self.shared.domains.contains(&domain);
         let task = tokio::task::spawn_blocking(move || {
@@ -163,8 +183,14 @@ impl Conn {
             directory.resolve(&address).map(Lookup::Resolved)
         });
         match task.await {
-            Ok(result) => result.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+            Ok(result) => result.map_err(|e: stoa_directory::Error| LookupFailure {
+                message: e.to_string(),
+                unavailable: e.is_temporary(),
+            }),
+            Err(e) => Err(LookupFailure {
+                message: e.to_string(),
+                unavailable: false,
+            }),
         }
     }
 

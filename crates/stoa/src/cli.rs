@@ -404,6 +404,22 @@ pub(crate) enum UserCommand {
     /// Manage the local domains.
     #[command(subcommand)]
     Domain(DomainCommand),
+    /// Write every user as LDIF for slapadd or ldapadd (password hashes kept as
+    /// {ARGON2}, mailbox numbers as employeeNumber), to standard output.
+    ExportLdif(ExportLdifArgs),
+}
+
+/// `stoa user export-ldif`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ExportLdifArgs {
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+    /// The DN the entries go under (it must exist), e.g. ou=people,dc=example,dc=com.
+    #[arg(long, value_name = "DN")]
+    pub(crate) base: String,
+    /// The mailHost of users stored on this host (the store's `this_host`).
+    #[arg(long, value_name = "HOST")]
+    pub(crate) mail_host: Option<String>,
 }
 
 /// `stoa user domain …`.

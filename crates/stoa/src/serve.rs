@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::Context;
-use stoa_directory::EmbeddedDirectory;
+use stoa_directory::{Directory, EmbeddedDirectory, LdapDirectory};
 use stoa_netkit::server::{BoxError, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::signals::{Signal, Signals};
@@ -173,6 +173,7 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         loaded.smtp.as_ref(),
         loaded.pop3.as_ref(),
         loaded.lmtp.as_ref(),
+        loaded.directory,
     )?;
     if let (Some(config), Some(parts)) = (loaded.smtp, &mail) {
         services.push(Box::new(bind_smtp(config, parts)?));
@@ -189,7 +190,7 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
             .context("cannot start the LMTP server")?;
         services.push(Box::new(server));
     }
-    Ok((services, reopener, mail.map(|parts| parts.directory)))
+    Ok((services, reopener, mail.and_then(|parts| parts.embedded)))
 }
 
 /// Runs `service` on a thread of its own until `shutdown`.
@@ -212,7 +213,9 @@ const DIRECTORY_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
 /// What the mail servers share: the user directory and the mail store of one mail
 /// directory, each opened once.
 struct MailParts {
-    directory: Arc<EmbeddedDirectory>,
+    directory: Arc<dyn Directory>,
+    /// The directory again when it is the embedded one, to reload its file.
+    embedded: Option<Arc<EmbeddedDirectory>>,
     store: Arc<stoa_mailstore::MailStore>,
 }
 
@@ -222,6 +225,7 @@ fn open_mail(
     smtp: Option<&stoa_smtp::Config>,
     pop3: Option<&config::Pop3>,
     lmtp: Option<&config::Lmtp>,
+    directory: config::Directory,
 ) -> anyhow::Result<Option<MailParts>> {
     let Some(mail_dir) = smtp
         .map(|c| c.mail_dir.as_path())
@@ -232,9 +236,7 @@ fn open_mail(
     };
     std::fs::create_dir_all(mail_dir)
         .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
-    let dir = mail_dir.join("directory");
-    let directory = EmbeddedDirectory::open(&dir, stoa_directory::Options::default())
-        .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
+    let (directory, embedded) = open_directory(mail_dir, directory)?;
     let store_dir = mail_dir.join("store");
     let store = stoa_mailstore::MailStore::open(&store_dir, stoa_mailstore::Options::default())
         .with_context(|| format!("cannot open the mail store {}", store_dir.display()))?;
@@ -246,9 +248,35 @@ fn open_mail(
         );
     }
     Ok(Some(MailParts {
-        directory: Arc::new(directory),
+        directory,
+        embedded,
         store: Arc::new(store),
     }))
+}
+
+/// The directory the mail servers share.
+type SharedDirectory = Arc<dyn Directory>;
+
+/// The configured directory; the embedded one also as itself, for reloads.
+fn open_directory(
+    mail_dir: &Path,
+    directory: config::Directory,
+) -> anyhow::Result<(SharedDirectory, Option<Arc<EmbeddedDirectory>>)> {
+    match directory {
+        config::Directory::Embedded => {
+            let dir = mail_dir.join("directory");
+            let embedded = EmbeddedDirectory::open(&dir, stoa_directory::Options::default())
+                .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
+            let embedded = Arc::new(embedded);
+            Ok((embedded.clone(), Some(embedded)))
+        }
+        config::Directory::Ldap(options) => {
+            let urls = options.urls.join(" ");
+            let ldap = LdapDirectory::new(*options).context("cannot set up the LDAP directory")?;
+            tracing::info!("user directory: LDAP at {urls}");
+            Ok((Arc::new(ldap), None))
+        }
+    }
 }
 
 /// Binds the SMTP server over the shared directory and store.

@@ -1,5 +1,6 @@
 //! `stoa user add|del|list|passwd` and `stoa user domain add|del|list`: the mail
 //! users and local domains of the embedded directory in `MAIL_DIR/directory`;
+//! `stoa user export-ldif`: that directory as LDIF for an LDAP server;
 //! `stoa mailbox stat|export`: a user's mailbox in the mail store
 //! (`MAIL_DIR/store`).
 //!
@@ -14,7 +15,9 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use stoa_directory::{Directory, EmbeddedDirectory, Options};
 
-use crate::cli::{DomainCommand, MailboxCommand, UserArgs, UserCommand, UserPasswordArgs};
+use crate::cli::{
+    DomainCommand, ExportLdifArgs, MailboxCommand, UserArgs, UserCommand, UserPasswordArgs,
+};
 
 /// Runs one `stoa user` command.
 pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
@@ -41,7 +44,36 @@ pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
             Ok(())
         }
         UserCommand::Domain(command) => domain(command),
+        UserCommand::ExportLdif(args) => export_ldif(args),
     }
+}
+
+/// `stoa user export-ldif`: the LDIF on standard output, a summary on standard
+/// error (with the aliases LDAP cannot hold).
+fn export_ldif(args: &ExportLdifArgs) -> anyhow::Result<()> {
+    let host = args
+        .mail_host
+        .as_deref()
+        .map(stoa_directory::address::normalize_domain)
+        .transpose()?;
+    if !args.base.contains('=') || args.base.contains(['\n', '\r']) {
+        bail!(
+            "--base {:?} is not a DN like ou=people,dc=example,dc=com",
+            args.base
+        );
+    }
+    let directory = open(&args.dir.mail_dir)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let summary = directory.write_ldif(&args.base, host.as_deref(), &mut out)?;
+    out.flush()?;
+    eprintln!(
+        "stoa: exported {} users and {} aliases",
+        summary.users, summary.aliases
+    );
+    for alias in &summary.skipped_aliases {
+        eprintln!("stoa: alias {alias} left out: not the address of a single local user");
+    }
+    Ok(())
 }
 
 fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {

@@ -21,6 +21,8 @@
 //!   ([`Tmpfs`]);
 //! - [`fuzz`]: replaying the committed fuzz corpus through a target
 //!   ([`fuzz::replay`]);
+//! - [`slapd`]: a real OpenLDAP server in a temporary directory on a free port,
+//!   loaded with `slapadd`, stopped and restarted at will ([`Slapd`]);
 //! - [`base64()`], for AUTH commands.
 //!
 //! **Does not** know any Stoa server: it depends on no Stoa crate, so that every
@@ -41,12 +43,14 @@ pub mod http;
 pub mod line;
 pub mod net;
 pub mod process;
+pub mod slapd;
 pub mod tls;
 pub mod wait;
 
 pub use fs::{Tmpfs, temp_dir, write_file};
 pub use line::LineConn;
 pub use process::{Finished, Process, listening_on, run};
+pub use slapd::Slapd;
 pub use tls::{TestCert, client_config, handshake};
 pub use wait::{pause, wait_until};
 

@@ -47,6 +47,7 @@
 //! save. Writers take an exclusive `flock` on `lock` so that two processes (the server
 //! and `stoa user add`) never interleave a read-modify-write.
 
+mod ldif;
 mod store;
 
 use std::collections::HashSet;
@@ -59,6 +60,7 @@ use crate::error::{Error, Result};
 use crate::password::{self, PasswordCost, VerifyCache};
 use crate::{Directory, MailboxId, Resolution, Target, User};
 
+pub use ldif::LdifSummary;
 use store::{FileId, Snapshot, UserRecord};
 
 /// How deep aliases may point at aliases before expansion stops.

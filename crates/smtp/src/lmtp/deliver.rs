@@ -14,7 +14,7 @@ use stoa_smtp_proto::{Decision, EnhancedStatus, ForwardPath, Reply, ReversePath}
 use super::conn::{Conn, Rcpt, Txn};
 use crate::delivery::DeliveryError;
 use crate::headers;
-use crate::policy::lookup_failure;
+use crate::policy::{LookupFailure, lookup_failure};
 use crate::queue::unix_now;
 
 /// `550 5.1.2`: not an address this store host serves; LMTP never relays.
@@ -91,11 +91,17 @@ impl Conn {
             Ok(Ok(resolution)) => self.recipient(&to, address, resolution),
             Ok(Err(e)) => {
                 tracing::error!("{}: directory lookup of {address} failed: {e}", self.peer);
-                Decision::Reject(lookup_failure())
+                Decision::Reject(lookup_failure(&LookupFailure {
+                    message: e.to_string(),
+                    unavailable: e.is_temporary(),
+                }))
             }
             Err(e) => {
                 tracing::error!("{}: directory lookup task failed: {e}", self.peer);
-                Decision::Reject(lookup_failure())
+                Decision::Reject(lookup_failure(&LookupFailure {
+                    message: e.to_string(),
+                    unavailable: false,
+                }))
             }
         };
         tracing::debug!(

@@ -23,6 +23,7 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod directory;
 mod lmtp;
 mod mail;
 mod pop3;
@@ -30,6 +31,7 @@ mod report;
 mod smtp;
 mod units;
 
+pub(crate) use directory::Directory;
 pub(crate) use lmtp::Lmtp;
 pub(crate) use pop3::Pop3;
 use report::Report;
@@ -55,6 +57,8 @@ pub(crate) struct Loaded {
     pub(crate) pop3: Option<Pop3>,
     /// The LMTP server, when configured.
     pub(crate) lmtp: Option<Lmtp>,
+    /// The user directory of the mail servers (`[directory]`).
+    pub(crate) directory: Directory,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -87,6 +91,7 @@ pub(crate) fn load(
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
+    let directory = directory::finish(file.directory, &read, &mut report);
     let (smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
     let others: Vec<&Path> = (smtp.iter().map(|c| c.mail_dir.as_path()))
         .chain(pop3.iter().map(|p| p.mail_dir.as_path()))
@@ -102,6 +107,7 @@ pub(crate) fn load(
             smtp,
             pop3,
             lmtp,
+            directory,
             warnings: report.warnings,
         })
     } else {
@@ -119,6 +125,8 @@ struct FileParts {
     pop3: Option<pop3::Draft>,
     /// The `[lmtp]` table.
     lmtp: Option<lmtp::Draft>,
+    /// The `[directory]` table, when it names a backend other than the embedded one.
+    directory: Option<directory::Draft>,
     /// Whether the file configures the web server.
     web: bool,
 }
@@ -147,6 +155,7 @@ fn read_config(
                 file.smtp = smtp::read_table(&table, path.parent(), r);
                 file.pop3 = pop3::read_table(&table, path.parent(), r);
                 file.lmtp = lmtp::read_table(&table, path.parent(), r);
+                file.directory = directory::read_table(&table, path.parent(), r);
             }
             Err(e) => r
                 .errors
@@ -290,7 +299,16 @@ fn read_file(
     r.known_keys(
         table,
         "",
-        &["listener", "web", "web99", "cgi", "smtp", "pop3", "lmtp"],
+        &[
+            "listener",
+            "web",
+            "web99",
+            "cgi",
+            "smtp",
+            "pop3",
+            "lmtp",
+            "directory",
+        ],
     );
     if let Some(listeners) = table.get("listener") {
         read_listeners(listeners, web, r);

@@ -1,0 +1,140 @@
+//! The embedded directory written as LDIF (RFC 2849) for `slapadd` or `ldapadd`,
+//! so that a one-host install moves to LDAP without resetting passwords or
+//! losing mail.
+//!
+//! Each user becomes one `inetOrgPerson` + `inetLocalMailRecipient` entry,
+//! `uid=ADDRESS,BASE`, with the attributes [`LdapDirectory`](crate::LdapDirectory)
+//! reads: `mail`, `employeeNumber` (the mailbox number, so the store's mailboxes
+//! stay theirs), `mailHost` (the user's own, else the one given for users on this
+//! host), `userPassword` as `{ARGON2}` + the PHC string (OpenLDAP's argon2 module
+//! uses the same scheme name, so a bind can check it too when that module is
+//! loaded). An alias whose only target is a local user becomes a `mailLocalAddress`
+//! of that user; other aliases (several targets, remote targets, aliases of
+//! aliases) have no place in this schema and are listed in [`LdifSummary`]
+//! instead. Local domains are written as a comment: the LDAP directory finds
+//! them from the users' addresses, or from its `domains` setting.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use super::EmbeddedDirectory;
+
+/// What [`EmbeddedDirectory::write_ldif`] wrote and what it could not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LdifSummary {
+    /// Entries written.
+    pub users: usize,
+    /// Aliases written as `mailLocalAddress`.
+    pub aliases: usize,
+    /// Aliases left out (not a single local user's), by address.
+    pub skipped_aliases: Vec<String>,
+}
+
+impl EmbeddedDirectory {
+    /// Writes every user as an LDIF entry under `base` (see the module docs);
+    /// `mail_host` is the `mailHost` of users stored on this host.
+    pub fn write_ldif(
+        &self,
+        base: &str,
+        mail_host: Option<&str>,
+        out: &mut dyn Write,
+    ) -> io::Result<LdifSummary> {
+        let s = self.snapshot();
+        let mut summary = LdifSummary::default();
+        let mut extra: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut aliases: Vec<_> = s.aliases.iter().collect();
+        aliases.sort();
+        for (alias, targets) in aliases {
+            match targets.as_slice() {
+                [only] if s.users.contains_key(only) => {
+                    extra.entry(&**only).or_default().push(&**alias);
+                    summary.aliases += 1;
+                }
+                _ => summary.skipped_aliases.push(alias.to_string()),
+            }
+        }
+        let domains: Vec<&str> = s.domains.iter().map(String::as_str).collect();
+        writeln!(out, "# Stoa users; local domains: {}\n", domains.join(" "))?;
+        let mut users: Vec<_> = s.users.iter().collect();
+        users.sort_by(|a, b| a.0.cmp(b.0));
+        for (address, record) in users {
+            let dn = format!("uid={},{base}", ldap3::dn_escape(&**address));
+            let local = address.split_once('@').map_or(&**address, |(l, _)| l);
+            write!(
+                out,
+                "dn: {dn}\nobjectClass: inetOrgPerson\nobjectClass: inetLocalMailRecipient\n\
+                 uid: {address}\ncn: {address}\nsn: {local}\nmail: {address}\n\
+                 employeeNumber: {}\n",
+                record.mailbox
+            )?;
+            for alias in extra.get(&**address).into_iter().flatten() {
+                writeln!(out, "mailLocalAddress: {alias}")?;
+            }
+            if let Some(host) = record.mail_host.as_deref().or(mail_host) {
+                writeln!(out, "mailHost: {host}")?;
+            }
+            if let Some(phc) = &record.password {
+                writeln!(out, "userPassword: {{ARGON2}}{phc}")?;
+            }
+            writeln!(out)?;
+            summary.users += 1;
+        }
+        Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::password::PasswordCost;
+    use crate::{EmbeddedDirectory, Options};
+
+    #[test]
+    fn users_aliases_and_hashes() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let options = Options {
+            cost: PasswordCost::MINIMUM,
+            ..Options::default()
+        };
+        let dir = EmbeddedDirectory::open(tmp.path(), options).expect("open");
+        dir.add_domain("stoa.test").expect("domain");
+        dir.add_user("joe@stoa.test", Some("pw")).expect("joe");
+        dir.add_user("ann@stoa.test", None).expect("ann");
+        dir.set_mail_host("ann@stoa.test", Some("store-b.stoa.test"))
+            .expect("host");
+        dir.add_alias("joseph@stoa.test", &["joe@stoa.test"])
+            .expect("alias");
+        dir.add_alias("all@stoa.test", &["joe@stoa.test", "ann@stoa.test"])
+            .expect("list");
+        let mut out = Vec::new();
+        let summary = dir
+            .write_ldif(
+                "ou=people,dc=stoa,dc=test",
+                Some("store-a.stoa.test"),
+                &mut out,
+            )
+            .expect("write");
+        assert_eq!((summary.users, summary.aliases), (2, 1));
+        assert_eq!(summary.skipped_aliases, ["all@stoa.test"]);
+        let text = String::from_utf8(out).expect("UTF-8");
+        let joe = text
+            .split("\n\n")
+            .find(|e| e.starts_with("dn: uid=joe@stoa.test,ou=people,dc=stoa,dc=test\n"))
+            .expect("joe's entry");
+        for line in [
+            "mail: joe@stoa.test",
+            "employeeNumber: 1",
+            "mailLocalAddress: joseph@stoa.test",
+            "mailHost: store-a.stoa.test",
+            "userPassword: {ARGON2}$argon2id$v=19$m=8,t=1,p=1$",
+        ] {
+            assert!(joe.contains(line), "{line} in {joe}");
+        }
+        let ann = text
+            .split("\n\n")
+            .find(|e| e.contains("uid: ann@"))
+            .expect("ann");
+        assert!(ann.contains("mailHost: store-b.stoa.test"), "{ann}");
+        assert!(!ann.contains("userPassword"), "{ann}");
+        assert!(text.starts_with("# Stoa users; local domains: stoa.test\n"));
+    }
+}
