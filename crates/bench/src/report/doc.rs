@@ -89,8 +89,6 @@ pub(crate) enum Block {
     List(Vec<String>),
     /// An inline SVG chart with its caption (HTML only).
     Chart(String, String),
-    /// Preformatted text (HTML only: the text report inside the page).
-    Pre(String),
 }
 
 /// A whole report.
