@@ -201,17 +201,22 @@ fn draw_marks(
         );
     }
     for (y, label) in &marks.y_lines {
-        let y = py(*y);
-        let _ = write!(
-            out,
-            "<line class=\"limit\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#a31515\" \
-             stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{:.1}\" fill=\"#a31515\">{}</text>",
-            W - RIGHT,
-            LEFT + 4.0,
-            y - 3.0,
-            escape(label)
-        );
+        limit_line(out, py(*y), label);
     }
+}
+
+/// A dashed, labelled horizontal line across the plot area at `y` (chart
+/// coordinates).
+fn limit_line(out: &mut String, y: f64, label: &str) {
+    let _ = write!(
+        out,
+        "<line class=\"limit\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#a31515\" \
+         stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{:.1}\" fill=\"#a31515\">{}</text>",
+        W - RIGHT,
+        LEFT + 4.0,
+        y - 3.0,
+        escape(label)
+    );
 }
 
 fn fmt_num(v: f64) -> String {
@@ -443,15 +448,7 @@ pub(crate) fn grouped_bars(
         );
     }
     if let Some((v, label)) = limit {
-        let py = y.y(v, y0, y1);
-        let _ = write!(
-            out,
-            "<line class=\"limit\" x1=\"{x0}\" y1=\"{py:.1}\" x2=\"{x1}\" y2=\"{py:.1}\" stroke=\"#a31515\" \
-             stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{:.1}\" fill=\"#a31515\">{}</text>",
-            x0 + 4.0,
-            py - 3.0,
-            escape(label)
-        );
+        limit_line(&mut out, y.y(v, y0, y1), label);
     }
     legend(&mut out, series.iter().map(|(name, _)| name.as_str()));
     out.push_str("</svg>");

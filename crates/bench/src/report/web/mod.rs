@@ -394,6 +394,14 @@ fn details(doc: &mut Document, run: &Run, med: Option<usize>, charts: bool) {
     if charts {
         doc.push(throughput_chart(run));
     }
+    conformance(doc, run);
+    if charts {
+        doc.push(rate_chart(med.and_then(|m| run.iterations.get(m))));
+    }
+}
+
+/// Each iteration's cumulative conformance at each speed step.
+fn conformance(doc: &mut Document, run: &Run) {
     doc.heading(
         2,
         "Cumulative Conformance (valid connections at or above each rate)",
@@ -419,9 +427,6 @@ fn details(doc: &mut Document, run: &Run, med: Option<usize>, charts: bool) {
         t.row(row);
     }
     doc.table(t);
-    if charts {
-        doc.push(rate_chart(med.and_then(|m| run.iterations.get(m))));
-    }
 }
 
 /// The median iteration's per-class figures, operation times and failures.
@@ -478,17 +483,7 @@ fn classes(doc: &mut Document, r: &IterationResult, charts: bool) {
         lat.max_ms()
     ));
     if charts {
-        doc.push(Block::Chart(
-            svg::bars(
-                "Operation time",
-                "percentile",
-                "ms (log scale)",
-                &percentiles(lat),
-                true,
-            ),
-            "Operation time percentiles of the median iteration (pacing sleep included), on a log scale."
-                .into(),
-        ));
+        doc.push(times_chart(lat));
     }
     if !r.tally.errors.is_empty() {
         let mut lines = vec!["Failed operations by reason".to_owned()];
@@ -579,6 +574,21 @@ fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
         );
     }
     doc.table(t);
+}
+
+/// The median iteration's operation-time percentiles, on a log scale: they
+/// span milliseconds (static files) to seconds (class 3).
+fn times_chart(latency: &stoa_loadgen::Latency) -> Block {
+    Block::Chart(
+        svg::bars(
+            "Operation time",
+            "percentile",
+            "ms (log scale)",
+            &percentiles(latency),
+            true,
+        ),
+        "Operation time percentiles of the median iteration (pacing sleep included), on a log scale.".into(),
+    )
 }
 
 /// Operations per second over time, every iteration aligned on its run
