@@ -201,19 +201,24 @@ fn draw_marks(
         );
     }
     for (y, label) in &marks.y_lines {
-        limit_line(out, py(*y), label);
+        limit_line(out, py(*y), label, true);
     }
 }
 
 /// A dashed, labelled horizontal line across the plot area at `y` (chart
-/// coordinates).
-fn limit_line(out: &mut String, y: f64, label: &str) {
+/// coordinates), the label at its right end when `right` (where the data
+/// leaves room: a CDF rises on the left, a legend sits top right).
+fn limit_line(out: &mut String, y: f64, label: &str, right: bool) {
+    let (x, anchor) = if right {
+        (W - RIGHT - 4.0, "end")
+    } else {
+        (LEFT + 4.0, "start")
+    };
     let _ = write!(
         out,
         "<line class=\"limit\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#a31515\" \
-         stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{:.1}\" fill=\"#a31515\">{}</text>",
+         stroke-dasharray=\"4 3\"/><text x=\"{x}\" y=\"{:.1}\" text-anchor=\"{anchor}\" fill=\"#a31515\">{}</text>",
         W - RIGHT,
-        LEFT + 4.0,
         y - 3.0,
         escape(label)
     );
@@ -448,7 +453,7 @@ pub(crate) fn grouped_bars(
         );
     }
     if let Some((v, label)) = limit {
-        limit_line(&mut out, y.y(v, y0, y1), label);
+        limit_line(&mut out, y.y(v, y0, y1), label, false);
     }
     legend(&mut out, series.iter().map(|(name, _)| name.as_str()));
     out.push_str("</svg>");
