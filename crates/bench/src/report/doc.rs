@@ -53,6 +53,9 @@ pub(crate) struct Table {
     pub(crate) rows: Vec<Vec<Cell>>,
     /// Every column left-aligned (labels and prose, not figures).
     pub(crate) left: bool,
+    /// The body row shaded in HTML (the median iteration, as the published
+    /// pages shade it; the text marks it in its first cell).
+    pub(crate) shaded: Option<usize>,
 }
 
 impl Table {
@@ -62,6 +65,7 @@ impl Table {
             head: head.iter().map(|h| (*h).to_owned()).collect(),
             rows: Vec::new(),
             left: false,
+            shaded: None,
         }
     }
 

@@ -26,7 +26,7 @@ const STYLE: &str = "body{font-family:Arial,Helvetica,sans-serif;max-width:70em;
      tbody th{background:#eef1f6;text-align:left;font-weight:normal;white-space:nowrap}\
      td{overflow-wrap:anywhere}table.num td{text-align:right;white-space:nowrap}\
      table.num td:first-child{text-align:left}\
-     td.fail{color:#a31515;font-weight:bold;background:#fde8e8}\
+     td.fail{color:#a31515;font-weight:bold;background:#fde8e8}tr.shaded td{background:#e4e9f1}\
      figure{margin:1.2em 0}figure svg{display:block;width:100%;height:auto;max-width:60rem}\
      figcaption{font-size:.9em;color:#444}";
 
@@ -87,8 +87,12 @@ fn table(body: &mut String, t: &Table) {
         body.push_str("</tr></thead>");
     }
     body.push_str("<tbody>");
-    for r in &t.rows {
-        body.push_str("<tr>");
+    for (n, r) in t.rows.iter().enumerate() {
+        body.push_str(if t.shaded == Some(n) {
+            "<tr class=\"shaded\">"
+        } else {
+            "<tr>"
+        });
         for (i, c) in r.iter().enumerate() {
             if i == 0 && t.head.is_empty() {
                 let _ = write!(body, "<th scope=\"row\">{}</th>", escape(&c.shown()));

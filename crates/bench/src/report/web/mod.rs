@@ -390,6 +390,7 @@ fn details(doc: &mut Document, run: &Run, med: Option<usize>, charts: bool) {
             format!("{:.1}", it.kbit_per_sec),
         ]));
     }
+    t.shaded = med;
     doc.table(t);
     if charts {
         doc.push(throughput_chart(run));

@@ -324,6 +324,10 @@ fn the_page_holds_the_sections_as_tables_and_the_charts() {
     assert!(h.contains("<h2>Notes</h2>\n<ul><li>"));
     assert!(h.contains("<th scope=\"row\">Target:</th><td>http://x/</td>"));
     assert!(!h.contains("<pre"), "no text report in the page");
+    assert!(
+        h.contains("<tr class=\"shaded\"><td>=&gt;2</td>"),
+        "the median shaded as on the published pages"
+    );
     assert!(h.contains("nginx &lt;b&gt;") && !h.contains("nginx <b>"));
     assert_eq!(h.matches("<svg").count(), 3);
     assert_eq!(h.matches("width=\"100%\"").count(), 3, "the charts scale");
