@@ -237,6 +237,11 @@ fn fmt_num(v: f64) -> String {
         out
     } else if v.fract().abs() < 1e-9 {
         format!("{v:.0}")
+    } else if v > 0.0 && v < 1.0 {
+        // As many decimals as the value needs: 0.5, 0.05, 0.01 (a log
+        // axis's lower decades).
+        let decimals = (-v.log10()).ceil().max(1.0) as usize;
+        format!("{v:.decimals$}")
     } else {
         format!("{v:.1}")
     }
@@ -577,6 +582,8 @@ mod tests {
         let y = Scale::log_of([3.0, 40.0, 1499.0].into_iter());
         assert_eq!(y, Scale::Log(0, 4));
         assert_eq!(y.ticks(), [1.0, 10.0, 100.0, 1000.0, 10000.0]);
+        let small: Vec<String> = Scale::Log(-2, 0).ticks().into_iter().map(fmt_num).collect();
+        assert_eq!(small, ["0.01", "0.1", "1"]);
         let at = |v| y.y(v, 200.0, 0.0);
         assert_eq!(
             (at(1.0), at(10.0), at(100.0), at(10000.0)),
