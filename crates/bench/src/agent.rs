@@ -184,8 +184,10 @@ async fn session(stream: TcpStream, threads: u32) -> anyhow::Result<()> {
         ToAgent::Plan { .. } => bail!("a second plan instead of go"),
     }
     eprintln!(
-        "stoa bench agent: running {} connections against {} as client {}",
-        plan.connections, plan.addr, plan.client
+        "stoa bench agent: running {} against {} as client {}",
+        crate::report::count(u64::from(plan.connections), "connection"),
+        plan.addr,
+        plan.client
     );
     let live = Arc::new(Live::default());
     let run = stoa_loadgen::run(&plan, Arc::clone(&live));

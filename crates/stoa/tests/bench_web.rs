@@ -1217,7 +1217,7 @@ fn two_agents_split_the_connections_and_the_prime_merges_them() {
         it["harness"]
     );
     assert!(
-        run.stdout.contains("2 agent(s)"),
+        run.stdout.contains("2 agents: "),
         "the report names the agents:\n{}",
         run.stdout
     );

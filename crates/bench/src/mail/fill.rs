@@ -52,9 +52,11 @@ pub(super) async fn fill_store(
         .map(|u| init::initial_mailbox(args.store_seed, u).len())
         .sum();
     eprintln!(
-        "stoa bench: filling {todo} mailboxes ({} already done) with {total_messages} messages over {} connections",
+        "stoa bench: filling {todo} {} ({} already done) with {} over {}",
+        crate::report::plural(todo as u64, "mailbox", "mailboxes"),
         done.len(),
-        args.init_connections
+        crate::report::count(total_messages as u64, "message"),
+        crate::report::count(u64::from(args.init_connections), "connection")
     );
     if let Some(path) = journal {
         eprintln!("stoa bench: fill journal {}", path.display());
@@ -77,7 +79,8 @@ pub(super) async fn fill_store(
     let messages = progress.messages.load(Ordering::Relaxed);
     let bytes = progress.bytes.load(Ordering::Relaxed);
     eprintln!(
-        "stoa bench: fill sent {messages} messages ({:.1} MiB) in {secs:.1} s ({:.0} msgs/s)",
+        "stoa bench: fill sent {} ({:.1} MiB) in {secs:.1} s ({:.0} msgs/s)",
+        crate::report::count(messages, "message"),
         bytes as f64 / 1_048_576.0,
         messages as f64 / secs.max(0.001)
     );
@@ -263,8 +266,9 @@ pub(super) async fn check_store(engine: &Engine, args: &Options) -> StoreCheck {
 
 pub(super) fn print_store_check(c: &StoreCheck) {
     eprintln!(
-        "stoa bench: store check: {} mailboxes, {:.2} messages each (steady state 3.43), {:.1} KB mean size (24.5), {:.1} % empty (26.5): {}",
+        "stoa bench: store check: {} {}, {:.2} messages each (steady state 3.43), {:.1} KB mean size (24.5), {:.1} % empty (26.5): {}",
         c.mailboxes,
+        crate::report::plural(c.mailboxes, "mailbox", "mailboxes"),
         c.mean_messages,
         c.mean_size / 1024.0,
         c.empty as f64 * 100.0 / c.mailboxes.max(1) as f64,

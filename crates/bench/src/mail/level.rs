@@ -54,15 +54,21 @@ pub(super) async fn run_level(
     let machine_cpu = diff(machine0, machine_busy());
     let verdict = qos::verdict(&tally);
     eprintln!(
-        "stoa bench: level {label}: {} ({} SMTP and {} POP sessions judged)",
+        "stoa bench: level {label}: {} ({} and {} judged)",
         match verdict.outcome {
             Outcome::Passed => "passed".to_owned(),
             Outcome::Failed => format!("failed: {}", verdict.failures.join(", ")),
             Outcome::NotJudged =>
                 format!("not judged, no row failed: {}", verdict.unjudged.join(", ")),
         },
-        tally.started.user_smtp + tally.started.remote_smtp,
-        tally.started.initial_pop + tally.started.repeated_pop,
+        crate::report::count(
+            tally.started.user_smtp + tally.started.remote_smtp,
+            "SMTP session"
+        ),
+        crate::report::count(
+            tally.started.initial_pop + tally.started.repeated_pop,
+            "POP session"
+        ),
     );
     LevelResult {
         load,
@@ -135,8 +141,8 @@ fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::Joi
                 Phase::Measure => format!("measurement {}s left", left(ends[1])),
                 Phase::Cooldown => format!("cool-down {}s left", left(ends[2])),
                 Phase::Drain => format!(
-                    "finishing {} judged sessions",
-                    live.pending.load(Ordering::Relaxed)
+                    "finishing {}",
+                    crate::report::count(live.pending.load(Ordering::Relaxed), "judged session")
                 ),
                 Phase::Done => break,
             };

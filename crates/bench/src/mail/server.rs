@@ -68,8 +68,9 @@ impl BuiltIn {
             .context("cannot create a temporary directory")?;
         let mail_dir = dir.path().join("mail");
         eprintln!(
-            "stoa bench: built-in mail server in {} with {users} users",
-            dir.path().display()
+            "stoa bench: built-in mail server in {} with {}",
+            dir.path().display(),
+            crate::report::count(u64::from(users), "user")
         );
         {
             let (mail_dir, domain, password) =

@@ -53,6 +53,9 @@ pub(crate) struct Table {
     pub(crate) rows: Vec<Vec<Cell>>,
     /// Every column left-aligned (labels and prose, not figures).
     pub(crate) left: bool,
+    /// The body row shaded in HTML (the median iteration, as the published
+    /// pages shade it; the text marks it in its first cell).
+    pub(crate) shaded: Option<usize>,
 }
 
 impl Table {
@@ -62,6 +65,7 @@ impl Table {
             head: head.iter().map(|h| (*h).to_owned()).collect(),
             rows: Vec::new(),
             left: false,
+            shaded: None,
         }
     }
 
@@ -89,8 +93,6 @@ pub(crate) enum Block {
     List(Vec<String>),
     /// An inline SVG chart with its caption (HTML only).
     Chart(String, String),
-    /// Preformatted text (HTML only: the text report inside the page).
-    Pre(String),
     /// A framed box of the ways a run breaks the kit's run rules: a heading,
     /// one item per deviation, and a closing note (how to run the kit's run).
     Deviations {

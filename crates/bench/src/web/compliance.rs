@@ -55,7 +55,7 @@ pub(crate) fn deviations(args: &Options, profile: &Profile) -> Vec<Deviation> {
         rule(
             "iterations",
             !args.find_max && iterations < KIT.iterations,
-            plural(iterations, "iteration"),
+            crate::report::count(u64::from(iterations), "iteration"),
             median.clone(),
         ),
         rule(
@@ -112,6 +112,17 @@ pub(crate) fn deviations(args: &Options, profile: &Profile) -> Vec<Deviation> {
     .collect()
 }
 
+/// The run-rule readings the report's notes print, where the kit's documents
+/// leave a choice (web99.md §8.1).
+pub(crate) const INTERPRETATIONS: [&str; 3] = [
+    "Run rules: three or more iterations at one load count as the kit's run (the median is reported); \
+     the warm-up may be longer than 1,200 s, every other phase must be the kit's length.",
+    "Decks: the standard profile's 1,000-entry decks stand for the kit's full decks, whose size the \
+     kit's documents do not fix (web99.md §3.4).",
+    "HTTPS: every run over TLS lists the cipher as a deviation, since the SSL kit's suite (RC4-SHA \
+     with a 1,024-bit RSA key) is no longer offered by TLS, so no modern run matches it.",
+];
+
 /// The box's closing note: how to make the kit's run, and how long it takes.
 pub(crate) fn kit_run() -> String {
     let n = KIT.iterations;
@@ -129,15 +140,6 @@ pub(crate) fn kit_run() -> String {
         minutes / 60,
         minutes % 60
     )
-}
-
-/// "1 iteration", "2 iterations".
-fn plural(n: u32, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 #[cfg(test)]

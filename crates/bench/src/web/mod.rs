@@ -188,7 +188,8 @@ async fn find_max(
             passed,
         });
         eprintln!(
-            "stoa bench: find-max: {n} connections: {:.1} % conforming, {}",
+            "stoa bench: find-max: {}: {:.1} % conforming, {}",
+            crate::report::count(u64::from(n), "connection"),
             result.iteration.percent_conform,
             if passed { "passed" } else { "failed" }
         );
@@ -348,9 +349,9 @@ async fn iteration(
         control::reset(ep, targets, &params).await?;
     }
     eprintln!(
-        "stoa bench: iteration {}: {} connections, warm-up {}s, run {}s, ramp-down {}s",
+        "stoa bench: iteration {}: {}, warm-up {}s, run {}s, ramp-down {}s",
         index + 1,
-        connections,
+        crate::report::count(u64::from(connections), "connection"),
         warmup.as_secs(),
         profile.run.as_secs(),
         profile.rampdown.as_secs()

@@ -71,7 +71,8 @@ fn cache_dir() -> PathBuf {
 async fn write_fileset(write: &FilesetWriter, connections: u32) -> anyhow::Result<()> {
     let dir = cache_dir();
     eprintln!(
-        "stoa bench: file set for {connections} connections in {}",
+        "stoa bench: file set for {} in {}",
+        crate::report::count(u64::from(connections), "connection"),
         dir.join("www").display()
     );
     let write = std::sync::Arc::clone(write);

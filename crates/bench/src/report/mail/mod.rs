@@ -18,8 +18,9 @@ use stoa_mailgen::qos::{self, Outcome, Row};
 use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
 
 use super::doc::{Block, Cell, Document, Table, cells};
+use super::svg::Marks;
 use super::text::Layout;
-use super::{html as page, svg, text as plain};
+use super::{html as page, plural, svg, text as plain};
 use crate::compliance::{BOX_TITLE, NON_COMPLIANT};
 use crate::mail::run::{LevelResult, MailRun};
 
@@ -466,11 +467,14 @@ fn delivery_chart(run: &MailRun) -> Block {
     Block::Chart(
         svg::lines_fixed(
             "Delivery time (probes)",
-            "seconds from the start of the SMTP session",
-            "% delivered",
+            ("seconds from the start of the SMTP session", "% delivered"),
             &series,
             (x_max, 100.0),
-            &[(qos::DELIVERY_LIMIT_SECS, "60 s limit")],
+            &Marks {
+                x_lines: vec![(qos::DELIVERY_LIMIT_SECS, "60 s limit")],
+                y_lines: vec![(qos::REQUIRED_PERCENT, "95 % required")],
+                ..Marks::default()
+            },
         ),
         "Share of delivery probes found by POP within each time, per level (lost probes \
          count in the denominator); the QoS requires 95 % within 60 s."
@@ -683,13 +687,14 @@ fn times_chart(tally: &LevelTally, label: &str) -> Block {
     Block::Chart(
         svg::grouped_bars(
             &format!("Response times at {label} load"),
-            "ms",
+            "ms (log scale)",
             &groups,
             &series,
+            Some((qos::RESPONSE_LIMIT_SECS * 1000.0, "5 s QoS limit")),
         ),
         format!(
             "p50, p90 and p99 of each function's response time at {label} load (expected \
-             replies only); the QoS limit is 5,000 ms."
+             replies only), on a log scale; the QoS limit is 5,000 ms."
         ),
     )
 }
@@ -710,16 +715,18 @@ fn deliveries(tally: &LevelTally) -> Vec<String> {
     let remote = &tally.remote;
     vec![
         format!(
-            "Delivery probes: {} accepted, {} found within 60 s, {} late, {} lost, {} poll connect errors; {times}",
+            "Delivery probes: {} accepted, {} found within 60 s, {} late, {} lost, {} poll connect {}; {times}",
             int(d.attempts),
             int(d.pass),
             int(d.late),
             int(d.lost),
-            int(d.connect_errors)
+            int(d.connect_errors),
+            plural(d.connect_errors, "error", "errors")
         ),
         format!(
-            "Remote delivery: {} remote recipients accepted ({} in sessions the client dropped), {} received by the sink within the measurement window + 60 s, {} later",
+            "Remote delivery: {} remote {} accepted ({} in sessions the client dropped), {} received by the sink within the measurement window + 60 s, {} later",
             int(remote.sent),
+            plural(remote.sent, "recipient", "recipients"),
             int(remote.dropped),
             int(remote.received),
             int(remote.outside)
@@ -808,7 +815,7 @@ fn size_row(name: &str, s: &SizeStats) -> Vec<Cell> {
 
 /// Text report shaped like the published page.
 pub(crate) fn text(run: &MailRun) -> String {
-    plain::render(&document(run, false), Layout::Published)
+    plain::render(&document(run, false), Layout::Underlined)
 }
 
 /// A self-contained HTML page: the text report's content as HTML tables, plus

@@ -259,6 +259,72 @@ fn html_is_self_contained() {
 }
 
 #[test]
+fn every_table_lines_up_under_its_headings() {
+    let mut run = sample();
+    run.search = vec![Trial {
+        mpm: 30.0,
+        passed: false,
+        failures: vec!["POP Connect 50.00% < 95%".into()],
+        unjudged: Vec::new(),
+    }];
+    let doc = document(&run, false);
+    let t = text(&run);
+    assert_eq!(
+        crate::report::text::misaligned(&doc, &t),
+        Vec::<String>::new(),
+        "\n{t}"
+    );
+}
+
+#[test]
+fn counts_take_their_plural_forms() {
+    let mut run = sample();
+    run.levels[0].tally.delivery.connect_errors = 1;
+    run.levels[0].tally.remote.sent = 1;
+    let t = text(&run);
+    assert!(t.contains(", 1 poll connect error; "), "{t}");
+    assert!(
+        t.contains("Remote delivery: 1 remote recipient accepted"),
+        "{t}"
+    );
+    assert!(t.contains(", 0 poll connect errors; ") && t.contains("19 remote recipients"));
+}
+
+#[test]
+fn the_page_has_a_qos_table_per_level_and_marked_charts() {
+    let h = html(&sample());
+    for level in ["80%", "100%", "120%"] {
+        let at = h
+            .find(&format!("<h2>Detailed Results -- {level} Load</h2>"))
+            .expect(level);
+        let next = &h[at..];
+        assert!(
+            next.contains("<th>Function</th><th>Attempts</th><th># Pass QoS</th>"),
+            "{level}"
+        );
+    }
+    let charts: Vec<&str> = h.split("<svg").skip(1).collect();
+    let cdf = charts
+        .iter()
+        .find(|c| c.contains("Delivery time (probes)"))
+        .expect("cdf");
+    assert!(
+        cdf.contains("class=\"limit\"")
+            && cdf.contains(">60 s limit<")
+            && cdf.contains(">95 % required<")
+    );
+    let times = charts
+        .iter()
+        .find(|c| c.contains("Response times at 100% load"))
+        .expect("times");
+    assert!(times.contains("class=\"log-axis\"") && times.contains(">5 s QoS limit<"));
+    assert!(
+        charts.iter().all(|c| c.contains("width=\"100%\"")),
+        "the charts scale"
+    );
+}
+
+#[test]
 fn write_all_writes_three_files() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("nested");

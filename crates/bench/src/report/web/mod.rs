@@ -1,7 +1,8 @@
 //! The report of `stoa bench web`: a document shaped like the published
-//! SPECweb99 result pages (rendered as tab-separated text, and as an HTML page
-//! holding that text under charts of the median iteration), and JSON with every
-//! figure (`json.rs`).
+//! SPECweb99 result pages (`published-results.md`: Performance, Configuration,
+//! Benchmark Configuration, Notes, Test Run Details), rendered as text with
+//! aligned tables and as an HTML page with the same tables and charts of the
+//! median iteration, and JSON with every figure (`json.rs`).
 
 mod json;
 #[cfg(test)]
@@ -10,12 +11,15 @@ mod tests;
 use std::time::Duration;
 
 use stoa_web99::fileset;
-use stoa_web99::metrics::{Iteration, SPEED_STEPS, Validity, median_iteration};
+use stoa_web99::metrics::{
+    CONFORM_BYTES_PER_SEC, Iteration, LINE_BYTES_PER_SEC, SPEED_STEPS, Validity, median_iteration,
+};
 use stoa_web99::workload::CLASS_MIX;
 
 use super::doc::{Block, Cell, Document, Table, cells};
+use super::svg::Marks;
 use super::text::Layout;
-use super::{html, svg, text};
+use super::{count, html, svg, text};
 use crate::compliance::{BOX_TITLE, Deviation, NON_COMPLIANT};
 use crate::web::{IterationResult, Run, compliance, http_label};
 
@@ -29,7 +33,7 @@ const NOTICE_SSL: &str = "SPECweb99_SSL-style result; not a SPEC result. SPEC an
 /// Prints the text report and writes the files asked for.
 #[allow(clippy::print_stdout, reason = "the report is the command's output")]
 pub(crate) fn emit(run: &Run) -> anyhow::Result<()> {
-    let text = text::render(&document(run), Layout::Tabbed);
+    let text = text::render(&document(run, false), Layout::Plain);
     print!("{text}");
     if let Some(dir) = &run.args.out {
         let json = serde_json::to_string_pretty(&json::to_json(run))?;
@@ -38,7 +42,7 @@ pub(crate) fn emit(run: &Run) -> anyhow::Result<()> {
             &[
                 ("report.txt", &text),
                 ("report.json", &json),
-                ("report.html", &html::render(&page(run, &text))),
+                ("report.html", &html::render(&document(run, true))),
             ],
         )?;
         println!("\nreports written to {}", dir.display());
@@ -101,8 +105,9 @@ fn problems(run: &Run) -> Vec<String> {
         let invalid = it.requested - it.valid;
         if invalid > 0 {
             out.push(format!(
-                "iteration {}: {invalid} invalid connections",
-                i + 1
+                "iteration {}: {} invalid",
+                i + 1,
+                count(u64::from(invalid), "connection")
             ));
         }
         // With the quick profile's short phases, long class-3 operations often
@@ -146,8 +151,9 @@ fn mix_problems(it: &Iteration) -> impl Iterator<Item = String> + '_ {
     })
 }
 
-/// The report as a document (the text report renders all of it).
-fn document(run: &Run) -> Document {
+/// The report as a document; `charts` adds the HTML page's charts. The
+/// sections follow the published pages'.
+fn document(run: &Run, charts: bool) -> Document {
     let mut doc = Document::new(title(run), notice(run));
     let med = median(run);
     let problems = problems(run);
@@ -165,24 +171,17 @@ fn document(run: &Run) -> Document {
     ));
     deviations_box(&mut doc, &deviations);
     performance(&mut doc, run, score);
-    system(&mut doc);
+    system(&mut doc, run);
     configuration(&mut doc, run);
-    ssl(&mut doc, run);
-    if run.profile.validity == Validity::Class3Optional {
-        doc.para(
-            "Note: quick profile. A connection without any class-3 operation in the short run is not counted \
-             invalid (the kit's rule needs every class); class-3 errors still invalidate, and the class mix is \
-             not checked. Use --profile standard for the kit's rules.",
-        );
-    }
-    doc.para(interpretations());
+    doc.heading(1, "Notes");
+    doc.push(Block::List(notes(run)));
+    details(&mut doc, run, med, charts);
     search(&mut doc, run);
-    details(&mut doc, run, med);
     if let Some(m) = med {
-        classes(&mut doc, &run.iterations[m]);
+        classes(&mut doc, &run.iterations[m], charts);
         efficiency(&mut doc, run, &run.iterations[m]);
     }
-    doc.heading(1, "Errors");
+    doc.heading(2, "Errors");
     if problems.is_empty() {
         doc.para("none: every generator was checked on every response (web99.md §7)");
     } else {
@@ -224,17 +223,41 @@ fn deviations_box(doc: &mut Document, deviations: &[Deviation]) {
     });
 }
 
-/// The choices made where the kit's documents are silent.
-fn interpretations() -> String {
-    let mut lines =
-        vec!["Interpretations where the kit's documents are silent (docs/web99.md):".to_owned()];
-    lines.extend(crate::web::INTERPRETATIONS.iter().map(|n| format!("- {n}")));
-    lines.join("\n")
+/// The report's notes: how this run departs from the kit's, and what the
+/// harness does where the rules are silent.
+fn notes(run: &Run) -> Vec<String> {
+    let mut notes = Vec::new();
+    if run.profile.validity == Validity::Class3Optional {
+        notes.push(
+            "Quick profile: a connection without any class-3 operation in the short run is not counted \
+             invalid (the kit's rule needs every class); class-3 errors still invalidate, and the class mix is \
+             not checked. Use --profile standard for the kit's rules."
+                .to_owned(),
+        );
+    }
+    if run.tls.is_some() {
+        notes.push(
+            "The kit's cipher (SSL_RSA_WITH_RC4_128_SHA, RSA-1024) is broken and no longer offered by modern \
+             TLS; this run used the protocol, suite and key under SSL Configuration."
+                .to_owned(),
+        );
+    }
+    // Where the kit's documents are silent (docs/web99.md), what this harness
+    // does.
+    notes.extend(crate::web::INTERPRETATIONS.iter().map(|n| (*n).to_owned()));
+    notes.extend(compliance::INTERPRETATIONS.iter().map(|n| (*n).to_owned()));
+    notes.push(format!(
+        "All figures are {} figures measured by stoa bench web {}, not SPEC results.",
+        benchmark(run),
+        env!("CARGO_PKG_VERSION")
+    ));
+    notes
 }
 
 /// A table of label–value rows, without a header.
 fn labelled<const N: usize>(rows: [(&str, String); N]) -> Table {
     let mut t = Table::new(&[]);
+    t.left = true;
     for (label, value) in rows {
         t.row(cells([label.to_owned(), value]));
     }
@@ -254,8 +277,9 @@ fn performance(doc: &mut Document, run: &Run, score: u32) {
     doc.table(t);
 }
 
-/// The machine's processor, cores, memory and kernel.
-fn system(doc: &mut Document) {
+/// The Configuration section: the machine's processor, cores, memory and
+/// kernel (server and harness share it), the software, and TLS's settings.
+fn system(doc: &mut Document, run: &Run) {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
@@ -278,17 +302,23 @@ fn system(doc: &mut Document) {
             |kb| format!("{:.1} GiB", kb / 1024.0 / 1024.0),
         );
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    doc.heading(1, "System (server and harness on this machine)");
+    doc.heading(1, "Configuration");
+    doc.heading(2, "Hardware (server and harness on this machine)");
     doc.table(labelled([
         ("Processor", cpu),
-        ("# Processors", format!("{cores} cores")),
+        ("# Processors", count(cores as u64, "core")),
         ("Memory", memory),
+    ]));
+    doc.heading(2, "Software");
+    doc.table(labelled([
+        ("HTTP Software", run.server_software.clone()),
         ("Kernel", kernel.trim().to_owned()),
         (
             "Harness",
             format!("stoa bench web {}", env!("CARGO_PKG_VERSION")),
         ),
     ]));
+    ssl(doc, run);
 }
 
 fn configuration(doc: &mut Document, run: &Run) {
@@ -314,13 +344,13 @@ fn configuration(doc: &mut Document, run: &Run) {
         (
             "Profile",
             format!(
-                "{} (warm-up {} s, ramp-up {} s, run {} s, ramp-down {} s; {} iterations)",
+                "{} (warm-up {} s, ramp-up {} s, run {} s, ramp-down {} s; {})",
                 p.name,
                 p.warmup.as_secs(),
                 p.rampup.as_secs(),
                 p.run.as_secs(),
                 p.rampdown.as_secs(),
-                run.iterations.len(),
+                count(run.iterations.len() as u64, "iteration"),
             ),
         ),
     ]));
@@ -334,7 +364,7 @@ fn ssl(doc: &mut Document, run: &Run) {
     let handshakes = run.iterations.iter().fold([0u64; 2], |[f, r], i| {
         [f + i.tally.handshakes[0], r + i.tally.handshakes[1]]
     });
-    doc.heading(1, "SSL Configuration");
+    doc.heading(2, "SSL Configuration");
     doc.table(labelled([
         ("Protocol", p.protocol.to_string()),
         ("Cipher suite", p.suite.to_string()),
@@ -351,10 +381,6 @@ fn ssl(doc: &mut Document, run: &Run) {
             format!("{} full, {} resumed", handshakes[0], handshakes[1]),
         ),
     ]));
-    doc.para(
-        "Note: the kit's cipher (SSL_RSA_WITH_RC4_128_SHA, RSA-1024) is broken and no longer offered by modern \
-         TLS; this run used the protocol, suite and key above.",
-    );
 }
 
 /// The trials of `--find-max`.
@@ -362,7 +388,7 @@ fn search(doc: &mut Document, run: &Run) {
     if run.search.is_empty() {
         return;
     }
-    doc.heading(1, "Search for the most conforming connections (--find-max)");
+    doc.heading(2, "Search for the most conforming connections (--find-max)");
     let mut t = Table::new(&[
         "Trial",
         "Connections",
@@ -380,12 +406,12 @@ fn search(doc: &mut Document, run: &Run) {
         ]));
     }
     doc.table(t);
-    doc.para("The report below is the best passing trial's.");
+    doc.para("The iterations above are the best passing trial's.");
 }
 
 /// Every iteration's figures, the median marked, and its cumulative
 /// conformance at each speed step.
-fn details(doc: &mut Document, run: &Run, med: Option<usize>) {
+fn details(doc: &mut Document, run: &Run, med: Option<usize>, charts: bool) {
     doc.heading(1, "Test Run Details");
     let mut t = Table::new(&[
         "Iteration",
@@ -409,7 +435,19 @@ fn details(doc: &mut Document, run: &Run, med: Option<usize>) {
             format!("{:.1}", it.kbit_per_sec),
         ]));
     }
+    t.shaded = med;
     doc.table(t);
+    if charts {
+        doc.push(throughput_chart(run));
+    }
+    conformance(doc, run);
+    if charts {
+        doc.push(rate_chart(med.and_then(|m| run.iterations.get(m))));
+    }
+}
+
+/// Each iteration's cumulative conformance at each speed step.
+fn conformance(doc: &mut Document, run: &Run) {
     doc.heading(
         2,
         "Cumulative Conformance (valid connections at or above each rate)",
@@ -438,10 +476,10 @@ fn details(doc: &mut Document, run: &Run, med: Option<usize>) {
 }
 
 /// The median iteration's per-class figures, operation times and failures.
-fn classes(doc: &mut Document, r: &IterationResult) {
+fn classes(doc: &mut Document, r: &IterationResult, charts: bool) {
     let it = &r.iteration;
     let good: u64 = it.classes.iter().map(|c| c.good).sum();
-    doc.heading(1, "Class details (median iteration)");
+    doc.heading(2, "Class details (median iteration)");
     let mut t = Table::new(&[
         "Class",
         "Target mix",
@@ -492,6 +530,9 @@ fn classes(doc: &mut Document, r: &IterationResult) {
         lat.quantile_ms(0.99),
         lat.max_ms()
     ));
+    if charts {
+        doc.push(times_chart(lat));
+    }
     if !r.tally.errors.is_empty() {
         let mut lines = vec!["Failed operations by reason".to_owned()];
         lines.extend(r.tally.errors.iter().map(|(k, v)| format!("  {k}: {v}")));
@@ -531,15 +572,18 @@ fn efficiency_of(r: &IterationResult) -> Efficiency {
 fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
     let e = efficiency_of(r);
     let where_ = if run.args.agents.is_empty() {
-        format!("{} load thread(s) in this process", run.args.threads)
+        format!(
+            "{} in this process",
+            count(u64::from(run.args.threads), "load thread")
+        )
     } else {
         format!(
-            "{} agent(s): {}",
-            run.args.agents.len(),
+            "{}: {}",
+            count(run.args.agents.len() as u64, "agent"),
             run.args.agents.join(", ")
         )
     };
-    doc.heading(1, "Harness efficiency (median iteration)");
+    doc.heading(2, "Harness efficiency (median iteration)");
     let mut t = labelled([
         ("Load generators", where_),
         (
@@ -580,73 +624,123 @@ fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
     doc.table(t);
 }
 
-/// The HTML page: charts of the median iteration, then the text report.
-fn page(run: &Run, text: &str) -> Document {
-    let mut doc = Document::new(title(run), notice(run));
-    deviations_box(&mut doc, &compliance::deviations(&run.args, &run.profile));
-    let med = median(run).unwrap_or(0);
-    doc.push(Block::Chart(
+/// The median iteration's operation-time percentiles, on a log scale: they
+/// span milliseconds (static files) to seconds (class 3).
+fn times_chart(latency: &stoa_loadgen::Latency) -> Block {
+    Block::Chart(
+        svg::bars(
+            "Operation time",
+            "percentile",
+            "ms (log scale)",
+            &percentiles(latency),
+            true,
+        ),
+        "Operation time percentiles of the median iteration (pacing sleep included), on a log scale.".into(),
+    )
+}
+
+/// Operations per second over time, every iteration aligned on its run
+/// phase, the phases outside the measurement shaded.
+fn throughput_chart(run: &Run) -> Block {
+    let p = &run.profile;
+    // The first iteration warms up, the later ones only ramp up (§8.1); their
+    // curves start later, so every run phase begins at `lead`.
+    let lead = if run.iterations.len() > 1 {
+        p.warmup.max(p.rampup)
+    } else {
+        p.warmup
+    }
+    .as_secs_f64();
+    let (run_end, end) = (
+        lead + p.run.as_secs_f64(),
+        lead + (p.run + p.rampdown).as_secs_f64(),
+    );
+    let marks = Marks {
+        bands: vec![(0.0, lead, "warm-up"), (run_end, end, "ramp-down")],
+        ..Marks::default()
+    };
+    Block::Chart(
         svg::lines(
             "Throughput over time",
             "seconds since the iteration started",
             "ops/s",
-            &timelines(run),
+            &timelines(run, lead),
+            &marks,
         ),
-        "Operations completed per second, all phases (warm-up, run, ramp-down).".into(),
-    ));
-    doc.push(Block::Chart(
-        svg::bars(
-            "Per-connection bit rate",
-            "kbit/s",
-            "connections",
-            &rate_histogram(run.iterations.get(med)),
+        format!(
+            "Operations completed per second in every phase; shaded: the warm-up (the first iteration's {} s; \
+             later iterations ramp up for {} s before the run) and the {} s ramp-down, which are not measured.",
+            p.warmup.as_secs(),
+            p.rampup.as_secs(),
+            p.rampdown.as_secs()
         ),
-        "Per-connection bit rate of the median iteration, in 20 kbit/s bins; a connection conforms at \
-         320 kbit/s and pacing caps it at 400."
-            .into(),
-    ));
-    let latency = run
-        .iterations
-        .get(med)
-        .map(|r| percentiles(&r.tally.latency))
-        .unwrap_or_default();
-    doc.push(Block::Chart(
-        svg::bars("Operation time", "percentile", "ms", &latency),
-        "Operation time percentiles of the median iteration (pacing sleep included).".into(),
-    ));
-    doc.heading(1, "Full report");
-    doc.push(Block::Pre(text.to_owned()));
-    doc
+    )
 }
 
-/// Operations per second of each iteration, all phases.
-fn timelines(run: &Run) -> Vec<(String, Vec<(f64, f64)>)> {
+/// The median iteration's per-connection bit rates, the conformance
+/// threshold and the pacing cap marked.
+fn rate_chart(r: Option<&IterationResult>) -> Block {
+    let marks = Marks {
+        x_lines: vec![
+            (CONFORMING_KBIT, "320 kbit/s: conforming"),
+            (PACED_KBIT, "400"),
+        ],
+        ..Marks::default()
+    };
+    Block::Chart(
+        svg::histogram(
+            "Per-connection bit rate",
+            ("kbit/s", "connections"),
+            &rate_histogram(r),
+            RATE_BIN_KBIT,
+            &marks,
+        ),
+        "Per-connection bit rate of the median iteration, in 20 kbit/s bins (the last: 420 and up); a \
+         connection conforms at 320 kbit/s or more and pacing caps it at 400."
+            .into(),
+    )
+}
+
+/// Operations per second of each iteration, all phases, shifted so the run
+/// phase starts at `lead` seconds.
+fn timelines(run: &Run, lead: f64) -> Vec<(String, Vec<(f64, f64)>)> {
+    let p = &run.profile;
     run.iterations
         .iter()
         .enumerate()
         .map(|(i, r)| {
+            let own = if i == 0 { p.warmup } else { p.rampup };
+            let shift = lead - own.as_secs_f64();
             let points = r
                 .tally
                 .timeline
                 .iter()
                 .enumerate()
-                .map(|(s, &n)| (s as f64, n as f64))
+                .map(|(s, &n)| (s as f64 + shift, n as f64))
                 .collect();
             (format!("iteration {}", i + 1), points)
         })
         .collect()
 }
 
-/// Connections per 20 kbit/s bin of their bit rate (the last bin: 420 and up).
-fn rate_histogram(r: Option<&IterationResult>) -> Vec<(String, f64)> {
+/// The bit rate at which a connection conforms, kbit/s (web99.md §5.1).
+const CONFORMING_KBIT: f64 = CONFORM_BYTES_PER_SEC * 8.0 / 1000.0;
+/// The bit rate pacing holds a connection to, kbit/s (web99.md §5.1).
+const PACED_KBIT: f64 = LINE_BYTES_PER_SEC * 8.0 / 1000.0;
+/// The bit-rate chart's bin width, kbit/s.
+const RATE_BIN_KBIT: f64 = 20.0;
+
+/// Connections per 20 kbit/s bin of their bit rate, `(lower edge, count)`
+/// (the last bin: 420 and up).
+fn rate_histogram(r: Option<&IterationResult>) -> Vec<(f64, f64)> {
     let mut bins = [0u32; 22];
     for g in r.iter().flat_map(|r| &r.tally.generators) {
         let kbit = g.byte_rate() * 8.0 / 1000.0;
-        bins[((kbit / 20.0) as usize).min(21)] += 1;
+        bins[((kbit / RATE_BIN_KBIT) as usize).min(21)] += 1;
     }
     bins.iter()
         .enumerate()
-        .map(|(i, &n)| (format!("{}", i * 20), f64::from(n)))
+        .map(|(i, &n)| (i as f64 * RATE_BIN_KBIT, f64::from(n)))
         .collect()
 }
 

@@ -171,47 +171,96 @@ fn runs() -> Vec<Run> {
 
 /// The text of `run`, as printed.
 fn text_of(run: &Run) -> String {
-    super::text::render(&super::document(run), Layout::Tabbed)
+    super::text::render(&super::document(run, false), Layout::Plain)
+}
+
+/// The HTML page of `run`.
+fn page_of(run: &Run) -> String {
+    super::html::render(&super::document(run, true))
 }
 
 #[test]
+#[allow(clippy::print_stdout, reason = "shows the report with --nocapture")]
 fn text_keeps_the_published_layout() {
     let runs = runs();
     let t = text_of(&runs[0]);
+    println!("{t}");
     assert!(t.starts_with(&format!(
-        "SPECweb99-style result\n\n{}\n\nTarget:\tbuilt-in\nServer software:\tStoa\n\n",
+        "SPECweb99-style result\n\n{}\n\nTarget:           built-in\nServer software:  Stoa\n\n",
         super::NOTICE
     )));
-    assert!(t.contains("\nPerformance\n\nIteration\tConforming Simultaneous Connections\n1\t"));
-    assert!(
-        t.contains("\nHTTP version\t1.1\nRequest mix\tSPECweb99 (70 % static, 30 % dynamic)\n")
-    );
-    assert!(t.contains("\nNote: quick profile."));
-    assert!(t.contains("\n=>1\t"), "the median is marked:\n{t}");
+    assert!(t.contains("\nPerformance\n\nIteration  Conforming Simultaneous Connections\n1  "));
+    assert!(t.contains(
+        "\nHTTP version           1.1\nRequest mix            SPECweb99 (70 % static, 30 % dynamic)\n"
+    ));
+    assert!(t.contains("\nNotes\n\n- Quick profile:"));
+    assert!(t.contains("\n=>1   "), "the median is marked:\n{t}");
     assert!(t.ends_with(
         "\nErrors\n\nnone: every generator was checked on every response (web99.md §7)\n\n"
     ));
+    let sections = [
+        "Performance",
+        "Configuration",
+        "Benchmark Configuration",
+        "Notes",
+        "Test Run Details",
+    ];
+    let at: Vec<usize> = sections
+        .iter()
+        .map(|s| {
+            t.find(&format!("\n{s}\n\n"))
+                .unwrap_or_else(|| panic!("no {s}:\n{t}"))
+        })
+        .collect();
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "sections in the published order: {at:?}"
+    );
 
     let t = text_of(&runs[1]);
+    println!("{t}");
     assert!(t.starts_with("SPECweb99_SSL-style result (static-only mix)\n\n"));
-    assert!(t.contains("\nSSL Configuration\n\nProtocol\tTLSv1_3\n"));
-    assert!(t.contains("Handshakes (all phases)\t360 full, 240 resumed\n\nNote: the kit's cipher"));
-    assert!(t.contains(
-        "\n2\t20\t3\t15.0%\tfailed\n\nThe report below is the best passing trial's.\n\n"
-    ));
-    assert!(t.contains("\nIteration\t380\t360\t340\t320\t300\t280 kbit/s\n"));
+    assert!(t.contains("\nSSL Configuration\n\nProtocol                 TLSv1_3\n"));
+    assert!(t.contains("Handshakes (all phases)  360 full, 240 resumed\n"));
+    assert!(t.contains("- The kit's cipher"));
+    assert!(t.contains("\nThe iterations above are the best passing trial's.\n\n"));
+    assert!(t.contains("\nIteration    380    360    340    320    300  280 kbit/s\n"));
     assert!(
         t.contains("max 1499\n\nHarness efficiency"),
         "no failures in the median:\n{t}"
     );
-    assert!(t.contains("\nLoad generators\t2 agent(s): a:1, b:2\n"));
-    assert!(t.contains("\nHarness/server CPU\t"));
     assert!(t.contains("(INVALID TEST: see Errors)"));
     assert!(t.contains("\nErrors\n\niteration 1: "));
 
     let t = text_of(&runs[2]);
     assert!(t.contains("SPECweb99-style = 0 (non-compliant)\n"));
     assert!(!t.contains("Class details"));
+}
+
+#[test]
+fn every_table_lines_up_under_its_headings() {
+    for run in runs() {
+        let doc = super::document(&run, false);
+        let text = super::text::render(&doc, Layout::Plain);
+        assert_eq!(
+            super::super::text::misaligned(&doc, &text),
+            Vec::<String>::new(),
+            "\n{text}"
+        );
+        assert!(!text.contains('\t'), "no tabs:\n{text}");
+    }
+}
+
+#[test]
+fn counts_take_their_plural_forms() {
+    let runs = runs();
+    let t = text_of(&runs[0]);
+    assert!(t.contains("ramp-down 3 s; 1 iteration)"), "{t}");
+    assert!(t.contains("2 load threads in this process"), "{t}");
+    let t = text_of(&runs[1]);
+    assert!(t.contains("; 3 iterations)"), "{t}");
+    assert!(t.contains("2 agents: a:1, b:2"), "{t}");
+    assert!(!t.contains("(s)"), "{t}");
 }
 
 #[test]
@@ -260,15 +309,49 @@ fn json_keeps_its_keys() {
 }
 
 #[test]
-fn the_page_holds_the_charts_and_the_text() {
+#[allow(clippy::print_stdout, reason = "shows the page with --nocapture")]
+fn the_page_holds_the_sections_as_tables_and_the_charts() {
     let runs = runs();
-    let text = text_of(&runs[1]);
-    let h = super::html::render(&super::page(&runs[1], &text));
+    let h = page_of(&runs[1]);
+    println!("{h}");
     assert!(h.starts_with("<!DOCTYPE html>"));
     assert!(h.contains("<h1>SPECweb99_SSL-style result (static-only mix)</h1>"));
-    assert_eq!(h.matches("<svg").count(), 3);
-    assert!(h.contains("<h2>Full report</h2>\n<pre>SPECweb99_SSL-style result"));
+    for section in ["Performance", "Benchmark Configuration", "Test Run Details"] {
+        assert!(
+            h.contains(&format!("<h2>{section}</h2>\n<div class=\"scroll\"><table")),
+            "{section} is a table"
+        );
+    }
+    assert!(h.contains("<h2>Configuration</h2>\n<h3>Hardware"));
+    assert!(h.contains("<h2>Notes</h2>\n<ul><li>"));
+    assert!(h.contains("<th scope=\"row\">Target:</th><td>http://x/</td>"));
+    assert!(!h.contains("<pre"), "no text report in the page");
+    assert!(
+        h.contains("<tr class=\"shaded\"><td>=&gt;2</td>"),
+        "the median shaded as on the published pages"
+    );
     assert!(h.contains("nginx &lt;b&gt;") && !h.contains("nginx <b>"));
+    assert_eq!(h.matches("<svg").count(), 3);
+    assert_eq!(h.matches("width=\"100%\"").count(), 3, "the charts scale");
+}
+
+#[test]
+fn the_charts_mark_phases_threshold_and_a_log_axis() {
+    let h = page_of(&runs()[0]);
+    let charts: Vec<&str> = h.split("<svg").skip(1).collect();
+    assert_eq!(charts.len(), 3);
+    let (throughput, rate, times) = (charts[0], charts[1], charts[2]);
+    assert_eq!(throughput.matches("class=\"phase\"").count(), 2);
+    assert!(throughput.contains(">warm-up<") && throughput.contains(">ramp-down<"));
+    // QUICK's 5 s warm-up of the fixture's 69 s timeline, 560 px wide.
+    assert!(
+        throughput.contains("<rect class=\"phase\" x=\"60.0\" y=\"30\" width=\"40.6\""),
+        "{throughput}"
+    );
+    assert!(rate.contains("class=\"limit\"") && rate.contains(">320 kbit/s: conforming<"));
+    assert!(times.contains("class=\"log-axis\"") && times.contains("ms (log scale)"));
+    // Percentiles from about 750 to 1,499 ms: the decades 100 to 10,000.
+    assert!(times.contains(">100<") && times.contains(">1,000<") && times.contains(">10,000<"));
 }
 
 /// `runs()[0]` made the kit's run: the standard profile, three iterations.
@@ -311,7 +394,7 @@ fn a_quick_run_is_labelled_non_compliant_with_its_deviations() {
     assert_eq!(j["deviations"][0]["run"], "measured 60 s");
     assert_eq!(j["deviations"][0]["kit"], "the kit measures 1,200 s");
 
-    let h = super::html::render(&super::page(&run, &t));
+    let h = super::html::render(&super::document(&run, true));
     assert!(h.contains("<div class=\"deviations\""), "{h}");
     assert!(h.contains("<li>measured 60 s; the kit measures 1,200 s</li>"));
 }
@@ -355,7 +438,7 @@ fn the_kits_run_prints_a_plain_score_and_no_box() {
     let j = super::json::to_json(&run);
     assert_eq!(j["compliant"], true);
     assert_eq!(j["deviations"], serde_json::json!([]));
-    let h = super::html::render(&super::page(&run, &t));
+    let h = super::html::render(&super::document(&run, true));
     assert!(!h.contains("deviations"));
 }
 
@@ -400,17 +483,20 @@ fn a_client_over_the_class_3_error_rate_invalidates_the_test() {
 fn posts_and_interpretations_are_shown() {
     let runs = runs();
     let t = text_of(&runs[1]);
-    assert!(t.contains("\tErrors\tPOSTs (all phases)\t"), "{t}");
+    assert!(t.contains("  Errors  POSTs (all phases)  "), "{t}");
     // 12 generators × 2 POSTs per class in the fixture.
     let class1: Vec<&str> = t
         .lines()
-        .find(|l| l.starts_with("1\t50.00%\t"))
-        .map(|l| l.split('\t').collect())
+        .find(|l| l.starts_with("1 ") && l.contains(" 50.00% "))
+        .map(|l| l.split_whitespace().collect())
         .unwrap_or_default();
     assert_eq!(class1.get(5), Some(&"24"), "{t}");
     let j = super::json::to_json(&runs[1]);
     assert_eq!(j["iterations"][0]["classes"][1]["post"], 24);
-    for note in crate::web::INTERPRETATIONS {
+    for note in crate::web::INTERPRETATIONS
+        .iter()
+        .chain(&crate::web::compliance::INTERPRETATIONS)
+    {
         assert!(t.contains(&format!("\n- {note}")), "{note} missing:\n{t}");
     }
 }
