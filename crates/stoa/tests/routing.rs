@@ -1,0 +1,254 @@
+//! Mail on several hosts: a real slapd holding users on two store hosts, and
+//! three `stoa serve` processes on loopback: an MTA (SMTP, the LDAP directory,
+//! `[[mail_host]]` entries, no users of its own) and store hosts A and B (LMTP and
+//! POP3 over the same directory, each its own `this_host`). Mail for a user on B
+//! lands only on B and is read there over POP3 with the LDAP password; with B
+//! stopped the MTA accepts 50 messages for B's users, and once B is back every one
+//! arrives exactly once (a ledger of Message-IDs counted in B's mailboxes).
+//!
+//! The configurations written here are the ones the README's "Mail on several
+//! hosts" shows (listen addresses are flags here, on port 0).
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rustix::process::Signal;
+use stoa_directory::ldap::scheme::ssha;
+use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
+use stoa_testkit::{LineConn, Slapd, wait_until};
+
+use common::{Server, ServerBuilder};
+
+/// How long the queue may take to deliver everything once the store host is
+/// back: retries come every second here, so this is slack for a loaded machine.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Messages accepted while store B is down.
+const LEDGER: usize = 50;
+
+const STORE_A: &str = "store-a.stoa.test";
+const STORE_B: &str = "store-b.stoa.test";
+
+/// One user: `uid@stoa.test` on `host`, mailbox `mailbox`, password `uid-pw`.
+fn user(uid: &str, mailbox: u64, host: &str) -> String {
+    let password = ssha(&format!("{uid}-pw"), uid.as_bytes());
+    format!(
+        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
+         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
+         mail: {uid}@stoa.test\nmailHost: {host}\nemployeeNumber: {mailbox}\n\
+         userPassword: {password}\n\n"
+    )
+}
+
+/// `[directory]` for a host called `this_host`.
+fn directory(url: &str, this_host: &str) -> String {
+    format!(
+        "[directory]\nbackend = \"ldap\"\nurls = [\"{url}\"]\nbase = \"{BASE}\"\n\
+         bind_dn = \"{ADMIN_DN}\"\nbind_password_file = \"ldap.secret\"\n\
+         this_host = \"{this_host}\"\n"
+    )
+}
+
+/// Writes `text` as `name` in `dir`, beside the LDAP password file.
+fn write_config(dir: &Path, name: &str, text: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).expect("config dir");
+    std::fs::write(dir.join("ldap.secret"), format!("{ADMIN_PASSWORD}\n")).expect("secret");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write the configuration");
+    path
+}
+
+/// A store host named `name`: LMTP on `lmtp` (port 0 for any), POP3, the directory.
+fn store_host(dir: &Path, name: &str, url: &str, lmtp: &str) -> Server {
+    let config = format!(
+        "[lmtp]\nhostname = \"{name}\"\n\n[pop3]\nallow_plaintext_auth = true\n\n{}",
+        directory(url, name)
+    );
+    let config = write_config(dir, "store.toml", &config);
+    ServerBuilder::mail(&dir.join("mail"))
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args(["--lmtp-listen", lmtp, "--pop3-listen", "127.0.0.1:0"])
+        .start()
+}
+
+/// The MTA: SMTP, the directory, the store hosts by `[[mail_host]]`, fast retries.
+fn mta(dir: &Path, url: &str, a: &Server, b: &Server) -> Server {
+    let entry = |name: &str, s: &Server| {
+        format!(
+            "[[mail_host]]\nname = \"{name}\"\nlmtp = \"{}\"\npop3 = \"{}\"\n\n",
+            s.lmtp_addrs[0], s.pop3_addrs[0]
+        )
+    };
+    let config = format!(
+        "[smtp]\nhostname = \"mx.stoa.test\"\nmin_backoff = \"1s\"\nmax_backoff = \"1s\"\n\n\
+         {}\n{}{}",
+        directory(url, "mx.stoa.test"),
+        entry(STORE_A, a),
+        entry(STORE_B, b)
+    );
+    let config = write_config(dir, "mta.toml", &config);
+    ServerBuilder::mail(&dir.join("mail"))
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args(["--smtp-listen", "127.0.0.1:0"])
+        .start()
+}
+
+/// Sends one message over SMTP; asserts it is queued.
+fn send(addr: SocketAddr, to: &[&str], message: &str) {
+    let mut conn = LineConn::connect(addr);
+    let greeting = conn.line().expect("greeting");
+    assert!(greeting.starts_with("220"), "{greeting}");
+    conn.expect("HELO client.test", "250");
+    conn.expect("MAIL FROM:<alice@ext.test>", "250");
+    for rcpt in to {
+        conn.expect(&format!("RCPT TO:<{rcpt}>"), "250");
+    }
+    conn.expect("DATA", "354");
+    conn.send(message.as_bytes());
+    conn.send(b".\r\n");
+    let reply = conn.line().expect("end of data");
+    assert!(reply.starts_with("250"), "{reply}");
+    conn.expect("QUIT", "221");
+}
+
+/// A POP3 session after PASS, or the `-ERR` that PASS got.
+fn pop3_login(addr: SocketAddr, user: &str) -> Result<LineConn, String> {
+    let mut conn = LineConn::connect(addr);
+    let greeting = conn.line().expect("greeting");
+    assert!(greeting.starts_with("+OK"), "{greeting}");
+    conn.expect(&format!("USER {user}@stoa.test"), "+OK");
+    let reply = conn.cmd(&format!("PASS {user}-pw"));
+    if reply.starts_with("+OK") {
+        Ok(conn)
+    } else {
+        Err(reply)
+    }
+}
+
+/// The Message-IDs in `user`'s mailbox, over POP3 (an empty list while the
+/// mailbox is busy).
+fn message_ids(addr: SocketAddr, user: &str) -> Vec<String> {
+    let Ok(mut conn) = pop3_login(addr, user) else {
+        return Vec::new();
+    };
+    let stat = conn.expect("STAT", "+OK");
+    let n: usize = stat
+        .split(' ')
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("count");
+    let mut ids = Vec::new();
+    for i in 1..=n {
+        conn.expect(&format!("RETR {i}"), "+OK");
+        loop {
+            let line = conn.line().expect("message line");
+            if line == "." {
+                break;
+            }
+            if let Some(id) = line.strip_prefix("Message-ID: ") {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    conn.expect("QUIT", "+OK");
+    ids
+}
+
+#[test]
+fn mail_goes_to_each_users_store_host_and_waits_for_a_stopped_one() {
+    if !Slapd::available() {
+        eprintln!("SKIPPED: /usr/sbin/slapd is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let ldif = [
+        user("ann", 1, STORE_A),
+        user("bob", 2, STORE_B),
+        user("carl", 3, STORE_B),
+    ]
+    .concat();
+    let slapd = Slapd::start(&ldif);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let url = slapd.url();
+    let a = store_host(&tmp.path().join("a"), STORE_A, &url, "127.0.0.1:0");
+    let mut b = store_host(&tmp.path().join("b"), STORE_B, &url, "127.0.0.1:0");
+    let mx = mta(&tmp.path().join("mx"), &url, &a, &b);
+    let (smtp, pop3_a) = (mx.smtp_addrs[0], a.pop3_addrs[0]);
+
+    // One message for a user on each store host: each copy only on its host.
+    send(
+        smtp,
+        &["ann@stoa.test", "bob@stoa.test"],
+        "Message-ID: <first@stoa.test>\r\nSubject: hi\r\n\r\nrouted\r\n",
+    );
+    let first = || vec!["<first@stoa.test>".to_owned()];
+    let bob_got = wait_until(DELIVERY_TIMEOUT, || {
+        message_ids(b.pop3_addrs[0], "bob") == first()
+    });
+    assert!(bob_got, "bob's copy on store B");
+    assert!(wait_until(DELIVERY_TIMEOUT, || message_ids(pop3_a, "ann") == first()));
+    let refused = pop3_login(pop3_a, "bob")
+        .err()
+        .expect("bob is not on store A");
+    assert!(refused.starts_with("-ERR"), "{refused}");
+    let refused = pop3_login(b.pop3_addrs[0], "ann")
+        .err()
+        .expect("ann is not on B");
+    assert!(refused.starts_with("-ERR"), "{refused}");
+
+    // Store B goes away; the MTA accepts and keeps its users' mail.
+    let lmtp_b = b.lmtp_addrs[0];
+    b.stop_with(Signal::KILL);
+    for n in 0..LEDGER {
+        let to = if n % 2 == 0 {
+            "bob@stoa.test"
+        } else {
+            "carl@stoa.test"
+        };
+        send(
+            smtp,
+            &[to],
+            &format!("Message-ID: <ledger-{n}@stoa.test>\r\nSubject: {n}\r\n\r\nx\r\n"),
+        );
+    }
+    let b = store_host(&tmp.path().join("b"), STORE_B, &url, &lmtp_b.to_string());
+    let pop3_b = b.pop3_addrs[0];
+    // The ledger, and bob's first message.
+    let all_in = wait_until(DELIVERY_TIMEOUT, || {
+        message_ids(pop3_b, "bob").len() + message_ids(pop3_b, "carl").len() > LEDGER
+    });
+    assert!(all_in, "every message reached store B");
+    let queue = tmp.path().join("mx/mail/queue");
+    let drained = wait_until(DELIVERY_TIMEOUT, || {
+        std::fs::read_dir(&queue).is_ok_and(|d| d.count() == 0)
+    });
+    assert!(drained, "the MTA's queue is empty");
+
+    let mut ledger: HashMap<String, usize> = HashMap::new();
+    for id in message_ids(pop3_b, "bob")
+        .into_iter()
+        .chain(message_ids(pop3_b, "carl"))
+    {
+        *ledger.entry(id).or_default() += 1;
+    }
+    let lost: Vec<usize> = (0..LEDGER)
+        .filter(|n| !ledger.contains_key(&format!("<ledger-{n}@stoa.test>")))
+        .collect();
+    let duplicated: Vec<_> = ledger.iter().filter(|(_, c)| **c > 1).collect();
+    assert!(lost.is_empty(), "lost: {lost:?}");
+    assert!(duplicated.is_empty(), "duplicated: {duplicated:?}");
+    assert_eq!(
+        ledger.len(),
+        LEDGER + 1,
+        "the ledger and bob's first message"
+    );
+    assert_eq!(
+        message_ids(pop3_a, "ann"),
+        first(),
+        "nothing more on store A"
+    );
+    drop(mx);
+}
