@@ -218,27 +218,9 @@ fn per_recipient_replies_over_one_reused_connection() {
     );
 }
 
-#[test]
-fn an_unreachable_store_host_is_retried_until_it_listens() {
-    let mail = MailDir::new();
-    mail.directory.add_user(B1, Some("pw")).expect("user");
-    mail.directory
-        .set_mail_host(B1, Some(STORE_B))
-        .expect("mailHost");
-    // A port nobody listens on (bound, then closed), later taken by the stub.
-    let addr = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port");
-    let mut config = mail.config();
-    config.mail_hosts = vec![MailHost {
-        name: STORE_B.into(),
-        lmtp: Some(addr.to_string()),
-        pop3: None,
-    }];
-    let server = Running::start(&mail, config);
-    let mut c = Client::ehlo(server.mx);
-    c.mail(JOE, &[B1], "Subject: later\r\n\r\nx\r\n")
-        .assert(250, "queued");
+/// Waits until an attempt has failed for want of the store host and the envelope
+/// says so.
+fn wait_deferred(mail: &MailDir) {
     let deferred = wait_until(DELIVERY_TIMEOUT, || {
         mail.queue_files().iter().any(|f| {
             std::fs::read_to_string(mail.queue().join(f))
@@ -246,6 +228,61 @@ fn an_unreachable_store_host_is_retried_until_it_listens() {
         })
     });
     assert!(deferred, "the first attempt failed and was recorded");
+}
+
+/// A `[[mail_host]]` entry for store B at `addr`.
+fn store_b_at(addr: SocketAddr) -> Vec<MailHost> {
+    vec![MailHost {
+        name: STORE_B.into(),
+        lmtp: Some(addr.to_string()),
+        pop3: None,
+    }]
+}
+
+/// A loopback address nobody listens on (bound, then closed).
+fn closed_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+}
+
+#[test]
+fn a_user_moved_while_mail_waits_gets_it_on_the_new_host() {
+    let mail = MailDir::new();
+    mail.directory.add_user(B1, Some("pw")).expect("user");
+    mail.directory
+        .set_mail_host(B1, Some(STORE_B))
+        .expect("mailHost");
+    let mut config = mail.config();
+    config.mail_hosts = store_b_at(closed_port());
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.mx);
+    c.mail(JOE, &[B1], "Subject: moved\r\n\r\nx\r\n")
+        .assert(250, "queued");
+    wait_deferred(&mail);
+    // B1 moves to this host: the route is looked up again at the retry.
+    mail.directory.set_mail_host(B1, None).expect("move");
+    let got = mail.wait_delivered(B1, 1);
+    assert!(String::from_utf8_lossy(&got[0]).contains("Subject: moved"));
+    mail.wait_queue_empty();
+}
+
+#[test]
+fn an_unreachable_store_host_is_retried_until_it_listens() {
+    let mail = MailDir::new();
+    mail.directory.add_user(B1, Some("pw")).expect("user");
+    mail.directory
+        .set_mail_host(B1, Some(STORE_B))
+        .expect("mailHost");
+    // Nobody listens there until the stub takes the port.
+    let addr = closed_port();
+    let mut config = mail.config();
+    config.mail_hosts = store_b_at(addr);
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.mx);
+    c.mail(JOE, &[B1], "Subject: later\r\n\r\nx\r\n")
+        .assert(250, "queued");
+    wait_deferred(&mail);
     assert!(mail.delivered(B1).is_empty(), "never stored locally");
     let stub = LmtpStub::start_on(addr);
     stub.wait_delivered(B1, 1);

@@ -332,29 +332,12 @@ impl Deliverer {
         if local.is_empty() {
             return true;
         }
-        let (directory, wanted) = (Arc::clone(&self.directory), addresses(envelope, &local));
-        let this_host = self.hostname.clone();
-        let routed = blocking(move || {
-            let route = |a: &String| destination(a, directory.lookup(a), &this_host);
-            wanted.iter().map(route).collect::<Vec<_>>()
-        })
-        .await;
-        let routed = match routed {
-            Ok(routed) => routed,
-            Err(e) => {
-                let failed = Outcome::Temporary("4.3.0".into(), e.to_string());
-                vec![Destination::Failed(failed); local.len()]
-            }
-        };
+        let routed = self.route(addresses(envelope, &local)).await;
         let (here, hosts) = self.split(envelope, &local, routed, bounced);
         let mut later = !hosts.is_empty() || !pending(envelope, Route::Remote).is_empty();
         if !here.is_empty() {
             let (indices, users): (Vec<usize>, Vec<User>) = here.into_iter().unzip();
-            let (store, m) = (Arc::clone(&self.local), Arc::clone(message));
-            let outcomes = match blocking(move || store.deliver(&m, &users)).await {
-                Ok(results) => store_outcomes(&results, indices.len()),
-                Err(e) => vec![Outcome::Temporary("4.3.0".into(), e.to_string()); indices.len()],
-            };
+            let outcomes = self.store_here(users, message).await;
             apply(envelope, &indices, outcomes, bounced);
             if later && !self.checkpoint(envelope, bounced).await {
                 return false;
@@ -374,6 +357,30 @@ impl Deliverer {
             }
         }
         true
+    }
+
+    /// Each address's destination, from the directory (on a blocking thread).
+    async fn route(&self, wanted: Vec<String>) -> Vec<Destination> {
+        let (directory, this_host) = (Arc::clone(&self.directory), self.hostname.clone());
+        let n = wanted.len();
+        let routed = blocking(move || {
+            let route = |a: &String| destination(a, directory.lookup(a), &this_host);
+            wanted.iter().map(route).collect::<Vec<_>>()
+        })
+        .await;
+        routed.unwrap_or_else(|e| {
+            let failed = Outcome::Temporary("4.3.0".into(), e.to_string());
+            vec![Destination::Failed(failed); n]
+        })
+    }
+
+    /// Stores `message` for `users` of this host (on a blocking thread).
+    async fn store_here(&self, users: Vec<User>, message: &Arc<Vec<u8>>) -> Vec<Outcome> {
+        let (store, m, n) = (Arc::clone(&self.local), Arc::clone(message), users.len());
+        match blocking(move || store.deliver(&m, &users)).await {
+            Ok(results) => store_outcomes(&results, n),
+            Err(e) => vec![Outcome::Temporary("4.3.0".into(), e.to_string()); n],
+        }
     }
 
     /// Sorts routed recipients into this host's users and each store host's;
