@@ -4,7 +4,9 @@
 //! POP3 over the same directory, each its own `this_host`). Mail for a user on B
 //! lands only on B and is read there over POP3 with the LDAP password; with B
 //! stopped the MTA accepts 50 messages for B's users, and once B is back every one
-//! arrives exactly once (a ledger of Message-IDs counted in B's mailboxes).
+//! arrives exactly once (a ledger of Message-IDs counted in B's mailboxes). And
+//! Dovecot's LMTP (Debian `dovecot-lmtpd`, started by the test in a temporary
+//! directory) as a store host behind the same MTA; skipped when not installed.
 //!
 //! The configurations written here are the ones the README's "Mail on several
 //! hosts" shows (listen addresses are flags here, on port 0).
@@ -75,20 +77,21 @@ fn store_host(dir: &Path, name: &str, url: &str, lmtp: &str) -> Server {
         .start()
 }
 
-/// The MTA: SMTP, the directory, the store hosts by `[[mail_host]]`, fast retries.
-fn mta(dir: &Path, url: &str, a: &Server, b: &Server) -> Server {
-    let entry = |name: &str, s: &Server| {
-        format!(
-            "[[mail_host]]\nname = \"{name}\"\nlmtp = \"{}\"\npop3 = \"{}\"\n\n",
-            s.lmtp_addrs[0], s.pop3_addrs[0]
-        )
-    };
+/// A `[[mail_host]]` entry.
+fn entry(name: &str, lmtp: SocketAddr, pop3: Option<SocketAddr>) -> String {
+    let pop3 = pop3
+        .map(|a| format!("pop3 = \"{a}\"\n"))
+        .unwrap_or_default();
+    format!("[[mail_host]]\nname = \"{name}\"\nlmtp = \"{lmtp}\"\n{pop3}\n")
+}
+
+/// The MTA: SMTP, the directory, the store hosts by `[[mail_host]]` `entries`,
+/// fast retries.
+fn mta(dir: &Path, url: &str, entries: &str) -> Server {
     let config = format!(
         "[smtp]\nhostname = \"mx.stoa.test\"\nmin_backoff = \"1s\"\nmax_backoff = \"1s\"\n\n\
-         {}\n{}{}",
+         {}\n{entries}",
         directory(url, "mx.stoa.test"),
-        entry(STORE_A, a),
-        entry(STORE_B, b)
     );
     let config = write_config(dir, "mta.toml", &config);
     ServerBuilder::mail(&dir.join("mail"))
@@ -175,7 +178,10 @@ fn mail_goes_to_each_users_store_host_and_waits_for_a_stopped_one() {
     let url = slapd.url();
     let a = store_host(&tmp.path().join("a"), STORE_A, &url, "127.0.0.1:0");
     let mut b = store_host(&tmp.path().join("b"), STORE_B, &url, "127.0.0.1:0");
-    let mx = mta(&tmp.path().join("mx"), &url, &a, &b);
+    let entries = [(STORE_A, &a), (STORE_B, &b)]
+        .map(|(name, s)| entry(name, s.lmtp_addrs[0], Some(s.pop3_addrs[0])))
+        .concat();
+    let mx = mta(&tmp.path().join("mx"), &url, &entries);
     let (smtp, pop3_a) = (mx.smtp_addrs[0], a.pop3_addrs[0]);
 
     // One message for a user on each store host: each copy only on its host.
@@ -251,4 +257,159 @@ fn mail_goes_to_each_users_store_host_and_waits_for_a_stopped_one() {
         "nothing more on store A"
     );
     drop(mx);
+}
+
+// ---------------------------------------------------------------------------
+// Dovecot's LMTP as a store host
+// ---------------------------------------------------------------------------
+
+/// Where Debian's `dovecot-core` and `dovecot-lmtpd` install the master and the
+/// LMTP service.
+const DOVECOT: &str = "/usr/sbin/dovecot";
+const DOVECOT_LMTP: &str = "/usr/lib/dovecot/lmtp";
+
+/// How long Dovecot may take to start or stop.
+const DOVECOT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A Dovecot master (`dovecot -F`) in a temporary directory serving LMTP on a
+/// free loopback port, every user a Maildir under `mail/LOCALPART` (a static
+/// userdb: Dovecot takes every recipient). Stopped with SIGTERM when dropped,
+/// its process group killed if it lingers.
+struct Dovecot {
+    dir: tempfile::TempDir,
+    addr: SocketAddr,
+    process: Option<stoa_testkit::Process>,
+}
+
+impl Dovecot {
+    fn available() -> bool {
+        Path::new(DOVECOT).exists() && Path::new(DOVECOT_LMTP).exists()
+    }
+
+    fn start() -> Dovecot {
+        use std::os::unix::fs::PermissionsExt;
+        // In /tmp, so that the sockets under base_dir stay within their length limit.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let mail = d.join("mail");
+        std::fs::create_dir_all(&mail).expect("mail dir");
+        // The mail is written as the `dovecot` user.
+        for (path, mode) in [(d, 0o755), (mail.as_path(), 0o777)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let conf = d.join("dovecot.conf");
+        std::fs::write(&conf, dovecot_conf(d, port)).expect("dovecot.conf");
+        let process = stoa_testkit::Process::spawn_group(
+            std::process::Command::new(DOVECOT)
+                .arg("-F")
+                .arg("-c")
+                .arg(&conf),
+        );
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let up = wait_until(DOVECOT_TIMEOUT, || {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+        });
+        let log = std::fs::read_to_string(d.join("dovecot.log")).unwrap_or_default();
+        assert!(up, "dovecot did not listen on {addr}; log:\n{log}");
+        Dovecot {
+            dir,
+            addr,
+            process: Some(process),
+        }
+    }
+
+    /// The Message-IDs delivered to `local@…`, from its Maildir.
+    fn message_ids(&self, local: &str) -> Vec<String> {
+        let maildir = self.dir.path().join("mail").join(local).join("Maildir");
+        let files = ["new", "cur"]
+            .iter()
+            .filter_map(|sub| std::fs::read_dir(maildir.join(sub)).ok())
+            .flatten()
+            .flatten();
+        files
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("Message-ID: ").map(str::to_owned))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Dovecot {
+    fn drop(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.signal(Signal::TERM);
+            let _ = process.wait_exit(DOVECOT_TIMEOUT);
+        }
+    }
+}
+
+/// LMTP only, no TLS, a static userdb with a Maildir per local part.
+fn dovecot_conf(dir: &Path, port: u16) -> String {
+    let d = dir.display();
+    format!(
+        "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\n\
+         protocols = lmtp\nlisten = 127.0.0.1\nssl = no\nfirst_valid_uid = 1\n\
+         mail_location = maildir:~/Maildir\n\
+         passdb {{\n  driver = static\n  args = nopassword=y\n}}\n\
+         userdb {{\n  driver = static\n  args = uid=dovecot gid=dovecot home={d}/mail/%n\n}}\n\
+         service lmtp {{\n  inet_listener lmtp {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn dovecot_lmtp_works_as_a_store_host() {
+    if !Slapd::available() || !Dovecot::available() {
+        eprintln!(
+            "SKIPPED: needs /usr/sbin/slapd and Dovecot's LMTP (Debian dovecot-core, \
+             dovecot-lmtpd)"
+        );
+        return;
+    }
+    const STORE_D: &str = "store-d.stoa.test";
+    let slapd = Slapd::start(&[user("dave", 4, STORE_D), user("erin", 5, STORE_D)].concat());
+    let dovecot = Dovecot::start();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mx = mta(
+        &tmp.path().join("mx"),
+        &slapd.url(),
+        &entry(STORE_D, dovecot.addr, None),
+    );
+    // Two recipients in one LMTP transaction (a reply each), then one each.
+    send(
+        mx.smtp_addrs[0],
+        &["dave@stoa.test", "erin@stoa.test"],
+        "Message-ID: <both@stoa.test>\r\nSubject: both\r\n\r\nx\r\n",
+    );
+    for uid in ["dave", "erin"] {
+        send(
+            mx.smtp_addrs[0],
+            &[&format!("{uid}@stoa.test")],
+            &format!("Message-ID: <{uid}@stoa.test>\r\nSubject: one\r\n\r\nx\r\n"),
+        );
+    }
+    let sorted = |mut ids: Vec<String>| {
+        ids.sort();
+        ids
+    };
+    for uid in ["dave", "erin"] {
+        let want = sorted(vec![
+            "<both@stoa.test>".into(),
+            format!("<{uid}@stoa.test>"),
+        ]);
+        let got = wait_until(DELIVERY_TIMEOUT, || {
+            sorted(dovecot.message_ids(uid)) == want
+        });
+        assert!(got, "{uid}: {:?}", dovecot.message_ids(uid));
+    }
+    let queue = tmp.path().join("mx/mail/queue");
+    let drained = wait_until(DELIVERY_TIMEOUT, || {
+        std::fs::read_dir(&queue).is_ok_and(|d| d.count() == 0)
+    });
+    assert!(drained, "the MTA's queue is empty");
 }
