@@ -23,7 +23,8 @@ const B2: &str = "b2@example.test";
 const B3: &str = "b3@example.test";
 
 /// Per recipient, the replies to give after the message, one per transaction;
-/// `250` once the script runs out.
+/// `250` once the script runs out. The key `MAIL` scripts the replies to `MAIL`
+/// (a `421` closes the connection).
 type Script = HashMap<String, VecDeque<String>>;
 
 /// (recipient, message) for every `250` after the message.
@@ -117,7 +118,15 @@ fn session(stream: TcpStream, delivered: &Delivered, script: &Mutex<Script>) -> 
             out.write_all(b"250-store-b\r\n250-SIZE 10000000\r\n250 ENHANCEDSTATUSCODES\r\n")?;
         } else if upper.starts_with("MAIL FROM:") || upper.starts_with("RSET") {
             rcpts.clear();
-            out.write_all(b"250 2.1.0 Ok\r\n")?;
+            let scripted = upper
+                .starts_with("MAIL")
+                .then(|| script.lock().expect("lock").get_mut("MAIL")?.pop_front())
+                .flatten();
+            let reply = scripted.unwrap_or_else(|| "250 2.1.0 Ok".into());
+            out.write_all(format!("{reply}\r\n").as_bytes())?;
+            if reply.starts_with("421") {
+                return Ok(());
+            }
         } else if upper.starts_with("RCPT TO:") {
             rcpts.push(line[8..].trim().trim_matches(['<', '>']).to_owned());
             out.write_all(b"250 2.1.5 Ok\r\n")?;
@@ -216,6 +225,54 @@ fn per_recipient_replies_over_one_reused_connection() {
         1,
         "the retry and the second message reuse the first connection"
     );
+}
+
+#[test]
+fn without_an_idle_time_every_message_connects_anew() {
+    let mail = MailDir::new();
+    mail.directory.add_user(B1, Some("pw")).expect("user");
+    mail.directory
+        .set_mail_host(B1, Some(STORE_B))
+        .expect("mailHost");
+    let stub = LmtpStub::start(Script::new());
+    let mut config = mail.config();
+    config.mail_hosts = store_b_at(stub.addr);
+    config.queue.lmtp_idle_timeout = Duration::ZERO;
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.mx);
+    for n in 1..=2 {
+        c.mail(JOE, &[B1], "Subject: x\r\n\r\nx\r\n")
+            .assert(250, "queued");
+        stub.wait_delivered(B1, n);
+    }
+    mail.wait_queue_empty();
+    assert_eq!(stub.connections.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn a_pooled_connection_the_server_closed_is_replaced_at_once() {
+    let mail = MailDir::new();
+    mail.directory.add_user(B1, Some("pw")).expect("user");
+    mail.directory
+        .set_mail_host(B1, Some(STORE_B))
+        .expect("mailHost");
+    let replies = ["250 2.1.0 Ok", "421 4.4.2 store-b: session timed out"];
+    let script: Script = [("MAIL".to_owned(), replies.map(String::from).into())].into();
+    let stub = LmtpStub::start(script);
+    let mut config = mail.config();
+    config.mail_hosts = store_b_at(stub.addr);
+    // A deferral would not be retried within the test's wait.
+    config.queue.min_backoff = Duration::from_secs(3600);
+    config.queue.max_backoff = Duration::from_secs(3600);
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.mx);
+    for n in 1..=2 {
+        c.mail(JOE, &[B1], "Subject: x\r\n\r\nx\r\n")
+            .assert(250, "queued");
+        stub.wait_delivered(B1, n);
+    }
+    mail.wait_queue_empty();
+    assert_eq!(stub.connections.load(Ordering::Relaxed), 2);
 }
 
 /// Waits until an attempt has failed for want of the store host and the envelope

@@ -16,8 +16,10 @@
 //! Connections are reused: after a transaction the connection goes back to a small
 //! per-host pool ([`crate::config::QueueConfig::lmtp_max_idle`]) and is taken by
 //! the next message for the same host within the idle timeout. A pooled connection
-//! the server has closed meanwhile is found out at `MAIL` (before anything is
-//! committed), and the message goes over a fresh connection instead.
+//! the server has closed meanwhile (an error or a `421` at `MAIL`, before anything
+//! is committed) is replaced by a fresh one for the same message. The pool bounds
+//! idle connections only; connections in use are bounded by the queue's
+//! `max_deliveries`.
 
 use std::collections::HashMap;
 use std::io;
@@ -182,8 +184,11 @@ impl Lmtp {
                 .command(&mail_from(sender, s.size, message), t)
                 .await
             {
-                Ok(reply) => return Ok(Ok((s, reply))),
-                // Closed while idle: nothing was sent that counts, start afresh.
+                Ok(reply) if reply.code != 421 => return Ok(Ok((s, reply))),
+                // Closed while idle (a `421` is the server's goodbye, sent when
+                // its session timer ran out): nothing that counts was sent, so
+                // start afresh.
+                Ok(reply) => tracing::debug!("LMTP {addr}: pooled connection closed: {reply:?}"),
                 Err(e) => tracing::debug!("LMTP {addr}: pooled connection lost: {e}"),
             }
         }
