@@ -75,7 +75,10 @@ fn is_host_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::path::{Path, PathBuf};
+
     use super::*;
+    use crate::cli::ServeArgs;
 
     fn read_text(text: &str) -> (Vec<MailHost>, Report) {
         let mut r = Report::default();
@@ -127,5 +130,21 @@ mod tests {
             r.warnings.iter().any(|w| w.contains("mail_host[0].port")),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn the_smtp_server_gets_the_entries() {
+        let file = "[smtp]\nmail_dir = \"/m\"\nlisten = [\"127.0.0.1:25\"]\n\
+                    [[mail_host]]\nname = \"store-b.stoa.test\"\nlmtp = \"10.0.0.3:24\"\n";
+        let args = ServeArgs {
+            config: Some(PathBuf::from("/etc/stoa/stoa.toml")),
+            ..ServeArgs::default()
+        };
+        let loaded =
+            super::super::load(&args, |_| Ok(file.to_owned()), Path::new("/w")).expect("valid");
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let hosts = loaded.smtp.expect("SMTP").mail_hosts;
+        assert_eq!(hosts.len(), 1);
+        assert_eq!(hosts[0].lmtp.as_deref(), Some("10.0.0.3:24"));
     }
 }
