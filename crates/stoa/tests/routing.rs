@@ -4,7 +4,9 @@
 //! POP3 over the same directory, each its own `this_host`). Mail for a user on B
 //! lands only on B and is read there over POP3 with the LDAP password; with B
 //! stopped the MTA accepts 50 messages for B's users, and once B is back every one
-//! arrives exactly once (a ledger of Message-IDs counted in B's mailboxes). And
+//! arrives exactly once (a ledger of Message-IDs counted in B's mailboxes). A
+//! directory that stops answering while mail waits defers it (`4.4.3`) until it
+//! is back. And
 //! Dovecot's LMTP (Debian `dovecot-lmtpd`, started by the test in a temporary
 //! directory) as a store host behind the same MTA; skipped when not installed.
 //!
@@ -88,9 +90,14 @@ fn entry(name: &str, lmtp: SocketAddr, pop3: Option<SocketAddr>) -> String {
 /// The MTA: SMTP, the directory, the store hosts by `[[mail_host]]` `entries`,
 /// fast retries.
 fn mta(dir: &Path, url: &str, entries: &str) -> Server {
+    mta_with(dir, url, "", entries)
+}
+
+/// [`mta`] with `directory_keys` added to its `[directory]`.
+fn mta_with(dir: &Path, url: &str, directory_keys: &str, entries: &str) -> Server {
     let config = format!(
         "[smtp]\nhostname = \"mx.stoa.test\"\nmin_backoff = \"1s\"\nmax_backoff = \"1s\"\n\n\
-         {}\n{entries}",
+         {}{directory_keys}\n{entries}",
         directory(url, "mx.stoa.test"),
     );
     let config = write_config(dir, "mta.toml", &config);
@@ -257,6 +264,59 @@ fn mail_goes_to_each_users_store_host_and_waits_for_a_stopped_one() {
         "nothing more on store A"
     );
     drop(mx);
+}
+
+/// Whether a queued envelope under `queue` mentions `text`.
+fn queue_mentions(queue: &Path, text: &str) -> bool {
+    let files = std::fs::read_dir(queue).into_iter().flatten().flatten();
+    files
+        .filter(|e| e.path().extension().is_some_and(|x| x == "env"))
+        .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(text)))
+}
+
+#[test]
+fn a_directory_outage_at_delivery_defers_until_it_is_back() {
+    if !Slapd::available() {
+        eprintln!("SKIPPED: /usr/sbin/slapd is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let mut slapd = Slapd::start(&user("bob", 2, STORE_B));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let url = slapd.url();
+    let mut b = store_host(&tmp.path().join("b"), STORE_B, &url, "127.0.0.1:0");
+    let (lmtp_b, pop3_b) = (b.lmtp_addrs[0], b.pop3_addrs[0]);
+    // No cache on the MTA, so that every delivery attempt asks slapd.
+    let entries = entry(STORE_B, lmtp_b, Some(pop3_b));
+    let mx = mta_with(&tmp.path().join("mx"), &url, "cache_size = 0\n", &entries);
+    let queue = tmp.path().join("mx/mail/queue");
+
+    // Queued while store B is down, then the directory goes down too.
+    b.stop_with(Signal::KILL);
+    send(
+        mx.smtp_addrs[0],
+        &["bob@stoa.test"],
+        "Message-ID: <outage@stoa.test>\r\nSubject: wait\r\n\r\nx\r\n",
+    );
+    assert!(wait_until(DELIVERY_TIMEOUT, || queue_mentions(
+        &queue, "4.4.2"
+    )));
+    slapd.stop();
+    let b = store_host(&tmp.path().join("b"), STORE_B, &url, &lmtp_b.to_string());
+    // Store B is back, but the MTA cannot route: the message waits (4.4.3).
+    let deferred = wait_until(DELIVERY_TIMEOUT, || queue_mentions(&queue, "4.4.3"));
+    assert!(
+        deferred,
+        "a directory outage at delivery is a temporary failure"
+    );
+    slapd.restart();
+    let pop3_b = b.pop3_addrs[0];
+    let got = wait_until(DELIVERY_TIMEOUT, || {
+        message_ids(pop3_b, "bob") == ["<outage@stoa.test>"]
+    });
+    assert!(got, "delivered once the directory is back");
+    assert!(wait_until(DELIVERY_TIMEOUT, || {
+        std::fs::read_dir(&queue).is_ok_and(|d| d.count() == 0)
+    }));
 }
 
 // ---------------------------------------------------------------------------
