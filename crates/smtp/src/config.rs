@@ -34,6 +34,10 @@ pub struct Config {
     /// recipients are refused even for authenticated clients (there is no MX
     /// lookup).
     pub relay_host: Option<String>,
+    /// The store hosts users' `mailHost` values name (`[[mail_host]]`): mail for
+    /// a user on one of them goes there over LMTP. A host not listed is reached
+    /// by its name on port 24.
+    pub mail_hosts: Vec<MailHost>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
     /// Per-connection limits and timeouts.
@@ -56,6 +60,7 @@ impl Config {
             tls: Vec::new(),
             trusted_networks: Vec::new(),
             relay_host: None,
+            mail_hosts: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             limits: Limits::default(),
             queue: QueueConfig::default(),
@@ -77,6 +82,18 @@ impl Config {
     pub fn store_dir(&self) -> PathBuf {
         self.mail_dir.join("store")
     }
+}
+
+/// A store host: the `mailHost` name of its users and where its servers listen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MailHost {
+    /// The name, as users' `mailHost` attributes give it (compared without case
+    /// and trailing dot).
+    pub name: String,
+    /// Its LMTP server, `HOST:PORT`; without it, the name on port 24.
+    pub lmtp: Option<String>,
+    /// Its POP3 server, `HOST:PORT`: kept for the POP3 proxy, unused by SMTP.
+    pub pop3: Option<String>,
 }
 
 /// Default drain time on SIGTERM: enough for a message being received at modem speed
@@ -157,6 +174,10 @@ pub struct QueueConfig {
     /// Time for the reply to the end of the message (`smtp_data_done_timeout`,
     /// 600 s).
     pub relay_data_timeout: Duration,
+    /// Idle LMTP connections kept per store host for the next messages.
+    pub lmtp_max_idle: usize,
+    /// How long an idle LMTP connection is kept.
+    pub lmtp_idle_timeout: Duration,
     /// Most `Received:` headers a message may carry before it is refused as a mail
     /// loop (Postfix's `hopcount_limit`, 50).
     pub max_hops: usize,
@@ -174,7 +195,19 @@ impl Default for QueueConfig {
             relay_connect_timeout: Duration::from_secs(30),
             relay_command_timeout: Duration::from_secs(300),
             relay_data_timeout: Duration::from_secs(600),
+            lmtp_max_idle: DEFAULT_LMTP_MAX_IDLE,
+            lmtp_idle_timeout: DEFAULT_LMTP_IDLE_TIMEOUT,
             max_hops: 50,
         }
     }
 }
+
+/// Idle LMTP connections kept per store host: as many as deliveries to one host
+/// usually overlap on a busy MTA, few enough that a store host with many MTAs in
+/// front of it is not held open by idle sessions.
+pub const DEFAULT_LMTP_MAX_IDLE: usize = 4;
+
+/// How long an idle LMTP connection is kept: long enough to carry the next messages
+/// of a steady flow, well below the store host's command timeout (300 s by default)
+/// so that the server never closes a connection the pool still counts on.
+pub const DEFAULT_LMTP_IDLE_TIMEOUT: Duration = Duration::from_secs(30);

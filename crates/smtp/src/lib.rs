@@ -1,7 +1,7 @@
 //! Stoa's SMTP server (RFC 5321): it accepts mail for local users and, from
 //! trusted or authenticated clients, mail to other domains; queues every message
-//! durably before saying `250`; and delivers it into local mailboxes or through a
-//! smart host, retrying on Postfix's schedule and bouncing what cannot be delivered.
+//! durably before saying `250`; and delivers it into local mailboxes, over LMTP to
+//! the store host a user's `mailHost` names, or through a smart host, retrying on Postfix's schedule and bouncing what cannot be delivered.
 //!
 //! # Layout
 //!
@@ -18,8 +18,10 @@
 //!   (`250` or `451 4.3.0`), password checks at AUTH (on blocking threads).
 //! - [`queue`]: the queue directory: message and envelope files, the order of
 //!   writes and fsyncs, crash recovery.
-//! - [`delivery`]: the scheduler, [`LocalDelivery`] with [`StoreDelivery`] (the
-//!   `stoa-mailstore` store), the smart-host client, DSN bounces.
+//! - [`delivery`]: the scheduler, the routing of each user by its `mailHost`,
+//!   [`LocalDelivery`] with [`StoreDelivery`] (the `stoa-mailstore` store), the
+//!   LMTP client to other store hosts (a small per-host connection pool), the
+//!   smart-host client (both over one SMTP client core), DSN bounces.
 //! - [`lmtp`]: the LMTP server (RFC 2033) of a store host: the same codec in its
 //!   LMTP dialect, the same limits and local delivery, no queue (each recipient's
 //!   reply after the final dot says whether its copy is on disk) and no relaying.
@@ -32,8 +34,9 @@
 //! Parse SMTP (the sans-IO `stoa-smtp-proto` crate does), parse configuration
 //! files or handle signals (the `stoa` binary does), lay out mailboxes (the
 //! `stoa-mailstore` crate does, behind [`StoreDelivery`]), look
-//! up MX records (non-local mail goes to one smart host), speak TLS to the smart
-//! host, or offer DSN/SMTPUTF8/CHUNKING.
+//! up MX records (non-local mail goes to one smart host; store hosts without a
+//! `[[mail_host]]` entry are found by the system resolver), speak TLS to the smart
+//! host or the store hosts, or offer DSN/SMTPUTF8/CHUNKING.
 //!
 //! # Crash points
 //!

@@ -95,6 +95,7 @@ impl Server {
             directory: Arc::clone(&directory),
             local,
             relay: relay(&config),
+            lmtp: delivery::lmtp::Lmtp::new(&config.mail_hosts, &config.hostname, &config.queue),
             config: config.queue.clone(),
             hostname: config.hostname.clone(),
         });

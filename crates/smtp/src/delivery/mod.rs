@@ -1,5 +1,5 @@
-//! Delivery of queued messages: the scheduler, local delivery, the relay client and
-//! bounces.
+//! Delivery of queued messages: the scheduler, local delivery, the LMTP client to
+//! other store hosts, the relay client and bounces.
 //!
 //! The scheduler runs on its own thread (one current-thread runtime). It keeps the
 //! queued message ids in a timer heap, starts at most
@@ -7,11 +7,14 @@
 //! for the same message. An attempt:
 //!
 //! 1. reads the envelope and the message (on a blocking thread);
-//! 2. delivers to every pending local recipient through [`LocalDelivery`] (blocking
-//!    thread), looking each user up again in the directory (a user deleted since
-//!    RCPT gets a bounce, `5.1.1`); if remote recipients are pending too, the
-//!    envelope is saved now, so a crash during the relay does not deliver locally
-//!    twice;
+//! 2. routes every pending local recipient: it looks the user up again in the
+//!    directory (blocking thread) and delivers by its `mailHost` (`destination`):
+//!    none, or this host's name, through [`LocalDelivery`]; another store host over
+//!    LMTP (`lmtp.rs`), one transaction per host. A user deleted since RCPT gets a
+//!    bounce (`5.1.1`); a directory that does not answer is a temporary failure
+//!    (`4.4.3`), retried on the schedule below. Between these deliveries (and
+//!    before the relay) the envelope is saved when more are to come, so a crash
+//!    during one does not repeat the others;
 //! 3. relays every pending remote recipient through the smart host
 //!    ([`relay::send`]), one outcome per recipient;
 //! 4. finishes (blocking thread): recipients that failed for good, and every one
@@ -23,25 +26,33 @@
 //!    the next retry time: [`crate::config::QueueConfig::min_backoff`] doubled on
 //!    each failed attempt up to `max_backoff` (Postfix's schedule).
 //!
+//! The route is decided at delivery, not recorded at RCPT: the envelope only says
+//! "a user of the directory", so a user moved to another store host while mail
+//! waits (a retry, a stopped store host) gets it on the new host, and the
+//! directory's own cache bounds how often it is asked.
+//!
 //! Delivery is at least once: a crash between a delivery and the envelope's update
 //! delivers again (RFC 5321 §6.1 prefers a duplicate to a loss).
 
 pub mod bounce;
+pub(crate) mod lmtp;
 pub mod local;
 pub mod relay;
+mod wire;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stoa_directory::{Directory, Resolution, Target};
+use stoa_directory::{Directory, Resolution, Target, User};
 use stoa_netkit::shutdown::Shutdown;
 use tokio::sync::mpsc;
 
 use crate::config::QueueConfig;
 use crate::queue::{Envelope, Queue, Recipient, RecipientState, Route, envelope, unix_now};
+pub use lmtp::DEFAULT_LMTP_PORT;
 pub use local::{DeliveryError, LocalDelivery, StoreDelivery};
 pub use relay::{Outcome, Relay};
 
@@ -54,6 +65,7 @@ pub(crate) struct Deliverer {
     pub(crate) directory: Arc<dyn Directory>,
     pub(crate) local: Arc<dyn LocalDelivery>,
     pub(crate) relay: Option<Relay>,
+    pub(crate) lmtp: lmtp::Lmtp,
     pub(crate) config: QueueConfig,
     pub(crate) hostname: String,
 }
@@ -168,26 +180,8 @@ async fn attempt(d: &Arc<Deliverer>, id: &str, notify: &Notifier) -> Option<Dura
     };
     let message = Arc::new(message);
     let mut bounced = Vec::new();
-    let local = pending(&envelope, Route::Local);
-    if !local.is_empty() {
-        let (dd, m) = (Arc::clone(d), Arc::clone(&message));
-        let addresses = addresses(&envelope, &local);
-        let outcomes = match blocking(move || dd.deliver_local(&m, &addresses)).await {
-            Ok(outcomes) => outcomes,
-            Err(e) => vec![Outcome::Temporary("4.3.0".into(), e.to_string()); local.len()],
-        };
-        apply(&mut envelope, &local, outcomes, &mut bounced);
-        let remote_pending = !pending(&envelope, Route::Remote).is_empty();
-        if remote_pending && bounced.is_empty() {
-            let (queue, e) = (Arc::clone(&d.queue), envelope.clone());
-            if let Err(e) = blocking(move || queue.save_envelope(&e))
-                .await
-                .and_then(|r| r)
-            {
-                tracing::error!("queue {id}: cannot save the envelope: {e}");
-                return retry;
-            }
-        }
+    if !d.deliver_users(&mut envelope, &message, &mut bounced).await {
+        return retry;
     }
     let remote = pending(&envelope, Route::Remote);
     if !remote.is_empty() {
@@ -270,48 +264,164 @@ fn apply(
     }
 }
 
+/// Recipient indices by store host, in name order.
+type HostGroups = BTreeMap<String, Vec<usize>>;
+
+/// Where one user's mail goes, as the directory says at delivery time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Destination {
+    /// This host's store.
+    Here(User),
+    /// Another store host, by its normalised name, over LMTP.
+    Host(String),
+    /// Nowhere this attempt: the outcome says whether to retry or bounce.
+    Failed(Outcome),
+}
+
+/// The routing decision for `address` from its directory lookup: no `mailHost`,
+/// or `this_host` (the server's name), is here; another host gets LMTP; nobody
+/// found bounces; a directory failure is retried.
+fn destination(
+    address: &str,
+    lookup: stoa_directory::Result<Option<User>>,
+    this_host: &str,
+) -> Destination {
+    match lookup {
+        Ok(Some(user)) => match user.mail_host.as_deref().map(lmtp::normalize_host) {
+            Some(host) if host != lmtp::normalize_host(this_host) => Destination::Host(host),
+            _ => Destination::Here(user),
+        },
+        Ok(None) => Destination::Failed(Outcome::Permanent(
+            "5.1.1".into(),
+            format!("<{address}>: no such user here"),
+        )),
+        // Any directory failure is retried (a corrupt file too: it may be fixed
+        // before the queue lifetime runs out); an unreachable server is 4.4.3.
+        Err(e) => {
+            let status = if e.is_temporary() { "4.4.3" } else { "4.3.0" };
+            Destination::Failed(Outcome::Temporary(
+                status.into(),
+                format!("directory lookup failed: {e}"),
+            ))
+        }
+    }
+}
+
+/// The store's results as outcomes.
+fn store_outcomes(results: &[Result<(), DeliveryError>], n: usize) -> Vec<Outcome> {
+    (0..n)
+        .map(|k| match results.get(k) {
+            Some(Ok(())) => Outcome::Delivered,
+            Some(Err(DeliveryError::Permanent(e))) => Outcome::Permanent("5.2.0".into(), e.clone()),
+            Some(Err(DeliveryError::Temporary(e))) => Outcome::Temporary("4.2.0".into(), e.clone()),
+            None => Outcome::Temporary("4.3.0".into(), "the store gave no result".into()),
+        })
+        .collect()
+}
+
 impl Deliverer {
-    /// Looks the users up and hands the message to the local store. Blocks.
-    fn deliver_local(&self, message: &[u8], addresses: &[String]) -> Vec<Outcome> {
-        let mut outcomes: Vec<Option<Outcome>> = vec![None; addresses.len()];
-        let mut users = Vec::new();
-        let mut slots = Vec::new();
-        for (i, address) in addresses.iter().enumerate() {
-            match self.directory.lookup(address) {
-                Ok(Some(user)) => {
-                    users.push(user);
-                    slots.push(i);
-                }
-                Ok(None) => {
-                    outcomes[i] = Some(Outcome::Permanent(
-                        "5.1.1".into(),
-                        format!("<{address}>: no such user here"),
-                    ))
-                }
-                Err(e) => outcomes[i] = Some(Outcome::Temporary("4.3.0".into(), e.to_string())),
+    /// Routes and delivers every pending local recipient (step 2 of the module
+    /// docs). `false` when the envelope could not be saved between deliveries.
+    async fn deliver_users(
+        &self,
+        envelope: &mut Envelope,
+        message: &Arc<Vec<u8>>,
+        bounced: &mut Vec<usize>,
+    ) -> bool {
+        let local = pending(envelope, Route::Local);
+        if local.is_empty() {
+            return true;
+        }
+        let routed = self.route(addresses(envelope, &local)).await;
+        let (here, hosts) = self.split(envelope, &local, routed, bounced);
+        let mut later = !hosts.is_empty() || !pending(envelope, Route::Remote).is_empty();
+        if !here.is_empty() {
+            let (indices, users): (Vec<usize>, Vec<User>) = here.into_iter().unzip();
+            let outcomes = self.store_here(users, message).await;
+            apply(envelope, &indices, outcomes, bounced);
+            if later && !self.checkpoint(envelope, bounced).await {
+                return false;
             }
         }
-        if !users.is_empty() {
-            let results = self.local.deliver(message, &users);
-            for (k, &i) in slots.iter().enumerate() {
-                outcomes[i] = Some(match results.get(k) {
-                    Some(Ok(())) => Outcome::Delivered,
-                    Some(Err(DeliveryError::Permanent(e))) => {
-                        Outcome::Permanent("5.2.0".into(), e.clone())
-                    }
-                    Some(Err(DeliveryError::Temporary(e))) => {
-                        Outcome::Temporary("4.2.0".into(), e.clone())
-                    }
-                    None => Outcome::Temporary("4.3.0".into(), "the store gave no result".into()),
-                });
+        let mut hosts = hosts.into_iter().peekable();
+        while let Some((host, indices)) = hosts.next() {
+            let addresses = addresses(envelope, &indices);
+            let outcomes = self
+                .lmtp
+                .send(&host, &envelope.sender, &addresses, message)
+                .await;
+            apply(envelope, &indices, outcomes, bounced);
+            later = hosts.peek().is_some() || !pending(envelope, Route::Remote).is_empty();
+            if later && !self.checkpoint(envelope, bounced).await {
+                return false;
             }
         }
-        outcomes
-            .into_iter()
-            .map(|o| {
-                o.unwrap_or_else(|| Outcome::Temporary("4.3.0".into(), "not attempted".into()))
-            })
-            .collect()
+        true
+    }
+
+    /// Each address's destination, from the directory (on a blocking thread).
+    async fn route(&self, wanted: Vec<String>) -> Vec<Destination> {
+        let (directory, this_host) = (Arc::clone(&self.directory), self.hostname.clone());
+        let n = wanted.len();
+        let routed = blocking(move || {
+            let route = |a: &String| destination(a, directory.lookup(a), &this_host);
+            wanted.iter().map(route).collect::<Vec<_>>()
+        })
+        .await;
+        routed.unwrap_or_else(|e| {
+            let failed = Outcome::Temporary("4.3.0".into(), e.to_string());
+            vec![Destination::Failed(failed); n]
+        })
+    }
+
+    /// Stores `message` for `users` of this host (on a blocking thread).
+    async fn store_here(&self, users: Vec<User>, message: &Arc<Vec<u8>>) -> Vec<Outcome> {
+        let (store, m, n) = (Arc::clone(&self.local), Arc::clone(message), users.len());
+        match blocking(move || store.deliver(&m, &users)).await {
+            Ok(results) => store_outcomes(&results, n),
+            Err(e) => vec![Outcome::Temporary("4.3.0".into(), e.to_string()); n],
+        }
+    }
+
+    /// Sorts routed recipients into this host's users and each store host's;
+    /// failures are recorded at once.
+    fn split(
+        &self,
+        envelope: &mut Envelope,
+        local: &[usize],
+        routed: Vec<Destination>,
+        bounced: &mut Vec<usize>,
+    ) -> (Vec<(usize, User)>, HostGroups) {
+        let mut here = Vec::new();
+        let mut hosts = HostGroups::new();
+        for (&i, destination) in local.iter().zip(routed) {
+            match destination {
+                Destination::Here(user) => here.push((i, user)),
+                Destination::Host(host) => hosts.entry(host).or_default().push(i),
+                Destination::Failed(outcome) => apply(envelope, &[i], vec![outcome], bounced),
+            }
+        }
+        (here, hosts)
+    }
+
+    /// Saves the envelope between deliveries so that a crash does not repeat the
+    /// ones done. Not once a recipient has failed for good: its bounce must be
+    /// queued before the envelope says so (in `finish`). `false` on an error.
+    async fn checkpoint(&self, envelope: &Envelope, bounced: &[usize]) -> bool {
+        if !bounced.is_empty() {
+            return true;
+        }
+        let (queue, e) = (Arc::clone(&self.queue), envelope.clone());
+        match blocking(move || queue.save_envelope(&e))
+            .await
+            .and_then(|r| r)
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("queue {}: cannot save the envelope: {e}", envelope.id);
+                false
+            }
+        }
     }
 
     /// Expiry, bounces, and the envelope's new state on disk. Blocks.
@@ -410,7 +520,42 @@ pub(crate) fn backoff(config: &QueueConfig, attempts: u32) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use stoa_directory::MailboxId;
+
     use super::*;
+
+    fn user(host: Option<&str>) -> User {
+        User {
+            address: "ann@stoa.test".into(),
+            mailbox: MailboxId(7),
+            mail_host: host.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn routing_decision() {
+        let here = "mx.stoa.test";
+        let route = |lookup| destination("ann@stoa.test", lookup, here);
+        assert_eq!(route(Ok(Some(user(None)))), Destination::Here(user(None)));
+        let named_here = user(Some("MX.stoa.test."));
+        assert_eq!(
+            route(Ok(Some(named_here.clone()))),
+            Destination::Here(named_here)
+        );
+        assert_eq!(
+            route(Ok(Some(user(Some("Store-B.stoa.test."))))),
+            Destination::Host("store-b.stoa.test".into())
+        );
+        assert!(matches!(
+            route(Ok(None)),
+            Destination::Failed(Outcome::Permanent(s, _)) if s == "5.1.1"
+        ));
+        let down = stoa_directory::Error::Unavailable("no LDAP server answered".into());
+        assert!(matches!(
+            route(Err(down)),
+            Destination::Failed(Outcome::Temporary(s, _)) if s == "4.4.3"
+        ));
+    }
 
     #[test]
     fn postfix_backoff() {

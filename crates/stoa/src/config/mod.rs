@@ -26,6 +26,7 @@ use crate::cli::ServeArgs;
 mod directory;
 mod lmtp;
 mod mail;
+mod mail_host;
 mod pop3;
 mod report;
 mod smtp;
@@ -92,7 +93,10 @@ pub(crate) fn load(
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
     let directory = directory::finish(file.directory, &read, &mut report);
-    let (smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
+    let (mut smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
+    if let Some(smtp) = &mut smtp {
+        smtp.mail_hosts = file.mail_hosts;
+    }
     let others: Vec<&Path> = (smtp.iter().map(|c| c.mail_dir.as_path()))
         .chain(pop3.iter().map(|p| p.mail_dir.as_path()))
         .filter(|p| !p.as_os_str().is_empty())
@@ -127,6 +131,8 @@ struct FileParts {
     lmtp: Option<lmtp::Draft>,
     /// The `[directory]` table, when it names a backend other than the embedded one.
     directory: Option<directory::Draft>,
+    /// The `[[mail_host]]` entries, for the SMTP server's routing.
+    mail_hosts: Vec<stoa_smtp::config::MailHost>,
     /// Whether the file configures the web server.
     web: bool,
 }
@@ -156,6 +162,7 @@ fn read_config(
                 file.pop3 = pop3::read_table(&table, path.parent(), r);
                 file.lmtp = lmtp::read_table(&table, path.parent(), r);
                 file.directory = directory::read_table(&table, path.parent(), r);
+                file.mail_hosts = mail_host::read(&table, r);
             }
             Err(e) => r
                 .errors
@@ -308,6 +315,7 @@ fn read_file(
             "pop3",
             "lmtp",
             "directory",
+            "mail_host",
         ],
     );
     if let Some(listeners) = table.get("listener") {
