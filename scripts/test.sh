@@ -31,6 +31,10 @@ for cmd in "${!needs[@]}"; do
 done
 # /usr/sbin may not be on PATH: look for the server itself.
 [ -x /usr/sbin/slapd ] || missing+=(slapd)
+# Dovecot's LMTP server, as a store host behind Stoa's MTA
+# (crates/stoa/tests/routing.rs starts its own `dovecot -F` in a temporary
+# directory).
+[ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "scripts/test.sh: missing ${missing[*]}; run as root or install them" >&2
@@ -52,6 +56,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   # Nor a system slapd: the tests start their own on free ports.
   pidfile=/var/run/slapd/slapd.pid
+  if [ -s "$pidfile" ] && kill -0 $(cat "$pidfile") 2>/dev/null; then
+    kill $(cat "$pidfile")
+  fi
+  # Nor a system Dovecot.
+  pidfile=/run/dovecot/master.pid
   if [ -s "$pidfile" ] && kill -0 $(cat "$pidfile") 2>/dev/null; then
     kill $(cat "$pidfile")
   fi
