@@ -1,4 +1,4 @@
-//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent` runs.
+//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent|directory` runs.
 //!
 //! It owns the runs, not the command line: the `stoa` binary parses its flags
 //! (and durations) and hands this crate plain option structs:
@@ -12,6 +12,9 @@
 //!   SMTP sink, the store fill and check, the load levels (`stoa-mailgen`), the
 //!   QoS verdict, and the built-in `stoa serve` mail target; plus
 //!   [`mail::write_users`] for measuring another server the same way.
+//! - [`directory`]: `stoa bench directory` ([`directory::Options`],
+//!   [`directory::run`]): lookups and password checks against a configured
+//!   [`stoa_directory::Directory`] (the binary opens it), cold and warm cache.
 //! - `report`: both benchmarks' reports from one document model (text on
 //!   standard output; text, JSON and HTML with SVG charts in `--out`); the
 //!   progress lines on standard error are the runners'.
@@ -36,6 +39,7 @@
 
 pub mod agent;
 mod compliance;
+pub mod directory;
 pub mod mail;
 mod report;
 pub mod web;

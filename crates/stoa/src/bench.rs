@@ -6,11 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoa_bench::{agent, mail, web};
+use stoa_bench::{agent, directory, mail, web};
 use stoa_web99::workload::HttpVersion;
 
 use crate::cli::{
-    BenchAgentArgs, BenchCommand, BenchMailArgs, BenchMailUsersArgs, BenchWebArgs, FilesetArgs,
+    BenchAgentArgs, BenchCommand, BenchDirectoryArgs, BenchMailArgs, BenchMailUsersArgs,
+    BenchWebArgs, FilesetArgs,
 };
 
 /// Runs one `stoa bench` command.
@@ -20,6 +21,7 @@ pub(crate) fn run(command: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Agent(args) => agent::serve(&agent_options(args)),
         BenchCommand::Mail(args) => mail::run(&mail_options(args)?),
         BenchCommand::MailUsers(args) => mail::write_users(&users_options(args)),
+        BenchCommand::Directory(args) => bench_directory(args),
     }
 }
 
@@ -142,6 +144,83 @@ fn users_options(args: &BenchMailUsersArgs) -> mail::UsersOptions {
     }
 }
 
+/// `stoa bench directory`: the `[directory]` of the file, opened fresh for
+/// each cache mode.
+fn bench_directory(args: &BenchDirectoryArgs) -> anyhow::Result<()> {
+    let ldap = ldap_options(&args.config)?;
+    let options = directory_options(args)?;
+    let capacity = if ldap.cache_capacity == 0 {
+        stoa_directory::ldap::DEFAULT_CACHE_CAPACITY
+    } else {
+        ldap.cache_capacity
+    };
+    if options.cache.contains(&directory::Cache::On) && options.hot_set > capacity as u64 {
+        anyhow::bail!(
+            "--hot-set {} is larger than the cache ({capacity})",
+            options.hot_set
+        );
+    }
+    let open = |cache: directory::Cache| -> anyhow::Result<Arc<dyn stoa_directory::Directory>> {
+        let mut o = ldap.clone();
+        o.cache_capacity = match cache {
+            directory::Cache::Off => 0,
+            directory::Cache::On => capacity,
+        };
+        Ok(Arc::new(stoa_directory::LdapDirectory::new(o)?))
+    };
+    directory::run(&options, &open).map(|_| ())
+}
+
+/// The LDAP settings of the file's `[directory]`, read as `stoa serve` reads them.
+fn ldap_options(config: &Path) -> anyhow::Result<stoa_directory::LdapOptions> {
+    // `load` wants a server to configure; a placeholder SMTP listener on the
+    // command line lets a file with nothing but `[directory]` through.
+    let args = crate::cli::ServeArgs {
+        config: Some(config.to_owned()),
+        mail_dir: Some(std::env::temp_dir()),
+        smtp_listen: vec!["127.0.0.1:0".into()],
+        ..crate::cli::ServeArgs::default()
+    };
+    let loaded = crate::config::load(&args, |p| std::fs::read_to_string(p), &std::env::temp_dir())
+        .map_err(|errors| anyhow::anyhow!("{}: {}", config.display(), errors.join("; ")))?;
+    match loaded.directory {
+        crate::config::Directory::Ldap(o) => Ok(*o),
+        crate::config::Directory::Embedded => anyhow::bail!(
+            "{}: bench directory measures the LDAP backend; set [directory] backend = \"ldap\"",
+            config.display()
+        ),
+    }
+}
+
+fn directory_options(args: &BenchDirectoryArgs) -> anyhow::Result<directory::Options> {
+    let cache = args
+        .cache
+        .iter()
+        .map(|c| {
+            if c == "on" {
+                directory::Cache::On
+            } else {
+                directory::Cache::Off
+            }
+        })
+        .collect();
+    Ok(directory::Options {
+        users: args.users,
+        domain: args.domain.clone(),
+        concurrency: args.concurrency.iter().map(|&c| c as usize).collect(),
+        duration: duration(Some(&args.duration), "--duration")?.unwrap_or_default(),
+        cache,
+        hot_set: args.hot_set,
+        verify: args
+            .verify
+            .iter()
+            .map(|v| directory::parse_verify(v))
+            .collect::<anyhow::Result<_>>()?,
+        password: args.password.clone(),
+        seed: args.seed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser as _;
@@ -158,6 +237,63 @@ mod tests {
             crate::cli::Command::Bench(BenchCommand::Mail(a)) => a,
             _ => unreachable!("bench mail"),
         }
+    }
+
+    fn directory_args(extra: &[&str]) -> BenchDirectoryArgs {
+        let mut argv = vec!["stoa", "bench", "directory", "--config", "d.toml"];
+        argv.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(argv)
+            .expect("parses")
+            .command
+        {
+            crate::cli::Command::Bench(BenchCommand::Directory(a)) => a,
+            _ => unreachable!("bench directory"),
+        }
+    }
+
+    #[test]
+    fn directory_flags() {
+        let o = directory_options(&directory_args(&["--users", "1500000"])).expect("defaults");
+        assert_eq!(
+            (o.users, o.concurrency.as_slice()),
+            (1_500_000, &[1, 64][..])
+        );
+        assert_eq!(o.duration, Duration::from_secs(20));
+        assert_eq!(o.cache, [directory::Cache::Off, directory::Cache::On]);
+        let o = directory_options(&directory_args(&[
+            "--users",
+            "5",
+            "--concurrency",
+            "2",
+            "--duration",
+            "1s",
+            "--cache",
+            "on",
+            "--verify",
+            "ssha=user1@stoa.test,user2@stoa.test",
+        ]))
+        .expect("custom");
+        assert_eq!(
+            (o.concurrency.as_slice(), o.duration),
+            (&[2][..], Duration::from_secs(1))
+        );
+        assert_eq!(
+            (o.cache.as_slice(), o.verify.len()),
+            (&[directory::Cache::On][..], 1)
+        );
+        let bad = ["--cache", "lukewarm"];
+        let argv = [
+            "stoa",
+            "bench",
+            "directory",
+            "--config",
+            "d",
+            "--users",
+            "1",
+        ];
+        assert!(crate::cli::Cli::try_parse_from(argv.iter().chain(&bad)).is_err());
+        let e = directory_options(&directory_args(&["--users", "1", "--duration", "x"]));
+        assert!(e.expect_err("x").to_string().starts_with("--duration x: "));
     }
 
     #[test]

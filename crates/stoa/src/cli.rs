@@ -63,6 +63,10 @@ pub(crate) enum BenchCommand {
     /// A client daemon for `stoa bench web --agents`: runs the load generators a
     /// prime client sends it and answers with their counters.
     Agent(BenchAgentArgs),
+    /// Lookups/s and latency of the configured user directory (the LDAP
+    /// backend): random users of `user1@DOMAIN` … `userN@DOMAIN`, cold and warm
+    /// cache, at each concurrency; optionally password checks.
+    Directory(BenchDirectoryArgs),
 }
 
 /// `stoa bench agent`.
@@ -340,6 +344,55 @@ pub(crate) struct BenchMailUsersArgs {
     /// The file to write (replaced atomically).
     #[arg(long, value_name = "FILE")]
     pub(crate) out: PathBuf,
+}
+
+/// `stoa bench directory`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchDirectoryArgs {
+    /// A configuration file with a `[directory]` table (`backend = "ldap"`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// Users in the directory: `user1@DOMAIN` … `userN@DOMAIN`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) users: u64,
+
+    /// The users' domain.
+    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
+    pub(crate) domain: String,
+
+    /// Threads calling the directory at once, one run per value.
+    #[arg(long, value_name = "C,C…", value_delimiter = ',', default_value = "1,64",
+          value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub(crate) concurrency: Vec<u64>,
+
+    /// Length of each run.
+    #[arg(long, value_name = "DURATION", default_value = "20s")]
+    pub(crate) duration: String,
+
+    /// `off`: the directory's cache disabled, lookups of any user (cold);
+    /// `on`: a hot set looked up once first, then lookups of it (warm).
+    #[arg(long, value_name = "on|off", value_delimiter = ',', default_value = "off,on",
+          value_parser = ["on", "off"])]
+    pub(crate) cache: Vec<String>,
+
+    /// Users in the warm runs' hot set (at most the configured cache_size).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) hot_set: u64,
+
+    /// Password checks to time, without the cache: `LABEL=LOGIN[,LOGIN…]`
+    /// (e.g. `ssha=user1@stoa.test`); repeat for several.
+    #[arg(long, value_name = "LABEL=LOGINS")]
+    pub(crate) verify: Vec<String>,
+
+    /// The password of the --verify users.
+    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
+    pub(crate) password: String,
+
+    /// Seed of the random choice of users.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) seed: u64,
 }
 
 fn parse_positive(s: &str) -> Result<f64, String> {
