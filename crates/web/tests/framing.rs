@@ -140,6 +140,24 @@ fn host_must_appear_exactly_once_in_http11() {
 }
 
 #[test]
+fn invalid_host_values_are_refused() {
+    let s = TestServer::start();
+    for host in ["user:pw@t", "a b", "a/../b", "a:xyz", "[::1", "t:80:80"] {
+        let req = format!("GET /a.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        assert_rejected(&s, req.as_bytes(), 400);
+    }
+    let http10 = b"GET /a.txt HTTP/1.0\r\nHost: user@t\r\n\r\n";
+    assert_rejected(&s, http10, 400);
+    // The forms a client really sends are served.
+    let mut c = s.connect();
+    for host in ["t", "t:8080", "127.0.0.1:80", "[::1]:8080", ""] {
+        let req = format!("GET /a.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let r = c.roundtrip(req.as_bytes(), false);
+        assert_eq!((r.status, r.body.as_slice()), (200, A_TXT), "{host:?}");
+    }
+}
+
+#[test]
 fn unsupported_expectation_is_417_and_close() {
     let s = TestServer::start();
     assert_rejected(

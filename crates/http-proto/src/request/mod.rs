@@ -10,11 +10,14 @@
 //! - message framing (RFC 9112 §6): `Transfer-Encoding` with `Content-Length`, a
 //!   coding other than a final `chunked`, several or malformed `Content-Length`
 //!   values, `Transfer-Encoding` in HTTP/1.0: all refused, and the connection closes;
-//! - `Host` exactly once in HTTP/1.1 (RFC 9112 §3.2).
+//! - `Host` exactly once in HTTP/1.1, at most once in HTTP/1.0, and always of the
+//!   form `uri-host [ ":" port ]` (RFC 9112 §3.2; RFC 3986 §3.2.2 for the host).
 
 use std::mem::MaybeUninit;
 
 use crate::Error;
+
+mod host;
 
 /// One header field, borrowed from the input buffer.
 pub type Header<'b> = httparse::Header<'b>;
@@ -316,6 +319,9 @@ impl<'b> Fields<'b> {
             }
             let name = h.name.as_bytes();
             if name.eq_ignore_ascii_case(b"host") {
+                if !host::is_valid_host(trim(h.value)) {
+                    return Err(Error::BadHost);
+                }
                 f.hosts += 1;
             } else if name.eq_ignore_ascii_case(b"content-length") {
                 if f.content_length_seen {
