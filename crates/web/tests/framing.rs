@@ -308,6 +308,43 @@ fn invalid_chunk_sizes_close_the_connection() {
     }
 }
 
+/// Trailer lines the head would refuse: obs-fold, no colon, a space before the
+/// colon, a request line.
+const BAD_TRAILERS: &[&[u8]] = &[
+    b"0\r\nX: a\r\n folded\r\n\r\n",
+    b"0\r\nNoColon\r\n\r\n",
+    b"0\r\nX : y\r\n\r\n",
+    b"0\r\nGET /c.html HTTP/1.1\r\n\r\n",
+];
+
+#[test]
+fn trailers_that_are_not_fields_close_the_connection() {
+    let s = TestServer::start();
+    for body in BAD_TRAILERS {
+        let what = String::from_utf8_lossy(body).into_owned();
+        let mut c = s.connect();
+        let wire = [
+            &b"GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+            body,
+            &get("/b.txt"),
+        ]
+        .concat();
+        let _ = c.try_send(&wire);
+        // The file was answered before the body was read; what follows the bad
+        // trailer must not be.
+        let r = c.response();
+        assert_eq!((r.status, r.body.as_slice()), (200, A_TXT), "{what:?}");
+        c.expect_closed();
+    }
+    // A well-formed trailer keeps the connection.
+    let mut c = s.connect();
+    c.send(
+        b"GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n\r\n",
+    );
+    assert_eq!(c.response().body, A_TXT);
+    assert_eq!(c.get("/b.txt").body, B_TXT);
+}
+
 #[test]
 fn body_over_the_discard_limit_is_answered_then_closed() {
     let s = TestServer::start();

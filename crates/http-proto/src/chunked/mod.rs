@@ -3,7 +3,8 @@
 //! Strict where lenient parsers have let smuggling through: at most 16 hex digits with
 //! an overflow check, no `0x`, no leading or trailing whitespace around the size, CRLF
 //! and only CRLF after each size line and each chunk, chunk extensions bounded and free
-//! of control bytes, trailer section bounded.
+//! of control bytes, trailer section bounded and held to the head's field-line rules
+//! (no obs-fold, no line without a colon, no space before it, no request line).
 
 use std::fmt;
 
@@ -79,6 +80,10 @@ pub struct Decoded<'a> {
 pub struct ChunkedDecoder {
     state: State,
     size: u64,
+    /// The trailer section as received, kept to be checked whole once its blank
+    /// line arrives (at most [`MAX_TRAILERS`] and a line end). Stays empty, and
+    /// unallocated, for the usual body that has no trailer fields.
+    trailer: Vec<u8>,
 }
 
 impl Default for ChunkedDecoder {
@@ -93,6 +98,7 @@ impl ChunkedDecoder {
         ChunkedDecoder {
             state: State::Size { digits: 0 },
             size: 0,
+            trailer: Vec::new(),
         }
     }
 
@@ -177,6 +183,9 @@ impl ChunkedDecoder {
                 if total >= MAX_TRAILERS {
                     return Err(ChunkedError::BadTrailer);
                 }
+                if total > 0 || b != b'\r' {
+                    self.trailer.push(b);
+                }
                 match b {
                     b'\r' => State::TrailerLf { line, total },
                     b'\n' | 0 => return Err(ChunkedError::BadTrailer),
@@ -186,18 +195,36 @@ impl ChunkedDecoder {
                     },
                 }
             }
-            State::TrailerLf { line, total } => match b {
-                b'\n' if line == 0 => State::Done,
-                b'\n' => State::Trailer {
-                    line: 0,
-                    total: total + 2,
-                },
-                _ => return Err(ChunkedError::BadTrailer),
-            },
+            State::TrailerLf { line, total } => {
+                if !self.trailer.is_empty() {
+                    self.trailer.push(b);
+                }
+                match b {
+                    b'\n' if line == 0 => self.end_trailer()?,
+                    b'\n' => State::Trailer {
+                        line: 0,
+                        total: total + 2,
+                    },
+                    _ => return Err(ChunkedError::BadTrailer),
+                }
+            }
             // Data is handled in `decode`; nothing follows Done.
             State::Data | State::Done => self.state,
         };
         Ok(())
+    }
+}
+
+impl ChunkedDecoder {
+    /// The blank line ending the trailer section has arrived: its field lines must
+    /// pass the head's checks, or the whole body is refused (a trailer that is not a
+    /// field could be a request some other parser would act on).
+    fn end_trailer(&mut self) -> Result<State, ChunkedError> {
+        let trailer = std::mem::take(&mut self.trailer);
+        if !trailer.is_empty() {
+            crate::request::check_field_block(&trailer).map_err(|_| ChunkedError::BadTrailer)?;
+        }
+        Ok(State::Done)
     }
 }
 

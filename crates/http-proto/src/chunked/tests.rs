@@ -116,3 +116,48 @@ fn largest_size_is_accepted_without_overflow() {
         .expect("16 digits are fine");
     assert_eq!(d.data, b"ab");
 }
+
+#[test]
+fn trailer_fields_follow_the_head_rules() {
+    let valid: &[&[u8]] = &[
+        b"0\r\n\r\n",
+        b"0\r\nX-Trailer: 1\r\n\r\n",
+        b"0\r\nA: 1\r\nB:\r\nC: a\tb \xff\r\n\r\n",
+    ];
+    for input in valid {
+        for step in [1, 5, input.len()] {
+            let (_, used) = decode_all(input, step)
+                .unwrap_or_else(|e| panic!("{:?}: {e}", String::from_utf8_lossy(input)));
+            assert_eq!(used, input.len());
+        }
+    }
+    let invalid: &[&[u8]] = &[
+        // obs-fold
+        b"0\r\nX: a\r\n b\r\n\r\n",
+        b"0\r\nX: a\r\n\tb\r\n\r\n",
+        b"0\r\n folded\r\n\r\n",
+        // no colon
+        b"0\r\nNoColon\r\n\r\n",
+        b"0\r\nX: 1\r\nNoColon\r\n\r\n",
+        // space before the colon, empty name, bad name byte
+        b"0\r\nX : 1\r\n\r\n",
+        b"0\r\n: 1\r\n\r\n",
+        b"0\r\nX\xff: 1\r\n\r\n",
+        // a request line where a field should be
+        b"0\r\nGET / HTTP/1.1\r\n\r\n",
+        b"0\r\nGET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n",
+        // control bytes in a value
+        b"0\r\nX: a\x01b\r\n\r\n",
+        b"0\r\nX: a\rb\r\n\r\n",
+    ];
+    let accepted: Vec<String> = invalid
+        .iter()
+        .filter(|input| {
+            [1, 5, input.len()]
+                .iter()
+                .any(|&step| decode_all(input, step).map(|_| ()) != Err(ChunkedError::BadTrailer))
+        })
+        .map(|input| String::from_utf8_lossy(input).into_owned())
+        .collect();
+    assert!(accepted.is_empty(), "accepted: {accepted:#?}");
+}

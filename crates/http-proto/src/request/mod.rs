@@ -263,6 +263,21 @@ fn check_partial(buf: &[u8], limits: &Limits) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks a block of field lines ended by its blank line, as the chunked trailer
+/// section is, by the rules the head's fields follow: `httparse`'s default header
+/// parser (a token before the colon and no space before it, no obs-fold, no control
+/// byte in a value) and CRLF line endings. A request line or any other line without
+/// a colon is refused too.
+pub(crate) fn check_field_block(block: &[u8]) -> Result<(), Error> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
+    match httparse::parse_headers(block, &mut fields) {
+        Ok(httparse::Status::Complete((len, _))) if len == block.len() => check_line_endings(block),
+        Err(httparse::Error::TooManyHeaders) => Err(Error::TooManyHeaders),
+        Err(httparse::Error::NewLine) => Err(Error::BareLineEnding),
+        _ => Err(Error::BadHeader),
+    }
+}
+
 /// Rejects a LF not preceded by CR anywhere in the head. Blank lines before the
 /// request line are held to the same rule.
 fn check_line_endings(head: &[u8]) -> Result<(), Error> {
