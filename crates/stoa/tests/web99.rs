@@ -805,6 +805,30 @@ fn post_answers_with_the_file_and_logs_one_record() {
     );
 }
 
+/// Issue 21, hole 3: a query after `command/Fetch&` or on a POST came back
+/// unescaped inside the HTML wrapper.
+#[test]
+fn reflected_queries_are_html_escaped() {
+    let site = Web99Site::new();
+    let server = site.start();
+    let script = "<script>alert('x')</script>";
+    let escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;";
+    let r = raw_request(
+        server.addr,
+        &get_request(&format!("command/Fetch&{script}"), None),
+    );
+    page_contents(&r, Some(&format!("command/Fetch&amp;{escaped}")));
+    let post = post_request(
+        &format!("{SCRIPT}?\"{script}"),
+        Some(&my_cookie(10_001, 20)),
+        MANAGER_FORM,
+    );
+    let r = raw_request(server.addr, &post);
+    let file = page_contents(&r, Some(&format!("&quot;{escaped}")));
+    assert!(file == site.file(file_id(4, 1, 3)), "POST body");
+    assert!(find(&r.body, b"<script").is_none(), "{:?}", lossy(&r.body));
+}
+
 #[test]
 fn pipelined_posts_and_fetch_are_answered_in_order() {
     let site = Web99Site::new();
