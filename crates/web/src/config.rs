@@ -1,10 +1,11 @@
 //! The web server's plain configuration structs. Parsing files and flags into them is
 //! the binary's job (`stoa::config`); this crate only consumes them.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use ipnet::IpNet;
 pub use stoa_netkit::tls::CertKeyFiles;
 
 /// Everything [`crate::Server`] needs.
@@ -101,7 +102,17 @@ pub struct Web99Config {
     pub path: String,
     /// Largest POST body accepted (413 beyond).
     pub max_post_body: u64,
+    /// Clients that may send the manager's `command/Reset` (which empties
+    /// post.log) and `command/Fetch` (which reads it); others get 403.
+    pub manager_networks: Vec<IpNet>,
 }
+
+/// Where the manager's commands are accepted by default: this host only. A
+/// harness on another host must be listed in `manager_networks`.
+pub const DEFAULT_MANAGER_NETWORKS: [IpNet; 2] = [
+    IpNet::new_assert(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8),
+    IpNet::new_assert(IpAddr::V6(Ipv6Addr::LOCALHOST), 128),
+];
 
 impl Web99Config {
     /// The defaults, keeping state in `state_dir`.
@@ -110,7 +121,15 @@ impl Web99Config {
             state_dir,
             path: DEFAULT_WEB99_PATH.to_owned(),
             max_post_body: 64 * 1024,
+            manager_networks: DEFAULT_MANAGER_NETWORKS.to_vec(),
         }
+    }
+
+    /// Whether `peer` may send the manager's commands. An IPv4 client of an IPv6
+    /// socket (`::ffff:a.b.c.d`) is taken as its IPv4 address.
+    pub fn is_manager(&self, peer: IpAddr) -> bool {
+        let peer = peer.to_canonical();
+        self.manager_networks.iter().any(|net| net.contains(&peer))
     }
 }
 
