@@ -217,10 +217,12 @@ pub struct Limits {
     pub send_timeout: Duration,
     /// Most connections per worker; beyond it the worker stops accepting.
     pub max_connections: usize,
-    /// Most TLS handshakes in progress per worker; further connections wait for a
-    /// slot (within the head deadline, which covers the handshake), so a flood of
-    /// half-open handshakes cannot take the worker's memory and time from
-    /// established connections.
+    /// Most TLS handshakes per worker being answered at once: from a complete
+    /// ClientHello until the server's flight has been written (the key exchange and
+    /// signature). Further ones wait for a slot within the head deadline, which
+    /// covers the handshake. A client still sending its ClientHello, or one that
+    /// has had the server's flight and not answered, holds no slot, so stalled
+    /// handshakes cannot make others wait.
     pub max_handshakes: usize,
     /// Most responses encoded ahead from one batch of pipelined requests before they
     /// are written out.
@@ -254,7 +256,7 @@ impl Default for Limits {
     }
 }
 
-/// Default handshakes in progress per worker: far more than a core can complete in
+/// Default handshakes being answered per worker: far more than a core can complete in
 /// the time a client waits (a full ECDHE handshake costs a core tens to hundreds
 /// of microseconds), far fewer than the connections a worker holds.
 pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
