@@ -27,7 +27,8 @@ pub enum Error {
     BadHeader,
     /// A line of the head ends in LF without CR, or a CR is not followed by LF.
     BareLineEnding,
-    /// HTTP/1.1 request without `Host`, or with more than one.
+    /// HTTP/1.1 request without `Host`, a request with more than one, or a `Host`
+    /// value that is not `uri-host [ ":" port ]`.
     BadHost,
     /// Both `Transfer-Encoding` and `Content-Length` (a smuggling vector).
     TransferEncodingWithContentLength,
@@ -75,7 +76,7 @@ impl fmt::Display for Error {
             Error::BadVersion => "missing or unsupported HTTP version",
             Error::BadHeader => "malformed header field",
             Error::BareLineEnding => "bare CR or LF in request head",
-            Error::BadHost => "missing or repeated Host header",
+            Error::BadHost => "missing, repeated or invalid Host header",
             Error::TransferEncodingWithContentLength => "both Transfer-Encoding and Content-Length",
             Error::TransferEncodingInHttp10 => "Transfer-Encoding in an HTTP/1.0 request",
             Error::BadTransferEncoding => "Transfer-Encoding does not end in chunked",

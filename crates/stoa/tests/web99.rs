@@ -805,6 +805,92 @@ fn post_answers_with_the_file_and_logs_one_record() {
     );
 }
 
+/// Issue 21, hole 3: a query after `command/Fetch&` or on a POST came back
+/// unescaped inside the HTML wrapper.
+#[test]
+fn reflected_queries_are_html_escaped() {
+    let site = Web99Site::new();
+    let server = site.start();
+    let script = "<script>alert('x')</script>";
+    let escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;";
+    let r = raw_request(
+        server.addr,
+        &get_request(&format!("command/Fetch&{script}"), None),
+    );
+    page_contents(&r, Some(&format!("command/Fetch&amp;{escaped}")));
+    let post = post_request(
+        &format!("{SCRIPT}?\"{script}"),
+        Some(&my_cookie(10_001, 20)),
+        MANAGER_FORM,
+    );
+    let r = raw_request(server.addr, &post);
+    let file = page_contents(&r, Some(&format!("&quot;{escaped}")));
+    assert!(file == site.file(file_id(4, 1, 3)), "POST body");
+    assert!(find(&r.body, b"<script").is_none(), "{:?}", lossy(&r.body));
+}
+
+/// A connection to `addr` from source address `from` (any of 127.0.0.0/8).
+fn conn_from(addr: SocketAddr, from: std::net::IpAddr) -> Client {
+    use rustix::net::{AddressFamily, SocketType};
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).expect("socket");
+    rustix::net::bind(&fd, &SocketAddr::new(from, 0)).expect("bind the source address");
+    rustix::net::connect(&fd, &addr).expect("connect");
+    Client::from_stream(TcpStream::from(fd)).require_content_length()
+}
+
+/// Issue 21, hole 6: anyone who could reach `/web99` could send `command/Reset`
+/// (emptying post.log) or `command/Fetch`.
+#[test]
+fn reset_and_fetch_are_for_manager_networks_only() {
+    let site = Web99Site::new();
+    let config = site.dir.path().join("stoa.toml");
+    std::fs::write(&config, "[web99]\nmanager_networks = [\"127.0.0.2/32\"]\n")
+        .expect("write the configuration");
+    let server = ServerBuilder::new(&site.docroot)
+        .args([
+            "--web99-state".as_ref(),
+            site.state.as_os_str(),
+            "--config".as_ref(),
+            config.as_os_str(),
+        ])
+        .start();
+    let (manager, other) = ([127, 0, 0, 2].into(), [127, 0, 0, 1].into());
+    let send = |from, request: &[u8]| exchange(&mut conn_from(server.addr, from), request);
+    let p = ResetParams {
+        maxload: 10,
+        pttime: 100,
+        maxthread: 10,
+        expired: [1, 100],
+    };
+    let reset = get_request(&reset_query(&p, server.addr), None);
+    assert_eq!(send(manager, &reset).status, 200);
+    // Anyone may POST; the record is what a stray Reset would destroy.
+    let post = post_request(SCRIPT, Some(&my_cookie(10_001, 20)), MANAGER_FORM);
+    assert_eq!(send(other, &post).status, 200);
+    let fetch = get_request("command/Fetch", None);
+    for request in [&reset, &fetch] {
+        let r = send(other, request);
+        assert_refused(&r, 403, "a command from outside manager_networks");
+        assert!(
+            find(&r.body, b"manager_networks").is_some(),
+            "{:?}",
+            lossy(&r.body)
+        );
+    }
+    assert_eq!(
+        send(other, &get_request("command/Finish", None)).status,
+        200
+    );
+    let id = file_id(4, 1, 3);
+    let r = send(other, &get_request(&query_for(id), None));
+    assert!(page_contents(&r, Some(&query_for(id))) == site.file(id));
+    // The refused Reset emptied nothing.
+    let r = send(manager, &fetch);
+    assert_eq!(r.status, 200);
+    let (count, records) = manager_parse(&r.body);
+    assert_eq!((count, records.len()), (1, 1), "{records:?}");
+}
+
 #[test]
 fn pipelined_posts_and_fetch_are_answered_in_order() {
     let site = Web99Site::new();

@@ -1,10 +1,11 @@
 //! The web server's plain configuration structs. Parsing files and flags into them is
 //! the binary's job (`stoa::config`); this crate only consumes them.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use ipnet::IpNet;
 pub use stoa_netkit::tls::CertKeyFiles;
 
 /// Everything [`crate::Server`] needs.
@@ -101,7 +102,17 @@ pub struct Web99Config {
     pub path: String,
     /// Largest POST body accepted (413 beyond).
     pub max_post_body: u64,
+    /// Clients that may send the manager's `command/Reset` (which empties
+    /// post.log) and `command/Fetch` (which reads it); others get 403.
+    pub manager_networks: Vec<IpNet>,
 }
+
+/// Where the manager's commands are accepted by default: this host only. A
+/// harness on another host must be listed in `manager_networks`.
+pub const DEFAULT_MANAGER_NETWORKS: [IpNet; 2] = [
+    IpNet::new_assert(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 0)), 8),
+    IpNet::new_assert(IpAddr::V6(Ipv6Addr::LOCALHOST), 128),
+];
 
 impl Web99Config {
     /// The defaults, keeping state in `state_dir`.
@@ -110,7 +121,15 @@ impl Web99Config {
             state_dir,
             path: DEFAULT_WEB99_PATH.to_owned(),
             max_post_body: 64 * 1024,
+            manager_networks: DEFAULT_MANAGER_NETWORKS.to_vec(),
         }
+    }
+
+    /// Whether `peer` may send the manager's commands. An IPv4 client of an IPv6
+    /// socket (`::ffff:a.b.c.d`) is taken as its IPv4 address.
+    pub fn is_manager(&self, peer: IpAddr) -> bool {
+        let peer = peer.to_canonical();
+        self.manager_networks.iter().any(|net| net.contains(&peer))
     }
 }
 
@@ -198,10 +217,12 @@ pub struct Limits {
     pub send_timeout: Duration,
     /// Most connections per worker; beyond it the worker stops accepting.
     pub max_connections: usize,
-    /// Most TLS handshakes in progress per worker; further connections wait for a
-    /// slot (within the head deadline, which covers the handshake), so a flood of
-    /// half-open handshakes cannot take the worker's memory and time from
-    /// established connections.
+    /// Most TLS handshakes per worker being answered at once: from a complete
+    /// ClientHello until the server's flight has been written (the key exchange and
+    /// signature). Further ones wait for a slot within the head deadline, which
+    /// covers the handshake. A client still sending its ClientHello, or one that
+    /// has had the server's flight and not answered, holds no slot, so stalled
+    /// handshakes cannot make others wait.
     pub max_handshakes: usize,
     /// Most responses encoded ahead from one batch of pipelined requests before they
     /// are written out.
@@ -235,7 +256,7 @@ impl Default for Limits {
     }
 }
 
-/// Default handshakes in progress per worker: far more than a core can complete in
+/// Default handshakes being answered per worker: far more than a core can complete in
 /// the time a client waits (a full ECDHE handshake costs a core tens to hundreds
 /// of microseconds), far fewer than the connections a worker holds.
 pub const DEFAULT_MAX_HANDSHAKES: usize = 256;

@@ -5,12 +5,16 @@
 //! readiness handling of the plain path (a direct system call first, tokio's
 //! readiness after a `WouldBlock`), so `conn.rs` keeps one loop for both:
 //!
-//! - [`serve`] takes one of the worker's handshake slots ([`Acceptor`]), runs the
-//!   handshake, and hands the connection to `conn::serve` with its [`Session`].
-//!   Waiting for the slot and the handshake both count against the first request's
-//!   head deadline, so a client that never finishes its ClientHello is closed like
-//!   one that never finishes its request head, and a flood of half-open handshakes
-//!   holds at most [`crate::config::Limits::max_handshakes`] TLS states per worker.
+//! - [`serve`] reads the ClientHello (rustls' `Acceptor`, at most 16 KiB), then
+//!   takes one of the worker's handshake slots ([`Acceptor`]) to answer it, runs the
+//!   rest of the handshake, and hands the connection to `conn::serve` with its
+//!   [`Session`]. The slot is held only from a complete ClientHello until the
+//!   server's flight has been written: the key exchange and signature, the part
+//!   that costs the server. A client that stalls before or after holds no slot,
+//!   so it cannot make complete ClientHellos wait; it holds only its connection
+//!   (within `max_connections`). Everything counts against the first request's head
+//!   deadline, so a client that never finishes its handshake is closed like one
+//!   that never finishes its request head.
 //! - [`Session::read_into`] decrypts into the connection's read buffer.
 //! - [`flush`] encrypts the write queue in batches of [`TLS_BATCH`] bytes: memory
 //!   segments (heads, cached file bodies) are handed to rustls as they are, file
@@ -26,6 +30,7 @@ use std::io::{self, IoSlice, Read as _};
 use std::sync::Arc;
 
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
+use rustls::server::AcceptedAlert;
 use rustls::{ServerConfig, ServerConnection};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -47,6 +52,11 @@ pub(crate) struct Acceptor {
     pub(crate) handshakes: Arc<Semaphore>,
 }
 
+/// Longest ClientHello read before it is complete. A real one is 0.2 to 2 KiB
+/// (a post-quantum key share included); rustls would join handshake fragments up
+/// to 64 KiB, which a stalled connection would keep in memory.
+const MAX_CLIENT_HELLO: usize = 16 * 1024;
+
 /// Handshakes, then serves the connection. Nothing is answered to a client whose
 /// handshake fails or times out: the connection just closes (after the alert
 /// rustls chose, if any).
@@ -61,12 +71,15 @@ pub(crate) async fn serve(
     // Flights and responses are written whole; Nagle would only delay their tails.
     let _ = stream.set_nodelay(true);
     let shaken = tokio::time::timeout_at(deadline.into(), async {
-        let _slot = acceptor
+        // No slot while the client is still sending its ClientHello: a client that
+        // stalls there must not make complete ones wait (issue 21).
+        let hello = client_hello(&stream).await?;
+        let slot = acceptor
             .handshakes
-            .acquire()
+            .acquire_owned()
             .await
             .map_err(io::Error::other)?;
-        handshake(&stream, acceptor.config).await
+        handshake(&stream, hello, acceptor.config, slot).await
     })
     .await;
     match shaken {
@@ -76,16 +89,72 @@ pub(crate) async fn serve(
     }
 }
 
-/// Runs the server side of the handshake to its end.
-async fn handshake(stream: &TcpStream, config: Arc<ServerConfig>) -> io::Result<Box<Session>> {
-    let mut conn = ServerConnection::new(config).map_err(io::Error::other)?;
+/// Reads until the ClientHello is complete (rustls' [`rustls::server::Acceptor`]
+/// says when), at most [`MAX_CLIENT_HELLO`] bytes. Until then the connection holds
+/// only its buffer: no handshake slot, no key material.
+async fn client_hello(stream: &TcpStream) -> io::Result<rustls::server::Accepted> {
+    let mut acceptor = rustls::server::Acceptor::default();
+    // The ClientHello has usually arrived with the connection: try at once.
+    let mut direct = true;
+    let mut read = 0;
+    loop {
+        if read >= MAX_CLIENT_HELLO {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "ClientHello too long",
+            ));
+        }
+        let mut socket = Limited {
+            socket: Socket { stream, direct },
+            left: MAX_CLIENT_HELLO - read,
+        };
+        match acceptor.read_tls(&mut socket) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => read += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                direct = false;
+                stream.readable().await?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        match acceptor.accept() {
+            Ok(Some(hello)) => return Ok(hello),
+            Ok(None) => {}
+            Err((e, alert)) => return Err(refused(stream, e, alert)),
+        }
+    }
+}
+
+/// Sends the alert of a refused ClientHello if the socket takes it now, and
+/// returns the error.
+fn refused(stream: &TcpStream, e: rustls::Error, mut alert: AcceptedAlert) -> io::Error {
+    let direct = false;
+    let _ = alert.write_all(&mut Socket { stream, direct });
+    io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+/// Runs the server side of the handshake to its end, from a complete ClientHello.
+/// `slot` is held while the ClientHello is answered (key exchange, signature) and
+/// the server's flight is written, the part that costs the server; waiting for the
+/// client's answer holds none, so a client that stalls there only holds its
+/// connection (within the head deadline).
+async fn handshake(
+    stream: &TcpStream,
+    hello: rustls::server::Accepted,
+    config: Arc<ServerConfig>,
+    slot: OwnedSemaphorePermit,
+) -> io::Result<Box<Session>> {
+    let mut conn = hello
+        .into_connection(config)
+        .map_err(|(e, alert)| refused(stream, e, alert))?;
     // What is handed to rustls is bounded by [`TLS_BATCH`] per flush instead.
     conn.set_buffer_limit(None);
     let mut session = Box::new(Session {
         conn,
         closing: false,
     });
-    // The ClientHello has usually arrived with the connection: try at once.
+    let mut slot = Some(slot);
     let mut direct = true;
     loop {
         match session.send_pending(stream, direct) {
@@ -97,6 +166,8 @@ async fn handshake(stream: &TcpStream, config: Arc<ServerConfig>) -> io::Result<
             }
             Err(e) => return Err(e),
         }
+        // The server's flight is out.
+        drop(slot.take());
         if !session.conn.is_handshaking() {
             return Ok(session);
         }
@@ -257,6 +328,21 @@ impl io::Read for Socket<'_> {
                 .map(|(n, _)| n)
                 .map_err(io::Error::from)
         })
+    }
+}
+
+/// A [`Socket`] that reads at most `left` more bytes.
+struct Limited<'s> {
+    socket: Socket<'s>,
+    left: usize,
+}
+
+impl io::Read for Limited<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let end = buf.len().min(self.left);
+        let n = self.socket.read(&mut buf[..end])?;
+        self.left -= n;
+        Ok(n)
     }
 }
 

@@ -125,6 +125,25 @@ fn request_body_goes_to_stdin() {
 }
 
 #[test]
+fn a_chunked_body_with_a_bad_trailer_is_refused_with_400() {
+    let (server, _) = server_with_scripts(Duration::from_secs(10));
+    for trailer in [
+        &b"X: a\r\n folded\r\n"[..],
+        b"NoColon\r\n",
+        b"X : y\r\n",
+        b"GET /c.html HTTP/1.1\r\n",
+    ] {
+        let req = [
+            &b"POST /cgi-bin/echo HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n"[..],
+            trailer,
+            b"\r\n",
+        ]
+        .concat();
+        common::assert_rejected(&server, &req, 400);
+    }
+}
+
+#[test]
 fn status_location_and_headers_are_passed_on() {
     let (server, _) = server_with_scripts(Duration::from_secs(10));
     let mut c = server.connect();

@@ -140,6 +140,24 @@ fn host_must_appear_exactly_once_in_http11() {
 }
 
 #[test]
+fn invalid_host_values_are_refused() {
+    let s = TestServer::start();
+    for host in ["user:pw@t", "a b", "a/../b", "a:xyz", "[::1", "t:80:80"] {
+        let req = format!("GET /a.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        assert_rejected(&s, req.as_bytes(), 400);
+    }
+    let http10 = b"GET /a.txt HTTP/1.0\r\nHost: user@t\r\n\r\n";
+    assert_rejected(&s, http10, 400);
+    // The forms a client really sends are served.
+    let mut c = s.connect();
+    for host in ["t", "t:8080", "127.0.0.1:80", "[::1]:8080", ""] {
+        let req = format!("GET /a.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        let r = c.roundtrip(req.as_bytes(), false);
+        assert_eq!((r.status, r.body.as_slice()), (200, A_TXT), "{host:?}");
+    }
+}
+
+#[test]
 fn unsupported_expectation_is_417_and_close() {
     let s = TestServer::start();
     assert_rejected(
@@ -288,6 +306,43 @@ fn invalid_chunk_sizes_close_the_connection() {
         }
         c.expect_closed();
     }
+}
+
+/// Trailer lines the head would refuse: obs-fold, no colon, a space before the
+/// colon, a request line.
+const BAD_TRAILERS: &[&[u8]] = &[
+    b"0\r\nX: a\r\n folded\r\n\r\n",
+    b"0\r\nNoColon\r\n\r\n",
+    b"0\r\nX : y\r\n\r\n",
+    b"0\r\nGET /c.html HTTP/1.1\r\n\r\n",
+];
+
+#[test]
+fn trailers_that_are_not_fields_close_the_connection() {
+    let s = TestServer::start();
+    for body in BAD_TRAILERS {
+        let what = String::from_utf8_lossy(body).into_owned();
+        let mut c = s.connect();
+        let wire = [
+            &b"GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+            body,
+            &get("/b.txt"),
+        ]
+        .concat();
+        let _ = c.try_send(&wire);
+        // The file was answered before the body was read; what follows the bad
+        // trailer must not be.
+        let r = c.response();
+        assert_eq!((r.status, r.body.as_slice()), (200, A_TXT), "{what:?}");
+        c.expect_closed();
+    }
+    // A well-formed trailer keeps the connection.
+    let mut c = s.connect();
+    c.send(
+        b"GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n\r\n",
+    );
+    assert_eq!(c.response().body, A_TXT);
+    assert_eq!(c.get("/b.txt").body, B_TXT);
 }
 
 #[test]

@@ -1,12 +1,12 @@
 //! HTTPS listeners over real sockets: responses through TLS (memory bodies, files
 //! read into records, pipelining, keep-alive), ALPN, the protocol versions and
 //! cipher suites a raw ClientHello can get, malformed and stalled handshakes beside
-//! an established connection, the head deadline over the handshake, and the bound
-//! on handshakes in progress.
+//! an established connection, the head deadline over the handshake, and stalled
+//! handshakes that must not make others wait.
 
 mod common;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -220,46 +220,84 @@ fn the_head_deadline_covers_the_handshake_and_the_first_request() {
     assert_eq!(idle.expect_closed(), Closed::Eof);
 }
 
+/// A whole ClientHello from a rustls client.
+fn a_client_hello() -> Vec<u8> {
+    let config = common::client_config(&[]);
+    let name = "localhost".try_into().expect("name");
+    let mut conn = rustls::ClientConnection::new(config, name).expect("client");
+    let mut hello = Vec::new();
+    conn.write_tls(&mut hello).expect("ClientHello");
+    hello
+}
+
+/// Issue 21, hole 1: 600 connections that sent the first 60 bytes of a
+/// ClientHello held the worker's handshake slots, and a real client waited until
+/// their head deadline. Neither those nor clients that stall after a complete
+/// ClientHello may hold a slot: a real client's handshake and first request finish
+/// at once, far within the head deadline.
 #[test]
-fn handshakes_in_progress_are_bounded_per_worker() {
+fn stalled_handshakes_do_not_make_a_complete_one_wait() {
+    const MAX_HANDSHAKES: usize = 16;
+    /// Connections that stall mid-ClientHello, as in the attack.
+    const PARTIAL: usize = 600;
+    /// Connections that send a whole ClientHello and never answer the flight.
+    const WHOLE: usize = 2 * MAX_HANDSHAKES;
+    /// Far below the head deadline (20 s), far above a loopback handshake.
+    const BOUND: Duration = Duration::from_secs(2);
     let server = TestServer::with_tls(|c| {
         c.workers = 1;
-        c.limits.max_handshakes = 1;
+        c.limits.max_handshakes = MAX_HANDSHAKES;
         c.limits.head_timeout = Duration::from_secs(20);
+        c.limits.head_timeout_max = Duration::from_secs(20);
     });
     let mut established = server.connect_tls();
-    // Holds the worker's only handshake slot.
-    let mut holder = TcpStream::connect(server.tls_addr()).expect("connect");
-    holder.write_all(&half_a_client_hello()).expect("send");
+    let whole = a_client_hello();
+    let mut stalled = Vec::with_capacity(PARTIAL + WHOLE);
+    for i in 0..PARTIAL + WHOLE {
+        let mut s = TcpStream::connect(server.tls_addr()).expect("connect");
+        let bytes = if i < PARTIAL {
+            &whole[..60]
+        } else {
+            &whole[..]
+        };
+        s.write_all(bytes).expect("send");
+        stalled.push(s);
+    }
+    // The stalled connections are all in the listener's queue before this one.
+    let started = Instant::now();
+    let mut real = server.connect_tls();
+    assert_eq!(real.get("/a.txt").body, A_TXT);
+    let took = started.elapsed();
+    assert!(took < BOUND, "a complete handshake waited {took:?}");
+    assert_eq!(established.get("/b.txt").body, B_TXT);
+    drop(stalled);
+}
 
-    // A new client gets no answer while the slot is taken...
-    let mut waiting = TcpStream::connect(server.tls_addr()).expect("connect");
-    waiting
-        .write_all(&client_hello(0x0303, &[ECDHE_ECDSA_AES128_GCM]))
-        .expect("send");
-    waiting
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .expect("timeout");
-    let mut first = [0u8; 1];
-    let early = waiting.read(&mut first);
-    assert!(
-        early
-            .as_ref()
-            .is_err_and(|e| e.kind() == ErrorKind::WouldBlock),
-        "a handshake ran beyond the bound: {early:?}"
-    );
-    // ...while established connections are served.
-    assert_eq!(established.get("/a.txt").body, A_TXT);
-
-    // The slot frees when its handshake ends; the waiting one goes on.
-    drop(holder);
-    waiting
-        .set_read_timeout(Some(stoa_testkit::http::DEFAULT_TIMEOUT))
-        .expect("timeout");
-    waiting
-        .read_exact(&mut first)
-        .expect("the ServerHello comes");
-    assert_eq!(first[0], 22, "a handshake record");
+/// A ClientHello longer than any real one is refused before it is complete, not
+/// buffered until the head deadline.
+#[test]
+fn an_endless_client_hello_is_cut_off() {
+    let server = TestServer::with_tls(|c| {
+        c.limits.head_timeout = Duration::from_secs(20);
+        c.limits.head_timeout_max = Duration::from_secs(20);
+    });
+    let mut c = Client::connect(server.tls_addr());
+    // A ClientHello announcing 60 KiB (rustls joins up to 64 KiB), of which 20 KiB
+    // arrive, in 16 KiB records.
+    let mut body = vec![1, 0x00, 0xf0, 0x00];
+    body.resize(20 * 1024, 0);
+    let mut wire = Vec::new();
+    for chunk in body.chunks(16 * 1024) {
+        wire.extend([22, 3, 1]);
+        wire.extend((chunk.len() as u16).to_be_bytes());
+        wire.extend(chunk);
+    }
+    let started = Instant::now();
+    let _ = c.try_send(&wire);
+    c.drain_until_closed();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "closed after {took:?}");
+    assert_eq!(server.connect_tls().get("/a.txt").body, A_TXT);
 }
 
 #[test]

@@ -10,11 +10,14 @@
 //! - message framing (RFC 9112 §6): `Transfer-Encoding` with `Content-Length`, a
 //!   coding other than a final `chunked`, several or malformed `Content-Length`
 //!   values, `Transfer-Encoding` in HTTP/1.0: all refused, and the connection closes;
-//! - `Host` exactly once in HTTP/1.1 (RFC 9112 §3.2).
+//! - `Host` exactly once in HTTP/1.1, at most once in HTTP/1.0, and always of the
+//!   form `uri-host [ ":" port ]` (RFC 9112 §3.2; RFC 3986 §3.2.2 for the host).
 
 use std::mem::MaybeUninit;
 
 use crate::Error;
+
+mod host;
 
 /// One header field, borrowed from the input buffer.
 pub type Header<'b> = httparse::Header<'b>;
@@ -260,6 +263,21 @@ fn check_partial(buf: &[u8], limits: &Limits) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks a block of field lines ended by its blank line, as the chunked trailer
+/// section is, by the rules the head's fields follow: `httparse`'s default header
+/// parser (a token before the colon and no space before it, no obs-fold, no control
+/// byte in a value) and CRLF line endings. A request line or any other line without
+/// a colon is refused too.
+pub(crate) fn check_field_block(block: &[u8]) -> Result<(), Error> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS_CAP];
+    match httparse::parse_headers(block, &mut fields) {
+        Ok(httparse::Status::Complete((len, _))) if len == block.len() => check_line_endings(block),
+        Err(httparse::Error::TooManyHeaders) => Err(Error::TooManyHeaders),
+        Err(httparse::Error::NewLine) => Err(Error::BareLineEnding),
+        _ => Err(Error::BadHeader),
+    }
+}
+
 /// Rejects a LF not preceded by CR anywhere in the head. Blank lines before the
 /// request line are held to the same rule.
 fn check_line_endings(head: &[u8]) -> Result<(), Error> {
@@ -316,6 +334,9 @@ impl<'b> Fields<'b> {
             }
             let name = h.name.as_bytes();
             if name.eq_ignore_ascii_case(b"host") {
+                if !host::is_valid_host(trim(h.value)) {
+                    return Err(Error::BadHost);
+                }
                 f.hosts += 1;
             } else if name.eq_ignore_ascii_case(b"content-length") {
                 if f.content_length_seen {

@@ -294,3 +294,74 @@ fn trim_and_list_items() {
     let items: Vec<&[u8]> = list_items(b"a, b ,,c").collect();
     assert_eq!(items, vec![&b"a"[..], b"b", b"", b"c"]);
 }
+
+#[test]
+fn host_values() {
+    let valid: &[&str] = &[
+        "",
+        "a",
+        "example.org",
+        "example.org:8080",
+        "example.org:",
+        "127.0.0.1",
+        "127.0.0.1:80",
+        "[::1]",
+        "[::1]:8080",
+        "[2001:db8::7]:",
+        "[v1.fe80::a+en1]",
+        "xn--bcher-kva.example",
+        "a_b-c~d",
+        "%41b",
+        "a!$&'()*+,;=",
+    ];
+    let invalid: &[&str] = &[
+        "user:pw@t",
+        "user@t",
+        "a b",
+        "a/../b",
+        "a/b",
+        "a:xyz",
+        "a:80:80",
+        "a:-1",
+        "a?b",
+        "a#b",
+        "a\\b",
+        "%4",
+        "%zz",
+        "a\"b",
+        "a<b>",
+        "[::1",
+        "::1",
+        "[::1]x",
+        "[::1]:a",
+        "[a.b]",
+        "[v.x]",
+        "[vz.x]",
+        "[v1.]",
+        "[::1%25eth0]",
+        "é.example",
+    ];
+    let host_req = |v: &str| format!("GET / HTTP/1.1\r\nHost: {v}\r\n\r\n").into_bytes();
+    let wrong: Vec<String> = valid
+        .iter()
+        .filter(|v| !matches!(parse(&host_req(v)), Ok(Some(_))))
+        .map(|v| format!("valid {v:?} refused"))
+        .chain(
+            invalid
+                .iter()
+                .filter(|v| parse(&host_req(v)) != Err(Error::BadHost))
+                .map(|v| format!("invalid {v:?} accepted")),
+        )
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // HTTP/1.0 need not send Host, but one it sends is held to the same syntax.
+    assert_eq!(
+        parse(b"GET / HTTP/1.0\r\nHost: a b\r\n\r\n"),
+        Err(Error::BadHost)
+    );
+    // Surrounding whitespace is OWS, not part of the value.
+    assert!(matches!(
+        parse(b"GET / HTTP/1.1\r\nHost:  a:80 \t\r\n\r\n"),
+        Ok(Some(_))
+    ));
+}

@@ -526,7 +526,17 @@ fn read_web99(table: &Table, web: &mut stoa_web::Config, default_state: &Path, r
     let Some(t) = r.table(table, "", "web99") else {
         return;
     };
-    r.known_keys(t, P, &["enabled", "state_dir", "path", "max_post_body"]);
+    r.known_keys(
+        t,
+        P,
+        &[
+            "enabled",
+            "state_dir",
+            "path",
+            "max_post_body",
+            "manager_networks",
+        ],
+    );
     let enabled = match t.get("enabled") {
         None => true,
         Some(Value::Boolean(b)) => *b,
@@ -550,6 +560,10 @@ fn read_web99(table: &Table, web: &mut stoa_web::Config, default_state: &Path, r
         }
     }
     r.size(t, P, "max_post_body", &mut config.max_post_body);
+    if t.contains_key("manager_networks") {
+        // The list replaces the loopback default; an empty one refuses everyone.
+        config.manager_networks = r.parsed_list(t, P, "manager_networks", smtp::parse_net);
+    }
     if enabled {
         web.web99 = Some(config);
     }

@@ -241,7 +241,7 @@ fn check_limits(c: &stoa_smtp::Config, r: &mut Report) {
 }
 
 /// A CIDR block, or a single address.
-fn parse_net(text: &str) -> Result<IpNet, String> {
+pub(super) fn parse_net(text: &str) -> Result<IpNet, String> {
     if let Ok(net) = text.parse::<IpNet>() {
         return Ok(net.trunc());
     }

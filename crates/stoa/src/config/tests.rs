@@ -303,6 +303,34 @@ fn web99_state_inside_the_docroot_is_refused() {
     );
 }
 
+#[test]
+fn web99_manager_networks() {
+    let web99 = |extra: &str| {
+        let file = format!("[web]\ndocroot = \"{}\"\n[web99]\n{extra}", tmp_docroot());
+        load_with(Some(&file), ServeArgs::default()).map(|l| l.web.web99.expect("enabled"))
+    };
+    let nets = |w: &Web99Config| -> Vec<String> {
+        w.manager_networks.iter().map(ToString::to_string).collect()
+    };
+    let default = web99("").expect("valid");
+    assert_eq!(nets(&default), ["127.0.0.0/8", "::1/128"]);
+    let listed = web99("manager_networks = [\"192.0.2.0/24\", \"2001:db8::7\", \"10.1.2.3/8\"]\n")
+        .expect("valid");
+    assert_eq!(
+        nets(&listed),
+        ["192.0.2.0/24", "2001:db8::7/128", "10.0.0.0/8"]
+    );
+    assert!(listed.is_manager("192.0.2.9".parse().expect("address")));
+    assert!(!listed.is_manager("127.0.0.1".parse().expect("address")));
+    let none = web99("manager_networks = []\n").expect("valid");
+    assert!(!none.is_manager("127.0.0.1".parse().expect("address")));
+    let errors = web99("manager_networks = [\"localhost\"]\n").expect_err("not a network");
+    assert!(
+        errors.iter().any(|e| e.contains("web99.manager_networks")),
+        "{errors:?}"
+    );
+}
+
 /// Self-signed pairs `alpha` (for `alpha.test`) and `beta` (`beta.test`) in a
 /// temporary directory.
 fn cert_dir() -> tempfile::TempDir {

@@ -9,7 +9,8 @@
 //! - `POST /web99` with the form of §6.5: one durable post.log record, then the
 //!   wrapped file and `Set-Cookie: my_cookie=U`.
 //! - `GET /web99?command/Reset&…`, `command/Fetch`: regenerate the tables and empty
-//!   the log; return the log.
+//!   the log; return the log. Only from `manager_networks` (loopback by default),
+//!   403 for anyone else.
 //!
 //! Dynamic GETs are answered at once from the worker's file cache (the file goes out
 //! from memory or with `sendfile`, between the wrapper and the trailer). POSTs and
@@ -279,6 +280,13 @@ fn run_command(
     out: &mut Output,
     ctx: &mut Context<'_>,
 ) -> Handled {
+    // Reset empties post.log and Fetch reads it: the harness's, not the public's.
+    if !matches!(command, Command::Finish) && !ctx.web99.config.is_manager(ctx.peer) {
+        return Err((
+            403,
+            "command/Reset and Fetch are accepted from [web99] manager_networks only",
+        ));
+    }
     let page = empty_page(ctx, query);
     let (wait, job) = match command {
         Command::Finish => {

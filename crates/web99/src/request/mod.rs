@@ -5,6 +5,8 @@
 //! Every parser is strict and says why it refused, so the server can answer a
 //! malformed request with a 400 and a one-line reason.
 
+use std::borrow::Cow;
+
 use crate::ads::{ADS, FIRST_USER_ID, ResetParams};
 use crate::fileset::FileId;
 
@@ -233,12 +235,42 @@ pub fn parse_form(body: &[u8]) -> Result<Form, &'static str> {
 
 /// The HTML before the file in a dynamic answer; the file follows, then
 /// [`TRAILER`].
+///
+/// Every value is HTML-escaped ([`html_escape`]): the query is the client's, and a
+/// `<script>` after `command/Fetch&` or in a POST's query must come back as text,
+/// not markup. The kit's own file queries hold none of the escaped characters, so
+/// the pages it checks are the spec's byte for byte; a Reset's `&` separators come
+/// back as `&amp;`, and of a Reset the kit reads only the status.
 pub fn wrapper_head(server: &str, remote_addr: &str, script: &str, query: &str) -> String {
+    let (server, remote_addr) = (html_escape(server), html_escape(remote_addr));
+    let (script, query) = (html_escape(script), html_escape(query));
     format!(
         "<html>\n<head><title>SPECweb99 Dynamic GET & POST Test</title></head>\n<body>\n\
          <p>SERVER_SOFTWARE = {server}\n<p>REMOTE_ADDR = {remote_addr}\n\
          <p>SCRIPT_NAME = {script}\n<p>QUERY_STRING = {query}\n<pre>\n"
     )
+}
+
+/// `text` with `<`, `>`, `&`, `"` and `'` written as character references, so it
+/// can stand in HTML text or a quoted attribute; borrowed when there is nothing to
+/// escape, as for every query the benchmark sends.
+pub fn html_escape(text: &str) -> Cow<'_, str> {
+    let special = |c: char| matches!(c, '<' | '>' | '&' | '"' | '\'');
+    if !text.contains(special) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use super::*;
 
 fn file(q: &str) -> Result<(FileId, String), &'static str> {
@@ -157,4 +159,67 @@ fn wrapper_shape() {
     assert!(head.contains("\n<p>QUERY_STRING = /file_set/dir00000/class1_0\n"));
     assert!(head.ends_with("\n<pre>\n"));
     assert_eq!(TRAILER.len(), 23);
+}
+
+/// The wrapper as the spec writes it (§6.2), with no escaping at all.
+fn spec_wrapper(server: &str, remote_addr: &str, script: &str, query: &str) -> String {
+    format!(
+        "<html>\n<head><title>SPECweb99 Dynamic GET & POST Test</title></head>\n<body>\n\
+         <p>SERVER_SOFTWARE = {server}\n<p>REMOTE_ADDR = {remote_addr}\n\
+         <p>SCRIPT_NAME = {script}\n<p>QUERY_STRING = {query}\n<pre>\n"
+    )
+}
+
+/// Issue 21, hole 3: the query came back unescaped inside the HTML.
+#[test]
+fn hostile_queries_come_back_as_text() {
+    for (query, escaped) in [
+        (
+            "command/Fetch&<script>alert(1)</script>",
+            "command/Fetch&amp;&lt;script&gt;alert(1)&lt;/script&gt;",
+        ),
+        (
+            "<img src=x onerror=\"a('b')\">",
+            "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt;",
+        ),
+        ("&lt;", "&amp;lt;"),
+        ("é<", "é&lt;"),
+    ] {
+        let head = wrapper_head("stoa", "127.0.0.1", "/web99", query);
+        assert!(
+            head.contains(&format!("\n<p>QUERY_STRING = {escaped}\n")),
+            "{query:?}: {head}"
+        );
+        assert!(
+            !head.contains("<script") && !head.contains("<img"),
+            "{head}"
+        );
+    }
+}
+
+/// Every page the kit checks is the spec's wrapper byte for byte: the queries of
+/// its dynamic GETs and CAD GETs (with and without a prefix), of the client's POST
+/// (none) and the manager's validation POST, and of Fetch and Finish.
+#[test]
+fn the_kits_queries_give_the_spec_wrapper_unchanged() {
+    let queries = [
+        "/file_set/dir00000/class0_0",
+        "/file_set/dir00123/class3_8",
+        "/specweb99/file_set/dir00004/class1_3",
+        "prefix/sub-dir_2/file_set/dir00004/class2_7",
+        "/file_set/dir00004/class1_3f",
+        "",
+        "command/Fetch",
+        "command/Finish",
+    ];
+    for query in queries {
+        for (peer, script) in [("127.0.0.1", "/web99"), ("::1", "/specweb99/isapi.dll")] {
+            assert_eq!(
+                wrapper_head("stoa/0.1.0", peer, script, query),
+                spec_wrapper("stoa/0.1.0", peer, script, query),
+                "{query:?}"
+            );
+            assert!(matches!(html_escape(query), Cow::Borrowed(_)));
+        }
+    }
 }
