@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::{Client, JOE, JOE_PASSWORD, MailDir, Running, Sink};
 
 #[test]
@@ -99,4 +101,38 @@ fn tls_session_forgets_plaintext_state() {
         .assert(250, "queued");
     let got = mail.wait_delivered(JOE, 1);
     assert!(String::from_utf8_lossy(&got[0]).contains("with ESMTPS id"));
+}
+
+/// Issue 21, hole 2: AUTH guessing on the submission port was answered at once
+/// (44.6 wrong passwords a second from one address). Each `535` now waits the
+/// throttle's doubling delay, and an address past the limit is refused even the
+/// right password, with the same `535 5.7.8`, without it being checked.
+#[test]
+fn auth_failures_are_delayed_then_refused_per_address() {
+    let mail = MailDir::new();
+    let mut config = mail.config();
+    config.auth_throttle.delay = Duration::from_millis(50);
+    config.auth_throttle.max_delay = Duration::from_millis(200);
+    config.auth_throttle.max_failures = 3;
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH PLAIN");
+    // 50 ms, then doubled, capped at 200 ms.
+    for min in [50, 100, 200] {
+        let start = Instant::now();
+        c.auth_plain(JOE, "wrong guess").assert(535, "5.7.8");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(min), "{took:?} < {min} ms");
+    }
+    // Three failures: the right password gets the same answer after the longest
+    // delay, on this connection and on a new one from the same address.
+    let start = Instant::now();
+    c.auth_plain(JOE, JOE_PASSWORD).assert(535, "5.7.8");
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH PLAIN");
+    c.auth_plain(JOE, JOE_PASSWORD).assert(535, "5.7.8");
+    c.cmd("MAIL FROM:<joe@example.test>").assert(530, "5.7.0");
 }

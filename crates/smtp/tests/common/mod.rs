@@ -86,6 +86,9 @@ impl MailDir {
         config.queue.relay_command_timeout = Duration::from_secs(5);
         config.queue.relay_data_timeout = Duration::from_secs(5);
         config.shutdown_grace = Duration::from_secs(5);
+        // Failed AUTH in other tests should not cost seconds.
+        config.auth_throttle.delay = Duration::from_millis(10);
+        config.auth_throttle.max_delay = Duration::from_millis(40);
         config
     }
 
