@@ -21,6 +21,9 @@
 //!   and the shutdown signal, sends within a timeout, and the TLS upgrade.
 //! - [`tls`]: rustls server configurations from PEM files: TLS 1.3/1.2, SNI among
 //!   several certificates, ALPN, session cache and rotating ticket keys.
+//! - [`throttle`]: failed logins per client address ([`throttle::Throttle`]), one
+//!   table the password-checking servers of a process share: the delay before each
+//!   refusal, and the refusal of an address that keeps failing.
 
 pub mod accept;
 pub mod limits;
@@ -29,5 +32,6 @@ pub mod listener;
 pub mod server;
 pub mod shutdown;
 pub mod signals;
+pub mod throttle;
 pub mod tls;
 pub mod worker;

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use stoa_netkit::throttle::AuthThrottle;
 pub use stoa_netkit::tls::CertKeyFiles;
 pub use stoa_pop3_proto::Limits as SessionLimits;
 
@@ -27,7 +28,9 @@ pub struct Config {
     pub workers: usize,
     /// Per-connection limits and timeouts.
     pub limits: Limits,
-    /// Delays and refusals of failed logins, per client address.
+    /// Delays and refusals of failed logins, per client address. Unused when the
+    /// server is bound with a throttle it shares ([`crate::Server::bind_with_throttle`]):
+    /// that one's settings apply.
     pub auth_throttle: AuthThrottle,
     /// How long SIGTERM waits for retrievals and QUITs in flight.
     pub shutdown_grace: Duration,
@@ -113,42 +116,6 @@ impl Default for Limits {
             send_timeout: Duration::from_secs(60),
             max_connections: 4096,
             max_connections_per_client: 50,
-        }
-    }
-}
-
-/// What failed logins cost a client address (docs/robustness.md §3.7 and §4.3). Failures
-/// are counted per address (per /64 for IPv6, which a single host gets whole) in a
-/// bounded table shared by every worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthThrottle {
-    /// Wait before answering the first failed login of an address. Default 2 s
-    /// (Dovecot's `auth_failure_delay`). Each further failure doubles it …
-    pub delay: Duration,
-    /// … up to this. Default 15 s (docs/robustness.md §3.7).
-    pub max_delay: Duration,
-    /// Failures after which an address is refused outright: its logins get the same
-    /// `-ERR [AUTH]`, after [`AuthThrottle::max_delay`], without the password being
-    /// checked, so a guesser cannot even tell when it found the password. 0 for no
-    /// such refusal. Default 10.
-    pub max_failures: u32,
-    /// An address's count is forgotten after this long without a failure (refused
-    /// attempts count as failures, so a persistent guesser stays refused). Default
-    /// 10 minutes.
-    pub window: Duration,
-    /// Addresses remembered; beyond it the one that failed longest ago is
-    /// forgotten. Default 65,536 (a few megabytes).
-    pub max_clients: usize,
-}
-
-impl Default for AuthThrottle {
-    fn default() -> Self {
-        AuthThrottle {
-            delay: Duration::from_secs(2),
-            max_delay: Duration::from_secs(15),
-            max_failures: 10,
-            window: Duration::from_secs(600),
-            max_clients: 65_536,
         }
     }
 }

@@ -219,7 +219,7 @@ impl Conn {
                 let delay = self
                     .login_delay
                     .take()
-                    .unwrap_or(self.shared.config.auth_throttle.delay);
+                    .unwrap_or(self.shared.throttle.config().delay);
                 tokio::time::sleep(delay).await;
                 response.write_to(self.io.out());
                 Ok(if close { Flow::Close } else { Flow::Continue })

@@ -12,7 +12,7 @@
 //!   locked mailbox, and drives [`stoa_pop3_proto::Session`] with deadlines (login,
 //!   autologout, session cap, send).
 //! - `login.rs`: the answer to credentials: the per-address throttle
-//!   (`throttle.rs`), the password check and the mailbox lock on a blocking thread,
+//!   (`stoa_netkit::throttle`, shared with SMTP AUTH when `stoa serve` runs both), the password check and the mailbox lock on a blocking thread,
 //!   the listing from the store's snapshot.
 //! - `retrieve.rs`: RETR and TOP, the stored file streamed through the codec's
 //!   byte-stuffing encoder in 64 KiB chunks.
@@ -39,7 +39,8 @@
 //!   failure of the client address up to 15 s; after 10 failures the address is
 //!   refused outright (the same `-ERR [AUTH]`, the password unchecked) until it
 //!   stays quiet for 10 minutes ([`config::AuthThrottle`]). The answer never says
-//!   whether the user or the password was wrong.
+//!   whether the user or the password was wrong. The count is per address, not per
+//!   service: [`Server::bind_with_throttle`] shares it with the SMTP server's AUTH.
 //!
 //! # What it does not do
 //!
@@ -55,7 +56,6 @@ mod login;
 mod retrieve;
 mod server;
 mod shared;
-mod throttle;
 mod update;
 
 pub use config::Config;

@@ -48,7 +48,12 @@ impl Conn {
         }
         if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
             tracing::info!("{peer}: login as {user:?} refused unchecked: too many failures");
-            return self.failed();
+            let delay = self
+                .shared
+                .throttle
+                .record_refusal(peer.ip(), Instant::now());
+            self.login_delay = Some(delay);
+            return LoginDecision::BadCredentials;
         }
         let directory = Arc::clone(&self.shared.directory);
         let store = Arc::clone(&self.shared.store);

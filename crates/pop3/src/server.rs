@@ -11,12 +11,12 @@ use stoa_netkit::server::{
     WorkerScope,
 };
 use stoa_netkit::shutdown::Shutdown;
+use stoa_netkit::throttle::Throttle;
 use stoa_pop3_proto::Config as SessionConfig;
 
 use crate::config::Config;
 use crate::conn::{self, Kind};
 use crate::shared::Shared;
-use crate::throttle::Throttle;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -61,11 +61,27 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Loads the certificates and binds every listener, so that every start-up
     /// error surfaces here. Passwords are checked in `directory`; mailboxes are
-    /// opened in `store` (the same store the SMTP server delivers into).
+    /// opened in `store` (the same store the SMTP server delivers into). Failed
+    /// logins are counted in a throttle of its own, built from
+    /// [`Config::auth_throttle`].
     pub fn bind(
         config: Config,
         directory: Arc<dyn Directory>,
         store: Arc<MailStore>,
+    ) -> Result<Server, Error> {
+        let throttle = Arc::new(Throttle::new(config.auth_throttle.clone()));
+        Server::bind_with_throttle(config, directory, store, throttle)
+    }
+
+    /// [`Server::bind`], counting failed logins in `throttle`, which other servers
+    /// of the process (SMTP AUTH) share: a client address that failed on one is
+    /// slowed, then refused, on all. The throttle's own settings apply, not
+    /// [`Config::auth_throttle`].
+    pub fn bind_with_throttle(
+        config: Config,
+        directory: Arc<dyn Directory>,
+        store: Arc<MailStore>,
+        throttle: Arc<Throttle>,
     ) -> Result<Server, Error> {
         let tls = match config.tls.is_empty() {
             true => None,
@@ -97,7 +113,7 @@ impl Server {
             login_delay: None,
         });
         let shared = Arc::new(Shared {
-            throttle: Throttle::new(config.auth_throttle.clone()),
+            throttle,
             clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             directory,

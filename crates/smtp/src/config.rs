@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use ipnet::IpNet;
+pub use stoa_netkit::throttle::AuthThrottle;
 pub use stoa_netkit::tls::CertKeyFiles;
 pub use stoa_smtp_proto::session::Limits as SessionLimits;
 
@@ -44,6 +45,10 @@ pub struct Config {
     pub limits: Limits,
     /// Queue and delivery settings.
     pub queue: QueueConfig,
+    /// Delays and refusals of failed AUTH, per client address. Unused when the
+    /// server is bound with a throttle it shares ([`crate::Server::bind_with_throttle`]):
+    /// that one's settings apply.
+    pub auth_throttle: AuthThrottle,
     /// How long SIGTERM waits for transactions and deliveries in flight.
     pub shutdown_grace: Duration,
 }
@@ -64,6 +69,7 @@ impl Config {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             limits: Limits::default(),
             queue: QueueConfig::default(),
+            auth_throttle: AuthThrottle::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
@@ -98,7 +104,8 @@ pub struct MailHost {
 
 /// Default drain time on SIGTERM: enough for a message being received at modem speed
 /// to finish its last seconds, and for deliveries in flight to end; anything not done
-/// stays in the queue and is retried after the restart.
+/// stays in the queue and is retried after the restart. An AUTH waiting out its
+/// failure delay ([`AuthThrottle::max_delay`], 15 s) is cut short by shutdown.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// The host's name (`uname -n`), or `localhost`.

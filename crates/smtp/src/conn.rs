@@ -99,6 +99,8 @@ pub(crate) struct Conn {
     born: Instant,
     phase_start: Instant,
     pub(crate) data_started: Instant,
+    /// The wait owed before the reply to the AUTH just refused (the throttle's).
+    pub(crate) auth_delay: Option<Duration>,
     shutdown: Shutdown,
 }
 
@@ -126,6 +128,7 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
         born: now,
         phase_start: now,
         data_started: now,
+        auth_delay: None,
         shutdown,
     };
     let result = if slot.over_limit() {
@@ -232,6 +235,7 @@ impl Conn {
                 }
                 Next::Auth(credentials) => {
                     let decision = self.on_auth(credentials).await;
+                    let decision = self.wait_auth_delay(decision).await?;
                     self.session.decide(decision)
                 }
             };
@@ -270,6 +274,23 @@ impl Conn {
                 let timeout = self.shared.config.limits.command_timeout;
                 self.io.start_tls(&acceptor, timeout).await?;
                 Ok(Flow::Continue)
+            }
+        }
+    }
+
+    /// Waits out the delay a refused AUTH owes ([`Conn::auth_delay`]) on the event
+    /// loop's timer, after the replies queued before it; shutdown ends the wait with
+    /// `421 4.3.2` instead of `decision`.
+    pub(crate) async fn wait_auth_delay(&mut self, decision: Decision) -> io::Result<Decision> {
+        let Some(delay) = self.auth_delay.take() else {
+            return Ok(decision);
+        };
+        self.flush().await?;
+        tokio::select! {
+            () = tokio::time::sleep(delay) => Ok(decision),
+            () = self.shutdown.wait() => {
+                let hostname = &self.session.config().hostname;
+                Ok(Decision::Close(Reply::shutting_down(hostname)))
             }
         }
     }

@@ -15,7 +15,7 @@
 //! on the domain the parser extracted (source routes are dropped by the parser).
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use stoa_directory::{Resolution, Target};
 use stoa_smtp_proto::address::Domain;
@@ -283,15 +283,29 @@ impl Conn {
         }
     }
 
-    /// AUTH: the directory checks the password, on a blocking thread (argon2).
+    /// AUTH: the directory checks the password, on a blocking thread (argon2),
+    /// unless the client's address is past the throttle's limit. Every failure
+    /// (unknown user, wrong password, someone else's authorization identity, a
+    /// refused address) is the same `535 5.7.8`, counted against the address, and
+    /// waits the throttle's delay (`Conn::wait_auth_delay`) before it is sent.
     pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> Decision {
         let Credentials {
             authzid,
             username,
             password,
         } = credentials;
-        if authzid.is_some_and(|z| !z.is_empty() && z != username) {
+        let ip = self.peer.ip();
+        if self.shared.throttle.is_blocked(ip, Instant::now()) {
+            tracing::info!(
+                "{}: AUTH as {username:?} refused unchecked: too many failures",
+                self.peer
+            );
+            self.auth_delay = Some(self.shared.throttle.record_refusal(ip, Instant::now()));
             return Decision::Reject(Reply::auth_failed());
+        }
+        if authzid.is_some_and(|z| !z.is_empty() && z != username) {
+            tracing::info!("{}: AUTH as {username:?} for another identity", self.peer);
+            return self.auth_failed();
         }
         let directory = Arc::clone(&self.shared.directory);
         let login = username.clone();
@@ -304,26 +318,38 @@ impl Conn {
             }
             Ok(Ok(None)) => {
                 tracing::info!("{}: authentication failed for {username:?}", self.peer);
-                Decision::Reject(Reply::auth_failed())
+                self.auth_failed()
             }
             Ok(Err(e)) => {
                 tracing::error!("{}: password check failed: {e}", self.peer);
-                Decision::Reject(Reply::new(
-                    454,
-                    EnhancedStatus::new(4, 7, 0),
-                    "Temporary authentication failure",
-                ))
+                Decision::Reject(temporary_auth_failure())
             }
             Err(e) => {
                 tracing::error!("{}: password check task failed: {e}", self.peer);
-                Decision::Reject(Reply::new(
-                    454,
-                    EnhancedStatus::new(4, 7, 0),
-                    "Temporary authentication failure",
-                ))
+                Decision::Reject(temporary_auth_failure())
             }
         }
     }
+
+    /// Counts a failed AUTH against the client's address and sets the delay of the
+    /// `535` that follows.
+    fn auth_failed(&mut self) -> Decision {
+        let delay = self
+            .shared
+            .throttle
+            .record_failure(self.peer.ip(), Instant::now());
+        self.auth_delay = Some(delay);
+        Decision::Reject(Reply::auth_failed())
+    }
+}
+
+/// `454 4.7.0`: the password could not be checked (our trouble, not the client's).
+fn temporary_auth_failure() -> Reply {
+    Reply::new(
+        454,
+        EnhancedStatus::new(4, 7, 0),
+        "Temporary authentication failure",
+    )
 }
 
 /// The last moment before the `250`: the message is durable. A crash point for the

@@ -11,6 +11,7 @@ use stoa_netkit::server::{
     WorkerScope,
 };
 use stoa_netkit::shutdown::Shutdown;
+use stoa_netkit::throttle::Throttle;
 use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig, Dialect};
 use tokio::sync::mpsc;
 
@@ -72,11 +73,26 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Loads the TLS certificates, recovers the queue and binds every listener, so
     /// that every start-up error surfaces here. Local mail goes to `local`;
-    /// recipients and passwords are checked in `directory`.
+    /// recipients and passwords are checked in `directory`. Failed AUTH is counted
+    /// in a throttle of its own, built from [`Config::auth_throttle`].
     pub fn bind(
         config: Config,
         directory: Arc<dyn Directory>,
         local: Arc<dyn LocalDelivery>,
+    ) -> Result<Server, Error> {
+        let throttle = Arc::new(Throttle::new(config.auth_throttle.clone()));
+        Server::bind_with_throttle(config, directory, local, throttle)
+    }
+
+    /// [`Server::bind`], counting failed AUTH in `throttle`, which other servers of
+    /// the process (POP3 logins) share: a client address that failed on one is
+    /// slowed, then refused, on all. The throttle's own settings apply, not
+    /// [`Config::auth_throttle`].
+    pub fn bind_with_throttle(
+        config: Config,
+        directory: Arc<dyn Directory>,
+        local: Arc<dyn LocalDelivery>,
+        throttle: Arc<Throttle>,
     ) -> Result<Server, Error> {
         let tls = starttls(&config)?;
         let (mx, submission) = session_configs(&config, tls.is_some());
@@ -114,6 +130,7 @@ impl Server {
             mx,
             submission,
             domains,
+            throttle,
         });
         Ok(Server {
             shared,

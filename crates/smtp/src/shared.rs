@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use stoa_directory::Directory;
 use stoa_netkit::server::ClientCounts;
+use stoa_netkit::throttle::Throttle;
 use stoa_smtp_proto::session::Config as SessionConfig;
 
 use crate::config::Config;
@@ -24,4 +25,6 @@ pub(crate) struct Shared {
     pub(crate) domains: Vec<String>,
     /// Connections per client address (and in all), across workers.
     pub(crate) clients: Arc<ClientCounts>,
+    /// Failed AUTH per client address, perhaps shared with other servers (POP3).
+    pub(crate) throttle: Arc<Throttle>,
 }

@@ -2,6 +2,11 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stoa_netkit::throttle::Throttle;
+
 use common::{Client, JOE, JOE_PASSWORD, MailDir, Running, Sink};
 
 #[test]
@@ -99,4 +104,65 @@ fn tls_session_forgets_plaintext_state() {
         .assert(250, "queued");
     let got = mail.wait_delivered(JOE, 1);
     assert!(String::from_utf8_lossy(&got[0]).contains("with ESMTPS id"));
+}
+
+/// Issue 21, hole 2: AUTH guessing on the submission port was answered at once
+/// (44.6 wrong passwords a second from one address). Each `535` now waits the
+/// throttle's doubling delay, and an address past the limit is refused even the
+/// right password, with the same `535 5.7.8`, without it being checked.
+#[test]
+fn auth_failures_are_delayed_then_refused_per_address() {
+    let mail = MailDir::new();
+    let mut config = mail.config();
+    config.auth_throttle.delay = Duration::from_millis(50);
+    config.auth_throttle.max_delay = Duration::from_millis(200);
+    config.auth_throttle.max_failures = 3;
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH PLAIN");
+    // 50 ms, then doubled, capped at 200 ms.
+    for min in [50, 100, 200] {
+        let start = Instant::now();
+        c.auth_plain(JOE, "wrong guess").assert(535, "5.7.8");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(min), "{took:?} < {min} ms");
+    }
+    // Three failures: the right password gets the same answer after the longest
+    // delay, on this connection and on a new one from the same address.
+    let start = Instant::now();
+    c.auth_plain(JOE, JOE_PASSWORD).assert(535, "5.7.8");
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH PLAIN");
+    c.auth_plain(JOE, JOE_PASSWORD).assert(535, "5.7.8");
+    c.cmd("MAIL FROM:<joe@example.test>").assert(530, "5.7.0");
+}
+
+/// A refused AUTH waiting out its delay does not hold up shutdown: the client
+/// gets `421 4.3.2` at once, not `535` after the delay (nor, once the drain's grace
+/// ran out, a dropped connection).
+#[test]
+fn shutdown_cuts_an_auth_delay_short() {
+    let mail = MailDir::new();
+    let mut config = mail.config();
+    config.auth_throttle.delay = Duration::from_secs(60);
+    config.auth_throttle.max_delay = Duration::from_secs(60);
+    let throttle = Arc::new(Throttle::new(config.auth_throttle.clone()));
+    let local = Arc::new(mail.store());
+    let mut server = Running::start_shared(&mail, config, local, Arc::clone(&throttle));
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH PLAIN");
+    let plain = stoa_testkit::base64(format!("\0{JOE}\0wrong guess").as_bytes());
+    c.send(format!("AUTH PLAIN {plain}\r\n").as_bytes());
+    // The failure is counted just before its delay starts.
+    let ip = "127.0.0.1".parse().expect("address");
+    let counted = stoa_testkit::wait_until(Duration::from_secs(10), || {
+        throttle.failures(ip, Instant::now()) >= 1
+    });
+    assert!(counted, "the failed AUTH was not counted");
+    server.stop();
+    c.reply().assert(421, "4.3.2");
 }

@@ -10,6 +10,7 @@ use stoa_directory::{Directory, EmbeddedDirectory, LdapDirectory};
 use stoa_netkit::server::{BoxError, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::signals::{Signal, Signals};
+use stoa_netkit::throttle::Throttle;
 
 use crate::cli::ServeArgs;
 use crate::config;
@@ -179,9 +180,13 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         services.push(Box::new(bind_smtp(config, parts)?));
     }
     if let (Some(pop3), Some(parts)) = (loaded.pop3, &mail) {
-        let server =
-            stoa_pop3::Server::bind(pop3.config, parts.directory.clone(), parts.store.clone())
-                .context("cannot start the POP3 server")?;
+        let server = stoa_pop3::Server::bind_with_throttle(
+            pop3.config,
+            parts.directory.clone(),
+            parts.store.clone(),
+            Arc::clone(&parts.throttle),
+        )
+        .context("cannot start the POP3 server")?;
         services.push(Box::new(server));
     }
     if let (Some(lmtp), Some(parts)) = (loaded.lmtp, &mail) {
@@ -217,6 +222,9 @@ struct MailParts {
     /// The directory again when it is the embedded one, to reload its file.
     embedded: Option<Arc<EmbeddedDirectory>>,
     store: Arc<stoa_mailstore::MailStore>,
+    /// Failed logins per client address, counted alike by SMTP AUTH and POP3 (the
+    /// configuration gave both the same settings).
+    throttle: Arc<Throttle>,
 }
 
 /// Opens the directory and the mail store of the mail directory, when SMTP, POP3
@@ -247,10 +255,15 @@ fn open_mail(
             recovery.stale_tmp_removed
         );
     }
+    let throttle = smtp
+        .map(|c| c.auth_throttle.clone())
+        .or_else(|| pop3.map(|p| p.config.auth_throttle.clone()))
+        .unwrap_or_default();
     Ok(Some(MailParts {
         directory,
         embedded,
         store: Arc::new(store),
+        throttle: Arc::new(Throttle::new(throttle)),
     }))
 }
 
@@ -282,8 +295,10 @@ fn open_directory(
 /// Binds the SMTP server over the shared directory and store.
 fn bind_smtp(config: stoa_smtp::Config, parts: &MailParts) -> anyhow::Result<stoa_smtp::Server> {
     let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
-    let server = stoa_smtp::Server::bind(config, parts.directory.clone(), local)
-        .context("cannot start the mail server")?;
+    let throttle = Arc::clone(&parts.throttle);
+    let server =
+        stoa_smtp::Server::bind_with_throttle(config, parts.directory.clone(), local, throttle)
+            .context("cannot start the mail server")?;
     if server.recovered() > 0 {
         tracing::info!("{} queued messages recovered", server.recovered());
     }

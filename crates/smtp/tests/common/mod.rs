@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use stoa_directory::{Directory, EmbeddedDirectory, Options, PasswordCost};
+use stoa_netkit::throttle::Throttle;
 use stoa_smtp::{Config, LocalDelivery, Server, StoreDelivery};
 use stoa_testkit::line::DEFAULT_IO_TIMEOUT as IO_TIMEOUT;
 use stoa_testkit::{LineConn, TestCert, base64, client_config, pause, wait_until};
@@ -86,6 +87,9 @@ impl MailDir {
         config.queue.relay_command_timeout = Duration::from_secs(5);
         config.queue.relay_data_timeout = Duration::from_secs(5);
         config.shutdown_grace = Duration::from_secs(5);
+        // Failed AUTH in other tests should not cost seconds.
+        config.auth_throttle.delay = Duration::from_millis(10);
+        config.auth_throttle.max_delay = Duration::from_millis(40);
         config
     }
 
@@ -158,8 +162,20 @@ impl Running {
         config: Config,
         local: Arc<dyn LocalDelivery>,
     ) -> Running {
+        let throttle = Arc::new(Throttle::new(config.auth_throttle.clone()));
+        Running::start_shared(mail, config, local, throttle)
+    }
+
+    /// A server counting failed AUTH in `throttle`, which the test can watch.
+    pub(crate) fn start_shared(
+        mail: &MailDir,
+        config: Config,
+        local: Arc<dyn LocalDelivery>,
+        throttle: Arc<Throttle>,
+    ) -> Running {
         let directory: Arc<dyn Directory> = mail.directory.clone();
-        let server = Server::bind(config, directory, local).expect("bind the SMTP server");
+        let server = Server::bind_with_throttle(config, directory, local, throttle)
+            .expect("bind the SMTP server");
         let mx = server.local_addrs()[0];
         let submission = server.submission_addrs().first().copied().unwrap_or(mx);
         let (trigger, shutdown) = stoa_netkit::shutdown::channel();

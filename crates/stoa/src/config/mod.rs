@@ -23,6 +23,7 @@ use toml::{Table, Value};
 
 use crate::cli::ServeArgs;
 
+mod auth_throttle;
 mod directory;
 mod lmtp;
 mod mail;
@@ -213,12 +214,15 @@ fn finish_mail(
     r: &mut Report,
 ) -> (Option<stoa_smtp::Config>, Option<Pop3>) {
     let certs = cert_pairs(args);
-    let smtp = if wanted.smtp {
+    let given = |d: Option<&auth_throttle::Given>| d.cloned().unwrap_or_default();
+    let smtp_auth = given(smtp_draft.as_ref().map(|d| &d.auth));
+    let pop3_auth = given(pop3_draft.as_ref().map(|d| &d.auth));
+    let mut smtp = if wanted.smtp {
         smtp::finish(smtp_draft, args, certs.clone(), r)
     } else {
         None
     };
-    let pop3 = if wanted.pop3 {
+    let mut pop3 = if wanted.pop3 {
         let smtp_dir = smtp
             .as_ref()
             .map(|c| c.mail_dir.as_path())
@@ -227,6 +231,11 @@ fn finish_mail(
     } else {
         None
     };
+    // One failed-login throttle serves both (`serve.rs`): one set of settings.
+    if let (Some(smtp), Some(pop3)) = (&mut smtp, &mut pop3) {
+        smtp.auth_throttle = auth_throttle::share(&smtp_auth, &pop3_auth, r);
+        pop3.config.auth_throttle = smtp.auth_throttle.clone();
+    }
     (smtp, pop3)
 }
 

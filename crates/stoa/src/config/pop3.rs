@@ -8,6 +8,7 @@ use std::time::Duration;
 use stoa_pop3::config::CertKeyFiles;
 use toml::{Table, Value};
 
+use super::auth_throttle::{self, Given};
 use super::{Report, mail, parse_addr};
 use crate::cli::ServeArgs;
 
@@ -33,6 +34,8 @@ pub(super) fn flags_given(args: &ServeArgs) -> bool {
 pub(super) struct Draft {
     mail_dir: Option<PathBuf>,
     config: stoa_pop3::Config,
+    /// The failed-login throttle's keys this table gave (shared with `[smtp]`).
+    pub(super) auth: Given,
 }
 
 /// The prefix of `[pop3]` keys in messages.
@@ -84,6 +87,7 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
     }
     r.integer_into(t, P, "workers", &mut c.workers);
     read_limits(t, c, r);
+    d.auth = auth_throttle::read(t, P, r);
     Some(d)
 }
 
@@ -96,11 +100,6 @@ fn read_limits(t: &Table, c: &mut stoa_pop3::Config, r: &mut Report) {
     r.duration(t, P, "idle_timeout", &mut l.idle_timeout);
     r.duration(t, P, "session_timeout", &mut l.session_timeout);
     r.duration(t, P, "send_timeout", &mut l.send_timeout);
-    let a = &mut c.auth_throttle;
-    r.duration(t, P, "auth_failure_delay", &mut a.delay);
-    r.duration(t, P, "auth_failure_max_delay", &mut a.max_delay);
-    r.integer_into(t, P, "auth_max_failures", &mut a.max_failures);
-    r.duration(t, P, "auth_failure_window", &mut a.window);
     r.duration(t, P, "shutdown_grace", &mut c.shutdown_grace);
 }
 
@@ -116,6 +115,7 @@ pub(super) fn finish(
 ) -> Option<Pop3> {
     let mut d = draft.unwrap_or_default();
     let c = &mut d.config;
+    c.auth_throttle = d.auth.settings();
     r.flag_list(
         "--pop3-listen",
         &args.pop3_listen,
@@ -182,7 +182,6 @@ fn validate(c: &stoa_pop3::Config, r: &mut Report) {
             ("idle_timeout", l.idle_timeout),
             ("session_timeout", l.session_timeout),
             ("send_timeout", l.send_timeout),
-            ("auth_failure_window", c.auth_throttle.window),
         ],
     );
     if l.idle_timeout < RFC_MIN_AUTOLOGOUT {
@@ -192,10 +191,7 @@ fn validate(c: &stoa_pop3::Config, r: &mut Report) {
             l.idle_timeout
         ));
     }
-    r.check(
-        c.auth_throttle.max_delay >= c.auth_throttle.delay,
-        "pop3.auth_failure_max_delay: must be at least auth_failure_delay",
-    );
+    auth_throttle::validate(&c.auth_throttle, P, r);
     for e in mail::tls_errors(&c.tls) {
         // The same files may serve SMTP, whose check reported them already.
         if !r.errors.contains(&e) {

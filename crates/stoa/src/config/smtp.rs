@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use stoa_smtp::config::{CertKeyFiles, IpNet};
 use toml::Table;
 
+use super::auth_throttle::{self, Given};
 use super::{Report, mail, parse_addr};
 use crate::cli::ServeArgs;
 
@@ -47,6 +48,10 @@ const KEYS: &[&str] = &[
     "max_queue_lifetime",
     "max_deliveries",
     "relay_timeout",
+    "auth_failure_delay",
+    "auth_failure_max_delay",
+    "auth_max_failures",
+    "auth_failure_window",
     "shutdown_grace",
 ];
 
@@ -70,6 +75,7 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
     c.relay_host = r.string(t, P, "relay_host");
     r.integer_into(t, P, "workers", &mut c.workers);
     read_limits(t, c, r);
+    d.auth = auth_throttle::read(t, P, r);
     Some(d)
 }
 
@@ -98,6 +104,8 @@ fn read_limits(t: &Table, c: &mut stoa_smtp::Config, r: &mut Report) {
 pub(super) struct Draft {
     mail_dir: Option<PathBuf>,
     config: stoa_smtp::Config,
+    /// The failed-login throttle's keys this table gave (shared with `[pop3]`).
+    pub(super) auth: Given,
 }
 
 impl Default for Draft {
@@ -105,6 +113,7 @@ impl Default for Draft {
         Draft {
             mail_dir: None,
             config: stoa_smtp::Config::new(PathBuf::new()),
+            auth: Given::default(),
         }
     }
 }
@@ -123,6 +132,7 @@ pub(super) fn finish(
     }
     apply_flags(&mut d.config, args, certs, r);
     let c = &mut d.config;
+    c.auth_throttle = d.auth.settings();
     match d.mail_dir {
         Some(dir) => c.mail_dir = dir,
         None => r.errors.push(
@@ -188,6 +198,7 @@ fn validate(c: &mut stoa_smtp::Config, r: &mut Report) {
     }
     r.check_host_and_workers("smtp.", &c.hostname, c.workers);
     check_limits(c, r);
+    auth_throttle::validate(&c.auth_throttle, P, r);
     r.errors.extend(mail::tls_errors(&c.tls));
 }
 

@@ -1,10 +1,17 @@
-//! Failed logins per client address: the delay before each `-ERR [AUTH]`, and the
-//! refusal of an address that keeps failing (docs/robustness.md §4.3, brute force).
+//! Failed logins per client address, for every server that checks passwords (POP3
+//! logins, SMTP AUTH): the delay before each refusal, and the refusal of an address
+//! that keeps failing, without its password being checked (docs/robustness.md §4.3,
+//! brute force).
 //!
-//! One bounded LRU table, shared by every worker behind a `std::sync::Mutex` held
-//! only for a lookup (never across an `.await`). IPv6 addresses are counted per /64:
-//! a host usually has the whole prefix and could otherwise pick a fresh address for
-//! every guess.
+//! One bounded LRU table behind a `std::sync::Mutex` held only for a lookup (never
+//! across an `.await`), shared by every worker and, through an `Arc`, by every
+//! server of the process: failures counted by one protocol slow the same address on
+//! the others. IPv6 addresses are counted per /64: a host usually has the whole
+//! prefix and could otherwise pick a fresh address for every guess.
+//!
+//! The table only counts; waiting is the caller's job (a timer of its event loop,
+//! never a blocked thread), as is the reply, which must be the same for a wrong
+//! password and a refused address.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroUsize;
@@ -13,7 +20,41 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
-use crate::config::AuthThrottle;
+/// What failed logins cost a client address (docs/robustness.md §3.7 and §4.3).
+/// Failures are counted per address (per /64 for IPv6, which a single host gets
+/// whole) in a bounded table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthThrottle {
+    /// Wait before answering the first failed login of an address. Default 2 s
+    /// (Dovecot's `auth_failure_delay`). Each further failure doubles it …
+    pub delay: Duration,
+    /// … up to this. Default 15 s (docs/robustness.md §3.7).
+    pub max_delay: Duration,
+    /// Failures after which an address is refused outright: its logins get the same
+    /// refusal, after [`AuthThrottle::max_delay`], without the password being
+    /// checked, so a guesser cannot even tell when it found the password. 0 for no
+    /// such refusal. Default 10.
+    pub max_failures: u32,
+    /// An address's count is forgotten after this long without a failure (refused
+    /// attempts count as failures, so a persistent guesser stays refused). Default
+    /// 10 minutes.
+    pub window: Duration,
+    /// Addresses remembered; beyond it the one that failed longest ago is
+    /// forgotten. Default 65,536 (a few megabytes).
+    pub max_clients: usize,
+}
+
+impl Default for AuthThrottle {
+    fn default() -> Self {
+        AuthThrottle {
+            delay: Duration::from_secs(2),
+            max_delay: Duration::from_secs(15),
+            max_failures: 10,
+            window: Duration::from_secs(600),
+            max_clients: 65_536,
+        }
+    }
+}
 
 /// One address's recent failures.
 #[derive(Debug, Clone, Copy)]
@@ -22,15 +63,16 @@ struct Record {
     last: Instant,
 }
 
-/// The table of recent failures.
+/// The table of recent failures, shared by every connection that checks passwords.
 #[derive(Debug)]
-pub(crate) struct Throttle {
+pub struct Throttle {
     config: AuthThrottle,
     table: Mutex<LruCache<IpAddr, Record>>,
 }
 
 impl Throttle {
-    pub(crate) fn new(config: AuthThrottle) -> Throttle {
+    /// An empty table with these settings.
+    pub fn new(config: AuthThrottle) -> Throttle {
         let capacity = NonZeroUsize::new(config.max_clients).unwrap_or(NonZeroUsize::MIN);
         Throttle {
             config,
@@ -38,14 +80,19 @@ impl Throttle {
         }
     }
 
+    /// The settings.
+    pub fn config(&self) -> &AuthThrottle {
+        &self.config
+    }
+
     /// Whether logins from `ip` are refused without a password check.
-    pub(crate) fn is_blocked(&self, ip: IpAddr, now: Instant) -> bool {
+    pub fn is_blocked(&self, ip: IpAddr, now: Instant) -> bool {
         let max = self.config.max_failures;
         max > 0 && self.failures(ip, now) >= max
     }
 
     /// Recent failures of `ip`.
-    pub(crate) fn failures(&self, ip: IpAddr, now: Instant) -> u32 {
+    pub fn failures(&self, ip: IpAddr, now: Instant) -> u32 {
         let table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         table
             .peek(&key(ip))
@@ -53,9 +100,8 @@ impl Throttle {
             .map_or(0, |r| r.failures)
     }
 
-    /// Counts a failed (or refused) login of `ip`; returns how long to wait before
-    /// answering it.
-    pub(crate) fn record_failure(&self, ip: IpAddr, now: Instant) -> Duration {
+    /// Counts a failed login of `ip`; returns how long to wait before answering it.
+    pub fn record_failure(&self, ip: IpAddr, now: Instant) -> Duration {
         let failures = {
             let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
             let record = table.get_or_insert_mut(key(ip), || Record {
@@ -72,13 +118,26 @@ impl Throttle {
         self.delay(failures)
     }
 
+    /// Counts a login of `ip` refused unchecked ([`Throttle::is_blocked`]) as a
+    /// failure, so a persistent guesser stays refused; returns the wait before the
+    /// refusal: the longest, whatever the count.
+    pub fn record_refusal(&self, ip: IpAddr, now: Instant) -> Duration {
+        self.record_failure(ip, now);
+        self.longest_delay()
+    }
+
+    /// The longest wait, that of a refused address.
+    pub fn longest_delay(&self) -> Duration {
+        self.config.max_delay.max(self.config.delay)
+    }
+
     /// The wait after the `failures`-th failure: `delay` doubled each time, capped.
     fn delay(&self, failures: u32) -> Duration {
         let doublings = failures.saturating_sub(1).min(31);
         self.config
             .delay
             .saturating_mul(1 << doublings)
-            .min(self.config.max_delay.max(self.config.delay))
+            .min(self.longest_delay())
     }
 }
 
@@ -128,6 +187,14 @@ mod tests {
         let later = now + Duration::from_secs(61);
         assert!(!throttle.is_blocked(a, later), "forgotten after the window");
         assert_eq!(throttle.record_failure(a, later), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_refusal_waits_the_longest_and_counts() {
+        let throttle = Throttle::new(config());
+        let (a, now) = (ip("192.0.2.1"), Instant::now());
+        assert_eq!(throttle.record_refusal(a, now), Duration::from_secs(15));
+        assert_eq!(throttle.failures(a, now), 1);
     }
 
     #[test]

@@ -1,0 +1,127 @@
+//! Issue 21, hole 2: SMTP AUTH guessing was not slowed (450 wrong passwords in
+//! 10 s from one address on the submission port), and POP3's per-address throttle
+//! was its own. In `stoa serve` both now count failures in one table per client
+//! address: failed POP3 logins delay, then refuse, SMTP AUTH from the same
+//! address, and the other way round. The throttle's keys are given in `[pop3]`
+//! only, and apply to SMTP too.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{ServerBuilder, tls_pair};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+const JOE: &str = "joe@example.test";
+const PASSWORD: &str = "joe-secret";
+
+/// `stoa user add ADDRESS --password-stdin --mail-dir DIR`.
+fn add_user(dir: &Path, address: &str, password: &str) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command
+        .args(["user", "add", address, "--password-stdin", "--mail-dir"])
+        .arg(dir);
+    let password = format!("{password}\n");
+    let done = stoa_testkit::run(&mut command, password.as_bytes(), RUN_TIMEOUT);
+    assert!(done.status.success(), "stoa user add: {}", done.stderr);
+}
+
+fn path_arg(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// The clients: one POP3 login or one SMTP AUTH PLAIN per connection, from a
+/// chosen loopback address, timed with a monotonic clock (a lower bound on the
+/// server's delay, never a sleep).
+const CLIENTS: &str = r#"
+import base64, smtplib, socket, ssl, sys, time
+POP3, SUBMISSION, CERT, JOE, PASSWORD = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+ctx = ssl.create_default_context(cafile=CERT)
+ctx.check_hostname = False   # the certificate names localhost; we dial 127.0.0.1
+ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+
+def pop3(src, password):
+    s = socket.create_connection(("127.0.0.1", POP3), timeout=10, source_address=(src, 0))
+    f = s.makefile("rb")
+    assert f.readline().startswith(b"+OK")
+    s.sendall(f"USER {JOE}\r\n".encode())
+    assert f.readline().startswith(b"+OK")
+    start = time.monotonic()
+    s.sendall(f"PASS {password}\r\n".encode())
+    line = f.readline().decode().strip()
+    took = time.monotonic() - start
+    s.close()
+    return line, took
+
+def smtp(src, password):
+    s = smtplib.SMTP("127.0.0.1", SUBMISSION, timeout=10, source_address=(src, 0))
+    s.starttls(context=ctx)
+    s.ehlo("client.test")
+    plain = base64.b64encode(f"\0{JOE}\0{password}".encode()).decode()
+    start = time.monotonic()
+    code, text = s.docmd("AUTH", "PLAIN " + plain)
+    took = time.monotonic() - start
+    s.close()
+    return f"{code} {text.decode()}", took
+
+def expect(what, got, prefix, at_least):
+    line, took = got
+    assert line.startswith(prefix), f"{what}: {line!r}, expected {prefix!r}"
+    assert took >= at_least, f"{what}: answered after {took:.3f} s, before {at_least} s"
+    print(f"{what}: {line} after {took:.3f} s")
+
+# 127.0.0.1: SMTP AUTH works; three failed POP3 logins (100, 200, 300 ms);
+# then SMTP AUTH with the right password is refused, after the longest delay.
+expect("smtp before", smtp("127.0.0.1", PASSWORD), "235", 0)
+for n, delay in enumerate([0.1, 0.2, 0.3]):
+    expect(f"pop3 failure {n + 1}", pop3("127.0.0.1", "wrong"), "-ERR [AUTH]", delay)
+expect("smtp after pop3 failures", smtp("127.0.0.1", PASSWORD), "535 5.7.8", 0.3)
+
+# 127.0.0.2: the other way round.
+for n, delay in enumerate([0.1, 0.2, 0.3]):
+    expect(f"smtp failure {n + 1}", smtp("127.0.0.2", "wrong"), "535 5.7.8", delay)
+expect("pop3 after smtp failures", pop3("127.0.0.2", PASSWORD), "-ERR [AUTH]", 0.3)
+
+# Another address is not affected.
+expect("pop3 elsewhere", pop3("127.0.0.3", PASSWORD), "+OK", 0)
+print("done")
+"#;
+
+#[test]
+fn pop3_and_smtp_auth_share_one_failure_count_per_address() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, PASSWORD);
+    let (cert, key) = tls_pair(tmp.path(), "localhost");
+    let config = tmp.path().join("stoa.toml");
+    std::fs::write(
+        &config,
+        "[pop3]\nallow_plaintext_auth = true\nauth_failure_delay = \"100ms\"\n\
+         auth_failure_max_delay = \"300ms\"\nauth_max_failures = 3\n",
+    )
+    .expect("write the configuration");
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
+        .args(["--submission-listen", "127.0.0.1:0"])
+        .args(["--pop3-listen", "127.0.0.1:0"])
+        .args(["--tls-cert", path_arg(&cert), "--tls-key", path_arg(&key)])
+        .start();
+    let (pop3, submission) = (
+        server.pop3_addrs[0].port().to_string(),
+        server.submission_addrs[0].port().to_string(),
+    );
+    let mut command = Command::new("python3");
+    command
+        .args(["-c", CLIENTS, &pop3, &submission, path_arg(&cert)])
+        .args([JOE, PASSWORD]);
+    let done = stoa_testkit::run(&mut command, b"", RUN_TIMEOUT);
+    assert!(
+        done.status.success() && done.stdout.ends_with("done\n"),
+        "stdout:\n{}\nstderr:\n{}\nserver:\n{}",
+        done.stdout,
+        done.stderr,
+        server.stderr_text()
+    );
+}
