@@ -160,7 +160,10 @@ fn expired_message_bounces() {
     let mail = MailDir::new();
     let sink = Sink::start(&["451 4.7.1 greylisted"; 100]);
     let mut config = relaying(&mail, &sink);
-    config.queue.max_lifetime = Duration::from_secs(1);
+    // Long enough for a retry (backoff 200–400 ms) even when a loaded machine
+    // delays the first attempt: with 1 s the message sometimes expired after
+    // one attempt and the retry check below failed.
+    config.queue.max_lifetime = Duration::from_secs(3);
     let server = Running::start(&mail, config);
     let mut c = Client::ehlo(server.mx);
     c.mail(JOE, &["bob@ext.test"], "Subject: late\r\n\r\nx\r\n")
