@@ -5,36 +5,7 @@ use super::*;
 /// The options of `stoa bench mail` plus `extra`, as the binary's defaults
 /// make them.
 fn args(extra: &[&str]) -> Options {
-    let mut o = Options {
-        smtp: None,
-        pop3: None,
-        rate: None,
-        users: None,
-        domain: "stoa.test".into(),
-        remote_domain: "remote.test".into(),
-        password: "stoa-bench".into(),
-        sink_listen: None,
-        profile: ProfileName::Quick,
-        warmup: None,
-        run_time: None,
-        cooldown: None,
-        levels: vec![80, 100, 120],
-        find_max: false,
-        init_only: false,
-        init_journal: None,
-        init_connections: 8,
-        check_sample: 200,
-        probe_share: None,
-        reply_timeout: Duration::from_secs(60),
-        threads: 1,
-        drain_limit: None,
-        seed: None,
-        store_seed: 2001,
-        server_software: None,
-        server_pid: Vec::new(),
-        out: None,
-        server_exe: None,
-    };
+    let mut o = Options::defaults();
     let secs = |v: &str| Duration::from_secs(v.trim_end_matches('s').parse().expect("secs"));
     for pair in extra.chunks(2) {
         match pair {
