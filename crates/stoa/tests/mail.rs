@@ -231,6 +231,34 @@ s.quit()
     assert!(err.contains("no user nobody@example.test"), "{err}");
 }
 
+/// Issue 21: a message with a 5,000-character line got `554 5.3.4`. Postfix
+/// takes it, and so does Stoa: the line is stored as received.
+#[test]
+fn smtplib_delivers_a_5000_character_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    add_user(tmp.path(), "joe@example.test", "secret");
+    let mut server = ServerBuilder::mail(tmp.path())
+        .args(["--smtp-listen", "127.0.0.1:0", "--domain", "example.test"])
+        .start();
+    let port = server.smtp_addrs[0].port();
+    let script = format!(
+        r#"
+import smtplib
+s = smtplib.SMTP("127.0.0.1", {port}, timeout=10)
+long = "Subject: long line\r\n\r\n" + "x" * 5000 + "\r\n"
+assert s.sendmail("alice@ext.test", ["joe@example.test"], long) == {{}}
+s.quit()
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "smtplib failed: {out}{err}");
+    let got = wait_delivered(tmp.path(), 1, 1);
+    let long = format!("Subject: long line\r\n\r\n{}\r\n", "x".repeat(5_000));
+    assert!(got[0].ends_with(&long), "{}", got[0]);
+    let status = server.stop_with(Signal::TERM);
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_text());
+}
+
 #[test]
 fn smtplib_submission_with_starttls_and_auth() {
     let tmp = tempfile::tempdir().expect("tempdir");

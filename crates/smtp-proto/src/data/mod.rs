@@ -19,8 +19,9 @@
 //! - Message size, counted after unstuffing: beyond the limit the message is refused
 //!   with `552 5.3.4`, no more data is handed out, and the decoder reads on to the end
 //!   marker so the session stays in sync for the next transaction.
-//! - Text line length (CRLF excluded): `554 5.3.4` beyond it (RFC 5321 §4.5.3.1.6
-//!   allows 998 octets; the default limit of 2048 is Postfix's).
+//! - Text line length (CRLF excluded), when a limit is set: `554 5.3.4` beyond it
+//!   (RFC 5321 §4.5.3.1.6 allows 998 octets). The session's default sets none, as
+//!   Postfix accepts longer lines: the message size bounds them.
 //!
 //! Nothing is buffered: each step hands back a slice of the input, so memory does not
 //! depend on line or message length.

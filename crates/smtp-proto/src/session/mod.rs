@@ -71,6 +71,10 @@ use crate::command::{Line, MailParams, next_line};
 use crate::data::DataDecoder;
 use crate::reply::{EnhancedStatus, Reply};
 
+/// [`Limits::max_text_line`] for no limit of its own: a message's lines are
+/// bounded by [`Limits::max_message_size`] alone.
+pub const NO_TEXT_LINE_LIMIT: usize = usize::MAX;
+
 /// Limits of one session. Defaults are docs/robustness.md §3.7's (Postfix's values).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -78,7 +82,11 @@ pub struct Limits {
     /// and SASL responses need more. Default 2048 (Postfix's `line_length_limit`).
     /// The server's read buffer must hold at least this many bytes.
     pub max_line: usize,
-    /// Longest message text line, CRLF excluded (`554 5.3.4` beyond). Default 2048.
+    /// Longest message text line, CRLF excluded (`554 5.3.4` beyond). Default: no
+    /// limit but the message size ([`NO_TEXT_LINE_LIMIT`]), as Postfix, which takes
+    /// longer lines and only splits them into records when it stores them; clients
+    /// send them (HTML mail, unfolded base64), and the decoder buffers nothing, so a
+    /// long line costs no memory.
     pub max_text_line: usize,
     /// Largest message, advertised as `SIZE` (`552 5.3.4` beyond). Default 10,240,000
     /// bytes (Postfix's `message_size_limit`).
@@ -99,7 +107,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_line: 2048,
-            max_text_line: 2048,
+            max_text_line: NO_TEXT_LINE_LIMIT,
             max_message_size: 10_240_000,
             max_recipients: 1000,
             soft_error_limit: 10,
