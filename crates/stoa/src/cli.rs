@@ -446,6 +446,9 @@ pub(crate) struct FilesetArgs {
 /// `stoa user …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum UserCommand {
+    /// Create an empty user directory in the mail directory (the other commands,
+    /// but add and domain add, need one to exist).
+    Init(MailDirArgs),
     /// Add a user (its domain is added as a local domain if it is not one yet).
     Add(UserPasswordArgs),
     /// Remove a user.

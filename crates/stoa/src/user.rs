@@ -22,6 +22,13 @@ use crate::cli::{
 /// Runs one `stoa user` command.
 pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
     match command {
+        UserCommand::Init(args) => {
+            let existed = args.mail_dir.join("directory").is_dir();
+            create(&args.mail_dir)?;
+            let what = if existed { "already has" } else { "now has" };
+            eprintln!("stoa: {} {what} a user directory", args.mail_dir.display());
+            Ok(())
+        }
         UserCommand::Add(args) => add(args),
         UserCommand::Del(args) => {
             let user = open(&args.dir.mail_dir)?.remove_user(&args.address)?;
@@ -82,7 +89,7 @@ fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let directory = open(&args.user.dir.mail_dir)?;
+    let directory = create(&args.user.dir.mail_dir)?;
     let address = stoa_directory::address::normalize_address(&args.user.address)?;
     let domain = stoa_directory::address::domain_of(&address).to_owned();
     if !directory.is_local_domain(&domain)? {
@@ -103,7 +110,7 @@ fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
 fn domain(command: &DomainCommand) -> anyhow::Result<()> {
     match command {
         DomainCommand::Add(args) => {
-            open(&args.dir.mail_dir)?.add_domain(&args.domain)?;
+            create(&args.dir.mail_dir)?.add_domain(&args.domain)?;
             eprintln!("stoa: added local domain {}", args.domain);
             Ok(())
         }
@@ -164,11 +171,28 @@ fn store_and_user(
     Ok((store, user))
 }
 
-/// The embedded directory of `mail_dir`, created if needed.
-fn open(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
+/// The embedded directory of `mail_dir`, created if needed (`stoa user init`,
+/// `add`, `domain add`).
+fn create(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
     let dir = mail_dir.join("directory");
     EmbeddedDirectory::open(&dir, Options::default())
         .with_context(|| format!("cannot open the user directory {}", dir.display()))
+}
+
+/// The embedded directory of `mail_dir`, which must exist: a command that only
+/// reads or removes must not turn a mistyped `--mail-dir` into a new, empty
+/// mail directory (issue 21).
+fn open(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
+    let dir = mail_dir.join("directory");
+    if !dir.is_dir() {
+        bail!(
+            "no user directory in {}: is --mail-dir right? (`stoa user init --mail-dir {}` \
+             or the first `stoa user add` creates one)",
+            mail_dir.display(),
+            mail_dir.display()
+        );
+    }
+    create(mail_dir)
 }
 
 /// The first line of standard input, without its line end.

@@ -68,6 +68,47 @@ fn python(script: &str) -> (i32, String, String) {
     run("python3", &["-c", script], b"")
 }
 
+/// Issue 21: a mistyped `--mail-dir` given to a command that reads or removes
+/// made a new, empty mail directory and answered as if it were empty. It is an
+/// error now; `stoa user init` and the first `add` create one.
+#[test]
+fn a_mistyped_mail_dir_is_an_error_not_a_new_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let typo = tmp.path().join("mial");
+    let d = mail_dir_arg(&typo);
+    for args in [
+        &["user", "list", "--mail-dir", &d][..],
+        &["user", "del", "joe@example.test", "--mail-dir", &d],
+        &["user", "domain", "list", "--mail-dir", &d],
+        &[
+            "user",
+            "export-ldif",
+            "--base",
+            "dc=stoa,dc=test",
+            "--mail-dir",
+            &d,
+        ],
+    ] {
+        let (code, out, err) = stoa(args, b"");
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("no user directory in") && err.contains("stoa user init"),
+            "{err}"
+        );
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+    let (code, _, err) = stoa(&["user", "init", "--mail-dir", &d], b"");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("now has a user directory"), "{err}");
+    let (code, out, err) = stoa(&["user", "list", "--mail-dir", &d], b"");
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let (code, _, err) = stoa(&["user", "init", "--mail-dir", &d], b"");
+    assert!(
+        code == 0 && err.contains("already has a user directory"),
+        "{err}"
+    );
+}
+
 #[test]
 fn user_commands() {
     let tmp = tempfile::tempdir().expect("tempdir");
