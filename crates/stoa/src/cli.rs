@@ -451,8 +451,9 @@ pub(crate) enum UserCommand {
     Init(MailDirArgs),
     /// Add a user (its domain is added as a local domain if it is not one yet).
     Add(UserPasswordArgs),
-    /// Remove a user.
-    Del(UserArgs),
+    /// Remove a user. Its mail stays in the store unless --purge is given (the
+    /// command says how much).
+    Del(UserDelArgs),
     /// List the users, one address per line.
     List(MailDirArgs),
     /// Set a user's password (read from standard input).
@@ -505,6 +506,17 @@ pub(crate) struct UserArgs {
     pub(crate) address: String,
     #[command(flatten)]
     pub(crate) dir: MailDirArgs,
+}
+
+/// `stoa user del`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct UserDelArgs {
+    #[command(flatten)]
+    pub(crate) user: UserArgs,
+    /// Also delete the user's mail from the store (after the user is removed, so
+    /// nothing new arrives meanwhile).
+    #[arg(long)]
+    pub(crate) purge: bool,
 }
 
 /// A user, a password source and the mail directory.

@@ -16,7 +16,8 @@ use anyhow::{Context, bail};
 use stoa_directory::{Directory, EmbeddedDirectory, Options};
 
 use crate::cli::{
-    DomainCommand, ExportLdifArgs, MailboxCommand, UserArgs, UserCommand, UserPasswordArgs,
+    DomainCommand, ExportLdifArgs, MailboxCommand, UserArgs, UserCommand, UserDelArgs,
+    UserPasswordArgs,
 };
 
 /// Runs one `stoa user` command.
@@ -30,11 +31,7 @@ pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
             Ok(())
         }
         UserCommand::Add(args) => add(args),
-        UserCommand::Del(args) => {
-            let user = open(&args.dir.mail_dir)?.remove_user(&args.address)?;
-            eprintln!("stoa: removed {}", user.address);
-            Ok(())
-        }
+        UserCommand::Del(args) => del(args),
         UserCommand::List(args) => {
             let mut users = open(&args.mail_dir)?.users();
             users.sort_by(|a, b| a.address.cmp(&b.address));
@@ -81,6 +78,52 @@ fn export_ldif(args: &ExportLdifArgs) -> anyhow::Result<()> {
         eprintln!("stoa: alias {alias} left out: not the address of a single local user");
     }
     Ok(())
+}
+
+/// `stoa user del`: removes the user, then says what became of its mail, or
+/// deletes it with `--purge`.
+fn del(args: &UserDelArgs) -> anyhow::Result<()> {
+    let dir = &args.user.dir.mail_dir;
+    let user = open(dir)?.remove_user(&args.user.address)?;
+    eprintln!("stoa: removed {} (mailbox {})", user.address, user.mailbox);
+    let store_dir = dir.join("store");
+    if !store_dir.is_dir() {
+        return Ok(());
+    }
+    let store = stoa_mailstore::MailStore::open(&store_dir, stoa_mailstore::Options::default())
+        .with_context(|| format!("cannot open the mail store {}", store_dir.display()))?;
+    let stats = store.mailbox_stats(user.mailbox)?;
+    if stats.count == 0 {
+        return Ok(());
+    }
+    if !args.purge {
+        eprintln!(
+            "stoa: its {} ({} bytes) stay in the store as mailbox {}, reachable by no user; \
+             `stoa user del --purge` deletes a user's mail with the user",
+            messages(stats.count),
+            stats.size,
+            user.mailbox
+        );
+        return Ok(());
+    }
+    let mailbox = store
+        .open_mailbox(user.mailbox)
+        .with_context(|| format!("cannot open mailbox {} to purge it", user.mailbox))?;
+    let all: Vec<usize> = (0..mailbox.messages().len()).collect();
+    let deleted = mailbox
+        .commit_deletes(&all)
+        .with_context(|| format!("cannot purge mailbox {}", user.mailbox))?;
+    eprintln!("stoa: purged {} ({} bytes)", messages(deleted), stats.size);
+    Ok(())
+}
+
+/// "1 message", "2 messages".
+fn messages(n: usize) -> String {
+    if n == 1 {
+        "1 message".to_owned()
+    } else {
+        format!("{n} messages")
+    }
 }
 
 fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {

@@ -109,6 +109,55 @@ fn a_mistyped_mail_dir_is_an_error_not_a_new_directory() {
     );
 }
 
+/// Issue 21: `stoa user del` said nothing of the user's mail. It says how much
+/// stays in the store, and `--purge` deletes it with the user.
+#[test]
+fn user_del_says_what_happens_to_the_mail_and_purge_deletes_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    add_user(tmp.path(), "joe@example.test", "pw");
+    add_user(tmp.path(), "ann@example.test", "pw");
+    let mut server = ServerBuilder::mail(tmp.path())
+        .args(["--smtp-listen", "127.0.0.1:0", "--domain", "example.test"])
+        .start();
+    let port = server.smtp_addrs[0].port();
+    let script = format!(
+        r#"
+import smtplib
+s = smtplib.SMTP("127.0.0.1", {port}, timeout=10)
+for rcpt in ["joe@example.test", "ann@example.test"]:
+    assert s.sendmail("a@ext.test", [rcpt], "Subject: x\r\n\r\nx\r\n") == {{}}
+s.quit()
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "smtplib failed: {out}{err}");
+    wait_delivered(tmp.path(), 1, 1);
+    wait_delivered(tmp.path(), 2, 1);
+    let status = server.stop_with(Signal::TERM);
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_text());
+
+    let d = mail_dir_arg(tmp.path());
+    let (code, _, err) = stoa(&["user", "del", "joe@example.test", "--mail-dir", &d], b"");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("its 1 message ("), "{err}");
+    assert!(err.contains("stay in the store as mailbox 1"), "{err}");
+    assert_eq!(delivered(tmp.path(), 1).len(), 1, "kept without --purge");
+    let (code, _, err) = stoa(
+        &[
+            "user",
+            "del",
+            "ann@example.test",
+            "--purge",
+            "--mail-dir",
+            &d,
+        ],
+        b"",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("purged 1 message ("), "{err}");
+    assert!(delivered(tmp.path(), 2).is_empty(), "purged");
+}
+
 #[test]
 fn user_commands() {
     let tmp = tempfile::tempdir().expect("tempdir");
