@@ -206,8 +206,33 @@ fn stats_count_and_size() {
     assert_eq!(store.mailbox_stats(B).expect("stats").count, 1);
 }
 
+/// The LF form of a stored (CRLF) message.
+fn lf(message: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(message)
+        .replace("\r\n", "\n")
+        .into_bytes()
+}
+
+/// The files of `dir`, sorted by name, read whole.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut names: Vec<_> = fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .map(|p| {
+            let name = p.file_name().expect("name").to_string_lossy().into_owned();
+            (name, fs::read(p).expect("read"))
+        })
+        .collect()
+}
+
+/// Issue 21: the export wrote CRLF files (Maildir readers expect LF) and a
+/// second export into the same Maildir failed instead of adding what is new.
 #[test]
-fn export_writes_a_maildir_with_identical_files() {
+fn export_writes_a_maildir_with_lf_files_and_adds_only_what_is_new() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = open(&tmp.path().join("store"));
     let messages: Vec<Vec<u8>> = (0..3).map(|n| message(n, 2000 * (n + 1))).collect();
@@ -216,31 +241,41 @@ fn export_writes_a_maildir_with_identical_files() {
     }
     let out = tmp.path().join("export");
     let report = store.export_maildir(A, &out).expect("export");
-    assert_eq!(report.messages, 3);
+    assert_eq!((report.messages, report.skipped), (3, 0));
+    let wanted: Vec<Vec<u8>> = messages.iter().map(|m| lf(m)).collect();
     assert_eq!(
         report.bytes,
-        messages.iter().map(|m| m.len() as u64).sum::<u64>()
+        wanted.iter().map(|m| m.len() as u64).sum::<u64>()
     );
     for sub in ["tmp", "new", "cur"] {
         assert!(out.join(sub).is_dir(), "{sub}/");
     }
-    let mut names: Vec<_> = fs::read_dir(out.join("new"))
-        .expect("new/")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    names.sort();
-    let exported: Vec<Vec<u8>> = names.iter().map(|p| fs::read(p).expect("read")).collect();
-    assert_eq!(exported, messages, "byte-identical, in order");
-    assert!(
-        fs::read_dir(out.join("tmp"))
-            .expect("tmp/")
-            .next()
-            .is_none()
-    );
+    let exported = files(&out.join("new"));
+    let texts: Vec<Vec<u8>> = exported.iter().map(|(_, t)| t.clone()).collect();
+    assert_eq!(texts, wanted, "LF line endings, in order");
+    for ((name, text), wire) in exported.iter().zip(&messages) {
+        assert!(
+            name.ends_with(&format!(",S={},W={}", text.len(), wire.len())),
+            "{name}"
+        );
+    }
+    assert!(files(&out.join("tmp")).is_empty());
 
-    // Exporting again into the same Maildir never overwrites.
-    let err = store.export_maildir(A, &out).expect_err("names exist");
-    assert!(matches!(err, StoreError::Exists(_)), "{err}");
+    // A reader moves one message to cur/ with its flags; a new message
+    // arrives. Exporting again adds only the new one.
+    let (first, _) = &exported[0];
+    fs::rename(
+        out.join("new").join(first),
+        out.join("cur").join(format!("{first}:2,S")),
+    )
+    .expect("move to cur/");
+    let fourth = message(3, 500);
+    store.deliver(&fourth, &[A]).expect("deliver");
+    let again = store.export_maildir(A, &out).expect("export again");
+    assert_eq!((again.messages, again.skipped), (1, 3));
+    assert_eq!(again.bytes, lf(&fourth).len() as u64);
+    assert_eq!(files(&out.join("new")).len(), 3);
+    assert_eq!(files(&out.join("cur")).len(), 1);
     // An empty mailbox exports an empty Maildir.
     let empty = store
         .export_maildir(B, &tmp.path().join("empty"))

@@ -186,11 +186,12 @@ pub(crate) fn mailbox(command: &MailboxCommand) -> anyhow::Result<()> {
                 .export_maildir(user.mailbox, &args.to)
                 .with_context(|| format!("cannot export to {}", args.to.display()))?;
             eprintln!(
-                "stoa: exported {} messages ({} bytes) of {} to {}",
-                report.messages,
+                "stoa: exported {} ({} bytes) of {} to {}; {} already there",
+                messages(report.messages),
                 report.bytes,
                 user.address,
-                args.to.display()
+                args.to.display(),
+                report.skipped
             );
             Ok(())
         }

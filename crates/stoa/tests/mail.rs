@@ -299,7 +299,7 @@ s.quit()
         b"",
     );
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("exported 1 messages"), "{err}");
+    assert!(err.contains("exported 1 message ("), "{err}");
     let files: Vec<_> = std::fs::read_dir(maildir.join("new"))
         .expect("Maildir new/")
         .map(|e| e.expect("entry").path())
@@ -307,8 +307,26 @@ s.quit()
     assert_eq!(files.len(), 1, "{files:?}");
     assert_eq!(
         std::fs::read(&files[0]).expect("read"),
-        got[0].as_bytes(),
-        "exported bytes"
+        got[0].replace("\r\n", "\n").as_bytes(),
+        "exported with LF line endings"
+    );
+    // Again: nothing new, nothing duplicated.
+    let (code, _, err) = stoa(
+        &[
+            "mailbox",
+            "export",
+            "joe@example.test",
+            "--mail-dir",
+            &d,
+            "--to",
+            to,
+        ],
+        b"",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("exported 0 messages (0 bytes)") && err.contains("; 1 already there"),
+        "{err}"
     );
     for sub in ["tmp", "cur"] {
         assert!(maildir.join(sub).is_dir(), "Maildir lacks {sub}/");
