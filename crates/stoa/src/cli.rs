@@ -461,6 +461,9 @@ pub(crate) enum UserCommand {
     /// Manage the local domains.
     #[command(subcommand)]
     Domain(DomainCommand),
+    /// Manage aliases: addresses in a local domain that expand to others.
+    #[command(subcommand)]
+    Alias(AliasCommand),
     /// Write every user as LDIF for slapadd or ldapadd (password hashes kept as
     /// {ARGON2}, mailbox numbers as employeeNumber), to standard output.
     ExportLdif(ExportLdifArgs),
@@ -549,6 +552,31 @@ pub(crate) struct MailboxExportArgs {
     /// The Maildir to write (created if missing; existing messages are kept).
     #[arg(long, value_name = "MAILDIR")]
     pub(crate) to: PathBuf,
+}
+
+/// `stoa user alias …`.
+#[derive(Debug, Clone, Subcommand)]
+pub(crate) enum AliasCommand {
+    /// Add an alias expanding to one or more addresses (local users, other
+    /// aliases, or remote addresses).
+    Add(AliasAddArgs),
+    /// Remove an alias.
+    Del(UserArgs),
+    /// List the aliases, one per line: the alias, then its targets.
+    List(MailDirArgs),
+}
+
+/// `stoa user alias add`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct AliasAddArgs {
+    /// The alias, e.g. sales@example.com (its domain must be local).
+    #[arg(value_name = "ALIAS")]
+    pub(crate) alias: String,
+    /// Where its mail goes.
+    #[arg(value_name = "TARGET", required = true)]
+    pub(crate) targets: Vec<String>,
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
 }
 
 /// A domain and the mail directory.

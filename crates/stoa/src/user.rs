@@ -16,8 +16,8 @@ use anyhow::{Context, bail};
 use stoa_directory::{Directory, EmbeddedDirectory, Options};
 
 use crate::cli::{
-    DomainCommand, ExportLdifArgs, MailboxCommand, UserArgs, UserCommand, UserDelArgs,
-    UserPasswordArgs,
+    AliasCommand, DomainCommand, ExportLdifArgs, MailboxCommand, UserArgs, UserCommand,
+    UserDelArgs, UserPasswordArgs,
 };
 
 /// Runs one `stoa user` command.
@@ -48,6 +48,7 @@ pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
             Ok(())
         }
         UserCommand::Domain(command) => domain(command),
+        UserCommand::Alias(command) => alias(command),
         UserCommand::ExportLdif(args) => export_ldif(args),
     }
 }
@@ -148,6 +149,30 @@ fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+fn alias(command: &AliasCommand) -> anyhow::Result<()> {
+    match command {
+        AliasCommand::Add(args) => {
+            let targets: Vec<&str> = args.targets.iter().map(String::as_str).collect();
+            open(&args.dir.mail_dir)?.add_alias(&args.alias, &targets)?;
+            eprintln!("stoa: added alias {} -> {}", args.alias, targets.join(", "));
+            Ok(())
+        }
+        AliasCommand::Del(args) => {
+            open(&args.dir.mail_dir)?.remove_alias(&args.address)?;
+            eprintln!("stoa: removed alias {}", args.address);
+            Ok(())
+        }
+        AliasCommand::List(args) => {
+            let aliases = open(&args.mail_dir)?.aliases();
+            let lines: Vec<String> = aliases
+                .iter()
+                .map(|(alias, targets)| format!("{alias} {}", targets.join(" ")))
+                .collect();
+            print_lines(lines.iter().map(String::as_str))
+        }
+    }
 }
 
 fn domain(command: &DomainCommand) -> anyhow::Result<()> {

@@ -158,6 +158,57 @@ s.quit()
     assert!(delivered(tmp.path(), 2).is_empty(), "purged");
 }
 
+/// Issue 21: aliases could only be made through the library. `stoa user alias
+/// add|del|list` manage them, and mail to an alias reaches its target.
+#[test]
+fn user_alias_commands_and_delivery_to_an_alias() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = mail_dir_arg(tmp.path());
+    add_user(tmp.path(), "joe@example.test", "pw");
+    let alias = |args: &[&str]| {
+        let mut all = vec!["user", "alias"];
+        all.extend_from_slice(args);
+        all.extend(["--mail-dir", d.as_str()]);
+        stoa(&all, b"")
+    };
+    let (code, _, err) = alias(&["add", "sales@example.test", "joe@example.test"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = alias(&["add", "x@elsewhere.test", "joe@example.test"]);
+    assert_eq!(
+        code, 1,
+        "an alias outside the local domains is refused: {err}"
+    );
+    let (code, out, _) = alias(&["list"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "sales@example.test joe@example.test\n")
+    );
+
+    let mut server = ServerBuilder::mail(tmp.path())
+        .args(["--smtp-listen", "127.0.0.1:0", "--domain", "example.test"])
+        .start();
+    let port = server.smtp_addrs[0].port();
+    let script = format!(
+        r#"
+import smtplib
+s = smtplib.SMTP("127.0.0.1", {port}, timeout=10)
+assert s.sendmail("a@ext.test", ["sales@example.test"], "Subject: to sales\r\n\r\nx\r\n") == {{}}
+s.quit()
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "smtplib failed: {out}{err}");
+    let got = wait_delivered(tmp.path(), 1, 1);
+    assert!(got[0].contains("Subject: to sales"), "{}", got[0]);
+    let status = server.stop_with(Signal::TERM);
+    assert_eq!(status.code(), Some(0), "{}", server.stderr_text());
+
+    let (code, _, err) = alias(&["del", "sales@example.test"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = alias(&["list"]);
+    assert_eq!((code, out.as_str()), (0, ""));
+}
+
 #[test]
 fn user_commands() {
     let tmp = tempfile::tempdir().expect("tempdir");
