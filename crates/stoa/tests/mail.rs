@@ -337,18 +337,21 @@ s.quit()
     );
     let maildir = tmp.path().join("exported");
     let to = maildir.to_str().expect("UTF-8 path");
-    let (code, _, err) = stoa(
-        &[
-            "mailbox",
-            "export",
-            "joe@example.test",
-            "--mail-dir",
-            &d,
-            "--to",
-            to,
-        ],
-        b"",
-    );
+    let export = || {
+        stoa(
+            &[
+                "mailbox",
+                "export",
+                "joe@example.test",
+                "--mail-dir",
+                &d,
+                "--to",
+                to,
+            ],
+            b"",
+        )
+    };
+    let (code, _, err) = export();
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("exported 1 message ("), "{err}");
     let files: Vec<_> = std::fs::read_dir(maildir.join("new"))
@@ -362,18 +365,7 @@ s.quit()
         "exported with LF line endings"
     );
     // Again: nothing new, nothing duplicated.
-    let (code, _, err) = stoa(
-        &[
-            "mailbox",
-            "export",
-            "joe@example.test",
-            "--mail-dir",
-            &d,
-            "--to",
-            to,
-        ],
-        b"",
-    );
+    let (code, _, err) = export();
     assert_eq!(code, 0, "{err}");
     assert!(
         err.contains("exported 0 messages (0 bytes)") && err.contains("; 1 already there"),
