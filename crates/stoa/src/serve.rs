@@ -21,7 +21,10 @@ pub(crate) struct InvalidConfig(pub(crate) usize);
 
 impl std::fmt::Display for InvalidConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "invalid configuration ({} errors)", self.0)
+        match self.0 {
+            1 => write!(f, "invalid configuration (1 error)"),
+            n => write!(f, "invalid configuration ({n} errors)"),
+        }
     }
 }
 

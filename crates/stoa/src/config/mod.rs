@@ -88,6 +88,9 @@ pub(crate) fn load(
         }
         None => FileParts::default(),
     };
+    if file.unreadable {
+        return Err(report.errors);
+    }
     let wanted = mail_wanted(args, &file);
     let mail = wanted.smtp || wanted.pop3 || wanted.lmtp;
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
@@ -136,6 +139,9 @@ struct FileParts {
     mail_hosts: Vec<stoa_smtp::config::MailHost>,
     /// Whether the file configures the web server.
     web: bool,
+    /// The file could not be read or is not TOML: its error is the only one
+    /// worth printing (every other would only follow from it).
+    unreadable: bool,
 }
 
 /// Reads the configuration file at `path` (its `text`, or why it could not be
@@ -165,11 +171,16 @@ fn read_config(
                 file.directory = directory::read_table(&table, path.parent(), r);
                 file.mail_hosts = mail_host::read(&table, r);
             }
-            Err(e) => r
-                .errors
-                .push(format!("{}: {}", path.display(), e.to_string().trim_end())),
+            Err(e) => {
+                file.unreadable = true;
+                r.errors
+                    .push(format!("{}: {}", path.display(), e.to_string().trim_end()));
+            }
         },
-        Err(e) => r.errors.push(format!("{}: {e}", path.display())),
+        Err(e) => {
+            file.unreadable = true;
+            r.errors.push(format!("{}: {e}", path.display()));
+        }
     }
     // Relative paths in a file are relative to the file, as in nginx's
     // prefix-relative paths.
