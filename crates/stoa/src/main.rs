@@ -49,10 +49,29 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(e) => {
-            eprintln!("stoa: error: {e:#}");
+            eprintln!("stoa: error: {}", chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `e` and its causes, `: `-separated, each cause left out when the text
+/// before it already says it: the libraries' errors print their source in
+/// their own message ("cannot listen on ADDR: Address already in use"), so
+/// anyhow's `{:#}` said the reason twice.
+fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// The error log: human-readable lines on standard error. `RUST_LOG` wins over
@@ -68,4 +87,34 @@ fn init_tracing(level: &str) {
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+}
+
+#[cfg(test)]
+mod chain_tests {
+    /// Issue 21: "Address already in use (os error 98)" came twice.
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        #[derive(Debug)]
+        struct Listen {
+            source: std::io::Error,
+        }
+        impl std::fmt::Display for Listen {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "cannot listen on 127.0.0.1:80: {}", self.source)
+            }
+        }
+        impl std::error::Error for Listen {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.source)
+            }
+        }
+        let e = anyhow::Error::new(Listen { source: io }).context("cannot start the web server");
+        assert_eq!(
+            super::chain(&e),
+            "cannot start the web server: cannot listen on 127.0.0.1:80: Address already in use"
+        );
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(super::chain(&plain), "outer: inner");
+    }
 }
