@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/screenshots/{web,mail}-{800,1400}.png: runs the web harness
+# Writes docs/screenshots/{web,mail}-{800,1400}.png (generated, ignored by git):
+# runs the web harness
 # (quick profile, about 70 s) and a short mail run (three levels of 40 s and
 # their drains, about 8 min) on loopback, then renders each HTML report in
 # headless Chromium at 800 and 1,400 px wide.
