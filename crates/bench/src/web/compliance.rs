@@ -82,7 +82,7 @@ pub(crate) fn deviations(args: &Options, profile: &Profile) -> Vec<Deviation> {
         // The report checks the class mix on standard runs only.
         rule(
             "class_mix",
-            profile.name != KIT.name,
+            !profile.checks_class_mix(),
             "class mix not checked",
             "the kit fails a class more than 10.5 % off its share (web99.md §7.3)",
         ),

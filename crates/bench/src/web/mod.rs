@@ -54,6 +54,16 @@ pub(crate) struct Profile {
     pub(crate) validity: Validity,
 }
 
+impl Profile {
+    /// Whether the report checks the class mix (§7.3): on standard runs only.
+    /// With the quick profile's short phases, long class-3 operations often
+    /// straddle a phase boundary and go uncounted, so the check would only
+    /// measure that edge effect.
+    pub(crate) fn checks_class_mix(&self) -> bool {
+        self.name == STANDARD.name
+    }
+}
+
 /// The kit's required times (§8.1).
 const STANDARD: Profile = Profile {
     name: "standard",

@@ -110,10 +110,7 @@ fn problems(run: &Run) -> Vec<String> {
                 count(u64::from(invalid), "connection")
             ));
         }
-        // With the quick profile's short phases, long class-3 operations often
-        // straddle a phase boundary and go uncounted: the mix check would only
-        // measure that edge effect, so it applies to standard runs.
-        if run.profile.name == "standard" {
+        if run.profile.checks_class_mix() {
             out.extend(mix_problems(it).map(|p| format!("iteration {}: {p}", i + 1)));
         }
         out.extend(
