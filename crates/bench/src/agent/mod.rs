@@ -7,9 +7,9 @@
 //! tally for mail; the merge of the agents' tallies and the report for both.
 //! Only the load generators move to the agents.
 //!
-//! - [`web`]: each agent gets an even share of the connections as its own
+//! - `web.rs`: each agent gets an even share of the connections as its own
 //!   client number, for one iteration per session.
-//! - [`mail`]: each agent gets an even share of the four streams and a disjoint
+//! - `mail.rs`: each agent gets an even share of the four streams and a disjoint
 //!   share of the mailboxes for a whole run, one round per load level; the
 //!   prime sends the probes and reserves their mailboxes on the agents.
 //!

@@ -5,7 +5,7 @@
 //!
 //! # The login's path
 //!
-//! 1. The client's session runs in the same [`crate::conn`] loop as a store host's
+//! 1. The client's session runs in the same `conn.rs` loop as a store host's
 //!    (greeting, CAPA, STLS, USER/PASS, AUTH PLAIN, the per-address throttle and
 //!    the failed-login delays, the timeouts), so it follows the POP3 server's rules
 //!    to the letter.
