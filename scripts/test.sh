@@ -24,6 +24,8 @@ declare -A needs=(
   # crates/stoa/tests/ldap.rs): they start their own slapd from /usr/sbin in a
   # temporary directory; the package is preseeded to create no database below.
   [ldapsearch]=ldap-utils
+  # `systemd-analyze verify contrib/stoa.service` (crates/stoa/tests/production.rs).
+  [systemd-analyze]=systemd
 )
 missing=()
 for cmd in "${!needs[@]}"; do

@@ -1,6 +1,6 @@
 //! Delivery: write once in `tmp/`, hard-link into each mailbox, fsync every step.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
@@ -9,7 +9,7 @@ use stoa_directory::MailboxId;
 
 use crate::MailStore;
 use crate::error::{Result, StoreError};
-use crate::fsutil::sync_dir;
+use crate::fsutil::{create_new, sync_dir};
 use crate::layout::{MessageUid, message_name, unique_name};
 
 impl MailStore {
@@ -31,7 +31,7 @@ impl MailStore {
         targets.dedup();
         let unique = unique_name(&self.host);
         let tmp = self.tmp.join(&unique);
-        write_synced(&tmp, message)?;
+        write_synced(&tmp, message, self.modes.file)?;
         let name = message_name(&unique, message.len() as u64);
         let linked = self.link_all(&tmp, &name, &targets);
         // The links hold the message now. A failed unlink leaves a stray file that
@@ -81,11 +81,10 @@ impl MailStore {
     }
 }
 
-/// Writes `bytes` to a new file at `path` and fsyncs it; on error, removes it.
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let result = OpenOptions::new()
-        .write(true)
-        .create_new(true)
+/// Writes `bytes` to a new file at `path` (permissions `mode`) and fsyncs it; on
+/// error, removes it.
+fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let result = create_new(mode)
         .open(path)
         .map_err(|e| StoreError::io("create", path, e))
         .and_then(|file| write_and_sync(file, path, bytes));

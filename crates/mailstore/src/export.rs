@@ -1,7 +1,7 @@
 //! Export of a mailbox to a standard Maildir, so that users can take their mail away.
 
 use std::collections::HashSet;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -9,7 +9,7 @@ use stoa_directory::MailboxId;
 
 use crate::MailStore;
 use crate::error::{Result, StoreError};
-use crate::fsutil::{list_dir, sync_dir};
+use crate::fsutil::{Modes, create_dir_all, create_new, list_dir, sync_dir};
 
 /// What [`MailStore::export_maildir`] wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,6 +31,7 @@ impl MailStore {
     /// `new/` as `UNIQUE,S=SIZE,W=WIRE` (the file's size and the CRLF size, the
     /// Maildir++ fields Dovecot reads). A message whose `UNIQUE` is already in
     /// `new/` or `cur/` is skipped, so exporting again adds only what is new. The
+    /// Files and directories get the store's permissions ([`crate::Options`]). The
     /// mailbox is not locked: a message removed meanwhile by a POP3 session is
     /// skipped, one delivered meanwhile may or may not be included.
     pub fn export_maildir(&self, id: MailboxId, to: &Path) -> Result<ExportReport> {
@@ -40,7 +41,7 @@ impl MailStore {
             to.join("new"),
             to.join("cur"),
         ] {
-            fs::create_dir_all(&dir).map_err(|e| StoreError::io("mkdir", &dir, e))?;
+            create_dir_all(&dir, self.modes.dir)?;
         }
         let mut present = HashSet::new();
         for sub in ["new", "cur"] {
@@ -64,7 +65,7 @@ impl MailStore {
             };
             let text = lf_endings(&wire);
             let name = format!("{key},S={},W={}", text.len(), wire.len());
-            write_one(&text, to, &name)?;
+            write_one(&text, to, &name, self.modes)?;
             report.messages += 1;
             report.bytes += text.len() as u64;
         }
@@ -97,15 +98,13 @@ fn lf_endings(wire: &[u8]) -> Vec<u8> {
 
 /// Writes one message into `to/tmp/NAME`, fsyncs it and renames it to
 /// `to/new/NAME`.
-fn write_one(text: &[u8], to: &Path, name: &str) -> Result<()> {
+fn write_one(text: &[u8], to: &Path, name: &str, modes: Modes) -> Result<()> {
     let tmp = to.join("tmp").join(name);
     let new = to.join("new").join(name);
     if new.exists() {
         return Err(StoreError::Exists(new));
     }
-    let result = OpenOptions::new()
-        .write(true)
-        .create_new(true)
+    let result = create_new(modes.file)
         .open(&tmp)
         .map_err(|e| StoreError::io("create", &tmp, e))
         .and_then(|mut out| {

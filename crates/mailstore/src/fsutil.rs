@@ -1,7 +1,8 @@
 //! Small file system helpers with the store's error context and fsync discipline.
 
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 use crate::error::{Result, StoreError};
@@ -14,11 +15,38 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| StoreError::io("fsync", dir, e))
 }
 
-/// Creates `dir` if missing, durably: when it is new, its parent is fsynced so that
-/// the new name survives a crash. Returns whether it was created. A name that exists
-/// as something else than a directory is left for the next operation to fail on.
-pub(crate) fn ensure_dir(dir: &Path) -> Result<bool> {
-    match fs::create_dir(dir) {
+/// The permission bits of what the store creates (before the umask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Modes {
+    /// Message files.
+    pub(crate) file: u32,
+    /// Directories.
+    pub(crate) dir: u32,
+}
+
+/// Creates `dir` and its missing parents with permissions `mode` (existing ones
+/// are left as they are).
+pub(crate) fn create_dir_all(dir: &Path, mode: u32) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(dir)
+        .map_err(|e| StoreError::io("mkdir", dir, e))
+}
+
+/// Options that create a new file with permissions `mode`, failing if it exists.
+pub(crate) fn create_new(mode: u32) -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true).mode(mode);
+    options
+}
+
+/// Creates `dir` with permissions `mode` if missing, durably: when it is new, its
+/// parent is fsynced so that the new name survives a crash. Returns whether it was
+/// created. A name that exists as something else than a directory is left for the
+/// next operation to fail on.
+pub(crate) fn ensure_dir(dir: &Path, mode: u32) -> Result<bool> {
+    match fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {
             if let Some(parent) = dir.parent() {
                 sync_dir(parent)?;

@@ -94,7 +94,7 @@ pub use export::ExportReport;
 pub use layout::MessageUid;
 pub use session::{MailboxSession, MessageInfo};
 
-use fsutil::{ensure_dir, list_dir};
+use fsutil::{Modes, create_dir_all, ensure_dir, list_dir};
 use layout::{MAILBOXES_DIR, TMP_DIR, fanout_dir, mailbox_dir};
 
 /// How old a file in `tmp/` must be before [`MailStore::open`] removes it. A delivery
@@ -103,18 +103,36 @@ use layout::{MAILBOXES_DIR, TMP_DIR, fanout_dir, mailbox_dir};
 /// delivers, without keeping a crash's leftovers for long.
 pub const DEFAULT_TMP_GRACE: Duration = Duration::from_secs(60 * 60);
 
+/// The permissions of the message files the store creates unless told:
+/// readable and writable by their owner only (mail is private).
+pub const DEFAULT_FILE_MODE: u32 = 0o600;
+
+/// The permissions of the directories the store creates unless told (the store,
+/// its `tmp/`, the fan-out and mailbox directories, an export's Maildir).
+pub const DEFAULT_DIR_MODE: u32 = 0o700;
+
 /// Settings of a [`MailStore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Files in `tmp/` older than this are a crashed delivery's leftovers and are
     /// removed at open. Default [`DEFAULT_TMP_GRACE`].
     pub tmp_grace: Duration,
+    /// Permission bits of every message file created (delivered or exported),
+    /// before the process umask. Default [`DEFAULT_FILE_MODE`]; `0o640` lets the
+    /// owning group read mail (a backup or indexing group). Existing files are
+    /// left as they are.
+    pub file_mode: u32,
+    /// Permission bits of every directory created, before the process umask.
+    /// Default [`DEFAULT_DIR_MODE`].
+    pub dir_mode: u32,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             tmp_grace: DEFAULT_TMP_GRACE,
+            file_mode: DEFAULT_FILE_MODE,
+            dir_mode: DEFAULT_DIR_MODE,
         }
     }
 }
@@ -143,6 +161,9 @@ pub struct MailStore {
     tmp: PathBuf,
     mailboxes: PathBuf,
     host: String,
+    /// Permission bits of new files and directories ([`Options::file_mode`],
+    /// [`Options::dir_mode`]).
+    modes: Modes,
     /// Held while creating a mailbox directory and fsyncing its parent (see
     /// [`MailStore::mailbox_dir_durable`]).
     create: Mutex<()>,
@@ -154,14 +175,18 @@ impl MailStore {
     /// temporary files (see [`Options::tmp_grace`]).
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<MailStore> {
         let root = dir.as_ref().to_path_buf();
+        let modes = Modes {
+            file: options.file_mode,
+            dir: options.dir_mode,
+        };
         if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| StoreError::io("mkdir", parent, e))?;
+            create_dir_all(parent, modes.dir)?;
         }
-        ensure_dir(&root)?;
+        ensure_dir(&root, modes.dir)?;
         let tmp = root.join(TMP_DIR);
         let mailboxes = root.join(MAILBOXES_DIR);
-        ensure_dir(&tmp)?;
-        ensure_dir(&mailboxes)?;
+        ensure_dir(&tmp, modes.dir)?;
+        ensure_dir(&mailboxes, modes.dir)?;
         let host = rustix::system::uname()
             .nodename()
             .to_str()
@@ -173,6 +198,7 @@ impl MailStore {
             tmp,
             mailboxes,
             host,
+            modes,
             create: Mutex::new(()),
             recovery: Recovery { stale_tmp_removed },
         })
@@ -215,8 +241,8 @@ impl MailStore {
             return Ok(dir);
         }
         let _creating = self.create.lock().unwrap_or_else(PoisonError::into_inner);
-        ensure_dir(&fanout_dir(&self.mailboxes, id))?;
-        ensure_dir(&dir)?;
+        ensure_dir(&fanout_dir(&self.mailboxes, id), self.modes.dir)?;
+        ensure_dir(&dir, self.modes.dir)?;
         Ok(dir)
     }
 }

@@ -90,6 +90,7 @@ fn recovery_removes_a_crashed_deliverys_temporary_file() {
         &dir,
         Options {
             tmp_grace: Duration::ZERO,
+            ..Options::default()
         },
     )
     .expect("reopen");

@@ -360,3 +360,67 @@ fn concurrent_deliveries_to_a_new_mailbox() {
     uids.dedup();
     assert_eq!(uids.len(), 100, "unique uids");
 }
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).expect("stat").mode() & 0o7777
+}
+
+/// Everything under `dir` (itself included), depth first.
+fn walk(dir: &Path, into: &mut Vec<std::path::PathBuf>) {
+    into.push(dir.to_owned());
+    for entry in fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            walk(&path, into);
+        } else {
+            into.push(path);
+        }
+    }
+}
+
+/// Issue 21: mail is private by default. Every directory the store makes (its
+/// parent, the store, tmp/, the fan-out and mailbox directories, an export's
+/// Maildir) is 0700 and every message file 0600, whatever the umask (the test
+/// runs under the usual 022, which alone would give 0755 and 0644).
+#[test]
+fn store_and_export_are_private_by_default() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = open(&tmp.path().join("mail/store"));
+    store.deliver(&message(1, 100), &[A, B]).expect("deliver");
+    store
+        .export_maildir(A, &tmp.path().join("export/a"))
+        .expect("export");
+    let mut paths = Vec::new();
+    walk(&tmp.path().join("mail"), &mut paths);
+    walk(&tmp.path().join("export"), &mut paths);
+    let files = paths.iter().filter(|p| p.is_file()).count();
+    assert_eq!(files, 3, "two links and one exported message: {paths:?}");
+    for path in &paths {
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(mode(path), want, "{}", path.display());
+    }
+}
+
+/// The modes can be widened for a group the administrator names (0640/0750).
+#[test]
+fn modes_follow_the_options() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        file_mode: 0o640,
+        dir_mode: 0o750,
+        ..Options::default()
+    };
+    let store = MailStore::open(tmp.path().join("store"), options).expect("open");
+    store.deliver(&message(1, 100), &[A]).expect("deliver");
+    store
+        .export_maildir(A, &tmp.path().join("export"))
+        .expect("export");
+    let mut paths = Vec::new();
+    walk(&tmp.path().join("store"), &mut paths);
+    walk(&tmp.path().join("export"), &mut paths);
+    for path in &paths {
+        let want = if path.is_dir() { 0o750 } else { 0o640 };
+        assert_eq!(mode(path), want, "{}", path.display());
+    }
+}

@@ -606,6 +606,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 
+    /// Started as root: bind the listeners and open the files, then switch to
+    /// this user (and its group) for good. Overrides the file's `user`.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) user: Option<String>,
+
     /// Directory to serve files from.
     #[arg(long, value_name = "DIR")]
     pub(crate) docroot: Option<PathBuf>,

@@ -23,6 +23,7 @@ mod bench;
 mod cli;
 mod config;
 mod fileset;
+mod privilege;
 mod serve;
 mod user;
 mod web99_cgi;
@@ -75,18 +76,56 @@ fn chain(e: &anyhow::Error) -> String {
 }
 
 /// The error log: human-readable lines on standard error. `RUST_LOG` wins over
-/// `--log-level` when set.
+/// `--log-level` when set. Under journald (standard error is the stream that
+/// `JOURNAL_STREAM` names) the lines carry no timestamp of their own: the journal
+/// stamps each one.
 fn init_tracing(level: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    if stderr_is_journal() {
+        builder.without_time().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Whether standard error is the journal's stream: `JOURNAL_STREAM` is
+/// `DEVICE:INODE` of it (systemd.exec(5)), and a child whose standard error was
+/// redirected elsewhere inherits the variable, so the two are compared.
+fn stderr_is_journal() -> bool {
+    let Some(value) = std::env::var_os("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Ok(stat) = rustix::fs::fstat(std::io::stderr()) else {
+        return false;
+    };
+    journal_stream_matches(&value.to_string_lossy(), stat.st_dev, stat.st_ino)
+}
+
+/// Whether `value` (`DEVICE:INODE`, decimal) names the file `dev`, `ino`.
+fn journal_stream_matches(value: &str, dev: u64, ino: u64) -> bool {
+    let Some((d, i)) = value.split_once(':') else {
+        return false;
+    };
+    d.parse() == Ok(dev) && i.parse() == Ok(ino)
+}
+
+#[cfg(test)]
+mod journal_tests {
+    #[test]
+    fn journal_stream_is_device_and_inode() {
+        assert!(super::journal_stream_matches("8:12345", 8, 12345));
+        assert!(!super::journal_stream_matches("8:12345", 8, 12346));
+        assert!(!super::journal_stream_matches("8:", 8, 0));
+        assert!(!super::journal_stream_matches("12345", 8, 12345));
+    }
 }
 
 #[cfg(test)]

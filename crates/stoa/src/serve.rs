@@ -1,5 +1,12 @@
 //! `stoa serve`: load the configuration, bind the web, SMTP, POP3 and LMTP
 //! servers, serve, react to signals.
+//!
+//! The order at start: the configuration; the umask; the user to become, looked
+//! up; every service bound (listeners, certificates, document root, logs, mail
+//! store, directory); then, when a user is named, the switch to it
+//! (`crate::privilege`) and the check of the paths it must use; only then the
+//! worker threads, and `READY=1` to systemd when it started us (`Type=notify`).
+//! `STOPPING=1` follows SIGTERM.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +21,7 @@ use stoa_netkit::throttle::Throttle;
 
 use crate::cli::ServeArgs;
 use crate::config;
+use crate::privilege::{self, Need};
 
 /// Configuration errors, already printed; the process exits with status 2.
 #[derive(Debug)]
@@ -63,6 +71,16 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    let process = loaded.process.clone();
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(process.umask));
+    let target = privilege::resolve(&process)?;
+    let (needs, created) = match &target {
+        Some(_) => {
+            let (needs, managed) = used_paths(&loaded);
+            (needs, privilege::missing(&managed))
+        }
+        None => Default::default(),
+    };
     if let Some(limit) = stoa_netkit::limits::raise_nofile() {
         tracing::debug!("open-file limit: {limit}");
     }
@@ -77,6 +95,12 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .context("cannot install signal handlers")?;
 
     let (services, reopener, directory) = bind_services(loaded)?;
+    if let Some(t) = &target {
+        privilege::give(&created, t)?;
+        privilege::switch(t)?;
+        privilege::check_access(&needs, t)?;
+        tracing::info!("running as user {} and group {}", t.name, t.group);
+    }
     for service in &services {
         for endpoint in service.endpoints() {
             eprintln!("stoa: listening on {endpoint}");
@@ -87,12 +111,14 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .into_iter()
         .map(|service| spawn_service(service, shutdown.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    notify(sd_notify::NotifyState::Ready);
 
     runtime.block_on(serve_signals(
         &mut signals,
         reopener.as_ref(),
         directory.as_deref(),
     ));
+    notify(sd_notify::NotifyState::Stopping);
     trigger.trigger();
     std::thread::spawn(move || {
         // A second SIGTERM/SIGINT while draining means "now".
@@ -105,6 +131,64 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         std::process::exit(1);
     });
     join_services(threads)
+}
+
+/// Tells systemd `state` when it started the server with `NOTIFY_SOCKET` set
+/// (`Type=notify`); nothing otherwise. A failure is logged, never fatal. The
+/// variable is left set, for the later `STOPPING=1`; CGI programs do not see it
+/// (their environment is built from scratch).
+fn notify(state: sd_notify::NotifyState<'_>) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    if let Err(e) = sd_notify::notify(false, &[state]) {
+        tracing::warn!("cannot notify systemd: {e}");
+    }
+}
+
+/// What the servers use after a switch of user ([`privilege::check_access`]),
+/// and the paths that they may create at start ([`privilege::missing`]): the
+/// mail directory, the web99 state directory, the access log.
+fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
+    let (mut needs, mut managed) = (Vec::new(), Vec::new());
+    if let Some(web) = &loaded.web {
+        needs.push(Need::read("the document root", &web.docroot));
+        if let stoa_web::config::AccessLogTarget::File(log) = &web.access_log {
+            needs.push(Need::write("the access log (reopened on SIGHUP)", log));
+            managed.push(log.clone());
+        }
+        if let Some(w) = &web.web99 {
+            needs.push(Need::write("the web99 state directory", &w.state_dir));
+            managed.push(w.state_dir.clone());
+        }
+        for m in web.cgi.iter().flat_map(|c| &c.mounts) {
+            needs.push(Need::read("the CGI directory", &m.dir));
+        }
+    }
+    let mail_dir = (loaded.smtp.as_ref().map(|c| &c.mail_dir))
+        .or(loaded.pop3.as_ref().map(|p| &p.mail_dir))
+        .or(loaded.lmtp.as_ref().map(|l| &l.mail_dir))
+        .or(loaded.pop3_proxy.as_ref().and_then(|p| p.mail_dir.as_ref()));
+    if let Some(dir) = mail_dir {
+        let mut mail = vec![Need::read("the mail directory", dir)];
+        if loaded.directory == config::Directory::Embedded {
+            mail.push(Need::read("the user directory", dir.join("directory")));
+            mail.push(Need::read(
+                "the user directory's file",
+                dir.join("directory/entries.txt"),
+            ));
+        }
+        if loaded.smtp.is_some() {
+            mail.push(Need::write("the mail queue", dir.join("queue")));
+        }
+        for sub in ["store", "store/tmp", "store/mailboxes"] {
+            mail.push(Need::write("the mail store", dir.join(sub)));
+        }
+        // Any of them may be new, in an old mail directory too.
+        managed.extend(mail.iter().map(|n| n.path.clone()));
+        needs.extend(mail);
+    }
+    (needs, managed)
 }
 
 /// Reacts to signals until SIGTERM or SIGINT: SIGHUP reopens the access log; every
@@ -182,6 +266,7 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         loaded.pop3.as_ref(),
         loaded.lmtp.as_ref(),
         loaded.directory,
+        &loaded.process,
     )?;
     if let (Some(config), Some(parts)) = (loaded.smtp, &mail) {
         services.push(Box::new(bind_smtp(config, parts)?));
@@ -255,6 +340,7 @@ fn open_mail(
     pop3: Option<&config::Pop3>,
     lmtp: Option<&config::Lmtp>,
     directory: config::Directory,
+    process: &config::Process,
 ) -> anyhow::Result<Option<MailParts>> {
     let Some(mail_dir) = smtp
         .map(|c| c.mail_dir.as_path())
@@ -263,11 +349,20 @@ fn open_mail(
     else {
         return Ok(None);
     };
-    std::fs::create_dir_all(mail_dir)
-        .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
+    std::os::unix::fs::DirBuilderExt::mode(
+        std::fs::DirBuilder::new().recursive(true),
+        process.mail_dir_mode(),
+    )
+    .create(mail_dir)
+    .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
     let (directory, embedded) = open_directory(mail_dir, directory)?;
     let store_dir = mail_dir.join("store");
-    let store = stoa_mailstore::MailStore::open(&store_dir, stoa_mailstore::Options::default())
+    let options = stoa_mailstore::Options {
+        file_mode: process.mail_file_mode(),
+        dir_mode: process.mail_dir_mode(),
+        ..stoa_mailstore::Options::default()
+    };
+    let store = stoa_mailstore::MailStore::open(&store_dir, options)
         .with_context(|| format!("cannot open the mail store {}", store_dir.display()))?;
     let recovery = store.recovery();
     if recovery.stale_tmp_removed > 0 {

@@ -46,6 +46,14 @@
 //! file or the new one, and a stale temporary file is simply overwritten by the next
 //! save. Writers take an exclusive `flock` on `lock` so that two processes (the server
 //! and `stoa user add`) never interleave a read-modify-write.
+//!
+//! # Permissions
+//!
+//! The file holds password hashes: it, its temporary file and the lock file are
+//! created `0600` and the directory `0700`, whatever the umask. Run by root on a
+//! directory owned by another user (a server that dropped its privileges to it),
+//! a save gives the new file the directory's owner and group, so that server can
+//! still read it.
 
 mod ldif;
 mod store;
@@ -130,7 +138,7 @@ impl EmbeddedDirectory {
     /// Opens the directory stored in `dir` (for instance `MAIL_DIR/directory`),
     /// creating it, empty, if needed.
     pub fn open(dir: &Path, options: Options) -> Result<EmbeddedDirectory> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        store::create_dir(dir)?;
         if store::current_id(dir)?.is_none() {
             let _lock = store::lock(dir)?;
             if store::current_id(dir)?.is_none() {

@@ -3,9 +3,9 @@
 //! The format and the write protocol are described in the parent module.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::address::{domain_of, is_normal_address, is_normal_domain};
@@ -17,6 +17,11 @@ pub(crate) const FILE: &str = "entries.txt";
 pub(crate) const TEMP_FILE: &str = "entries.txt.tmp";
 /// The lock file writers hold.
 const LOCK_FILE: &str = "lock";
+/// The permissions of the directory file, its temporary file and the lock file:
+/// the file holds password hashes, so only its owner reads it.
+pub(crate) const FILE_MODE: u32 = 0o600;
+/// The permissions of the directory's own directory when this creates it.
+pub(crate) const DIR_MODE: u32 = 0o700;
 /// The first line of every directory file.
 const HEADER: &str = "stoa-directory 1";
 /// Buffer size for reading and writing the file: large, since at 1.5 M users it holds
@@ -95,8 +100,10 @@ pub(crate) fn lock(dir: &Path) -> Result<Lock> {
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(FILE_MODE)
         .open(&path)
         .map_err(|e| Error::io(&path, e))?;
+    owned_like_dir(&file, dir).map_err(|e| Error::io(&path, e))?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| Error::io(&path, e.into()))?;
     Ok(Lock { _file: file })
@@ -331,15 +338,49 @@ pub(crate) fn save(dir: &Path, snapshot: &Snapshot) -> Result<FileId> {
     result
 }
 
+/// Creates `dir` (and missing parents) with [`DIR_MODE`].
+pub(crate) fn create_dir(dir: &Path) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Gives `file` the owner and group of `dir` when this process may (root) and
+/// they differ: `stoa user add` run by root on a directory that a server running
+/// as an unprivileged user reads must not leave a file that user cannot open.
+fn owned_like_dir(file: &File, dir: &Path) -> std::io::Result<()> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let (want, have) = (fs::metadata(dir)?, file.metadata()?);
+    if (want.uid(), want.gid()) == (have.uid(), have.gid()) {
+        return Ok(());
+    }
+    let uid = rustix::fs::Uid::from_raw(want.uid());
+    let gid = rustix::fs::Gid::from_raw(want.gid());
+    rustix::fs::fchown(file, Some(uid), Some(gid))?;
+    Ok(())
+}
+
 /// Writes and fsyncs the temporary file, truncating any leftover of a crashed save.
+/// It is made [`FILE_MODE`] even when a leftover had other permissions, and owned
+/// like the directory ([`owned_like_dir`]).
 fn write_temp(temp: &PathBuf, snapshot: &Snapshot) -> Result<()> {
     let io = |e| Error::io(temp, e);
     let file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
+        .mode(FILE_MODE)
         .open(temp)
         .map_err(io)?;
+    file.set_permissions(Permissions::from_mode(FILE_MODE))
+        .map_err(io)?;
+    if let Some(dir) = temp.parent() {
+        owned_like_dir(&file, dir).map_err(io)?;
+    }
     let mut out = BufWriter::with_capacity(IO_BUFFER, file);
     write_records(&mut out, snapshot).map_err(io)?;
     let file = out.into_inner().map_err(|e| io(e.into_error()))?;

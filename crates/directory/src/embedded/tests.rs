@@ -466,3 +466,48 @@ fn damaged_files_are_refused() {
     fs::write(&path, &good).expect("restore");
     assert_eq!(open(tmp.path()).user_count(), 2);
 }
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).expect("stat").mode() & 0o7777
+}
+
+/// Issue 21: the file of password hashes is 0600 and its directory 0700, whatever
+/// the umask (the usual 022 would give 0644 and 0755), also when a leftover
+/// temporary file of a crashed save had wider permissions.
+#[test]
+fn the_password_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("directory");
+    drop(populated(&dir));
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join(store::FILE)), 0o600);
+    assert_eq!(mode(&dir.join("lock")), 0o600);
+    let temp = dir.join(store::TEMP_FILE);
+    fs::write(&temp, "leftover").expect("write");
+    fs::set_permissions(&temp, fs::Permissions::from_mode(0o644)).expect("chmod");
+    open(&dir).add_user("third@example.com", None).expect("add");
+    assert_eq!(mode(&dir.join(store::FILE)), 0o600);
+}
+
+/// Run by root on a directory owned by the server's unprivileged user, a save
+/// leaves a file that user owns (else the server could not read it).
+#[test]
+fn a_save_by_root_keeps_the_directorys_owner() {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to give files away");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("directory");
+    fs::create_dir(&dir).expect("mkdir");
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).expect("chown");
+    drop(populated(&dir));
+    for name in [store::FILE, "lock"] {
+        let meta = fs::metadata(dir.join(name)).expect("stat");
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534), "{name}");
+    }
+}

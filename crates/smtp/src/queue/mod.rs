@@ -27,16 +27,28 @@
 //! delivered), an `ID.env` without its message is set aside as `ID.env.bad`, and
 //! every other envelope is loaded and scheduled. Unreadable envelopes are set
 //! aside the same way and logged, never deleted.
+//!
+//! # Permissions
+//!
+//! Queued mail is private: the directory is created `0700` and every file
+//! `0600` ([`DIR_MODE`], [`FILE_MODE`]), whatever the umask.
 
 pub mod envelope;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use envelope::{Envelope, Recipient, RecipientState, Route};
+
+/// The permissions of every file the queue creates.
+pub const FILE_MODE: u32 = 0o600;
+
+/// The permissions of the queue directory when the queue creates it.
+pub const DIR_MODE: u32 = 0o700;
 
 /// Bytes kept in memory before they are written to the spool file: a typical message
 /// (SPECmail2001's mean is 24.5 KB) is written in one or two system calls.
@@ -84,7 +96,10 @@ pub struct Spool {
 impl Queue {
     /// Opens (creating) the queue directory.
     pub fn open(dir: &Path) -> io::Result<Queue> {
-        std::fs::create_dir_all(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(dir)?;
         Ok(Queue {
             dir: dir.to_owned(),
         })
@@ -112,6 +127,7 @@ impl Queue {
             let open = OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(FILE_MODE)
                 .open(self.path(&id, "msg.tmp"));
             match open {
                 Ok(file) => {
@@ -183,7 +199,12 @@ impl Queue {
 
     /// Writes `bytes` to `ID.ext` and fsyncs it.
     fn write_temp(&self, id: &str, ext: &str, bytes: &[u8]) -> io::Result<()> {
-        let mut file = File::create(self.path(id, ext))?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(FILE_MODE)
+            .open(self.path(id, ext))?;
         file.write_all(bytes)?;
         file.sync_data()
     }

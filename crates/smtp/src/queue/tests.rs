@@ -87,3 +87,25 @@ fn ids_are_unique_and_sortable() {
     assert_eq!(unique.len(), ids.len());
     assert!(ids.iter().all(|id| id.len() == 21));
 }
+
+/// Issue 21: queued mail is private: the directory 0700, the message and its
+/// envelope 0600, also after the envelope is rewritten (the test's umask, 022,
+/// would give 0755 and 0644).
+#[test]
+fn queued_mail_is_private() {
+    use std::os::unix::fs::MetadataExt;
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").mode() & 0o7777;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queue = Queue::open(&tmp.path().join("q")).expect("open");
+    let mut spool = queue.create_spool().expect("spool");
+    let id = spool.id().to_owned();
+    spool.write(b"Subject: x\r\n\r\n");
+    let mut env = envelope(&id);
+    queue.commit(spool, &env).expect("commit");
+    env.attempts = 1;
+    queue.save_envelope(&env).expect("rewrite");
+    assert_eq!(mode(queue.dir()), 0o700);
+    for name in files(queue.dir()) {
+        assert_eq!(mode(&queue.dir().join(&name)), 0o600, "{name}");
+    }
+}

@@ -31,6 +31,7 @@ mod mail_host;
 mod mail_limits;
 mod pop3;
 mod pop3_proxy;
+mod process;
 mod report;
 mod smtp;
 mod units;
@@ -39,6 +40,7 @@ pub(crate) use directory::Directory;
 pub(crate) use lmtp::Lmtp;
 pub(crate) use pop3::Pop3;
 pub(crate) use pop3_proxy::Pop3Proxy;
+pub(crate) use process::Process;
 use report::Report;
 
 pub(crate) use units::{parse_duration, parse_size};
@@ -66,6 +68,8 @@ pub(crate) struct Loaded {
     pub(crate) pop3_proxy: Option<Pop3Proxy>,
     /// The user directory of the mail servers (`[directory]`).
     pub(crate) directory: Directory,
+    /// The user to switch to and the umask (`user`, `group`, `umask`).
+    pub(crate) process: Process,
     pub(crate) warnings: Vec<String>,
 }
 
@@ -102,6 +106,7 @@ pub(crate) fn load(
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
     let directory = directory::finish(file.directory, &read, &mut report);
+    let process = process::finish(file.process, args, &mut report);
     let (mut smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
     let mut pop3_proxy = wanted.pop3_proxy.then(|| {
         let certs = cert_pairs(args);
@@ -136,6 +141,7 @@ pub(crate) fn load(
             lmtp,
             pop3_proxy,
             directory,
+            process,
             warnings: report.warnings,
         })
     } else {
@@ -159,6 +165,8 @@ struct FileParts {
     directory: Option<directory::Draft>,
     /// The `[[mail_host]]` entries, for the SMTP server's routing.
     mail_hosts: Vec<stoa_smtp::config::MailHost>,
+    /// The top-level `user`, `group` and `umask`.
+    process: Option<process::Process>,
     /// Whether the file configures the web server.
     web: bool,
     /// The file could not be read or is not TOML: its error is the only one
@@ -193,6 +201,7 @@ fn read_config(
                 file.pop3_proxy = pop3_proxy::read_table(&table, path.parent(), r);
                 file.directory = directory::read_table(&table, path.parent(), r);
                 file.mail_hosts = mail_host::read(&table, r);
+                file.process = Some(process::read_table(&table, r));
             }
             Err(e) => {
                 file.unreadable = true;
@@ -367,6 +376,10 @@ fn read_file(
             "lmtp",
             "directory",
             "mail_host",
+            // process.rs
+            "user",
+            "group",
+            "umask",
         ],
     );
     if let Some(listeners) = table.get("listener") {
