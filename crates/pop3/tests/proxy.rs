@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use stoa_directory::Directory;
-use stoa_pop3::{ProxyConfig, Server, StoreHost};
+use stoa_pop3::{BackendTls, ProxyConfig, Server, StoreHost};
 use stoa_testkit::base64;
 
 use common::{ANN, ANN_PASSWORD, Client, JOE, JOE_PASSWORD, MailDir, Running, message};
@@ -203,5 +203,62 @@ fn the_store_host_counts_the_forwarded_client_not_the_proxy() {
             true => assert!(second.starts_with("+OK Logged in."), "{second}"),
             false => assert!(second.starts_with("-ERR [SYS/TEMP]"), "{second}"),
         }
+    }
+}
+
+#[test]
+fn the_leg_to_the_store_host_can_be_stls_or_tls_and_is_verified() {
+    let system = System::start();
+    let store1 = &system.stores[0];
+    for (tls, trusted) in [
+        (BackendTls::Stls, true),
+        (BackendTls::Tls, true),
+        (BackendTls::Stls, false),
+    ] {
+        let mut config = store1.config();
+        config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")];
+        let running = Running::start(store1, config);
+        let addr = match tls {
+            BackendTls::Tls => running.pop3s.expect("pop3s"),
+            _ => running.pop3,
+        };
+        let proxy_dir = MailDir::new();
+        proxy_dir
+            .directory
+            .set_mail_host(JOE, Some("localhost"))
+            .expect("joe");
+        // Without the store's CA the proxy must not talk to it: another CA.
+        let ca = match trusted {
+            true => store1.cert.cert.clone(),
+            false => proxy_dir.cert.cert.clone(),
+        };
+        let proxy_config = ProxyConfig {
+            stores: vec![StoreHost {
+                name: "localhost".into(),
+                pop3: Some(addr.to_string()),
+            }],
+            backend_tls: tls,
+            backend_ca: vec![ca],
+            ..ProxyConfig::default()
+        };
+        let directory: Arc<dyn Directory> = proxy_dir.directory.clone();
+        let server = Server::bind_proxy(proxy_dir.config(), proxy_config, directory).expect("bind");
+        let proxy = server.local_addrs()[0];
+        let (trigger, shutdown) = stoa_netkit::shutdown::channel();
+        let thread = std::thread::spawn(move || server.run(shutdown).expect("run"));
+        let mut c = Client::connect(proxy);
+        c.starttls(&proxy_dir.cert);
+        c.ok(&format!("USER {JOE}"));
+        let reply = c.cmd(&format!("PASS {JOE_PASSWORD}"));
+        match trusted {
+            true => {
+                assert!(reply.starts_with("+OK Logged in."), "{tls:?}: {reply}");
+                assert_eq!(c.retr(1).1, message(10, 300));
+                c.ok("QUIT");
+            }
+            false => assert!(reply.starts_with("-ERR [SYS/TEMP]"), "{reply}"),
+        }
+        trigger.trigger();
+        thread.join().expect("proxy thread");
     }
 }

@@ -1,6 +1,7 @@
 //! A mail connection's byte stream: plain TCP, TLS after an in-protocol upgrade
-//! (SMTP STARTTLS, POP3 STLS), or TLS from the start (POP3S). Shared by the mail
-//! servers; the web server drives rustls on its socket itself.
+//! (SMTP STARTTLS, POP3 STLS), or TLS from the start (POP3S); the server's side
+//! of it, or the client's (the POP3 proxy's leg to a store host). Shared by the
+//! mail servers; the web server drives rustls on its socket itself.
 
 use std::io;
 use std::pin::Pin;
@@ -9,14 +10,14 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
-use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsStream;
 
 /// Plain or TLS; `Upgrading` only while the handshake owns the socket.
 #[derive(Debug)]
 pub enum Stream {
     /// Plain TCP.
     Plain(TcpStream),
-    /// TLS over TCP.
+    /// TLS over TCP, as the server or as the client.
     Tls(Box<TlsStream<TcpStream>>),
     /// The handshake owns the socket (or it failed): every I/O fails.
     Upgrading,
@@ -32,7 +33,24 @@ impl Stream {
             ));
         };
         let tls = acceptor.accept(tcp).await?;
-        *self = Stream::Tls(Box::new(tls));
+        *self = Stream::Tls(Box::new(TlsStream::Server(tls)));
+        Ok(())
+    }
+
+    /// The client's side of [`Stream::start_tls`]: the handshake with the server
+    /// `name` (its certificate must name it), over the plain stream.
+    pub async fn start_tls_client(
+        &mut self,
+        connector: &tokio_rustls::TlsConnector,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<()> {
+        let Stream::Plain(tcp) = std::mem::replace(self, Stream::Upgrading) else {
+            return Err(io::Error::other(
+                "TLS upgrade on a stream that is not plain",
+            ));
+        };
+        let tls = connector.connect(name, tcp).await?;
+        *self = Stream::Tls(Box::new(TlsStream::Client(tls)));
         Ok(())
     }
 }

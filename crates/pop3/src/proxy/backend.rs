@@ -5,16 +5,14 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use base64::Engine as _;
+use stoa_netkit::tls::Stream;
 use stoa_pop3_proto::response::MAX_RESPONSE_LINE;
 use stoa_pop3_proto::{ResponseCode, Status, parse_status_line};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
 
 use super::{BackendTls, Proxy};
 
@@ -22,20 +20,10 @@ use super::{BackendTls, Proxy};
 /// AUTH PLAIN initial response is sent as a continuation line instead.
 const MAX_COMMAND_LINE: usize = 255;
 
-/// The connection to a store host, plain or TLS.
-pub(crate) enum Upstream {
-    /// Plain TCP.
-    Plain(TcpStream),
-    /// TLS over TCP (STLS or POP3S).
-    Tls(Box<TlsStream<TcpStream>>),
-    /// The handshake owns the socket (or it failed): every I/O fails.
-    Upgrading,
-}
-
 /// A session the store host accepted.
 pub(crate) struct LoggedIn {
     /// The connection, logged in as the user.
-    pub(crate) stream: Upstream,
+    pub(crate) stream: Stream,
     /// The store host's `+OK` to the login, CRLF included, for the client.
     pub(crate) reply: Vec<u8>,
     /// Bytes the store host sent after it (none from a well-behaved one).
@@ -69,10 +57,11 @@ pub(crate) async fn login(
     let connect = async {
         let tcp = TcpStream::connect(&addr).await?;
         let _ = tcp.set_nodelay(true);
-        match config.backend_tls {
-            BackendTls::Tls => start_tls(proxy, host, tcp).await,
-            BackendTls::None | BackendTls::Stls => Ok(Upstream::Plain(tcp)),
+        let mut stream = Stream::Plain(tcp);
+        if config.backend_tls == BackendTls::Tls {
+            start_tls(proxy, host, &mut stream).await?;
         }
+        Ok(stream)
     };
     let stream = within(config.connect_timeout, connect)
         .await
@@ -111,14 +100,13 @@ pub(crate) async fn login(
 
 /// The TLS handshake with `host` (its `mailHost` name is what the certificate must
 /// name).
-async fn start_tls(proxy: &Proxy, host: &str, tcp: TcpStream) -> io::Result<Upstream> {
+async fn start_tls(proxy: &Proxy, host: &str, stream: &mut Stream) -> io::Result<()> {
     let Some(connector) = &proxy.tls else {
         return Err(io::Error::other("TLS without a TLS client"));
     };
     let name = rustls::pki_types::ServerName::try_from(host.trim_end_matches('.').to_owned())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let tls = connector.connect(name, tcp).await?;
-    Ok(Upstream::Tls(Box::new(tls)))
+    stream.start_tls_client(connector, name).await
 }
 
 /// How a login failed.
@@ -137,7 +125,7 @@ impl From<io::Error> for LoginError {
 /// The conversation before the relay: the stream and what was read past the last
 /// reply.
 struct Leg {
-    stream: Upstream,
+    stream: Stream,
     buf: Vec<u8>,
     timeout: Duration,
 }
@@ -166,12 +154,8 @@ impl Leg {
             (Status::Ok, _) => return Err(io::Error::other("data after the STLS reply")),
             _ => return Err(io::Error::other("the store host refused STLS")),
         }
-        let Upstream::Plain(tcp) = std::mem::replace(&mut self.stream, Upstream::Upgrading) else {
-            return Err(io::Error::other("STLS on a TLS connection"));
-        };
         let timeout = proxy.config.connect_timeout;
-        self.stream = within(timeout, start_tls(proxy, host, tcp)).await?;
-        Ok(())
+        within(timeout, start_tls(proxy, host, &mut self.stream)).await
     }
 
     /// AUTH PLAIN as `user`: the initial response on the command line when it fits
@@ -275,56 +259,5 @@ async fn within<T>(
     match tokio::time::timeout(timeout, future).await {
         Ok(result) => result,
         Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "timed out")),
-    }
-}
-
-fn gone() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotConnected,
-        "connection lost in the TLS handshake",
-    )
-}
-
-impl AsyncRead for Upstream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Upstream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Upstream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-            Upstream::Upgrading => Poll::Ready(Err(gone())),
-        }
-    }
-}
-
-impl AsyncWrite for Upstream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Upstream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Upstream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-            Upstream::Upgrading => Poll::Ready(Err(gone())),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Upstream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Upstream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-            Upstream::Upgrading => Poll::Ready(Err(gone())),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Upstream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Upstream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-            Upstream::Upgrading => Poll::Ready(Err(gone())),
-        }
     }
 }

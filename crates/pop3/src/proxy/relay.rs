@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 use stoa_netkit::tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::backend::Upstream;
-
 /// Bytes read at a time in each direction.
 const CHUNK: usize = 16 * 1024;
 
@@ -45,7 +43,7 @@ pub(crate) struct Totals {
 pub(crate) async fn relay(
     client: &mut Stream,
     pending: &[u8],
-    upstream: &mut Upstream,
+    upstream: &mut Stream,
     limits: Limits,
 ) -> io::Result<Totals> {
     let mut totals = Totals::default();
