@@ -42,8 +42,9 @@ pub(super) struct Draft {
 /// The prefix of `[pop3]` keys in messages.
 const P: &str = "pop3.";
 
-/// The keys of `[pop3]`.
-const KEYS: &[&str] = &[
+/// The keys `[pop3]` and `[pop3_proxy]` share (what [`read_common`] and the
+/// throttle read, and `mail_dir`).
+pub(super) const COMMON_KEYS: &[&str] = &[
     "mail_dir",
     "hostname",
     "listen",
@@ -51,7 +52,6 @@ const KEYS: &[&str] = &[
     "tls",
     "allow_plaintext_auth",
     "secure_networks",
-    "trusted_proxies",
     "workers",
     "max_connections",
     "max_connections_per_client",
@@ -66,10 +66,14 @@ const KEYS: &[&str] = &[
     "shutdown_grace",
 ];
 
+/// The keys only `[pop3]` has.
+const OWN_KEYS: &[&str] = &["trusted_proxies"];
+
 /// The `[pop3]` table, if present. `base` resolves relative paths (the file's
 /// directory).
 pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
-    let (t, mail_dir) = r.mail_table(table, "pop3", KEYS, base)?;
+    let keys = [COMMON_KEYS, OWN_KEYS].concat();
+    let (t, mail_dir) = r.mail_table(table, "pop3", &keys, base)?;
     let mut d = Draft {
         mail_dir,
         ..Draft::default()

@@ -11,7 +11,7 @@ use stoa_pop3::{BackendTls, ProxyConfig, StoreHost};
 use toml::{Table, Value};
 
 use super::auth_throttle;
-use super::pop3::{Names, read_common, validate};
+use super::pop3::{COMMON_KEYS, Names, read_common, validate};
 use super::{Report, mail, parse_addr};
 use crate::cli::ServeArgs;
 
@@ -38,27 +38,8 @@ const NAMES: Names = Names {
     tls_flag: "--pop3s-proxy-listen",
 };
 
-/// The keys of `[pop3_proxy]`.
-const KEYS: &[&str] = &[
-    "mail_dir",
-    "hostname",
-    "listen",
-    "tls_listen",
-    "tls",
-    "allow_plaintext_auth",
-    "secure_networks",
-    "workers",
-    "max_connections",
-    "max_connections_per_client",
-    "login_timeout",
-    "idle_timeout",
-    "session_timeout",
-    "send_timeout",
-    "auth_failure_delay",
-    "auth_failure_max_delay",
-    "auth_max_failures",
-    "auth_failure_window",
-    "shutdown_grace",
+/// The keys only `[pop3_proxy]` has, besides `[pop3]`'s common ones.
+const OWN_KEYS: &[&str] = &[
     "backend_tls",
     "backend_ca",
     "backend_connect_timeout",
@@ -82,7 +63,8 @@ pub(super) struct Draft {
 
 /// The `[pop3_proxy]` table, if present; `base` resolves relative paths.
 pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
-    let (t, mail_dir) = r.mail_table(table, "pop3_proxy", KEYS, base)?;
+    let keys = [COMMON_KEYS, OWN_KEYS].concat();
+    let (t, mail_dir) = r.mail_table(table, "pop3_proxy", &keys, base)?;
     let mut d = Draft {
         mail_dir,
         ..Draft::default()
