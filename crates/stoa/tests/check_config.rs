@@ -182,3 +182,31 @@ fn the_default_file_is_read_when_it_exists() {
     }));
     server.stop_with(rustix::process::Signal::TERM);
 }
+
+/// Issue 21: "access log: Not a directory" did not say which file.
+#[test]
+fn an_access_log_that_cannot_be_opened_is_named() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let www = tmp.path().join("www");
+    std::fs::create_dir(&www).expect("mkdir");
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").expect("write");
+    let log = file.join("access.log");
+    let (status, err) = run_stoa(
+        &[
+            "serve",
+            "--docroot",
+            arg(&www),
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            arg(&log),
+        ],
+        RUN_TIMEOUT,
+    );
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("access log {}: ", log.display())),
+        "{err}"
+    );
+}
