@@ -16,6 +16,9 @@ declare -A needs=(
   [setpriv]=util-linux
   [swaks]=swaks
   [fetchmail]=fetchmail
+  # crates/stoa/tests/man.rs renders the generated manual pages with both.
+  [groff]=groff-base
+  [man]=man-db
   # Postfix's load client for crates/stoa/tests/mail_crash.rs. The package is
   # preseeded to "No configuration" below, so it installs no main.cf and starts no
   # daemon.

@@ -40,6 +40,24 @@ pub(crate) enum Command {
     /// SPEC-style benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Check the configuration and print the effective one, as TOML.
+    ///
+    /// Reads the configuration as `stoa serve` would (the same flags, the same
+    /// default file), reports every error and warning on standard error, and
+    /// prints every setting, defaults filled in, on standard output, in a file
+    /// `stoa serve --config` accepts back. Exit status 0 when valid, 2 when not.
+    #[command(name = "check-config")]
+    CheckConfig(ServeArgs),
+    /// Write the manual pages (stoa.1, stoa-serve.1, …) into a directory.
+    Man(ManArgs),
+}
+
+/// `stoa man`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ManArgs {
+    /// Where to write the pages (created if missing), e.g. /usr/local/share/man/man1.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: PathBuf,
 }
 
 /// `stoa bench …`.
@@ -602,7 +620,9 @@ pub(crate) struct DomainArgs {
 /// `stoa serve`: flags override the configuration file.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ServeArgs {
-    /// TOML configuration file (see docs/configuration.md).
+    /// TOML configuration file (see docs/configuration.md). Default:
+    /// /etc/stoa/stoa.toml when it exists (STOA_DEFAULT_CONFIG names another
+    /// default, for tests).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 

@@ -51,8 +51,13 @@ pub enum Error {
         errors: Vec<stoa_netkit::tls::Error>,
     },
     /// The access log cannot be opened.
-    #[error("access log: {0}")]
-    AccessLog(std::io::Error),
+    #[error("access log {}: {source}", path.display())]
+    AccessLog {
+        /// The configured file (`-` for standard output).
+        path: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
     /// Worker threads or runtimes cannot be created.
     #[error("cannot start workers: {0}")]
     Workers(std::io::Error),
@@ -182,7 +187,13 @@ impl Server {
                 })?;
             tls_addrs.push(bound);
         }
-        let log = AccessLog::start(&config.access_log).map_err(Error::AccessLog)?;
+        let log = AccessLog::start(&config.access_log).map_err(|source| Error::AccessLog {
+            path: match &config.access_log {
+                crate::config::AccessLogTarget::File(path) => path.clone(),
+                _ => PathBuf::from("-"),
+            },
+            source,
+        })?;
         let web99 = match &config.web99 {
             Some(c) => Some(
                 Web99::start(c, &config.docroot).map_err(|source| Error::Web99 {

@@ -10,7 +10,8 @@
 //! The file is read into `toml::Table` and walked by hand instead of derived with
 //! serde, because serde stops at the first error and cannot name every bad key.
 //! `report.rs` holds the collector and the typed readers of tables and flags;
-//! `mail.rs` what the SMTP and POP3 parts read and check alike.
+//! `mail.rs` what the SMTP and POP3 parts read and check alike; `print.rs` writes
+//! a loaded configuration back as TOML (`stoa check-config`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,7 @@ mod mail_host;
 mod mail_limits;
 mod pop3;
 mod pop3_proxy;
+pub(crate) mod print;
 mod process;
 mod report;
 mod smtp;
@@ -40,6 +42,7 @@ pub(crate) use directory::Directory;
 pub(crate) use lmtp::Lmtp;
 pub(crate) use pop3::Pop3;
 pub(crate) use pop3_proxy::Pop3Proxy;
+pub(crate) use print::effective;
 pub(crate) use process::Process;
 use report::Report;
 
@@ -70,16 +73,68 @@ pub(crate) struct Loaded {
     pub(crate) directory: Directory,
     /// The user to switch to and the umask (`user`, `group`, `umask`).
     pub(crate) process: Process,
+    /// The file the LDAP service account's password was read from, named where
+    /// the configuration is printed instead of the password.
+    pub(crate) bind_password_file: Option<PathBuf>,
     pub(crate) warnings: Vec<String>,
 }
 
-/// Builds the web server's configuration from the file named by `--config` (read
-/// with `read`, so tests need no files) and the flags.
+/// A configuration refused: every error, and the warnings met on the way (shown
+/// beside the errors: an unknown key is often why a required one is missing).
+#[derive(Debug, Default)]
+pub(crate) struct Rejected {
+    pub(crate) errors: Vec<String>,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// The file `stoa serve` and `stoa check-config` read when `--config` is not
+/// given, if it exists.
+pub(crate) const DEFAULT_CONFIG_FILE: &str = "/etc/stoa/stoa.toml";
+
+/// Replaces [`DEFAULT_CONFIG_FILE`], for tests (which cannot create `/etc/stoa`).
+pub(crate) const DEFAULT_CONFIG_ENV: &str = "STOA_DEFAULT_CONFIG";
+
+/// `args` with `--config` set to the default file when it was not given and the
+/// file exists (`STOA_DEFAULT_CONFIG` names another default, for tests).
+pub(crate) fn with_default_file(args: &ServeArgs) -> ServeArgs {
+    let mut args = args.clone();
+    if args.config.is_none() {
+        let default = std::env::var_os(DEFAULT_CONFIG_ENV)
+            .map_or_else(|| PathBuf::from(DEFAULT_CONFIG_FILE), PathBuf::from);
+        args.config = default.exists().then_some(default);
+    }
+    args
+}
+
+/// Where the dynamic API keeps its state unless told: the system's state
+/// directory for root, the user's (XDG) state directory otherwise.
+pub(crate) fn default_web99_state() -> PathBuf {
+    if rustix::process::geteuid().is_root() {
+        return "/var/lib/stoa/web99".into();
+    }
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| std::env::temp_dir().join("stoa-state"));
+    base.join("stoa/web99")
+}
+
+/// [`load_all`] without the warnings of a refused configuration.
 pub(crate) fn load(
     args: &ServeArgs,
     read: impl Fn(&Path) -> std::io::Result<String>,
     default_web99_state: &Path,
 ) -> Result<Loaded, Vec<String>> {
+    load_all(args, read, default_web99_state).map_err(|rejected| rejected.errors)
+}
+
+/// Builds the servers' configuration from the file named by `--config` (read
+/// with `read`, so tests need no files) and the flags.
+pub(crate) fn load_all(
+    args: &ServeArgs,
+    read: impl Fn(&Path) -> std::io::Result<String>,
+    default_web99_state: &Path,
+) -> Result<Loaded, Rejected> {
     let mut report = Report::default();
     let mut web = stoa_web::Config::new(PathBuf::new(), Vec::new());
     let mut docroot = None;
@@ -98,13 +153,18 @@ pub(crate) fn load(
         None => FileParts::default(),
     };
     if file.unreadable {
-        return Err(report.errors);
+        return Err(Rejected {
+            errors: report.errors,
+            warnings: Vec::new(),
+        });
     }
     let wanted = mail_wanted(args, &file);
     let mail = wanted.smtp || wanted.pop3 || wanted.lmtp || wanted.pop3_proxy;
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
+    let bind_password_file =
+        (file.directory.as_ref()).and_then(|d| d.password_file().map(Path::to_owned));
     let directory = directory::finish(file.directory, &read, &mut report);
     let process = process::finish(file.process, args, &mut report);
     let (mut smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
@@ -142,10 +202,14 @@ pub(crate) fn load(
             pop3_proxy,
             directory,
             process,
+            bind_password_file,
             warnings: report.warnings,
         })
     } else {
-        Err(report.errors)
+        Err(Rejected {
+            errors: report.errors,
+            warnings: report.warnings,
+        })
     }
 }
 

@@ -104,6 +104,13 @@ pub(super) fn read_table(file: &Table, base: Option<&Path>, r: &mut Report) -> O
     })
 }
 
+impl Draft {
+    /// The file the service account's password is read from, if any.
+    pub(super) fn password_file(&self) -> Option<&Path> {
+        self.password_file.as_deref()
+    }
+}
+
 fn parse_auth(text: &str) -> Result<AuthMode, String> {
     match text {
         "local" => Ok(AuthMode::Local),

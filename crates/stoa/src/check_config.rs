@@ -1,0 +1,78 @@
+//! `stoa check-config`: reads the configuration exactly as `stoa serve` would
+//! (the same flags, the same default file), reports every error and warning on
+//! standard error, and prints the effective configuration on standard output, a
+//! TOML file `stoa serve --config` accepts back (`config::effective`). The exit
+//! status is 0 when the configuration is valid, 2 when not, as for `nginx -t`.
+//!
+//! It also holds the refusal `stoa serve` gives an invalid configuration, so both
+//! show the warnings beside the errors.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::cli::ServeArgs;
+use crate::config::{self, Loaded, Rejected};
+use crate::serve::InvalidConfig;
+
+/// Checks the configuration `args` name (or the default file) and prints it.
+pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let args = config::with_default_file(args);
+    let loaded = load(&args).map_err(refuse)?;
+    for w in &loaded.warnings {
+        eprintln!("stoa: warning: {w}");
+    }
+    let source = match &args.config {
+        Some(file) => format!("{} and the flags", file.display()),
+        None => "the flags alone (no configuration file)".to_owned(),
+    };
+    let roles = config::print::roles(&loaded);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "# The effective configuration (stoa check-config): every setting, defaults\n\
+         # filled in. Read from {source}.\n# Roles: {roles}.\n"
+    )
+    .and_then(|()| out.write_all(config::effective(&loaded).as_bytes()))
+    .and_then(|()| out.flush())
+    .context("cannot write the configuration to standard output")?;
+    let warnings = match loaded.warnings.len() {
+        0 => String::new(),
+        1 => " (1 warning)".to_owned(),
+        n => format!(" ({n} warnings)"),
+    };
+    eprintln!("stoa: the configuration is valid{warnings}");
+    Ok(())
+}
+
+/// For `stoa serve`: an invalid configuration is refused here, with its warnings
+/// beside its errors, before the server reads it again to start.
+pub(crate) fn refuse_invalid(args: &ServeArgs) -> anyhow::Result<()> {
+    load(args).map(drop).map_err(refuse)
+}
+
+/// The configuration as `stoa serve` loads it.
+fn load(args: &ServeArgs) -> Result<Loaded, Rejected> {
+    config::load_all(
+        args,
+        |p: &Path| std::fs::read_to_string(p),
+        &config::default_web99_state(),
+    )
+}
+
+/// Prints the warnings, then the errors (the reason last, next to the summary
+/// `main` prints), and gives the exit-status-2 error.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "used as `map_err(refuse)`: the refusal is consumed"
+)]
+fn refuse(rejected: Rejected) -> anyhow::Error {
+    for w in &rejected.warnings {
+        eprintln!("stoa: warning: {w}");
+    }
+    for e in &rejected.errors {
+        eprintln!("stoa: error: {e}");
+    }
+    InvalidConfig(rejected.errors.len()).into()
+}
