@@ -46,14 +46,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// For `stoa serve`: an invalid configuration is refused here, with its warnings
-/// beside its errors, before the server reads it again to start.
-pub(crate) fn refuse_invalid(args: &ServeArgs) -> anyhow::Result<()> {
-    load(args).map(drop).map_err(refuse)
-}
-
 /// The configuration as `stoa serve` loads it.
-fn load(args: &ServeArgs) -> Result<Loaded, Rejected> {
+pub(crate) fn load(args: &ServeArgs) -> Result<Loaded, Rejected> {
     config::load_all(
         args,
         |p: &Path| std::fs::read_to_string(p),
@@ -67,7 +61,7 @@ fn load(args: &ServeArgs) -> Result<Loaded, Rejected> {
     clippy::needless_pass_by_value,
     reason = "used as `map_err(refuse)`: the refusal is consumed"
 )]
-fn refuse(rejected: Rejected) -> anyhow::Error {
+pub(crate) fn refuse(rejected: Rejected) -> anyhow::Error {
     for w in &rejected.warnings {
         eprintln!("stoa: warning: {w}");
     }

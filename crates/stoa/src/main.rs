@@ -38,12 +38,7 @@ fn main() -> ExitCode {
     let _failpoints = fail::FailScenario::setup();
     init_tracing(&cli.log_level);
     let result = match &cli.command {
-        cli::Command::Serve(args) => {
-            // Checked here first so a refusal shows its warnings beside its
-            // errors; `serve::run` then loads the same configuration again.
-            let args = config::with_default_file(args);
-            check_config::refuse_invalid(&args).and_then(|()| serve::run(&args))
-        }
+        cli::Command::Serve(args) => serve::run(&config::with_default_file(args)),
         cli::Command::CheckConfig(args) => check_config::run(args),
         cli::Command::Man(args) => man::run(args),
         cli::Command::User(command) => user::run(command),

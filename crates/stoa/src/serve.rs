@@ -38,36 +38,10 @@ impl std::fmt::Display for InvalidConfig {
 
 impl std::error::Error for InvalidConfig {}
 
-/// Where the dynamic API keeps its state unless told: the system's state
-/// directory for root, the user's (XDG) state directory otherwise.
-fn default_web99_state() -> std::path::PathBuf {
-    if rustix::process::geteuid().is_root() {
-        return "/var/lib/stoa/web99".into();
-    }
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".local/state"))
-        })
-        .unwrap_or_else(|| std::env::temp_dir().join("stoa-state"));
-    base.join("stoa/web99")
-}
-
 /// Runs the servers until SIGTERM or SIGINT, reopening the access log on SIGHUP.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let loaded = match config::load(
-        args,
-        |p: &Path| std::fs::read_to_string(p),
-        &default_web99_state(),
-    ) {
-        Ok(loaded) => loaded,
-        Err(errors) => {
-            for e in &errors {
-                eprintln!("stoa: error: {e}");
-            }
-            return Err(InvalidConfig(errors.len()).into());
-        }
-    };
+    // An invalid configuration is refused with its warnings beside its errors.
+    let loaded = crate::check_config::load(args).map_err(crate::check_config::refuse)?;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
