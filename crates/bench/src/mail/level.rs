@@ -12,6 +12,7 @@ use stoa_mailgen::qos::{self, Outcome};
 
 use super::Settings;
 use super::run::LevelResult;
+use super::tiers::Window;
 use crate::cpu_of;
 
 /// Runs one level at `load` × `mpm`, with a progress line.
@@ -42,9 +43,11 @@ pub(super) async fn run_level(
     let self_pid = [std::process::id()];
     let (harness0, server0, machine0) = (cpu_of(&self_pid), cpu_of(server_pids), machine_busy());
     let started = Instant::now();
+    let window = Window::start(&s.tiers, plan.warmup, plan.run);
     let tally = engine.run_level(&plan, &live).await;
     let wall = started.elapsed();
     progress.abort();
+    let tiers = window.finish(&s.tiers, &tally).await;
     let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -79,6 +82,7 @@ pub(super) async fn run_level(
         harness_cpu,
         server_cpu,
         machine_cpu,
+        tiers,
     }
 }
 

@@ -8,6 +8,7 @@
 //! `json.rs`.
 
 mod json;
+mod system;
 #[cfg(test)]
 mod tests;
 
@@ -274,6 +275,7 @@ fn document(run: &MailRun, charts: bool) -> Document {
         });
     }
     run_block(&mut doc, run);
+    system::system(&mut doc, run);
     summary(&mut doc, run, charts);
     if let Some(s) = &run.store {
         store_check(&mut doc, s);
