@@ -51,6 +51,8 @@ pub enum Error {
     AuthAborted,
     /// A SASL response that is not base64 or not a well-formed PLAIN message.
     BadAuthResponse,
+    /// XCLIENT from a client that is not a trusted proxy.
+    ForwardingRefused,
     /// The error limit was reached (then close).
     TooManyErrors,
 }
@@ -81,6 +83,7 @@ impl Error {
             Error::UnknownMechanism => "Unsupported authentication mechanism",
             Error::AuthAborted => "Authentication aborted",
             Error::BadAuthResponse => "Invalid SASL response",
+            Error::ForwardingRefused => "XCLIENT not allowed from your address",
             Error::TooManyErrors => "Too many bad commands",
         };
         Response::err(text)

@@ -163,6 +163,10 @@ fn perform(action: Action, out: &mut Vec<u8>) -> bool {
             write_response(out, &response);
             close
         }
+        Action::Forward { response, .. } => {
+            write_response(out, &response);
+            false
+        }
     }
 }
 

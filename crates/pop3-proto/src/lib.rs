@@ -49,11 +49,11 @@ pub mod listing;
 pub mod response;
 pub mod session;
 
-pub use command::{Command, Mechanism, Verb};
+pub use command::{Command, Forwarded, Mechanism, Verb};
 pub use encode::{MessageEncoder, Retrieval};
 pub use error::Error;
 pub use listing::{Entry, Listing, ListingError};
-pub use response::{Response, ResponseCode, Status};
+pub use response::{Response, ResponseCode, Status, parse_status_line};
 pub use session::{
     Action, Config, Credentials, Event, Limits, LoginDecision, Phase, Session, Step, UpdateOutcome,
 };

@@ -52,6 +52,51 @@ impl ResponseCode {
             ResponseCode::SysPerm => "SYS/PERM",
         }
     }
+
+    /// The code named `text` (no brackets, any case), if it is one of these.
+    pub fn from_name(text: &str) -> Option<ResponseCode> {
+        [
+            ResponseCode::Auth,
+            ResponseCode::InUse,
+            ResponseCode::LoginDelay,
+            ResponseCode::SysTemp,
+            ResponseCode::SysPerm,
+        ]
+        .into_iter()
+        .find(|c| c.as_str().eq_ignore_ascii_case(text))
+    }
+}
+
+/// The status of a line another POP3 server sent (the proxy's leg to a store
+/// host), CRLF removed: `+OK`, `-ERR` with its response code when it has one of
+/// [`ResponseCode`]'s, or `+` (a SASL challenge). `None` for anything else, which
+/// is not POP3.
+pub fn parse_status_line(line: &[u8]) -> Option<(Status, Option<ResponseCode>)> {
+    let (status, rest) = if let Some(rest) = strip_word(line, b"+OK") {
+        (Status::Ok, rest)
+    } else if let Some(rest) = strip_word(line, b"-ERR") {
+        (Status::Err, rest)
+    } else if line == b"+" || line.starts_with(b"+ ") {
+        return Some((Status::Continue, None));
+    } else {
+        return None;
+    };
+    let code = rest
+        .strip_prefix(b"[")
+        .and_then(|r| r.iter().position(|&b| b == b']').map(|end| &r[..end]))
+        .and_then(|name| std::str::from_utf8(name).ok())
+        .and_then(ResponseCode::from_name);
+    Some((status, code))
+}
+
+/// `line` after `word` and one space (or nothing), if it starts with that word.
+fn strip_word<'a>(line: &'a [u8], word: &[u8]) -> Option<&'a [u8]> {
+    let rest = line.strip_prefix(word)?;
+    match rest {
+        [] => Some(rest),
+        [b' ', rest @ ..] => Some(rest),
+        _ => None,
+    }
 }
 
 /// One response: a status, an optional response code, a line of text, and for
@@ -252,6 +297,27 @@ impl Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_lines_of_another_server() {
+        let parse = |l: &[u8]| parse_status_line(l);
+        assert_eq!(parse(b"+OK"), Some((Status::Ok, None)));
+        assert_eq!(parse(b"+OK Logged in."), Some((Status::Ok, None)));
+        assert_eq!(
+            parse(b"-ERR [IN-USE] Locked"),
+            Some((Status::Err, Some(ResponseCode::InUse)))
+        );
+        assert_eq!(
+            parse(b"-ERR [sys/temp]"),
+            Some((Status::Err, Some(ResponseCode::SysTemp)))
+        );
+        assert_eq!(parse(b"-ERR [XYZ] who knows"), Some((Status::Err, None)));
+        assert_eq!(parse(b"-ERR [AUTH"), Some((Status::Err, None)));
+        assert_eq!(parse(b"+ "), Some((Status::Continue, None)));
+        assert_eq!(parse(b"+OKAY"), None);
+        assert_eq!(parse(b"* OK IMAP"), None);
+        assert_eq!(parse(b""), None);
+    }
 
     fn wire(response: &Response) -> String {
         String::from_utf8(response.to_bytes()).expect("ascii")

@@ -4,6 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use ipnet::IpNet;
+
 pub use stoa_netkit::throttle::AuthThrottle;
 pub use stoa_netkit::tls::CertKeyFiles;
 pub use stoa_pop3_proto::Limits as SessionLimits;
@@ -24,6 +26,16 @@ pub struct Config {
     /// is only taken over TLS (after STLS, or on a POP3S listener), as RFC 2595 §4
     /// recommends; a plain listener without certificates then accepts no login.
     pub allow_plaintext_auth: bool,
+    /// Clients on these networks may log in without TLS whatever
+    /// [`Config::allow_plaintext_auth`] says: the password does not cross a
+    /// network there. Default loopback (`127.0.0.0/8`, `::1`), as Dovecot treats
+    /// local connections as secured; empty to require TLS from everyone.
+    pub secure_networks: Vec<IpNet>,
+    /// Proxies allowed to forward the client's address (`XCLIENT ADDR=… PORT=…`,
+    /// as Dovecot's `login_trusted_networks`): the session is then counted,
+    /// throttled and logged as that client's. Their connections also count as
+    /// secure for logins (a proxy sends the user's password). Default none.
+    pub trusted_proxies: Vec<IpNet>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
     /// Per-connection limits and timeouts.
@@ -45,6 +57,8 @@ impl Config {
             tls_listen: Vec::new(),
             tls: Vec::new(),
             allow_plaintext_auth: false,
+            secure_networks: loopback(),
+            trusted_proxies: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             limits: Limits::default(),
             auth_throttle: AuthThrottle::default(),
@@ -57,6 +71,14 @@ impl Default for Config {
     fn default() -> Self {
         Config::new()
     }
+}
+
+/// The loopback networks, [`Config::secure_networks`]'s default.
+pub fn loopback() -> Vec<IpNet> {
+    ["127.0.0.0/8", "::1/128"]
+        .iter()
+        .map(|n| n.parse().expect("invariant: a valid network literal"))
+        .collect()
 }
 
 /// Default drain time on SIGTERM: sessions waiting for a command are told at once

@@ -29,6 +29,8 @@ use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::tls::Stream;
 use stoa_pop3_proto::{Action, Event, Phase, Response, ResponseCode, Session};
 
+use crate::login::Auth;
+use crate::proxy::{self, LoggedIn};
 use crate::shared::Shared;
 
 /// Bytes read at a time. Commands are at most 255 octets (SASL lines 1 KiB), and
@@ -59,9 +61,22 @@ pub(crate) enum Kind {
     Tls,
 }
 
+/// What the loop does after the input it has.
+enum Next {
+    /// Read more.
+    Read,
+    /// Write out what is queued and close.
+    Close,
+    /// The proxy logged the user in at a store host: relay from now on.
+    Relay(LoggedIn),
+}
+
 pub(crate) struct Conn {
     pub(crate) io: LineIo,
+    /// The client: the peer, or the client a trusted proxy forwarded.
     pub(crate) peer: SocketAddr,
+    /// The client's place in the per-address count.
+    slot: ClientSlot,
     pub(crate) shared: Arc<Shared>,
     pub(crate) session: Session,
     /// The locked mailbox, from login to QUIT. Shared only with the blocking task
@@ -72,6 +87,19 @@ pub(crate) struct Conn {
     born: Instant,
     phase_start: Instant,
     shutdown: Shutdown,
+}
+
+/// A session for a client at `peer` (TLS from the start when `tls`): secure for
+/// passwords on the configured networks, forwarding allowed from trusted proxies.
+fn new_session(shared: &Shared, peer: SocketAddr, tls: bool) -> Session {
+    let config = Arc::clone(&shared.session);
+    let mut session = match tls {
+        true => Session::new_tls(config),
+        false => Session::new(config),
+    };
+    session.set_secure_channel(shared.is_secure(peer.ip()));
+    session.allow_forwarding(shared.is_trusted_proxy(peer.ip()));
+    session
 }
 
 /// Serves one accepted connection to its end.
@@ -85,10 +113,11 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
     } = accepted;
     let _ = stream.set_nodelay(true);
     let now = Instant::now();
-    let session = Session::new(Arc::clone(&shared.session));
+    let session = new_session(&shared, peer, false);
     let mut conn = Conn {
         io: LineIo::new(Stream::Plain(stream), READ_CHUNK, MAX_BUFFERED),
         peer,
+        slot,
         shared,
         session,
         mailbox: None,
@@ -97,7 +126,7 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
         phase_start: now,
         shutdown,
     };
-    let result = if slot.over_limit() {
+    let result = if conn.slot.over_limit() {
         tracing::info!("{peer}: too many connections from this address");
         let response = Response::err_code(
             ResponseCode::SysTemp,
@@ -123,7 +152,7 @@ impl Conn {
     async fn start(&mut self, kind: Kind) -> io::Result<()> {
         if kind == Kind::Tls {
             self.handshake().await?;
-            self.session = Session::new_tls(Arc::clone(&self.shared.session));
+            self.session = new_session(&self.shared, self.peer, true);
         }
         self.run().await
     }
@@ -133,8 +162,10 @@ impl Conn {
         self.flush().await?;
         self.phase_start = Instant::now();
         loop {
-            if self.process().await? == Flow::Close {
-                return self.flush().await;
+            match self.process().await? {
+                Next::Read => {}
+                Next::Close => return self.flush().await,
+                Next::Relay(session) => return self.relay(session).await,
             }
             self.flush().await?;
             match self.read().await? {
@@ -155,12 +186,12 @@ impl Conn {
 
     /// Runs the session over every unread byte; stops when it needs more input or
     /// the connection must close.
-    async fn process(&mut self) -> io::Result<Flow> {
+    async fn process(&mut self) -> io::Result<Next> {
         loop {
             let step = self.session.advance(self.io.unread());
             self.io.consume(step.consumed);
             let event = match step.event {
-                Event::NeedMore => return Ok(Flow::Continue),
+                Event::NeedMore => return Ok(Next::Read),
                 event => event,
             };
             // A command arrived: the inactivity timer starts again after it.
@@ -168,11 +199,13 @@ impl Conn {
             let flow = match event {
                 Event::NeedMore => Flow::Continue,
                 Event::Action(action) => self.act(action).await?,
-                Event::Auth(credentials) => {
-                    let decision = self.on_auth(credentials).await;
-                    let action = self.session.decide_login(decision);
-                    self.act(action).await?
-                }
+                Event::Auth(credentials) => match self.on_auth(credentials).await {
+                    Auth::Decided(decision) => {
+                        let action = self.session.decide_login(decision);
+                        self.act(action).await?
+                    }
+                    Auth::Proxied(session) => return Ok(Next::Relay(session)),
+                },
                 Event::Retrieve(retrieval) => self.retrieve(retrieval).await?,
                 Event::Quit { deleted } => {
                     let action = self.on_quit(deleted).await;
@@ -181,7 +214,7 @@ impl Conn {
             };
             self.phase_start = Instant::now();
             if flow == Flow::Close {
-                return Ok(Flow::Close);
+                return Ok(Next::Close);
             }
             if self.io.queued() >= OUT_HIGH {
                 self.flush().await?;
@@ -213,6 +246,25 @@ impl Conn {
                 self.handshake().await?;
                 Ok(Flow::Continue)
             }
+            Action::Forward { client, response } => {
+                let forwarded = SocketAddr::new(client.addr, client.port.unwrap_or(0));
+                tracing::info!("{}: proxy for {forwarded}", self.peer);
+                let slot = self.shared.clients.enter(forwarded.ip());
+                self.peer = forwarded;
+                if slot.over_limit() {
+                    tracing::info!("{forwarded}: too many connections from this address");
+                    let response = Response::err_code(
+                        ResponseCode::SysTemp,
+                        "Too many connections from your address",
+                    );
+                    response.write_to(self.io.out());
+                    return Ok(Flow::Close);
+                }
+                // The count moves from the proxy's address to the client's.
+                self.slot = slot;
+                response.write_to(self.io.out());
+                Ok(Flow::Continue)
+            }
             Action::LoginFailed { response, close } => {
                 // Earlier pipelined answers go first; the refusal waits.
                 self.flush().await?;
@@ -224,6 +276,49 @@ impl Conn {
                 response.write_to(self.io.out());
                 Ok(if close { Flow::Close } else { Flow::Continue })
             }
+        }
+    }
+
+    /// The proxied session: the store host's `+OK` to the client, then bytes both
+    /// ways (what the client pipelined behind its login first).
+    async fn relay(&mut self, session: LoggedIn) -> io::Result<()> {
+        let LoggedIn {
+            mut stream,
+            reply,
+            after,
+        } = session;
+        let out = self.io.out();
+        out.extend(reply.iter().map(|&b| match b {
+            b' '..=b'~' | b'\r' | b'\n' => b,
+            _ => b'?',
+        }));
+        out.extend_from_slice(&after);
+        self.flush().await?;
+        let pending = self.io.unread().to_vec();
+        self.io.consume(pending.len());
+        let limits = &self.shared.config.limits;
+        let relay_limits = proxy::RelayLimits {
+            idle: limits.idle_timeout,
+            end: self.born + limits.session_timeout,
+            send: limits.send_timeout,
+        };
+        let result = proxy::relay(self.io.stream_mut(), &pending, &mut stream, relay_limits).await;
+        let _ = tokio::time::timeout(
+            CLOSE_TIMEOUT,
+            tokio::io::AsyncWriteExt::shutdown(&mut stream),
+        )
+        .await;
+        match result {
+            Ok(totals) => {
+                tracing::debug!(
+                    "{}: proxied session ended ({} bytes up, {} down)",
+                    self.peer,
+                    totals.up,
+                    totals.down
+                );
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 

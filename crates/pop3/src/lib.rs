@@ -17,6 +17,9 @@
 //! - `retrieve.rs`: RETR and TOP, the stored file streamed through the codec's
 //!   byte-stuffing encoder in 64 KiB chunks.
 //! - `update.rs`: QUIT, the store's commit of the marked messages.
+//! - [`proxy`]: the POP3 proxy role ([`Server::bind_proxy`]): the same
+//!   connection loop up to the login, then the user's store host (`mailHost`)
+//!   logged in for the user and the bytes relayed both ways.
 //! - [`config`]: the plain configuration structs.
 //!
 //! # The rules it keeps
@@ -33,8 +36,14 @@
 //!   message RETR streams before byte-stuffing (the store checks it at open, the
 //!   server at every read).
 //! - **Passwords only over TLS** unless [`Config::allow_plaintext_auth`] says
-//!   otherwise: before STLS, USER, PASS and AUTH are refused with `-ERR [SYS/PERM]`.
-//!   Plain text that followed STLS in the same read is dropped unread.
+//!   otherwise, or the client is on a [`Config::secure_networks`] network
+//!   (loopback by default) or a trusted proxy: before STLS, USER, PASS and AUTH
+//!   are refused with `-ERR [SYS/PERM]`. Plain text that followed STLS in the
+//!   same read is dropped unread.
+//! - **The client's address, even behind a proxy.** A peer in
+//!   [`Config::trusted_proxies`] may name its client (`XCLIENT ADDR=… PORT=…`,
+//!   once, before the login); the per-address count, the throttle and the log
+//!   then use that address. From anyone else XCLIENT is refused.
 //! - **Failed logins cost time.** Each `-ERR [AUTH]` waits 2 s, doubled per recent
 //!   failure of the client address up to 15 s; after 10 failures the address is
 //!   refused outright (the same `-ERR [AUTH]`, the password unchecked) until it
@@ -47,16 +56,18 @@
 //! Parse POP3 (the sans-IO `stoa-pop3-proto` crate does), parse configuration files
 //! or handle signals (the `stoa` binary does), lay out mailboxes (the
 //! `stoa-mailstore` crate does), APOP (the directory keeps no plaintext passwords),
-//! proxy logins to the host named by a user's `mailHost` (they are refused with
-//! `-ERR [SYS/PERM]`), or IMAP.
+//! or IMAP. A store host refuses a user whose `mailHost` is another host
+//! (`-ERR [SYS/PERM]`): the proxy role is what sends users to their host.
 
 pub mod config;
 mod conn;
 mod login;
+pub mod proxy;
 mod retrieve;
 mod server;
 mod shared;
 mod update;
 
 pub use config::Config;
+pub use proxy::{BackendTls, ProxyConfig, StoreHost};
 pub use server::{Error, Server};

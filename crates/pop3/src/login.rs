@@ -16,6 +16,16 @@ use stoa_mailstore::{MailStore, MailboxSession, StoreError};
 use stoa_pop3_proto::{Credentials, Entry, Listing, LoginDecision};
 
 use crate::conn::Conn;
+use crate::proxy::{self, LoggedIn, Proxy, Refusal};
+use crate::shared::Backend;
+
+/// The outcome of credentials.
+pub(crate) enum Auth {
+    /// The session's answer (a store host's login, or any refusal).
+    Decided(LoginDecision),
+    /// The proxy logged the user in at the store host: relay from now on.
+    Proxied(LoggedIn),
+}
 
 /// What the blocking part of a login found.
 enum Login {
@@ -34,17 +44,27 @@ enum Login {
 }
 
 impl Conn {
-    /// Checks `credentials` and, when they are right, locks and lists the mailbox.
-    pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> LoginDecision {
-        let Credentials {
-            authzid,
-            user,
-            password,
-        } = credentials;
+    /// Checks `credentials` and, when they are right, locks and lists the mailbox
+    /// (a store host) or logs in at the user's store host (the proxy).
+    pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> Auth {
+        let proxy = match &self.shared.backend {
+            Backend::Store(_) => None,
+            Backend::Proxy(proxy) => Some(Arc::clone(proxy)),
+        };
+        match proxy {
+            None => Auth::Decided(self.store_login(credentials).await),
+            Some(proxy) => self.proxy_login(&proxy, credentials).await,
+        }
+    }
+
+    /// The refusal when `credentials` cannot be checked at all: a PLAIN identity
+    /// acting for another, an address past the throttle's limit.
+    fn precheck(&mut self, credentials: &Credentials) -> Option<LoginDecision> {
+        let Credentials { authzid, user, .. } = credentials;
         let peer = self.peer;
-        if authzid.as_ref().is_some_and(|z| *z != user) {
+        if authzid.as_ref().is_some_and(|z| z != user) {
             tracing::info!("{peer}: login as {user:?} for {authzid:?} refused (no proxy logins)");
-            return self.failed();
+            return Some(self.failed());
         }
         if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
             tracing::info!("{peer}: login as {user:?} refused unchecked: too many failures");
@@ -53,10 +73,74 @@ impl Conn {
                 .throttle
                 .record_refusal(peer.ip(), Instant::now());
             self.login_delay = Some(delay);
-            return LoginDecision::BadCredentials;
+            return Some(LoginDecision::BadCredentials);
         }
+        None
+    }
+
+    /// The proxy's login: the password checked in the directory, then the session
+    /// opened at the user's store host.
+    async fn proxy_login(&mut self, proxy: &Arc<Proxy>, credentials: Credentials) -> Auth {
+        if let Some(refusal) = self.precheck(&credentials) {
+            return Auth::Decided(refusal);
+        }
+        let peer = self.peer;
+        let Credentials { user, password, .. } = credentials;
         let directory = Arc::clone(&self.shared.directory);
-        let store = Arc::clone(&self.shared.store);
+        let (login, secret) = (user.clone(), password.clone());
+        let checked =
+            tokio::task::spawn_blocking(move || directory.verify_password(&login, &secret)).await;
+        let found = match checked {
+            Ok(Ok(Some(found))) => found,
+            Ok(Ok(None)) => {
+                tracing::info!("{peer}: login as {user:?} failed");
+                return Auth::Decided(self.failed());
+            }
+            Ok(Err(e)) => {
+                tracing::error!("{peer}: password check for {user:?} failed: {e}");
+                return Auth::Decided(LoginDecision::TemporaryFailure);
+            }
+            Err(e) => {
+                tracing::error!("{peer}: login task failed: {e}");
+                return Auth::Decided(LoginDecision::TemporaryFailure);
+            }
+        };
+        let Some(host) = found.mail_host.as_deref() else {
+            tracing::warn!(
+                "{peer}: {}: no mailHost, no store host to proxy to",
+                found.address
+            );
+            return Auth::Decided(LoginDecision::PermanentFailure);
+        };
+        match proxy::login(proxy, host, &found.address, &password, peer).await {
+            Ok(session) => {
+                tracing::info!("{peer}: {} logged in, proxied to {host}", found.address);
+                Auth::Proxied(session)
+            }
+            Err(Refusal::InUse) => {
+                tracing::info!("{peer}: {}: mailbox in use on {host}", found.address);
+                Auth::Decided(LoginDecision::InUse)
+            }
+            Err(Refusal::LoginDelay) => Auth::Decided(LoginDecision::LoginDelay),
+            Err(Refusal::Temporary(why)) => {
+                tracing::warn!("{peer}: {}: store host {host}: {why}", found.address);
+                Auth::Decided(LoginDecision::TemporaryFailure)
+            }
+        }
+    }
+
+    /// A store host's login: the password, then the mailbox locked and listed.
+    async fn store_login(&mut self, credentials: Credentials) -> LoginDecision {
+        if let Some(refusal) = self.precheck(&credentials) {
+            return refusal;
+        }
+        let Credentials { user, password, .. } = credentials;
+        let peer = self.peer;
+        let Backend::Store(store) = &self.shared.backend else {
+            return LoginDecision::TemporaryFailure;
+        };
+        let store = Arc::clone(store);
+        let directory = Arc::clone(&self.shared.directory);
         let login = user.clone();
         let checked = tokio::task::spawn_blocking(move || {
             check(directory.as_ref(), &store, &login, &password)

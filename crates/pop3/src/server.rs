@@ -16,7 +16,8 @@ use stoa_pop3_proto::Config as SessionConfig;
 
 use crate::config::Config;
 use crate::conn::{self, Kind};
-use crate::shared::Shared;
+use crate::proxy::{Proxy, ProxyConfig, SetupError};
+use crate::shared::{Backend, Shared};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,9 @@ pub enum Error {
     /// A POP3S listener was configured without certificates.
     #[error("POP3S listener {0} without a certificate")]
     NoCertificate(SocketAddr),
+    /// The proxy's leg to the store hosts cannot be set up.
+    #[error(transparent)]
+    Proxy(#[from] SetupError),
     /// Worker threads or runtimes cannot be created.
     #[error("cannot start workers: {0}")]
     Workers(std::io::Error),
@@ -83,6 +87,28 @@ impl Server {
         store: Arc<MailStore>,
         throttle: Arc<Throttle>,
     ) -> Result<Server, Error> {
+        Server::bind_backend(config, directory, Backend::Store(store), throttle)
+    }
+
+    /// A POP3 proxy on `config`'s listeners: logins are checked in `directory`
+    /// and handed to the user's store host (`mailHost`), found through `proxy`
+    /// (see [`crate::proxy`]). Failed logins are counted in a throttle of its own.
+    pub fn bind_proxy(
+        config: Config,
+        proxy: ProxyConfig,
+        directory: Arc<dyn Directory>,
+    ) -> Result<Server, Error> {
+        let throttle = Arc::new(Throttle::new(config.auth_throttle.clone()));
+        let proxy = Proxy::new(proxy)?;
+        Server::bind_backend(config, directory, Backend::Proxy(Arc::new(proxy)), throttle)
+    }
+
+    fn bind_backend(
+        config: Config,
+        directory: Arc<dyn Directory>,
+        backend: Backend,
+        throttle: Arc<Throttle>,
+    ) -> Result<Server, Error> {
         let tls = match config.tls.is_empty() {
             true => None,
             false => {
@@ -117,7 +143,7 @@ impl Server {
             clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             directory,
-            store,
+            backend,
             tls,
             session,
         });
@@ -185,12 +211,19 @@ impl Handler for Shared {
 
 impl Service for Server {
     fn name(&self) -> &'static str {
-        "POP3"
+        match self.shared.backend {
+            Backend::Store(_) => "POP3",
+            Backend::Proxy(_) => "POP3 proxy",
+        }
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
-        Endpoint::each("pop3", &self.addrs)
-            .chain(Endpoint::each("pop3s", &self.tls_addrs))
+        let (plain, tls) = match self.shared.backend {
+            Backend::Store(_) => ("pop3", "pop3s"),
+            Backend::Proxy(_) => ("pop3-proxy", "pop3s-proxy"),
+        };
+        Endpoint::each(plain, &self.addrs)
+            .chain(Endpoint::each(tls, &self.tls_addrs))
             .collect()
     }
 

@@ -148,3 +148,81 @@ fn brute_force_is_throttled_per_address() {
     c.login(JOE, JOE_PASSWORD);
     c.ok("QUIT");
 }
+
+#[test]
+fn loopback_is_secure_by_default_and_other_clients_need_tls() {
+    let mail = MailDir::new();
+    let mut config = mail.config();
+    config.secure_networks = stoa_pop3::config::loopback();
+    let server = Running::start(&mail, config);
+    let mut c = Client::connect(server.pop3);
+    let capa = c.multi("CAPA");
+    assert!(capa.iter().any(|l| l == "USER"), "{capa:?}");
+    c.login(JOE, JOE_PASSWORD);
+    c.ok("QUIT");
+    drop(server);
+    // Only 127.0.0.1 is secure: a client from 127.0.0.2 is refused as any other.
+    let mut config = mail.config();
+    config.secure_networks = vec!["127.0.0.1/32".parse().expect("net")];
+    let server = Running::start(&mail, config);
+    let mut c = Client::connect_from(server.pop3, Some("127.0.0.2".parse().expect("ip")));
+    assert_eq!(
+        c.cmd(&format!("USER {JOE}")),
+        "-ERR [SYS/PERM] Plaintext authentication disallowed without TLS"
+    );
+    let mut c = Client::connect_from(server.pop3, Some("127.0.0.1".parse().expect("ip")));
+    c.login(JOE, JOE_PASSWORD);
+}
+
+#[test]
+fn a_trusted_proxy_forwards_the_client_address_and_others_cannot() {
+    let mail = MailDir::new();
+    let mut config = mail.config();
+    config.allow_plaintext_auth = true;
+    config.trusted_proxies = vec!["127.0.0.3/32".parse().expect("net")];
+    config.auth_throttle.delay = Duration::from_millis(50);
+    config.auth_throttle.max_delay = Duration::from_millis(50);
+    config.auth_throttle.max_failures = 2;
+    let server = Running::start(&mail, config);
+    let proxy: IpAddr = "127.0.0.3".parse().expect("ip");
+    let untrusted: IpAddr = "127.0.0.4".parse().expect("ip");
+
+    // From anyone else XCLIENT is refused and not listed.
+    let mut c = Client::connect_from(server.pop3, Some(untrusted));
+    assert!(!c.multi("CAPA").iter().any(|l| l == "XCLIENT"));
+    assert_eq!(
+        c.cmd("XCLIENT ADDR=192.0.2.9 PORT=4242"),
+        "-ERR XCLIENT not allowed from your address"
+    );
+    // So the failures it runs up are its own address's ...
+    fail(&mut c, JOE);
+    fail(&mut c, JOE);
+    let mut c = Client::connect_from(server.pop3, Some(untrusted));
+    c.ok(&format!("USER {JOE}"));
+    assert_eq!(
+        c.cmd(&format!("PASS {JOE_PASSWORD}")),
+        "-ERR [AUTH] Authentication failed",
+        "127.0.0.4 is locked out"
+    );
+    // ... and the proxy's clients are counted apart: the one it forwards from
+    // 192.0.2.9 is not locked out, and the proxy's address is not either.
+    let forwarded = |client: &str| {
+        let mut c = Client::connect_from(server.pop3, Some(proxy));
+        assert!(c.multi("CAPA").iter().any(|l| l == "XCLIENT"));
+        c.ok(&format!("XCLIENT ADDR={client} PORT=4242"));
+        c
+    };
+    let mut c = forwarded("192.0.2.10");
+    fail(&mut c, JOE);
+    fail(&mut c, JOE);
+    let mut c = forwarded("192.0.2.10");
+    c.ok(&format!("USER {JOE}"));
+    assert_eq!(
+        c.cmd(&format!("PASS {JOE_PASSWORD}")),
+        "-ERR [AUTH] Authentication failed",
+        "the forwarded 192.0.2.10 is locked out"
+    );
+    let mut c = forwarded("192.0.2.9");
+    c.login(JOE, JOE_PASSWORD);
+    c.ok("QUIT");
+}

@@ -107,6 +107,13 @@ impl LineIo {
         &mut self.out
     }
 
+    /// The stream itself, for a caller that stops speaking the line protocol and
+    /// relays bytes (the POP3 proxy after a login). Take [`LineIo::unread`] first
+    /// and [`LineIo::flush`] the queue: the stream knows neither.
+    pub fn stream_mut(&mut self) -> &mut Stream {
+        &mut self.stream
+    }
+
     /// How many bytes are queued and not sent yet.
     pub fn queued(&self) -> usize {
         self.out.len()

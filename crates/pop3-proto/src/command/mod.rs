@@ -54,11 +54,14 @@ pub enum Verb {
     Capa,
     /// `STLS` (RFC 2595)
     Stls,
+    /// `XCLIENT` (Dovecot's and Postfix's): a trusted proxy names the client it
+    /// speaks for.
+    Xclient,
 }
 
 impl Verb {
     /// Every verb.
-    pub const ALL: [Verb; 14] = [
+    pub const ALL: [Verb; 15] = [
         Verb::User,
         Verb::Pass,
         Verb::Auth,
@@ -73,6 +76,7 @@ impl Verb {
         Verb::Quit,
         Verb::Capa,
         Verb::Stls,
+        Verb::Xclient,
     ];
 
     /// The keyword as sent on the wire.
@@ -92,6 +96,7 @@ impl Verb {
             Verb::Quit => "QUIT",
             Verb::Capa => "CAPA",
             Verb::Stls => "STLS",
+            Verb::Xclient => "XCLIENT",
         }
     }
 
@@ -112,6 +117,7 @@ impl Verb {
             Verb::Quit => "Syntax: QUIT",
             Verb::Capa => "Syntax: CAPA",
             Verb::Stls => "Syntax: STLS",
+            Verb::Xclient => "Syntax: XCLIENT ADDR=address [PORT=port] [name=value ...]",
         }
     }
 
@@ -182,7 +188,23 @@ pub enum Command<'a> {
     Capa,
     /// `STLS`
     Stls,
+    /// `XCLIENT ADDR=… [PORT=…] …`: the client a proxy speaks for.
+    Xclient(Forwarded),
 }
+
+/// The client named by `XCLIENT`: the address (and port) a proxy accepted the
+/// connection from. Attributes other than `ADDR` and `PORT` (Dovecot's `SESSION`,
+/// `TTL`, `FORWARD`…) are accepted and ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forwarded {
+    /// The client's address.
+    pub addr: std::net::IpAddr,
+    /// The client's port, when the proxy gave one.
+    pub port: Option<u16>,
+}
+
+/// Most attributes one `XCLIENT` may carry; the line limit bounds them anyway.
+const MAX_XCLIENT_ATTRIBUTES: usize = 16;
 
 impl Command<'_> {
     /// The command's verb.
@@ -202,6 +224,7 @@ impl Command<'_> {
             Command::Quit => Verb::Quit,
             Command::Capa => Verb::Capa,
             Command::Stls => Verb::Stls,
+            Command::Xclient(_) => Verb::Xclient,
         }
     }
 }
@@ -345,9 +368,53 @@ fn parse_arguments<'a>(verb: Verb, args: &[&'a str]) -> Result<Command<'a>, Erro
         (Verb::Quit, []) => Command::Quit,
         (Verb::Capa, []) => Command::Capa,
         (Verb::Stls, []) => Command::Stls,
+        (Verb::Xclient, attributes) => Command::Xclient(xclient(attributes)?),
         _ => return Err(Error::Syntax(verb)),
     };
     Ok(command)
+}
+
+/// `XCLIENT`'s `NAME=VALUE` attributes: `ADDR` is required (an IPv4 or IPv6
+/// address, Postfix's `IPV6:` prefix allowed), `PORT` optional, each at most once;
+/// any other well-formed attribute is ignored. `[UNAVAILABLE]` values (Postfix's)
+/// count as absent.
+fn xclient(attributes: &[&str]) -> Result<Forwarded, Error> {
+    let bad = Error::Syntax(Verb::Xclient);
+    if attributes.len() > MAX_XCLIENT_ATTRIBUTES {
+        return Err(bad);
+    }
+    let (mut addr, mut port) = (None, None);
+    let mut seen: Vec<&str> = Vec::with_capacity(attributes.len());
+    for attribute in attributes {
+        let (name, value) = attribute.split_once('=').ok_or(bad)?;
+        let well_formed = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && !value.is_empty();
+        if !well_formed || seen.iter().any(|s| s.eq_ignore_ascii_case(name)) {
+            return Err(bad);
+        }
+        seen.push(name);
+        let unavailable = value.eq_ignore_ascii_case("[UNAVAILABLE]")
+            || value.eq_ignore_ascii_case("[TEMPUNAVAIL]");
+        if unavailable {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("ADDR") {
+            let text = match value.get(..5) {
+                Some(prefix) if prefix.eq_ignore_ascii_case("IPV6:") => &value[5..],
+                _ => value,
+            };
+            addr = Some(text.parse().map_err(|_| bad)?);
+        } else if name.eq_ignore_ascii_case("PORT") {
+            port = Some(value.parse::<u16>().map_err(|_| bad)?);
+        }
+    }
+    Ok(Forwarded {
+        addr: addr.ok_or(bad)?,
+        port,
+    })
 }
 
 /// The mechanism called `name` (case-insensitive), if Stoa offers it.

@@ -34,6 +34,7 @@ impl Session {
             Command::Capa => reply(self.capabilities()),
             Command::Quit => self.handle_quit(),
             Command::Stls => self.handle_stls(after),
+            Command::Xclient(client) => self.handle_xclient(client),
             Command::User(name) => self.handle_user(name),
             Command::Pass(password) => self.handle_pass(password),
             Command::Auth {
@@ -68,7 +69,7 @@ impl Session {
 
     /// Whether a password may be sent now: over TLS, or where clear text is allowed.
     fn login_allowed(&self) -> bool {
-        self.tls || !self.config.require_tls
+        self.tls || self.secure || !self.config.require_tls
     }
 
     /// The CAPA list (RFC 2449 §5). It does not depend on the state: what the
@@ -93,6 +94,9 @@ impl Session {
         }
         if let Some(delay) = self.config.login_delay {
             lines.push(format!("LOGIN-DELAY {delay}").into());
+        }
+        if self.forwarding {
+            lines.push("XCLIENT".into());
         }
         lines.push("IMPLEMENTATION Stoa".into());
         Response::ok("Capability list follows").with_lines(lines)
@@ -134,6 +138,22 @@ impl Session {
             response: Response::ok("Begin TLS negotiation"),
             discarded: after,
         })
+    }
+
+    /// `XCLIENT`: only from a trusted proxy, once, before USER or AUTH.
+    fn handle_xclient(&mut self, client: crate::Forwarded) -> Event {
+        let refusal = if !self.forwarding {
+            Error::ForwardingRefused
+        } else if self.forwarded || !matches!(self.state, State::Authorization { user: None }) {
+            Error::WrongState(Verb::Xclient)
+        } else {
+            self.forwarded = true;
+            return Event::Action(Action::Forward {
+                client,
+                response: Response::ok("Forwarded"),
+            });
+        };
+        self.refuse_event(refusal)
     }
 
     fn handle_user(&mut self, name: &str) -> Event {

@@ -181,6 +181,15 @@ pub enum Action {
         /// The session's limit of failed logins is reached.
         close: bool,
     },
+    /// A trusted proxy named the client it speaks for (`XCLIENT`): from now on the
+    /// server counts, throttles and logs this connection as `client`'s. Send the
+    /// response and go on.
+    Forward {
+        /// The client's address and port.
+        client: crate::Forwarded,
+        /// `+OK Forwarded`.
+        response: Response,
+    },
 }
 
 /// Credentials for the server to check. `Debug` does not show the password.
@@ -310,6 +319,13 @@ pub struct Session {
     auth_failures: u32,
     /// Dropping the rest of an overlong line.
     discarding: bool,
+    /// Passwords may cross this connection without TLS (loopback, a trusted
+    /// network): [`Session::set_secure_channel`].
+    secure: bool,
+    /// The peer may send `XCLIENT`: [`Session::allow_forwarding`].
+    forwarding: bool,
+    /// `XCLIENT` was accepted (once per session).
+    forwarded: bool,
 }
 
 impl Session {
@@ -323,7 +339,25 @@ impl Session {
             errors: 0,
             auth_failures: 0,
             discarding: false,
+            secure: false,
+            forwarding: false,
+            forwarded: false,
         }
+    }
+
+    /// Whether the connection itself keeps passwords safe without TLS: the server
+    /// says so for a client on loopback or a network it trusts, and USER, PASS and
+    /// AUTH are then accepted before STLS although [`Config::require_tls`] is set.
+    pub fn set_secure_channel(&mut self, secure: bool) {
+        self.secure = secure;
+    }
+
+    /// Whether the peer is a trusted proxy, allowed to name the client it speaks for
+    /// with `XCLIENT ADDR=… PORT=…` ([`Action::Forward`]) once, before any login
+    /// command. From anyone else `XCLIENT` is refused (counted as an error). CAPA
+    /// lists `XCLIENT` to a trusted peer.
+    pub fn allow_forwarding(&mut self, allowed: bool) {
+        self.forwarding = allowed;
     }
 
     /// A session on a connection that is TLS from the start (POP3S, port 995).

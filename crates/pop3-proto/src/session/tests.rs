@@ -162,6 +162,11 @@ impl Server {
                 self.write(&response);
                 self.log.push(format!("STLS {discarded}"));
             }
+            Action::Forward { client, response } => {
+                self.log
+                    .push(format!("FORWARD {} {:?}", client.addr, client.port));
+                self.write(&response);
+            }
             Action::LoginFailed { response, close } => {
                 self.log.push("LOGIN FAILED".to_owned());
                 self.write(&response);
@@ -773,4 +778,85 @@ fn pipelined_session_in_one_write() {
     assert_eq!(whole.log, one_by_one.log);
     assert_eq!(whole.log.last().map(String::as_str), Some("CLOSE"));
     assert!(whole.store.is_empty());
+}
+
+#[test]
+fn a_secure_channel_takes_passwords_without_tls() {
+    let config = Config {
+        stls: true,
+        ..Config::default()
+    };
+    let mut server = Server::new(config.clone());
+    server.session.set_secure_channel(true);
+    server.receive(b"CAPA\r\n");
+    assert!(server.transcript().contains("\r\nUSER\r\nSASL PLAIN\r\n"));
+    server.receive(LOGIN);
+    assert_eq!(server.log, ["AUTH joe"]);
+    // The same session without the flag refuses, as before.
+    let server = converse(config, &[LOGIN]);
+    assert!(server.log.is_empty());
+    assert_eq!(server.statuses(), ["-ERR", "-ERR"]);
+}
+
+#[test]
+fn xclient_is_taken_once_from_a_trusted_proxy_before_login() {
+    let mut server = Server::new(plain_config());
+    server.session.allow_forwarding(true);
+    server.receive(b"CAPA\r\n");
+    assert!(server.transcript().contains("\r\nXCLIENT\r\n"));
+    server.receive(b"xclient ADDR=192.0.2.7 PORT=40123 SESSION=abc TTL=4\r\n");
+    server.receive(b"XCLIENT ADDR=192.0.2.8\r\n");
+    server.receive(LOGIN);
+    assert_eq!(server.log, ["FORWARD 192.0.2.7 Some(40123)", "AUTH joe"]);
+    assert_eq!(
+        server.responses[2..4],
+        ["+OK Forwarded", "-ERR Command not valid in this state"]
+    );
+    // IPv6 in either spelling; the port may be missing or unavailable.
+    for line in [
+        &b"XCLIENT ADDR=IPV6:2001:db8::1 PORT=[UNAVAILABLE]\r\n"[..],
+        b"XCLIENT ADDR=2001:db8::1\r\n",
+    ] {
+        let mut server = Server::new(plain_config());
+        server.session.allow_forwarding(true);
+        server.receive(line);
+        assert_eq!(server.log, ["FORWARD 2001:db8::1 None"]);
+    }
+    // After USER it is too late.
+    let mut server = Server::new(plain_config());
+    server.session.allow_forwarding(true);
+    server.receive(b"USER joe\r\nXCLIENT ADDR=192.0.2.7\r\n");
+    assert!(server.log.is_empty());
+    assert_eq!(server.statuses(), ["+OK", "-ERR"]);
+}
+
+#[test]
+fn xclient_from_anyone_else_or_malformed_is_refused() {
+    let server = converse(plain_config(), &[b"CAPA\r\nXCLIENT ADDR=192.0.2.7\r\n"]);
+    assert!(!server.transcript().contains("XCLIENT\r\n"));
+    assert!(server.log.is_empty());
+    assert_eq!(
+        server.responses.last().map(String::as_str),
+        Some("-ERR XCLIENT not allowed from your address")
+    );
+    for line in [
+        &b"XCLIENT\r\n"[..],
+        b"XCLIENT PORT=1\r\n",
+        b"XCLIENT ADDR=example.com\r\n",
+        b"XCLIENT ADDR=192.0.2.7 PORT=65536\r\n",
+        b"XCLIENT ADDR=192.0.2.7 ADDR=192.0.2.8\r\n",
+        b"XCLIENT ADDR=192.0.2.7 junk\r\n",
+        b"XCLIENT ADDR=192.0.2.7 =x\r\n",
+        b"XCLIENT ADDR=192.0.2.7 A=\r\n",
+    ] {
+        let mut server = Server::new(plain_config());
+        server.session.allow_forwarding(true);
+        server.receive(line);
+        assert!(server.log.is_empty(), "{line:?}");
+        assert_eq!(
+            server.responses.last().map(String::as_str),
+            Some("-ERR Syntax: XCLIENT ADDR=address [PORT=port] [name=value ...]"),
+            "{line:?}"
+        );
+    }
 }
