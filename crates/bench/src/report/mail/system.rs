@@ -30,14 +30,17 @@ fn processes(t: &TierInfo) -> String {
         .join(", ")
 }
 
+/// The first figure of a tier's Handled column (what "CPU ms per item" divides
+/// by): the harness's sessions, else its first log count.
+fn first_item(l: &TierLevel) -> Option<u64> {
+    l.sessions.or_else(|| l.counts.first().copied().flatten())
+}
+
 /// CPU milliseconds per item, when both are known and there are items.
-fn per_item(l: &TierLevel, items: Option<u64>) -> String {
-    match (l.cpu, items) {
-        (Some(cpu), Some(n)) if n > 0 => format!(
-            "; {} ms CPU each",
-            num(cpu.as_secs_f64() * 1000.0 / n as f64, 2)
-        ),
-        _ => String::new(),
+fn per_item(l: &TierLevel) -> String {
+    match (l.cpu, first_item(l)) {
+        (Some(cpu), Some(n)) if n > 0 => num(cpu.as_secs_f64() * 1000.0 / n as f64, 2),
+        _ => "n/a".to_owned(),
     }
 }
 
@@ -46,21 +49,16 @@ fn handled(t: &TierInfo, l: &TierLevel) -> String {
     let mut parts = Vec::new();
     match (t.front, l.sessions) {
         (Some(Front::Smtp), Some(n)) => parts.push(format!(
-            "{} SMTP sessions, {} messages (harness{})",
+            "{} SMTP sessions, {} messages (harness)",
             int(n),
             int(l.messages.unwrap_or(0)),
-            per_item(l, Some(n))
         )),
-        (Some(Front::Pop3), Some(n)) => parts.push(format!(
-            "{} POP sessions (harness{})",
-            int(n),
-            per_item(l, Some(n))
-        )),
+        (Some(Front::Pop3), Some(n)) => parts.push(format!("{} POP sessions (harness)", int(n))),
         _ => {}
     }
     for (c, n) in t.counts.iter().zip(&l.counts) {
         parts.push(match n {
-            Some(n) => format!("{} {} (log{})", int(*n), c.label, per_item(l, Some(*n))),
+            Some(n) => format!("{} {} (log)", int(*n), c.label),
             None => format!("{}: log unreadable", c.label),
         });
     }
@@ -93,6 +91,7 @@ pub(super) fn system(doc: &mut Document, run: &MailRun) {
         "Load",
         "CPU (s)",
         "Of one core",
+        "CPU ms per item",
         "Handled in the window",
     ]);
     for (i, tier) in run.tiers.iter().enumerate() {
@@ -106,6 +105,7 @@ pub(super) fn system(doc: &mut Document, run: &MailRun) {
                 l.cpu
                     .map_or_else(|| "n/a".to_owned(), |d| num(d.as_secs_f64(), 2)),
                 share_of_core(l, level),
+                per_item(l),
                 handled(tier, l),
             ]));
         }
@@ -131,6 +131,10 @@ fn sources(run: &MailRun) -> Vec<String> {
          included) from /proc/PID/stat, sampled at the start and the end of each measurement \
          window. Peak memory: the sum of the processes' VmHWM (each one's own peak resident \
          set, so an upper bound on the tier's) at the end of the run, the store's fill included."
+            .to_owned(),
+        "CPU ms per item: the tier's CPU over the window divided by the first figure it \
+         handled (the harness's sessions for the tier at --smtp or --pop3, else its first log \
+         count), whatever else it did in the window."
             .to_owned(),
         "harness: the sessions the harness started in the window at the tier's address (SMTP: \
          completed, failed or dropped sessions and the messages sent in them; POP: the same for \

@@ -544,12 +544,17 @@ fn tiers_are_listed_in_the_system_configuration() {
         "{system}"
     );
     // 1.5 s over 50 POP sessions; 3 s over 60 logins from the store's log.
+    let row = |first: &str, per: &str, handled: &str| {
+        system
+            .lines()
+            .any(|l| l.starts_with(first) && l.contains(per) && l.ends_with(handled))
+    };
     assert!(
-        system.contains("50 POP sessions (harness; 30.00 ms CPU each)"),
+        row("MMP (POP proxy)", " 30.00 ", "50 POP sessions (harness)"),
         "{system}"
     );
     assert!(
-        system.contains("60 POP logins (log; 50.00 ms CPU each)"),
+        row("POP store 1", " 50.00 ", "60 POP logins (log)"),
         "{system}"
     );
     // 1.5 s of CPU over the 60 s window.
