@@ -173,6 +173,10 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         reopener = Some(server.log_reopener());
         services.push(Box::new(server));
     }
+    let proxy_directory = loaded
+        .pop3_proxy
+        .is_some()
+        .then(|| loaded.directory.clone());
     let mail = open_mail(
         loaded.smtp.as_ref(),
         loaded.pop3.as_ref(),
@@ -196,6 +200,20 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
         let server = stoa_smtp::lmtp::Server::bind(lmtp.config, parts.directory.clone(), local)
             .context("cannot start the LMTP server")?;
+        services.push(Box::new(server));
+    }
+    if let (Some(proxy), Some(directory)) = (loaded.pop3_proxy, proxy_directory) {
+        // Beside a store host the proxy shares its directory; alone it opens its
+        // own (LDAP, or the embedded one under its mail directory).
+        let directory = match &mail {
+            Some(parts) => parts.directory.clone(),
+            None => {
+                let mail_dir = proxy.mail_dir.clone().unwrap_or_default();
+                open_directory(&mail_dir, directory)?.0
+            }
+        };
+        let server = stoa_pop3::Server::bind_proxy(proxy.config, proxy.proxy, directory)
+            .context("cannot start the POP3 proxy")?;
         services.push(Box::new(server));
     }
     Ok((services, reopener, mail.and_then(|parts| parts.embedded)))

@@ -78,7 +78,11 @@ fn smtplib_delivers_and_poplib_reads_over_stls_and_pop3s() {
     let mail = tmp.path().join("mail");
     add_user(&mail, JOE, "joe-secret");
     let (cert, key) = tls_pair(tmp.path(), "localhost");
+    // Loopback is secure by default; here it must not be, to see the refusal.
+    let config = tmp.path().join("stoa.toml");
+    std::fs::write(&config, "[pop3]\nsecure_networks = []\n").expect("write config");
     let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
         .args(["--smtp-listen", "127.0.0.1:0"])
         .args([
             "--pop3-listen",

@@ -29,6 +29,7 @@ mod lmtp;
 mod mail;
 mod mail_host;
 mod pop3;
+mod pop3_proxy;
 mod report;
 mod smtp;
 mod units;
@@ -36,6 +37,7 @@ mod units;
 pub(crate) use directory::Directory;
 pub(crate) use lmtp::Lmtp;
 pub(crate) use pop3::Pop3;
+pub(crate) use pop3_proxy::Pop3Proxy;
 use report::Report;
 
 pub(crate) use units::{parse_duration, parse_size};
@@ -59,6 +61,8 @@ pub(crate) struct Loaded {
     pub(crate) pop3: Option<Pop3>,
     /// The LMTP server, when configured.
     pub(crate) lmtp: Option<Lmtp>,
+    /// The POP3 proxy, when configured.
+    pub(crate) pop3_proxy: Option<Pop3Proxy>,
     /// The user directory of the mail servers (`[directory]`).
     pub(crate) directory: Directory,
     pub(crate) warnings: Vec<String>,
@@ -92,12 +96,16 @@ pub(crate) fn load(
         return Err(report.errors);
     }
     let wanted = mail_wanted(args, &file);
-    let mail = wanted.smtp || wanted.pop3 || wanted.lmtp;
+    let mail = wanted.smtp || wanted.pop3 || wanted.lmtp || wanted.pop3_proxy;
     apply_flags(args, &mut web, &mut docroot, mail, &mut report);
     let web = web_wanted(args, mail, file.web, docroot.is_some())
         .then(|| finish_web(args, web, docroot, default_web99_state, &mut report));
     let directory = directory::finish(file.directory, &read, &mut report);
     let (mut smtp, pop3) = finish_mail(args, file.smtp, file.pop3, wanted, &mut report);
+    let mut pop3_proxy = wanted.pop3_proxy.then(|| {
+        let certs = cert_pairs(args);
+        pop3_proxy::finish(file.pop3_proxy, args, &file.mail_hosts, certs, &mut report)
+    });
     if let Some(smtp) = &mut smtp {
         smtp.mail_hosts = file.mail_hosts;
     }
@@ -109,12 +117,23 @@ pub(crate) fn load(
         .lmtp
         .then(|| lmtp::finish(file.lmtp, args, &others, &mut report))
         .flatten();
+    if let Some(proxy) = &mut pop3_proxy {
+        let other = (others.first().map(|p| p.to_path_buf()))
+            .or_else(|| lmtp.as_ref().map(|l| l.mail_dir.clone()));
+        proxy.mail_dir = proxy.mail_dir.take().or(other);
+        report.check(
+            proxy.mail_dir.is_some() || directory != Directory::Embedded,
+            "the POP3 proxy needs a directory: [directory] backend = \"ldap\" (as a proxy \
+             has), or --mail-dir DIR for the embedded one",
+        );
+    }
     if report.errors.is_empty() {
         Ok(Loaded {
             web,
             smtp,
             pop3,
             lmtp,
+            pop3_proxy,
             directory,
             warnings: report.warnings,
         })
@@ -133,6 +152,8 @@ struct FileParts {
     pop3: Option<pop3::Draft>,
     /// The `[lmtp]` table.
     lmtp: Option<lmtp::Draft>,
+    /// The `[pop3_proxy]` table.
+    pop3_proxy: Option<pop3_proxy::Draft>,
     /// The `[directory]` table, when it names a backend other than the embedded one.
     directory: Option<directory::Draft>,
     /// The `[[mail_host]]` entries, for the SMTP server's routing.
@@ -168,6 +189,7 @@ fn read_config(
                 file.smtp = smtp::read_table(&table, path.parent(), r);
                 file.pop3 = pop3::read_table(&table, path.parent(), r);
                 file.lmtp = lmtp::read_table(&table, path.parent(), r);
+                file.pop3_proxy = pop3_proxy::read_table(&table, path.parent(), r);
                 file.directory = directory::read_table(&table, path.parent(), r);
                 file.mail_hosts = mail_host::read(&table, r);
             }
@@ -202,6 +224,7 @@ struct MailWanted {
     smtp: bool,
     pop3: bool,
     lmtp: bool,
+    pop3_proxy: bool,
 }
 
 /// POP3 and LMTP run when asked for; SMTP when asked for, or when only the mail
@@ -209,10 +232,16 @@ struct MailWanted {
 fn mail_wanted(args: &ServeArgs, file: &FileParts) -> MailWanted {
     let pop3 = file.pop3.is_some() || pop3::flags_given(args);
     let lmtp = file.lmtp.is_some() || lmtp::flags_given(args);
+    let pop3_proxy = file.pop3_proxy.is_some() || pop3_proxy::flags_given(args);
     let smtp = file.smtp.is_some()
         || smtp::flags_given(args)
-        || (args.mail_dir.is_some() && !pop3 && !lmtp);
-    MailWanted { smtp, pop3, lmtp }
+        || (args.mail_dir.is_some() && !pop3 && !lmtp && !pop3_proxy);
+    MailWanted {
+        smtp,
+        pop3,
+        lmtp,
+        pop3_proxy,
+    }
 }
 
 /// The mail servers that run, their flags applied over their tables (or the
@@ -333,6 +362,7 @@ fn read_file(
             "cgi",
             "smtp",
             "pop3",
+            "pop3_proxy",
             "lmtp",
             "directory",
             "mail_host",

@@ -9,6 +9,7 @@ use stoa_pop3::config::CertKeyFiles;
 use toml::{Table, Value};
 
 use super::auth_throttle::{self, Given};
+use super::smtp::parse_net;
 use super::{Report, mail, parse_addr};
 use crate::cli::ServeArgs;
 
@@ -49,6 +50,8 @@ const KEYS: &[&str] = &[
     "tls_listen",
     "tls",
     "allow_plaintext_auth",
+    "secure_networks",
+    "trusted_proxies",
     "workers",
     "max_connections",
     "max_connections_per_client",
@@ -71,36 +74,51 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
         mail_dir,
         ..Draft::default()
     };
-    let c = &mut d.config;
-    r.string_into(t, P, "hostname", &mut c.hostname);
-    c.listen = r.parsed_list(t, P, "listen", parse_addr);
-    c.tls_listen = r.parsed_list(t, P, "tls_listen", parse_addr);
-    if let Some(certs) = r.mail_tls(t, P, base) {
+    read_common(t, P, base, &mut d.config, r);
+    d.config.trusted_proxies = r.parsed_list(t, P, "trusted_proxies", parse_net);
+    d.auth = auth_throttle::read(t, P, r);
+    Some(d)
+}
+
+/// What `[pop3]` and `[pop3_proxy]` (prefix `p`) read alike: the listeners, the
+/// login rules, the workers and the limits.
+pub(super) fn read_common(
+    t: &Table,
+    p: &str,
+    base: Option<&Path>,
+    c: &mut stoa_pop3::Config,
+    r: &mut Report,
+) {
+    r.string_into(t, p, "hostname", &mut c.hostname);
+    c.listen = r.parsed_list(t, p, "listen", parse_addr);
+    c.tls_listen = r.parsed_list(t, p, "tls_listen", parse_addr);
+    if let Some(certs) = r.mail_tls(t, p, base) {
         c.tls = certs;
     }
     match t.get("allow_plaintext_auth") {
         None => {}
         Some(Value::Boolean(b)) => c.allow_plaintext_auth = *b,
         Some(other) => r.errors.push(format!(
-            "{P}allow_plaintext_auth: expected true or false, found {other}"
+            "{p}allow_plaintext_auth: expected true or false, found {other}"
         )),
     }
-    r.integer_into(t, P, "workers", &mut c.workers);
-    read_limits(t, c, r);
-    d.auth = auth_throttle::read(t, P, r);
-    Some(d)
+    if t.contains_key("secure_networks") {
+        c.secure_networks = r.parsed_list(t, p, "secure_networks", parse_net);
+    }
+    r.integer_into(t, p, "workers", &mut c.workers);
+    read_limits(t, p, c, r);
 }
 
-fn read_limits(t: &Table, c: &mut stoa_pop3::Config, r: &mut Report) {
+fn read_limits(t: &Table, p: &str, c: &mut stoa_pop3::Config, r: &mut Report) {
     let l = &mut c.limits;
-    r.integer_into(t, P, "max_connections", &mut l.max_connections);
+    r.integer_into(t, p, "max_connections", &mut l.max_connections);
     let per_client = &mut l.max_connections_per_client;
-    r.integer_into(t, P, "max_connections_per_client", per_client);
-    r.duration(t, P, "login_timeout", &mut l.login_timeout);
-    r.duration(t, P, "idle_timeout", &mut l.idle_timeout);
-    r.duration(t, P, "session_timeout", &mut l.session_timeout);
-    r.duration(t, P, "send_timeout", &mut l.send_timeout);
-    r.duration(t, P, "shutdown_grace", &mut c.shutdown_grace);
+    r.integer_into(t, p, "max_connections_per_client", per_client);
+    r.duration(t, p, "login_timeout", &mut l.login_timeout);
+    r.duration(t, p, "idle_timeout", &mut l.idle_timeout);
+    r.duration(t, p, "session_timeout", &mut l.session_timeout);
+    r.duration(t, p, "send_timeout", &mut l.send_timeout);
+    r.duration(t, p, "shutdown_grace", &mut c.shutdown_grace);
 }
 
 /// Applies the POP3 flags over the file's `[pop3]` (or the defaults), then checks
@@ -136,7 +154,7 @@ pub(super) fn finish(
                 .into(),
         );
     }
-    validate(c, r);
+    validate(c, &POP3, r);
     mail_dir.map(|mail_dir| Pop3 {
         mail_dir,
         config: d.config,
@@ -167,16 +185,40 @@ fn mail_dir(
     }
 }
 
-fn validate(c: &stoa_pop3::Config, r: &mut Report) {
-    check_listeners(c, r);
-    r.check_host_and_workers("pop3.", &c.hostname, c.workers);
+/// How a POP3 role's messages name it and its flags.
+pub(super) struct Names {
+    /// The key prefix, `pop3.`.
+    pub(super) p: &'static str,
+    /// The listeners in words, `POP3`.
+    pub(super) plain: &'static str,
+    /// `POP3S`.
+    pub(super) tls: &'static str,
+    /// `--pop3-listen`.
+    pub(super) listen_flag: &'static str,
+    /// `--pop3s-listen`.
+    pub(super) tls_flag: &'static str,
+}
+
+/// The POP3 server's.
+const POP3: Names = Names {
+    p: P,
+    plain: "POP3",
+    tls: "POP3S",
+    listen_flag: "--pop3-listen",
+    tls_flag: "--pop3s-listen",
+};
+
+pub(super) fn validate(c: &stoa_pop3::Config, n: &Names, r: &mut Report) {
+    check_listeners(c, n, r);
+    let p = n.p;
+    r.check_host_and_workers(p, &c.hostname, c.workers);
     let l = &c.limits;
     r.check(
         l.max_connections != 0,
-        "pop3.max_connections: must be at least 1",
+        &format!("{p}max_connections: must be at least 1"),
     );
     r.nonzero(
-        "pop3.",
+        p,
         &[
             ("login_timeout", l.login_timeout),
             ("idle_timeout", l.idle_timeout),
@@ -186,12 +228,12 @@ fn validate(c: &stoa_pop3::Config, r: &mut Report) {
     );
     if l.idle_timeout < RFC_MIN_AUTOLOGOUT {
         r.warnings.push(format!(
-            "pop3.idle_timeout: {:?} is under the 10 minutes RFC 1939 asks of an autologout \
+            "{p}idle_timeout: {:?} is under the 10 minutes RFC 1939 asks of an autologout \
              timer",
             l.idle_timeout
         ));
     }
-    auth_throttle::validate(&c.auth_throttle, P, r);
+    auth_throttle::validate(&c.auth_throttle, p, r);
     for e in mail::tls_errors(&c.tls) {
         // The same files may serve SMTP, whose check reported them already.
         if !r.errors.contains(&e) {
@@ -202,25 +244,30 @@ fn validate(c: &stoa_pop3::Config, r: &mut Report) {
 
 /// A listener at least, POP3S ones with certificates, and a warning for a
 /// plain listener that could accept no login.
-fn check_listeners(c: &stoa_pop3::Config, r: &mut Report) {
+fn check_listeners(c: &stoa_pop3::Config, n: &Names, r: &mut Report) {
+    let Names {
+        p,
+        plain,
+        tls,
+        listen_flag,
+        tls_flag,
+    } = n;
     if c.listen.is_empty() && c.tls_listen.is_empty() {
-        r.errors.push(
-            "no POP3 listener: give --pop3-listen ADDR:PORT or --pop3s-listen ADDR:PORT \
-             (pop3.listen, pop3.tls_listen)"
-                .into(),
-        );
+        r.errors.push(format!(
+            "no {plain} listener: give {listen_flag} ADDR:PORT or {tls_flag} ADDR:PORT \
+             ({p}listen, {p}tls_listen)"
+        ));
     }
     if !c.tls_listen.is_empty() && c.tls.is_empty() {
-        r.errors.push(
-            "a POP3S listener needs certificates: give --tls-cert FILE --tls-key FILE (pop3.tls)"
-                .into(),
-        );
+        r.errors.push(format!(
+            "a {tls} listener needs certificates: give --tls-cert FILE --tls-key FILE ({p}tls)"
+        ));
     }
     if !c.listen.is_empty() && c.tls.is_empty() && !c.allow_plaintext_auth {
-        r.warnings.push(
-            "a POP3 listener without --tls-cert/--tls-key (pop3.tls) offers no STLS, and \
-             without pop3.allow_plaintext_auth it accepts no login"
-                .into(),
-        );
+        r.warnings.push(format!(
+            "a {plain} listener without --tls-cert/--tls-key ({p}tls) offers no STLS, and \
+             without {p}allow_plaintext_auth it accepts no login off {}",
+            "the secure networks (loopback by default)"
+        ));
     }
 }

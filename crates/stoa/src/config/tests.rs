@@ -743,3 +743,54 @@ fn pop3_errors_are_reported_with_the_rest() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn pop3_proxy_table_flags_and_mistakes() {
+    let file = "[pop3_proxy]\nlisten = [\"127.0.0.1:1110\"]\nbackend_tls = \"stls\"\n\
+                forward_client = false\nbackend_timeout = \"5s\"\nsecure_networks = []\n\n\
+                [pop3]\nmail_dir = \"/m\"\nlisten = [\"127.0.0.1:110\"]\n\
+                trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1\"]\n\n\
+                [[mail_host]]\nname = \"store1.test\"\npop3 = \"127.0.0.2:110\"\n";
+    let loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    let proxy = loaded.pop3_proxy.expect("the proxy");
+    assert_eq!(
+        proxy.config.listen,
+        ["127.0.0.1:1110".parse().expect("addr")]
+    );
+    assert!(proxy.config.secure_networks.is_empty());
+    assert_eq!(proxy.proxy.backend_tls, stoa_pop3::BackendTls::Stls);
+    assert!(!proxy.proxy.forward_client);
+    assert_eq!(proxy.proxy.reply_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(proxy.proxy.stores[0].pop3.as_deref(), Some("127.0.0.2:110"));
+    assert_eq!(
+        proxy.mail_dir.as_deref(),
+        Some(Path::new("/m")),
+        "beside the store"
+    );
+    let pop3 = loaded.pop3.expect("pop3");
+    assert_eq!(pop3.config.trusted_proxies.len(), 2);
+    assert_eq!(pop3.config.secure_networks, stoa_pop3::config::loopback());
+
+    // Alone with the embedded directory it has none; a bad key value; no listener.
+    let file = "[pop3_proxy]\nbackend_tls = \"maybe\"\nforward_client = 1\n";
+    let errors = load_all(Some(file), ServeArgs::default()).expect_err("invalid");
+    for needle in [
+        "pop3_proxy.backend_tls \"maybe\": expected",
+        "pop3_proxy.forward_client: expected true or false",
+        "no POP3 proxy listener: give --pop3-proxy-listen ADDR:PORT",
+        "the POP3 proxy needs a directory",
+    ] {
+        assert!(
+            errors.iter().any(|e| e.contains(needle)),
+            "{needle}: {errors:?}"
+        );
+    }
+    let args = ServeArgs {
+        pop3_proxy_listen: vec!["127.0.0.1:0".into()],
+        mail_dir: Some("/m".into()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_all(None, args).expect("the flag alone, the embedded directory");
+    assert!(loaded.web.is_none() && loaded.smtp.is_none());
+    assert!(loaded.pop3_proxy.is_some());
+}

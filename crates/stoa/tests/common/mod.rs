@@ -115,6 +115,10 @@ pub(crate) struct Server {
     pub(crate) pop3s_addrs: Vec<SocketAddr>,
     /// Every bound LMTP address, in `--lmtp-listen` order.
     pub(crate) lmtp_addrs: Vec<SocketAddr>,
+    /// Every bound POP3 proxy address, in `--pop3-proxy-listen` order.
+    pub(crate) pop3_proxy_addrs: Vec<SocketAddr>,
+    /// Every bound POP3S proxy address, in `--pop3s-proxy-listen` order.
+    pub(crate) pop3s_proxy_addrs: Vec<SocketAddr>,
 }
 
 /// How to start a server.
@@ -213,6 +217,8 @@ impl ServerBuilder {
                     "--pop3-listen",
                     "--pop3s-listen",
                     "--lmtp-listen",
+                    "--pop3-proxy-listen",
+                    "--pop3s-proxy-listen",
                 ]
                 .iter()
                 .any(|f| *a == *f)
@@ -252,6 +258,8 @@ impl ServerBuilder {
             pop3_addrs: Vec::new(),
             pop3s_addrs: Vec::new(),
             lmtp_addrs: Vec::new(),
+            pop3_proxy_addrs: Vec::new(),
+            pop3s_proxy_addrs: Vec::new(),
         };
         let ready = server.wait_for_stderr(READY_TIMEOUT, |lines| {
             lines.iter().filter(|l| parse_ready(l).is_some()).count() >= listens
@@ -283,6 +291,8 @@ impl ServerBuilder {
         server.pop3_addrs = of("pop3");
         server.pop3s_addrs = of("pop3s");
         server.lmtp_addrs = of("lmtp");
+        server.pop3_proxy_addrs = of("pop3-proxy");
+        server.pop3s_proxy_addrs = of("pop3s-proxy");
         server.addr = *server
             .addrs
             .iter()
@@ -292,6 +302,8 @@ impl ServerBuilder {
             .chain(&server.pop3_addrs)
             .chain(&server.pop3s_addrs)
             .chain(&server.lmtp_addrs)
+            .chain(&server.pop3_proxy_addrs)
+            .chain(&server.pop3s_proxy_addrs)
             .next()
             .expect("a readiness line was counted");
         server
@@ -309,6 +321,8 @@ fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
         "pop3",
         "pop3s",
         "lmtp",
+        "pop3-proxy",
+        "pop3s-proxy",
     ]
     .into_iter()
     .find(|s| *s == scheme)?;
