@@ -330,7 +330,8 @@ MMP_PID=""
 MMP_ADDR=""
 if [[ "$PEER" == stoa || "$PEER" == compare ]]; then
     {
-        printf '[pop3_proxy]\nallow_plaintext_auth = true\n\n'
+        # Every client is the harness on 127.0.0.1: no per-client limit.
+        printf '[pop3_proxy]\nhostname = "mmp.%s"\nallow_plaintext_auth = true\nmax_connections_per_client = 0\n\n' "$DOMAIN"
         directory_table "mmp.$DOMAIN"
         mail_hosts
     } >"$BENCH_TMP/mmp.toml"

@@ -3,9 +3,15 @@
 
     topology_summary.py tiers RESULT.json
     topology_summary.py compare OUT RUNS
+    topology_summary.py check RESULT.json
 
 tiers: per level, the QoS result and each tier's CPU and what it handled (the
 report's System Configuration, condensed).
+
+check (scripts/test.sh): exits 1, saying why, unless every level of the run
+had an error rate under 1 % and every tier was measured: CPU and peak memory of
+each, SMTP sessions and messages at the MTA, POP sessions at the POP3 tier, POP
+logins and LMTP recipients on the stores.
 
 compare: RUNS holds MODE|ROUND|DIR lines (MODE: direct, stoa, nginx). For each
 mode, over the rounds: the proxy tier's CPU per proxied POP3 session, and the p99
@@ -161,9 +167,39 @@ def compare(out_dir, runs_path):
     print("\n".join(out))
 
 
+def check(path):
+    r = json.load(open(path))
+    problems = []
+    if not r["tiers"]:
+        problems.append("no tiers in the report")
+    for t in r["tiers"]:
+        if not t["peak_kib"]:
+            problems.append(f"{t['role']}: no peak memory")
+    for level in r["levels"]:
+        at = f"{level['load_percent']}% level"
+        if level["error_rate_percent"] >= 1.0:
+            problems.append(f"{at}: error rate {level['error_rate_percent']:.2f}%")
+        for info, t in zip(r["tiers"], level["tiers"]):
+            where = f"{at}, {info['role']}"
+            if t["cpu_secs"] is None:
+                problems.append(f"{where}: CPU not measured")
+            if info["front"] and not t["sessions"]:
+                problems.append(f"{where}: no {info['front']} sessions")
+            if info["front"] == "smtp" and not t["messages"]:
+                problems.append(f"{where}: no messages")
+            for label, n in t["counts"].items():
+                if not n:
+                    problems.append(f"{where}: no {label} in its log")
+    if problems:
+        sys.exit("topology check failed:\n  " + "\n  ".join(problems))
+    print(f"topology check: {len(r['tiers'])} tiers measured at {len(r['levels'])} level(s)")
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "tiers":
         tiers(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "check":
+        check(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "compare":
         compare(sys.argv[2], sys.argv[3])
     else:
