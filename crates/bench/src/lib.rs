@@ -6,8 +6,9 @@
 //! - [`web`]: the SPECweb99-style run ([`web::Options`], [`web::run`]): validation,
 //!   iterations of paced load (`stoa-loadgen`), the post.log audit, `--find-max`,
 //!   and the built-in `stoa serve --web99` target over a cached file set.
-//! - [`agent`]: the client daemon of a many-machine web run ([`agent::Options`],
-//!   [`agent::serve`]) and the prime's side of it.
+//! - [`agent`]: the client daemon of a many-machine web or mail run
+//!   ([`agent::Options`], [`agent::serve`]) and the prime's side of both
+//!   (`--agents`).
 //! - [`mail`]: the SPECmail2001-style run ([`mail::Options`], [`mail::run`]): the
 //!   SMTP sink, the store fill and check, the load levels (`stoa-mailgen`), the
 //!   QoS verdict, and the built-in `stoa serve` mail target; plus

@@ -29,13 +29,45 @@
 //!   on through the cool-down, then the level waits (at most its drain limit) for
 //!   the judged sessions and probes to end; sessions still running are aborted
 //!   and counted as unfinished.
+//!
+//! # Parts of a run
+//!
+//! One run can be offered by several engines, each its [`Part`]: the whole of it
+//! in one process ([`Part::Whole`]), or, for `stoa bench mail --agents`, one
+//! share per load generator ([`Part::Agent`]) plus the prime's delivery probes
+//! ([`Part::Probes`]). The split keeps the single process's load and its
+//! per-mailbox behaviour (`mail2001.md` §2.7: "λ divided by the number of
+//! generators"):
+//!
+//! - **Probes are thinned out of the SMTP streams.** In one process a share
+//!   `p` of SMTP sessions carries a probe. With agents, the prime offers each
+//!   SMTP stream at `p × λ`, every session a probe, and the `n` agents offer
+//!   it at `(1 − p) × λ / n` without probes: by the thinning property of a
+//!   Poisson process the sum is the same stream. Sending and polling a probe
+//!   in one process keeps its delivery time on one clock.
+//! - **Mailboxes are shared out, not the rate alone.** Each agent keeps a
+//!   disjoint share of the random and the retry pool (the same pools from the
+//!   run's seed, every `n`-th mailbox, `Pools::keep_share`) and offers the
+//!   POP streams at the rate times its share of the pool, so each mailbox is
+//!   checked as often as in one process, only ever by one agent, and the retry
+//!   pool's "last checked" times live with the only agent that checks them.
+//! - **Probe mailboxes are reserved on the agent that owns them.** The prime
+//!   asks an agent (chosen by the size of its random-pool share) for a free
+//!   mailbox through [`ProbeMailboxes`]; the agent marks it busy
+//!   ([`Engine::reserve_for_probe`]) until the prime releases it, so a probed
+//!   mailbox is never POP-checked and every random-pool mailbox can be probed,
+//!   as in one process.
+//! - **Each part has its own seeds and message numbers**, so agents' schedules
+//!   are independent and every message's tag is unique in the run.
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use fastrand::Rng;
+use serde::{Deserialize, Serialize};
 use stoa_mail2001::{Rates, disconnect, dist};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -67,7 +99,7 @@ pub const RETRY_INTERVAL: Duration = Duration::from_secs(300);
 pub const REMOTE_GRACE: Duration = Duration::from_secs(DELIVERY_LIMIT_SECS as u64);
 
 /// The server under test and the accounts: fixed for a whole run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Workload {
     /// The SMTP service.
     pub smtp: SocketAddr,
@@ -172,6 +204,137 @@ impl Live {
     }
 }
 
+/// What one [`Live`] says, for an agent's progress messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveCounts {
+    /// Sessions and probes running.
+    pub active: u64,
+    /// Sessions started in this level.
+    pub started: u64,
+    /// Sessions that failed in this level.
+    pub failed: u64,
+    /// Judged sessions (and probes) not yet awaited during the drain.
+    pub pending: u64,
+}
+
+impl std::ops::AddAssign for LiveCounts {
+    fn add_assign(&mut self, o: LiveCounts) {
+        self.active += o.active;
+        self.started += o.started;
+        self.failed += o.failed;
+        self.pending += o.pending;
+    }
+}
+
+impl Live {
+    /// The counters now.
+    pub fn counts(&self) -> LiveCounts {
+        LiveCounts {
+            active: self.active.load(Ordering::Relaxed),
+            started: self.started.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            pending: self.pending.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Load generator `index` (from 0) of `agents`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Share {
+    /// This generator's number, from 0.
+    pub index: u32,
+    /// Generators in the run (at least 1).
+    pub agents: u32,
+}
+
+/// Where the prime's probes get their mailboxes in an agents run: a free
+/// random-pool mailbox of some agent, kept from that agent's POP sessions
+/// until released.
+pub trait ProbeMailboxes: Send + Sync {
+    /// A free random-pool mailbox, now reserved; `None` when none could be had
+    /// (the session then goes without a probe, as in one process).
+    fn take(&self) -> Pin<Box<dyn Future<Output = Option<u32>> + Send + '_>>;
+    /// Gives back a mailbox `take` returned. Must not block: it runs when a
+    /// probe's task ends or is aborted.
+    fn release(&self, user: u32);
+}
+
+/// Which part of a run's load an engine offers (the module docs: Parts of a
+/// run).
+#[derive(Clone)]
+pub enum Part {
+    /// All of it, in this process: the four streams over every account, and
+    /// probes on a share of the SMTP sessions.
+    Whole,
+    /// One load generator's share: the SMTP streams at `(1 − probe share) /
+    /// agents` of their rate without probes, the POP streams over its share of
+    /// the pools at its share of their rate.
+    Agent(Share),
+    /// The prime's: only the probe sessions (each SMTP stream at the probe
+    /// share of its rate, every session a probe), their mailboxes from the
+    /// agents.
+    Probes(Arc<dyn ProbeMailboxes>),
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Part::Whole => f.write_str("Whole"),
+            Part::Agent(s) => f.debug_tuple("Agent").field(s).finish(),
+            Part::Probes(_) => f.write_str("Probes"),
+        }
+    }
+}
+
+/// Where a session's mailbox comes from and goes back to.
+#[derive(Clone)]
+enum Mailboxes {
+    /// This engine's pools.
+    Local(Arc<Mutex<Pools>>),
+    /// The agents' pools, through the prime.
+    Remote(Arc<dyn ProbeMailboxes>),
+}
+
+impl Mailboxes {
+    /// A free random-pool mailbox, held until the guard drops.
+    async fn take_random(&self, rng: &mut Rng) -> Option<Held> {
+        let user = match self {
+            Mailboxes::Local(pools) => lock(pools).take_random(rng),
+            Mailboxes::Remote(remote) => remote.take().await,
+        }?;
+        Some(Held {
+            from: self.clone(),
+            user,
+        })
+    }
+}
+
+/// A mailbox in use by a POP session or a probe: released when dropped, also
+/// when the session's task is aborted at the end of a level.
+struct Held {
+    from: Mailboxes,
+    user: u32,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        match &self.from {
+            Mailboxes::Local(pools) => lock(pools).release(self.user),
+            Mailboxes::Remote(remote) => remote.release(self.user),
+        }
+    }
+}
+
+/// A level's load offered, its remote mail not yet counted at the sink
+/// ([`Engine::count_remote`]).
+#[derive(Debug)]
+pub struct Offered {
+    /// What the window measured; add the other parts' tallies before counting.
+    pub tally: LevelTally,
+    level: u8,
+    receipts_until: Instant,
+}
+
 /// Which stream a session belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stream {
@@ -185,7 +348,13 @@ enum Stream {
 #[derive(Debug)]
 pub struct Engine {
     workload: Arc<Workload>,
+    part: Part,
     pools: Arc<Mutex<Pools>>,
+    /// This engine's share of the random and of the retry pool (1 for the
+    /// whole run): the factors of its POP streams' rates.
+    pool_share: (f64, f64),
+    /// Draws the mailboxes an agent reserves for the prime's probes.
+    picker: Mutex<Rng>,
     sink: Arc<Mutex<Receipts>>,
     /// Bumped on every sink receipt, so a level can wait for its remote mail.
     sink_changed: Arc<watch::Sender<u64>>,
@@ -199,17 +368,96 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Engine {
-    /// An engine for `workload`; the retry pool is drawn from its seed.
+    /// An engine for the whole of `workload`; the retry pool is drawn from its
+    /// seed.
     pub fn new(workload: Workload) -> Engine {
+        Engine::with_part(workload, Part::Whole)
+    }
+
+    /// An engine for `part` of `workload`'s load. Every part draws the same
+    /// pools from the seed; an agent keeps its share of them.
+    pub fn with_part(workload: Workload, part: Part) -> Engine {
         let mut rng = Rng::with_seed(workload.seed ^ 0x7e7a_9001);
-        let pools = Pools::new(workload.users, &mut rng);
+        let mut pools = Pools::new(workload.users, &mut rng);
+        let mut pool_share = (1.0, 1.0);
+        let mut seq = 0;
+        if let Part::Agent(share) = &part {
+            let (random, retry) = (pools.random_len(), pools.retry_len());
+            pools.keep_share(share.index, share.agents);
+            let ratio = |mine: usize, all: usize| {
+                if all == 0 {
+                    0.0
+                } else {
+                    mine as f64 / all as f64
+                }
+            };
+            pool_share = (
+                ratio(pools.random_len(), random),
+                ratio(pools.retry_len(), retry),
+            );
+            // Message numbers of agent k start at (k + 1) << 40: unique in the run.
+            seq = (u64::from(share.index) + 1) << 40;
+        }
+        let picker = Rng::with_seed(workload.seed ^ part_salt(&part) ^ 0x009b_0be5);
         Engine {
             workload: Arc::new(workload),
+            part,
             pools: Arc::new(Mutex::new(pools)),
+            pool_share,
+            picker: Mutex::new(picker),
             sink: Arc::new(Mutex::new(Receipts::default())),
             sink_changed: Arc::new(watch::Sender::new(0)),
-            seq: Arc::new(AtomicU64::new(0)),
+            seq: Arc::new(AtomicU64::new(seq)),
         }
+    }
+
+    /// The part of the run this engine offers.
+    pub fn part(&self) -> &Part {
+        &self.part
+    }
+
+    /// The rates at which this engine offers the four streams of a level at
+    /// `rates` (user SMTP, remote SMTP, initial POP, repeated POP), and the
+    /// chance that one of its SMTP sessions carries a probe.
+    pub fn part_rates(&self, rates: &Rates) -> ([f64; 4], f64) {
+        let p = self.workload.probe_share.clamp(0.0, 1.0);
+        let (smtp, initial, repeated, chance) = match &self.part {
+            Part::Whole => (1.0, 1.0, 1.0, p),
+            Part::Agent(s) => (
+                (1.0 - p) / f64::from(s.agents.max(1)),
+                self.pool_share.0,
+                self.pool_share.1,
+                0.0,
+            ),
+            Part::Probes(_) => (p, 0.0, 0.0, 1.0),
+        };
+        (
+            [
+                rates.user_smtp * smtp,
+                rates.remote_smtp * smtp,
+                rates.initial_pop * initial,
+                rates.repeated_pop * repeated,
+            ],
+            chance,
+        )
+    }
+
+    /// An agent's side of the prime's probes: a free mailbox of this engine's
+    /// random-pool share, marked busy until [`Engine::release_probe`].
+    pub fn reserve_for_probe(&self) -> Option<u32> {
+        let mut rng = lock(&self.picker);
+        lock(&self.pools).take_random(&mut rng)
+    }
+
+    /// Gives back a mailbox [`Engine::reserve_for_probe`] returned.
+    pub fn release_probe(&self, user: u32) {
+        lock(&self.pools).release(user);
+    }
+
+    /// Mailboxes in this engine's share of the random and of the retry pool.
+    pub fn pool_sizes(&self) -> (usize, usize) {
+        let pools = lock(&self.pools);
+        (pools.random_len(), pools.retry_len())
     }
 
     /// The workload.
@@ -238,6 +486,15 @@ impl Engine {
 
     /// Offers one level's load and returns what its window measured.
     pub async fn run_level(&self, plan: &LevelPlan, live: &Arc<Live>) -> LevelTally {
+        let offered = self.offer_level(plan, live).await;
+        self.count_remote(offered, live).await
+    }
+
+    /// Offers one level's load (this engine's part of it): warm-up, window,
+    /// cool-down and the drain of the judged sessions. The sink's count of
+    /// the level's remote mail is [`Engine::count_remote`]'s, once every part's
+    /// tally is in.
+    pub async fn offer_level(&self, plan: &LevelPlan, live: &Arc<Live>) -> Offered {
         live.started.store(0, Ordering::Relaxed);
         live.failed.store(0, Ordering::Relaxed);
         live.pending.store(0, Ordering::Relaxed);
@@ -247,8 +504,8 @@ impl Engine {
             ..LevelTally::default()
         }));
         let times = LevelTimes::from_now(plan);
-        let deadline = times.window.1 + REMOTE_GRACE;
-        lock(&self.sink).open(plan.index, times.window.0, deadline);
+        let receipts_until = times.window.1 + REMOTE_GRACE;
+        lock(&self.sink).open(plan.index, times.window.0, receipts_until);
         let (judged_tx, mut judged_rx) = tokio::sync::mpsc::unbounded_channel();
         let streams = self.spawn_streams(plan, &tally, live, times, &judged_tx);
         drop(judged_tx);
@@ -258,10 +515,26 @@ impl Engine {
         let unfinished = drain_judged(&mut judged_rx, plan.drain_limit, live).await;
         let mut t = lock(&tally).clone();
         t.counters.unfinished += unfinished;
+        Offered {
+            tally: t,
+            level: plan.index,
+            receipts_until,
+        }
+    }
+
+    /// Counts the level's remote mail at the sink into `offered`'s tally:
+    /// waits (at most until the end of the window plus [`REMOTE_GRACE`]) for
+    /// the recipients of its accepted messages, then takes the sink's counts.
+    pub async fn count_remote(&self, offered: Offered, live: &Live) -> LevelTally {
+        let Offered {
+            tally: mut t,
+            level,
+            receipts_until,
+        } = offered;
         let deliverable = t.remote.sent - t.remote.dropped.min(t.remote.sent);
-        self.await_remote(plan.index, deliverable, deadline).await;
+        self.await_remote(level, deliverable, receipts_until).await;
         live.set_phase(Phase::Done);
-        (t.remote.received, t.remote.outside) = lock(&self.sink).counts(plan.index);
+        (t.remote.received, t.remote.outside) = lock(&self.sink).counts(level);
         t
     }
 
@@ -293,13 +566,19 @@ impl Engine {
         times: LevelTimes,
         judged_tx: &Judged,
     ) -> JoinSet<JoinSet<()>> {
-        let rates = plan.rates;
+        let ([user_smtp, remote_smtp, initial_pop, repeated_pop], probe_chance) =
+            self.part_rates(&plan.rates);
+        let mailboxes = match &self.part {
+            Part::Probes(remote) => Mailboxes::Remote(Arc::clone(remote)),
+            Part::Whole | Part::Agent(_) => Mailboxes::Local(Arc::clone(&self.pools)),
+        };
+        let salt = part_salt(&self.part);
         let mut streams = JoinSet::new();
         for (k, (stream, rate)) in [
-            (Stream::UserSmtp, rates.user_smtp),
-            (Stream::RemoteSmtp, rates.remote_smtp),
-            (Stream::InitialPop, rates.initial_pop),
-            (Stream::RepeatedPop, rates.repeated_pop),
+            (Stream::UserSmtp, user_smtp),
+            (Stream::RemoteSmtp, remote_smtp),
+            (Stream::InitialPop, initial_pop),
+            (Stream::RepeatedPop, repeated_pop),
         ]
         .into_iter()
         .enumerate()
@@ -307,17 +586,30 @@ impl Engine {
             let ctx = SessionCtx {
                 workload: Arc::clone(&self.workload),
                 pools: Arc::clone(&self.pools),
+                mailboxes: mailboxes.clone(),
                 tally: Arc::clone(tally),
                 live: Arc::clone(live),
                 seq: Arc::clone(&self.seq),
                 level: plan.index,
-                probe_share: self.workload.probe_share,
+                probe_share: probe_chance,
             };
-            let seed =
-                self.workload.seed ^ (u64::from(plan.index) << 32) ^ ((k as u64 + 1) * 0x9e37_79b9);
+            let seed = self.workload.seed
+                ^ salt
+                ^ (u64::from(plan.index) << 32)
+                ^ ((k as u64 + 1) * 0x9e37_79b9);
             streams.spawn(schedule(ctx, stream, rate, seed, times, judged_tx.clone()));
         }
         streams
+    }
+}
+
+/// What sets a part's random streams apart from the other parts' (0 for the
+/// whole run, so its seeds are what they always were).
+fn part_salt(part: &Part) -> u64 {
+    match part {
+        Part::Whole => 0,
+        Part::Agent(s) => (u64::from(s.index) + 1).wrapping_mul(0xa076_1d64_78bd_642f),
+        Part::Probes(_) => 0xe703_7ed1_a0b4_28db,
     }
 }
 
@@ -407,10 +699,13 @@ async fn drain_judged(
 struct SessionCtx {
     workload: Arc<Workload>,
     pools: Arc<Mutex<Pools>>,
+    /// Where probes get their mailboxes.
+    mailboxes: Mailboxes,
     tally: Arc<Mutex<LevelTally>>,
     live: Arc<Live>,
     seq: Arc<AtomicU64>,
     level: u8,
+    /// The chance that an SMTP session carries a probe.
     probe_share: f64,
 }
 
@@ -507,7 +802,10 @@ async fn run_pop(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng)
             pools.take_retry(&mut rng, Instant::now())
         }
     };
-    let Some(user) = user else {
+    let Some(held) = user.map(|user| Held {
+        from: Mailboxes::Local(Arc::clone(&ctx.pools)),
+        user,
+    }) else {
         if measured && stream == Stream::RepeatedPop {
             lock(&ctx.tally).counters.retry_pool_exhausted += 1;
         }
@@ -520,10 +818,10 @@ async fn run_pop(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng)
     };
     let plan = PopPlan {
         drop: Some(disconnect::pop_drop(&mut rng)),
-        ..ctx.workload.pop_plan(user, pace)
+        ..ctx.workload.pop_plan(held.user, pace)
     };
     let record = pop_session(&plan).await;
-    lock(&ctx.pools).release(user);
+    drop(held);
     if record.failure().is_some() {
         ctx.live.failed.fetch_add(1, Ordering::Relaxed);
     }
@@ -535,11 +833,12 @@ async fn run_pop(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng)
 /// One SMTP session, user mail or remote-MTA mail, and its probe if it carries
 /// one.
 async fn run_smtp(ctx: &SessionCtx, user_mail: bool, measured: bool, mut rng: Rng) {
-    let probe_user = if rng.f64() < ctx.probe_share {
-        lock(&ctx.pools).take_random(&mut rng)
+    let held = if rng.f64() < ctx.probe_share {
+        ctx.mailboxes.take_random(&mut rng).await
     } else {
         None
     };
+    let probe_user = held.as_ref().map(|h| h.user);
     let (mut plan, tag) = smtp_plan(ctx, &mut rng, user_mail, measured, probe_user);
     // A probe is the harness's instrument, never dropped.
     plan.drop_mid_data = probe_user.is_none() && disconnect::smtp_drops(&mut rng);
@@ -570,12 +869,12 @@ async fn run_smtp(ctx: &SessionCtx, user_mail: bool, measured: bool, mut rng: Rn
             t.delivery.attempts += 1;
         }
     }
-    if let Some(p) = probe_user {
-        if accepted {
-            probe(ctx, p, &tag, started, measured).await;
-        }
-        lock(&ctx.pools).release(p);
+    if let Some(p) = probe_user
+        && accepted
+    {
+        probe(ctx, p, &tag, started, measured).await;
     }
+    drop(held);
 }
 
 /// An SMTP session's plan and its message's tag: recipients, envelope, pace
@@ -712,6 +1011,88 @@ async fn probe(ctx: &SessionCtx, user: u32, tag: &Tag, started: Instant, measure
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn workload() -> Workload {
+        Workload {
+            smtp: "127.0.0.1:25".parse().expect("addr"),
+            pop3: "127.0.0.1:110".parse().expect("addr"),
+            domain: "stoa.test".into(),
+            remote_domain: "remote.test".into(),
+            users: 1000,
+            password: "pw".into(),
+            reply_timeout: Duration::from_secs(60),
+            probe_share: 0.01,
+            seed: 7,
+            run_id: 7,
+        }
+    }
+
+    /// A prime's mailboxes that never has one.
+    struct NoMailboxes;
+
+    impl ProbeMailboxes for NoMailboxes {
+        fn take(&self) -> Pin<Box<dyn Future<Output = Option<u32>> + Send + '_>> {
+            Box::pin(async { None })
+        }
+        fn release(&self, _: u32) {}
+    }
+
+    /// Three agents and the prime's probes offer, together, exactly the one
+    /// process's streams; their random-pool shares cover the pool.
+    #[test]
+    fn parts_add_up_to_the_whole() {
+        let rates = Rates::at(5.0);
+        let (whole, chance) = Engine::new(workload()).part_rates(&rates);
+        assert_eq!(chance, 0.01);
+        let probes = Engine::with_part(workload(), Part::Probes(Arc::new(NoMailboxes)));
+        let (mut sum, chance) = probes.part_rates(&rates);
+        assert_eq!(chance, 1.0);
+        assert_eq!((sum[2], sum[3]), (0.0, 0.0), "the prime checks no mailbox");
+        let mut random = 0;
+        for index in 0..3 {
+            let e = Engine::with_part(workload(), Part::Agent(Share { index, agents: 3 }));
+            let (r, chance) = e.part_rates(&rates);
+            assert_eq!(chance, 0.0, "agents send no probes");
+            for (a, b) in sum.iter_mut().zip(r) {
+                *a += b;
+            }
+            random += e.pool_sizes().0;
+        }
+        for (a, b) in sum.iter().zip(whole) {
+            assert!((a - b).abs() <= b * 1e-12, "{sum:?} vs {whole:?}");
+        }
+        assert_eq!(random, Engine::new(workload()).pool_sizes().0);
+    }
+
+    /// A reserved mailbox goes back to the pool when its holder drops, as a
+    /// session's task aborted at the end of a level does.
+    #[test]
+    fn held_mailboxes_are_released_on_drop() {
+        let engine = Engine::with_part(
+            workload(),
+            Part::Agent(Share {
+                index: 0,
+                agents: 1,
+            }),
+        );
+        let pools = Mailboxes::Local(Arc::clone(&engine.pools));
+        let n = engine.pool_sizes().0;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let mut rng = Rng::with_seed(1);
+        let held: Vec<Held> = (0..n)
+            .map(|_| rt.block_on(pools.take_random(&mut rng)).expect("free"))
+            .collect();
+        assert!(
+            engine.reserve_for_probe().is_none(),
+            "every mailbox is held"
+        );
+        drop(held);
+        let u = engine.reserve_for_probe().expect("released");
+        engine.release_probe(u);
+        assert!(engine.reserve_for_probe().is_some());
+    }
 
     #[test]
     fn distinct_accounts_are_distinct() {

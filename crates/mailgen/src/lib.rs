@@ -14,7 +14,9 @@
 //!   message, QUIT), the delivery probe's poll, and STAT for the store check.
 //! - [`sink`]: the SMTP sink the server relays remote mail to; it counts tagged
 //!   recipients (per level, inside or outside the level's window: `receipts`).
-//! - [`tally`]: what a level measured ([`tally::LevelTally`]).
+//! - [`engine`]: the streams, pools, probes and window of a level, for the whole
+//!   run or one [`engine::Part`] of it (an agent's share, the prime's probes).
+//! - [`tally`]: what a level measured ([`tally::LevelTally`]), mergeable.
 //! - [`qos`]: the QoS rules and the rows of the published tables.
 //!
 //! The workload's numbers (rates, distributions) come from `stoa-mail2001`.

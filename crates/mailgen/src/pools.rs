@@ -1,6 +1,11 @@
 //! The mailboxes the engine hands to POP sessions and probes (`mail2001.md`
 //! §1.5): the random and retry pools, which mailboxes are busy, and when each
 //! retry-pool mailbox was last checked.
+//!
+//! A load generator of an agents run keeps only its share of both pools
+//! ([`Pools::keep_share`]): every generator draws the same pools from the run's
+//! seed and keeps the mailboxes at its own positions, so the shares are disjoint
+//! and cover every account, and no mailbox is checked by two generators.
 
 use fastrand::Rng;
 use tokio::time::Instant;
@@ -35,6 +40,34 @@ impl Pools {
             random,
             busy: vec![false; users as usize + 1],
         }
+    }
+
+    /// Keeps only share `index` of `agents` of both pools: the mailboxes at
+    /// positions `index`, `index + agents`, … of each (the pools are already in
+    /// random order).
+    pub(crate) fn keep_share(&mut self, index: u32, agents: u32) {
+        let (index, agents) = (index as usize, agents.max(1) as usize);
+        let mine = |i: &usize| i % agents == index;
+        let keep = |v: &[u32]| -> Vec<u32> {
+            v.iter()
+                .enumerate()
+                .filter(|(i, _)| mine(i))
+                .map(|(_, &u)| u)
+                .collect()
+        };
+        self.random = keep(&self.random);
+        self.retry = keep(&self.retry);
+        self.last_check = vec![None; self.retry.len()];
+    }
+
+    /// Mailboxes in the random pool.
+    pub(crate) fn random_len(&self) -> usize {
+        self.random.len()
+    }
+
+    /// Mailboxes in the retry pool.
+    pub(crate) fn retry_len(&self) -> usize {
+        self.retry.len()
     }
 
     /// A random-pool mailbox not in use, marked busy.
@@ -125,5 +158,29 @@ mod tests {
         assert_eq!(taken.len(), 925);
         p.release(taken[0]);
         assert_eq!(p.take_random(&mut rng), Some(taken[0]));
+    }
+
+    /// Three generators' shares of one run's pools: disjoint, complete, and
+    /// each within one mailbox of a third.
+    #[test]
+    fn shares_are_disjoint_and_complete() {
+        let whole = Pools::new(1000, &mut Rng::with_seed(4));
+        let mut random = Vec::new();
+        let mut retry = Vec::new();
+        for index in 0..3 {
+            let mut p = Pools::new(1000, &mut Rng::with_seed(4));
+            p.keep_share(index, 3);
+            assert!(p.random_len().abs_diff(925 / 3) <= 1, "{}", p.random_len());
+            assert_eq!(p.retry_len(), 25);
+            assert_eq!(p.last_check.len(), 25);
+            random.extend_from_slice(&p.random);
+            retry.extend_from_slice(&p.retry);
+        }
+        random.sort_unstable();
+        retry.sort_unstable();
+        let (mut want_random, mut want_retry) = (whole.random.clone(), whole.retry.clone());
+        want_random.sort_unstable();
+        want_retry.sort_unstable();
+        assert_eq!((random, retry), (want_random, want_retry));
     }
 }

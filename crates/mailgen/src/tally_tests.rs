@@ -120,3 +120,65 @@ fn connect_errors_are_not_attempts_of_the_connect_row() {
     assert_eq!(t.counters.pop_session, 1_053);
     assert_eq!(t.function(Function::PopQuit).attempts, 1_000);
 }
+
+/// What `stoa bench mail --agents` relies on: tallies that crossed the wire
+/// as JSON merge into exactly the tally of one process that saw every session
+/// (every counter summed, every histogram bucket added).
+#[test]
+fn tallies_over_the_wire_merge_exactly() {
+    let mut rng = fastrand::Rng::with_seed(5);
+    let mut one = LevelTally {
+        window_secs: 60.0,
+        ..LevelTally::default()
+    };
+    let mut parts = vec![one.clone(), one.clone(), one.clone()];
+    for i in 0..300 {
+        let mut rec = SessionRecord::default();
+        let smtp = rng.bool();
+        let functions: &[Function] = if smtp {
+            &Function::ALL[..6]
+        } else {
+            &Function::ALL[6..]
+        };
+        for &f in functions {
+            let outcome = if rng.u8(..20) == 0 {
+                Err(Failure::Timeout)
+            } else {
+                Ok(())
+            };
+            rec.step(f, rng.f64() * 8000.0, outcome);
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let kind = if smtp {
+            Sized::DataResponse
+        } else {
+            Sized::RetrieveResponse
+        };
+        rec.transfer(kind, rng.f64() * 9000.0, rng.u64(1..3_000_000), rng.bool());
+        rec.to_local = rng.u32(0..4);
+        rec.to_remote = rng.u32(0..2);
+        rec.dropped = rng.u8(..50) == 0;
+        one.add_session(&rec);
+        let part = &mut parts[i % 3];
+        part.add_session(&rec);
+        for t in [&mut one, &mut *part] {
+            t.started.initial_pop += 1;
+            t.remote.sent += u64::from(rec.to_remote);
+            t.delivery.attempts += 1;
+            t.delivery.times.record_ms(i as f64 * 37.0);
+        }
+    }
+    let mut merged = LevelTally::default();
+    for part in &parts {
+        let wire = serde_json::to_string(part).expect("serialise");
+        let back: LevelTally = serde_json::from_str(&wire).expect("deserialise");
+        merged.merge(&back);
+    }
+    assert_eq!(
+        serde_json::to_value(&merged).expect("merged"),
+        serde_json::to_value(&one).expect("one"),
+    );
+    assert_eq!(merged.counters.sessions(), 300);
+}

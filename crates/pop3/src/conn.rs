@@ -272,9 +272,21 @@ impl Conn {
                     .login_delay
                     .take()
                     .unwrap_or(self.shared.throttle.config().delay);
-                tokio::time::sleep(delay).await;
+                // Shutdown cuts the wait short: the refusal goes out, then the
+                // session ends (it holds no mailbox yet, so nothing is lost).
+                let draining = tokio::select! {
+                    () = tokio::time::sleep(delay) => false,
+                    () = self.shutdown.wait() => true,
+                };
                 response.write_to(self.io.out());
-                Ok(if close { Flow::Close } else { Flow::Continue })
+                if draining {
+                    Response::shutting_down().write_to(self.io.out());
+                }
+                Ok(if close || draining {
+                    Flow::Close
+                } else {
+                    Flow::Continue
+                })
             }
         }
     }

@@ -267,6 +267,31 @@ fn shutdown_tells_waiting_sessions_and_deletes_nothing() {
 }
 
 #[test]
+fn shutdown_cuts_a_failed_logins_delay_short() {
+    let mail = MailDir::new();
+    let mut config = plaintext(&mail);
+    config.auth_throttle.delay = Duration::from_secs(20);
+    config.auth_throttle.max_delay = Duration::from_secs(20);
+    let mut server = Running::start(&mail, config);
+    let mut c = Client::connect(server.pop3);
+    // USER's answer is written out only once PASS has failed and its delay
+    // begins (earlier answers go first), so after it the server is waiting.
+    c.send(format!("USER {JOE}\r\nPASS wrong\r\n").as_bytes());
+    assert!(c.status().starts_with("+OK"));
+    let start = std::time::Instant::now();
+    server.trigger();
+    assert_eq!(c.status(), "-ERR [AUTH] Authentication failed");
+    assert_eq!(c.status(), "-ERR [SYS/TEMP] Server shutting down");
+    c.expect_eof();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    server.stop();
+}
+
+#[test]
 fn connections_per_client_are_limited() {
     let mail = MailDir::new();
     let mut config = plaintext(&mail);

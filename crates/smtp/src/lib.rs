@@ -8,10 +8,15 @@
 //! - [`Server`] (`server.rs`): binds the MX and submission listeners on every
 //!   worker (one event loop per core, `SO_REUSEPORT`, as the web server), recovers
 //!   the queue, starts the queue thread, drains on shutdown.
-//! - `conn.rs`: one connection: it owns the socket (plain, or TLS after STARTTLS),
-//!   the read and reply buffers and the transaction, and drives
-//!   [`stoa_smtp_proto::Session`] with deadlines (command, DATA with a minimum rate,
-//!   session cap, send).
+//! - `driver.rs`: the connection driver of both dialects, SMTP and LMTP: one
+//!   connection owns the socket (plain, or TLS after STARTTLS), the read and reply
+//!   buffers and the transaction, and drives [`stoa_smtp_proto::Session`] with
+//!   deadlines (command, DATA with a minimum rate, session cap, send) and shutdown;
+//!   netkit's `Handler` spawns it. What a dialect adds is a `Policy` (generic, so
+//!   no dynamic dispatch per command): its transaction and its answers, at the end
+//!   of a message one (SMTP) or one per recipient (LMTP).
+//! - `conn.rs`: SMTP's policy: the MX and submission kinds, the transaction
+//!   (sender, recipients, the queue spool).
 //! - `policy.rs`: the answers to the session's events: free space at MAIL
 //!   (`452 4.3.1`), the relay rules and directory lookups at RCPT, the spool and the
 //!   `Received:` field at DATA, the durable commit at the end of the message
@@ -23,7 +28,7 @@
 //!   LMTP client to other store hosts (a small per-host connection pool), the
 //!   smart-host client (both over one SMTP client core), DSN bounces.
 //! - [`lmtp`]: the LMTP server (RFC 2033) of a store host: the same codec in its
-//!   LMTP dialect, the same limits and local delivery, no queue (each recipient's
+//!   LMTP dialect, the same driver, limits and local delivery, no queue (each recipient's
 //!   reply after the final dot says whether its copy is on disk) and no relaying.
 //!   Why it is a module here and not a crate of its own is in its docs.
 //! - `headers.rs`: `Received:` and dates.
@@ -50,6 +55,7 @@
 pub mod config;
 mod conn;
 pub mod delivery;
+mod driver;
 mod headers;
 pub mod lmtp;
 mod policy;

@@ -287,7 +287,8 @@ impl Conn {
     /// unless the client's address is past the throttle's limit. Every failure
     /// (unknown user, wrong password, someone else's authorization identity, a
     /// refused address) is the same `535 5.7.8`, counted against the address, and
-    /// waits the throttle's delay (`Conn::wait_auth_delay`) before it is sent.
+    /// waits the throttle's delay (`Conn::auth_delay`, which the driver waits out)
+    /// before it is sent.
     pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> Decision {
         let Credentials {
             authzid,

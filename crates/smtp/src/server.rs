@@ -1,23 +1,21 @@
-//! Binding, the worker loops, the queue thread, and shutdown.
+//! Binding, the queue thread, and shutdown; the worker loops and connections are
+//! the shared driver's (`driver.rs`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use stoa_directory::Directory;
-use stoa_netkit::server::{
-    Accepted, BoxError, ClientCounts, Endpoint, Handler, Listeners, RuntimeModel, Service,
-    WorkerScope,
-};
+use stoa_netkit::server::{BoxError, Endpoint, Listeners, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::throttle::Throttle;
 use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig, Dialect};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::conn::{self, Kind};
+use crate::conn::Kind;
 use crate::delivery::{self, Deliverer, LocalDelivery, Relay};
+use crate::driver;
 use crate::queue::{Envelope, Queue};
 use crate::shared::Shared;
 
@@ -98,13 +96,9 @@ impl Server {
         let (mx, submission) = session_configs(&config, tls.is_some());
         let (queue, recovered) = open_queue(&config)?;
         let mut listeners = Listeners::new(config.workers);
-        let listen_error = |(addr, source)| Error::Listen { addr, source };
-        let addrs = listeners
-            .bind_all(&config.listen, &Kind::Mx)
-            .map_err(listen_error)?;
-        let submission_addrs = listeners
-            .bind_all(&config.submission_listen, &Kind::Submission)
-            .map_err(listen_error)?;
+        let addrs = driver::bind(&mut listeners, &config.listen, &Kind::Mx)?;
+        let submission_addrs =
+            driver::bind(&mut listeners, &config.submission_listen, &Kind::Submission)?;
         let (notify, incoming) = mpsc::unbounded_channel();
         let deliverer = Arc::new(Deliverer {
             queue: Arc::clone(&queue),
@@ -121,7 +115,6 @@ impl Server {
             .map(|d| d.trim_end_matches('.').to_ascii_lowercase())
             .collect();
         let shared = Arc::new(Shared {
-            clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             directory,
             queue,
@@ -186,12 +179,12 @@ impl Server {
                 ))
             })
             .map_err(Error::Workers)?;
-        let served = stoa_netkit::server::run(&shared, listeners, RuntimeModel::PerCore, shutdown);
+        let served = driver::run(&shared, listeners, shutdown);
         // Without workers nothing triggers the queue's end: leave it to the process.
         if served.is_ok() && queue.join().is_err() {
             tracing::error!("the queue thread panicked");
         }
-        served.map_err(Error::Workers)
+        served
     }
 }
 
@@ -246,33 +239,6 @@ fn session_configs(config: &Config, starttls: bool) -> (Arc<SessionConfig>, Arc<
         })
     };
     (session(false), session(true))
-}
-
-impl Handler for Shared {
-    type Kind = Kind;
-    type Worker = ();
-    const NAME: &'static str = "SMTP";
-
-    fn max_connections(&self) -> usize {
-        self.config.limits.max_connections
-    }
-
-    fn grace(&self) -> Duration {
-        self.config.shutdown_grace
-    }
-
-    /// Every open connection: on shutdown those waiting for a command get `421`
-    /// and close, those receiving a message finish it.
-    fn in_flight(&self) -> usize {
-        self.clients.open()
-    }
-
-    fn start_worker(self: &Arc<Self>, _scope: WorkerScope) {}
-
-    fn accept(self: &Arc<Self>, _worker: &Arc<()>, conn: Accepted<Kind>) {
-        let slot = self.clients.enter(conn.peer.ip());
-        tokio::spawn(conn::serve(conn, Arc::clone(self), slot));
-    }
 }
 
 impl Service for Server {

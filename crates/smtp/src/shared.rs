@@ -1,9 +1,9 @@
-//! The state every worker and connection of one SMTP server shares.
+//! The state every worker and connection of one SMTP server shares (the SMTP
+//! `driver::Policy` is implemented on it, in `conn.rs`).
 
 use std::sync::Arc;
 
 use stoa_directory::Directory;
-use stoa_netkit::server::ClientCounts;
 use stoa_netkit::throttle::Throttle;
 use stoa_smtp_proto::session::Config as SessionConfig;
 
@@ -23,8 +23,6 @@ pub(crate) struct Shared {
     pub(crate) submission: Arc<SessionConfig>,
     /// The configured local domains, normalised.
     pub(crate) domains: Vec<String>,
-    /// Connections per client address (and in all), across workers.
-    pub(crate) clients: Arc<ClientCounts>,
     /// Failed AUTH per client address, perhaps shared with other servers (POP3).
     pub(crate) throttle: Arc<Throttle>,
 }

@@ -120,6 +120,7 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         reply_timeout: duration(Some(&args.reply_timeout), "--reply-timeout")?
             .unwrap_or(Duration::from_secs(60)),
         threads: args.threads,
+        agents: args.agents.clone(),
         drain_limit: duration(args.drain_limit.as_ref(), "--drain-limit")?,
         seed: args.seed,
         store_seed: args.store_seed,

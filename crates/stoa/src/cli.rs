@@ -60,8 +60,9 @@ pub(crate) enum BenchCommand {
     /// Writes the benchmark's users for another server: a Dovecot passwd-file
     /// (or a plain list), so Postfix + Dovecot can be measured the same way.
     MailUsers(BenchMailUsersArgs),
-    /// A client daemon for `stoa bench web --agents`: runs the load generators a
-    /// prime client sends it and answers with their counters.
+    /// A client daemon for `stoa bench web --agents` and `stoa bench mail
+    /// --agents`: runs the load generators a prime client sends it and answers
+    /// with their counters.
     Agent(BenchAgentArgs),
     /// Lookups/s and latency of the configured user directory (the LDAP
     /// backend): random users of `user1@DOMAIN` … `userN@DOMAIN`, cold and warm
@@ -292,6 +293,15 @@ pub(crate) struct BenchMailArgs {
     /// Load threads of the harness.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub(crate) threads: u32,
+
+    /// Run the four streams on these `stoa bench agent` daemons (`HOST:PORT,…`)
+    /// instead of in this process: each sends an even share of the SMTP
+    /// sessions and checks its own share of the mailboxes. This process keeps
+    /// the sink, the store's fill and check, the delivery probes, the QoS tally
+    /// and the one report. The agents must reach --smtp/--pop3 (the built-in
+    /// server listens on loopback: agents on this machine only).
+    #[arg(long, value_name = "ADDR,…", value_delimiter = ',')]
+    pub(crate) agents: Vec<String>,
 
     /// Longest wait after a level's cool-down for its judged sessions and
     /// probes (default: 2 min for the quick profile, 20 min for standard).

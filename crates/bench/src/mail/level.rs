@@ -1,21 +1,22 @@
 //! One load level of a run: the four streams at a rate, the CPU they cost, and
 //! the live progress line.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use stoa_mail2001::Rates;
-use stoa_mailgen::engine::{Engine, LevelPlan, Live, Phase};
+use stoa_mailgen::engine::{Engine, LevelPlan, Live, LiveCounts, Phase};
 use stoa_mailgen::qos::{self, Outcome};
 
 use super::Settings;
 use super::run::LevelResult;
 use super::tiers::Window;
+use crate::agent::mail::Agents;
 use crate::cpu_of;
 
-/// Runs one level at `load` × `mpm`, with a progress line.
+/// Runs one level at `load` × `mpm`, with a progress line: in this process,
+/// or over the `agents` (their shares and this engine's probes).
 pub(super) async fn run_level(
     engine: &Engine,
     s: &Settings,
@@ -23,7 +24,8 @@ pub(super) async fn run_level(
     load: f64,
     index: u8,
     server_pids: &[u32],
-) -> LevelResult {
+    agents: Option<&mut Agents>,
+) -> anyhow::Result<LevelResult> {
     let rates = Rates::at_load(mpm, load);
     let plan = LevelPlan {
         index,
@@ -39,12 +41,22 @@ pub(super) async fn run_level(
         rates.user_smtp, rates.remote_smtp, rates.initial_pop, rates.repeated_pop
     );
     let live = Arc::new(Live::default());
-    let progress = progress(&label, &plan, &live);
+    let remote = agents.as_ref().map(|a| a.live());
+    let progress = progress(&label, &plan, &live, remote);
     let self_pid = [std::process::id()];
     let (harness0, server0, machine0) = (cpu_of(&self_pid), cpu_of(server_pids), machine_busy());
     let started = Instant::now();
     let window = Window::start(&s.tiers, plan.warmup, plan.run);
-    let tally = engine.run_level(&plan, &live).await;
+    let (tally, generators, agents_cpu) = match agents {
+        None => (engine.run_level(&plan, &live).await, Vec::new(), None),
+        Some(a) => {
+            let run = a.run_level(engine, &plan, &live).await;
+            if run.is_err() {
+                progress.abort();
+            }
+            run?
+        }
+    };
     let wall = started.elapsed();
     progress.abort();
     let tiers = window.finish(&s.tiers, &tally).await;
@@ -73,7 +85,7 @@ pub(super) async fn run_level(
             "POP session"
         ),
     );
-    LevelResult {
+    Ok(LevelResult {
         load,
         rates,
         tally,
@@ -82,8 +94,10 @@ pub(super) async fn run_level(
         harness_cpu,
         server_cpu,
         machine_cpu,
+        generators,
+        agents_cpu,
         tiers,
-    }
+    })
 }
 
 /// CPU time the machine has been busy since boot (user, nice, system, irq,
@@ -120,8 +134,14 @@ pub(super) fn draw_target() -> indicatif::ProgressDrawTarget {
 }
 
 /// A live progress line on a terminal (hidden otherwise): phase, time left,
-/// sessions running, started and failed.
-fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::JoinHandle<()> {
+/// sessions running, started and failed (this process's and the agents',
+/// `remote`).
+fn progress(
+    label: &str,
+    plan: &LevelPlan,
+    live: &Arc<Live>,
+    remote: Option<Arc<Mutex<Vec<LiveCounts>>>>,
+) -> tokio::task::JoinHandle<()> {
     let bar = ProgressBar::with_draw_target(None, draw_target());
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg}")
@@ -139,6 +159,12 @@ fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::Joi
         loop {
             tick.tick().await;
             let phase = live.phase();
+            let mut n = live.counts();
+            if let Some(remote) = &remote
+                && let Ok(agents) = remote.lock()
+            {
+                agents.iter().for_each(|a| n += *a);
+            }
             let left = |end: Duration| end.saturating_sub(t0.elapsed()).as_secs();
             let state = match phase {
                 Phase::Warmup => format!("warm-up {}s left", left(ends[0])),
@@ -146,15 +172,13 @@ fn progress(label: &str, plan: &LevelPlan, live: &Arc<Live>) -> tokio::task::Joi
                 Phase::Cooldown => format!("cool-down {}s left", left(ends[2])),
                 Phase::Drain => format!(
                     "finishing {}",
-                    crate::report::count(live.pending.load(Ordering::Relaxed), "judged session")
+                    crate::report::count(n.pending, "judged session")
                 ),
                 Phase::Done => break,
             };
             bar.set_message(format!(
                 "{label}: {state} | running {} | started {} | failed {}",
-                live.active.load(Ordering::Relaxed),
-                live.started.load(Ordering::Relaxed),
-                live.failed.load(Ordering::Relaxed),
+                n.active, n.started, n.failed,
             ));
             bar.tick();
         }

@@ -9,6 +9,11 @@
 //! searches the highest rate whose 100 % level passes; `--init-only` fills an
 //! external server's store (resumably) and stops.
 //!
+//! With `--agents` the four streams run on `stoa bench agent` daemons, each an
+//! even share of every stream and a disjoint share of the mailboxes, while this
+//! process keeps the sink, the store's fill and check, the delivery probes, the
+//! QoS tally and the report (`crate::agent::mail` says how the load is split).
+//!
 //! Figures are "SPECmail2001-style, not SPEC results": SPEC and SPECmail are
 //! trademarks of the Standard Performance Evaluation Corporation.
 
@@ -27,7 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use stoa_mailgen::engine::{Engine, Workload};
+use stoa_mailgen::engine::{Engine, Part, Workload};
 use stoa_mailgen::sink::Sink;
 
 pub(crate) use compliance::{NOTE as COMPLIANCE_NOTE, kit_run};
@@ -195,6 +200,9 @@ fn probe_share(args: &Options) -> f64 {
 
 async fn run_async(args: &Options) -> anyhow::Result<()> {
     let s = settings(args)?;
+    if args.init_only && !args.agents.is_empty() {
+        bail!("--init-only fills the store from this host; --agents is for load levels");
+    }
     let started = http_date();
     let external = args.smtp.is_some();
     let listener = bind_sink(args, external).await?;
@@ -208,7 +216,23 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
             (b.smtp, b.pop3, Some(b))
         }
     };
-    let engine = Engine::new(workload(args, &s, smtp, pop3));
+    let workload = workload(args, &s, smtp, pop3);
+    // The agents are reached, checked and given their shares before any load.
+    let mut agents = if args.agents.is_empty() {
+        None
+    } else {
+        let a = crate::agent::mail::Agents::connect(&args.agents, &workload).await?;
+        eprintln!(
+            "stoa bench: {} ready: {}",
+            crate::report::count(args.agents.len() as u64, "agent"),
+            args.agents.join(", ")
+        );
+        Some(a)
+    };
+    let engine = match &agents {
+        Some(a) => Engine::with_part(workload, Part::Probes(a.mailboxes())),
+        None => Engine::new(workload),
+    };
     let sink = Sink::start(listener, engine.on_sink_message());
     eprintln!("stoa bench: sink listening on {}", sink.local_addr());
 
@@ -224,13 +248,24 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         None => args.server_pid.clone(),
     };
     let (mpm, levels, search) = if args.find_max {
-        let (best, trials, results) = find_max(&engine, &s, &server_pids, &mut server).await?;
+        let (best, trials, results) =
+            find_max(&engine, &s, &server_pids, &mut server, agents.as_mut()).await?;
         (best.unwrap_or(0.0), results, trials)
     } else {
         let mut levels = Vec::new();
         for (i, &percent) in args.levels.iter().enumerate() {
             let load = f64::from(percent) / 100.0;
-            levels.push(run_level(&engine, &s, s.rate, load, i as u8, &server_pids).await);
+            let index = i as u8;
+            let level = run_level(
+                &engine,
+                &s,
+                s.rate,
+                load,
+                index,
+                &server_pids,
+                agents.as_mut(),
+            );
+            levels.push(level.await?);
             if let Some(b) = server.as_mut() {
                 b.check_alive()?;
             }
@@ -238,6 +273,10 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         (s.rate, levels, Vec::new())
     };
     sink.stop();
+    let agent_infos = agents.as_ref().map(|a| a.infos()).unwrap_or_default();
+    if let Some(a) = agents {
+        a.end().await;
+    }
 
     let server_software = args.server_software.clone().unwrap_or_else(|| {
         if external {
@@ -263,6 +302,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         probe_share: engine.workload().probe_share,
         deviations: compliance::deviations(args, &s, engine.workload().probe_share),
         threads: args.threads,
+        agents: agent_infos,
         seed: s.seed,
         started,
         choices: CHOICES.to_vec(),
@@ -399,6 +439,7 @@ async fn find_max(
     s: &Settings,
     server_pids: &[u32],
     server: &mut Option<server::BuiltIn>,
+    mut agents: Option<&mut crate::agent::mail::Agents>,
 ) -> anyhow::Result<(Option<f64>, Vec<Trial>, Vec<LevelResult>)> {
     let cap = f64::from(s.users) / 200.0;
     let round = |r: f64| {
@@ -414,7 +455,16 @@ async fn find_max(
     let mut rate = round(s.rate.min(cap));
     for i in 0..MAX_TRIALS {
         eprintln!("stoa bench: find-max trial {}: {rate} msgs/min", i + 1);
-        let r = run_level(engine, s, rate, 1.0, i as u8, server_pids).await;
+        let r = run_level(
+            engine,
+            s,
+            rate,
+            1.0,
+            i as u8,
+            server_pids,
+            agents.as_deref_mut(),
+        )
+        .await?;
         if let Some(b) = server.as_mut() {
             b.check_alive()?;
         }

@@ -64,6 +64,8 @@ pub struct Options {
     pub reply_timeout: Duration,
     /// Load threads of the harness.
     pub threads: u32,
+    /// `stoa bench agent` daemons (`HOST:PORT`) to run the load on.
+    pub agents: Vec<String>,
     /// Longest wait after a level's cool-down; `None`: the profile's.
     pub drain_limit: Option<Duration>,
     /// The load's random seed; `None`: from the clock.
@@ -137,6 +139,7 @@ impl Options {
             probe_share: None,
             reply_timeout: Duration::from_secs(60),
             threads: 1,
+            agents: Vec::new(),
             drain_limit: None,
             seed: None,
             store_seed: 2001,

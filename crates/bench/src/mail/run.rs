@@ -46,6 +46,12 @@ pub(crate) struct LevelResult {
     /// harness included, from `/proc/stat`): a server of many processes
     /// (Postfix + Dovecot) is measured as machine − harness.
     pub(crate) machine_cpu: Option<Duration>,
+    /// With `--agents`: who offered what (this host's probes first, then each
+    /// agent); empty otherwise.
+    pub(crate) generators: Vec<crate::agent::mail::Generator>,
+    /// With `--agents`: the CPU time the agents used during the level, all
+    /// together (not in `harness_cpu`, which is this process's).
+    pub(crate) agents_cpu: Option<Duration>,
     /// Each `--tier`'s CPU and work over the measurement window, in the order
     /// of [`MailRun::tiers`].
     pub(crate) tiers: Vec<TierLevel>,
@@ -122,6 +128,9 @@ pub(crate) struct MailRun {
     pub(crate) deviations: Vec<crate::compliance::Deviation>,
     /// Load threads of the harness.
     pub(crate) threads: u32,
+    /// The `stoa bench agent` daemons that generated the load (empty: this
+    /// process did).
+    pub(crate) agents: Vec<crate::agent::mail::AgentInfo>,
     /// The random seed of the run.
     pub(crate) seed: u64,
     /// Started, as RFC 3339 UTC.

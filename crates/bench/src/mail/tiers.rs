@@ -241,14 +241,14 @@ impl Tiers {
                 bail!("only one --tier may answer {front:?} (@smtp, @pop3)");
             }
         }
-        let find = |tiers: &mut Vec<Tier>, role: &str, flag: &str| -> anyhow::Result<usize> {
+        let find = |tiers: &[Tier], role: &str, flag: &str| -> anyhow::Result<usize> {
             match tiers.iter().position(|t| t.spec.role == role) {
                 Some(i) => Ok(i),
                 None => bail!("{flag} {role:?}: no --tier has that role"),
             }
         };
         for n in notes {
-            let i = find(&mut tiers, &n.role, "--tier-note")?;
+            let i = find(&tiers, &n.role, "--tier-note")?;
             let note = tiers[i].note.get_or_insert_with(String::new);
             if !note.is_empty() {
                 note.push_str("; ");
@@ -256,7 +256,7 @@ impl Tiers {
             note.push_str(&n.text);
         }
         for c in counts {
-            let i = find(&mut tiers, &c.role, "--tier-count")?;
+            let i = find(&tiers, &c.role, "--tier-count")?;
             if let Err(e) = File::open(&c.file) {
                 bail!(
                     "--tier-count {:?}: cannot read {}: {e}",

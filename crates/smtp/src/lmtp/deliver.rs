@@ -107,7 +107,7 @@ impl Conn {
         tracing::debug!(
             "{}: LMTP RCPT {to}: {}",
             self.peer,
-            crate::conn::Conn::decision_log(&decision)
+            Conn::decision_log(&decision)
         );
         decision
     }

@@ -3,13 +3,15 @@
 //!
 //! # What it does
 //!
-//! - [`Server`] (`server.rs`) binds the LMTP listeners on every worker, like the
-//!   SMTP server, and serves [`stoa_smtp_proto::Session`] in its
+//! - [`Server`] (`server.rs`) binds the LMTP listeners on every worker and runs
+//!   them on the crate's connection driver (`driver.rs`, the one the SMTP server
+//!   runs on), which serves [`stoa_smtp_proto::Session`] in its
 //!   [`Dialect::Lmtp`](stoa_smtp_proto::Dialect::Lmtp) mode: LHLO, PIPELINING,
 //!   ENHANCEDSTATUSCODES, SIZE; no STARTTLS, no AUTH.
-//! - `conn.rs` runs one connection: the same read → advance → decide → reply loop
-//!   and deadlines as SMTP (`Limits`: command, DATA with a minimum rate, session,
-//!   send; the error delay past the soft error limit).
+//! - `conn.rs` is LMTP's policy for that driver: the transaction (recipients, the
+//!   message in memory) and the hooks it calls. The loop, the deadlines (`Limits`:
+//!   command, DATA with a minimum rate, session, send), the error delay past the
+//!   soft error limit and shutdown are the driver's, so they are SMTP's.
 //! - `deliver.rs` answers the events: RCPT looks the recipient up in the
 //!   directory; the end of the message stores one copy for every accepted
 //!   recipient through [`crate::LocalDelivery`] (the same path the SMTP queue
@@ -39,10 +41,10 @@
 //! # Why a module of this crate
 //!
 //! An LMTP server is the SMTP server without its queue: it needs the SMTP codec
-//! (as a dialect), the connection limits, the `Received:` field and the local
-//! delivery path of this crate, and nothing of its own besides the per-recipient
-//! end of message. A separate crate would have had to re-export or copy those, so
-//! it lives here, beside the SMTP server, and shares its types.
+//! (as a dialect), the connection driver and limits, the `Received:` field and the
+//! local delivery path of this crate, and nothing of its own besides the
+//! per-recipient end of message. A separate crate would have had to re-export or
+//! copy those, so it lives here, beside the SMTP server, and shares its types.
 
 mod conn;
 mod deliver;

@@ -1,20 +1,17 @@
-//! Binding the LMTP listeners, the worker loops, and shutdown.
+//! Binding the LMTP listeners and running them on the shared driver (`driver.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::Duration;
 
 use stoa_directory::Directory;
-use stoa_netkit::server::{
-    Accepted, BoxError, ClientCounts, Endpoint, Handler, Listeners, RuntimeModel, Service,
-    WorkerScope,
-};
+use stoa_netkit::server::{BoxError, Endpoint, Listeners, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig, Dialect};
 
-use super::{Config, conn};
+use super::Config;
 use crate::delivery::LocalDelivery;
+use crate::driver;
 use crate::server::Error;
 
 /// State shared by every worker and connection of one LMTP server.
@@ -23,7 +20,6 @@ pub(super) struct Shared {
     pub(super) directory: Arc<dyn Directory>,
     pub(super) local: Arc<dyn LocalDelivery>,
     pub(super) session: Arc<SessionConfig>,
-    pub(super) clients: Arc<ClientCounts>,
     /// Numbers the messages, for the id in their `Received:` field.
     pub(super) messages: AtomicU64,
 }
@@ -52,9 +48,7 @@ impl Server {
         local: Arc<dyn LocalDelivery>,
     ) -> Result<Server, Error> {
         let mut listeners = Listeners::new(config.workers);
-        let addrs = listeners
-            .bind_all(&config.listen, &())
-            .map_err(|(addr, source)| Error::Listen { addr, source })?;
+        let addrs = driver::bind(&mut listeners, &config.listen, &())?;
         let session = Arc::new(SessionConfig {
             hostname: config.hostname.clone(),
             limits: config.limits.session.clone(),
@@ -67,7 +61,6 @@ impl Server {
             dialect: Dialect::Lmtp,
         });
         let shared = Arc::new(Shared {
-            clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             directory,
             local,
@@ -90,38 +83,7 @@ impl Server {
     /// command get `421 4.3.2`, messages being received are finished and
     /// delivered within the configured grace. Blocks the calling thread.
     pub fn run(self, shutdown: Shutdown) -> Result<(), Error> {
-        stoa_netkit::server::run(
-            &self.shared,
-            self.listeners,
-            RuntimeModel::PerCore,
-            shutdown,
-        )
-        .map_err(Error::Workers)
-    }
-}
-
-impl Handler for Shared {
-    type Kind = ();
-    type Worker = ();
-    const NAME: &'static str = "LMTP";
-
-    fn max_connections(&self) -> usize {
-        self.config.limits.max_connections
-    }
-
-    fn grace(&self) -> Duration {
-        self.config.shutdown_grace
-    }
-
-    fn in_flight(&self) -> usize {
-        self.clients.open()
-    }
-
-    fn start_worker(self: &Arc<Self>, _scope: WorkerScope) {}
-
-    fn accept(self: &Arc<Self>, _worker: &Arc<()>, conn: Accepted<()>) {
-        let slot = self.clients.enter(conn.peer.ip());
-        tokio::spawn(conn::serve(conn, Arc::clone(self), slot));
+        driver::run(&self.shared, self.listeners, shutdown)
     }
 }
 

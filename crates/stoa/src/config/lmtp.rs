@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use stoa_smtp::lmtp::Config;
 use toml::Table;
 
+use super::mail_limits::SMTP_LIMIT_KEYS;
 use super::{Report, parse_addr, parse_count};
 use crate::cli::ServeArgs;
 
@@ -36,27 +37,19 @@ pub(super) struct Draft {
 /// The prefix of `[lmtp]` keys in messages.
 const P: &str = "lmtp.";
 
-/// The keys of `[lmtp]`.
+/// The keys of `[lmtp]`, besides [`SMTP_LIMIT_KEYS`].
 const KEYS: &[&str] = &[
     "mail_dir",
     "hostname",
     "listen",
     "workers",
-    "max_message_size",
-    "max_recipients",
-    "max_connections",
-    "max_connections_per_client",
-    "command_timeout",
-    "data_timeout",
-    "session_timeout",
-    "send_timeout",
     "shutdown_grace",
 ];
 
 /// The `[lmtp]` table, if present. `base` resolves a relative `mail_dir` (the
 /// file's directory).
 pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
-    let (t, mail_dir) = r.mail_table(table, "lmtp", KEYS, base)?;
+    let (t, mail_dir) = r.mail_table(table, "lmtp", &[KEYS, SMTP_LIMIT_KEYS].concat(), base)?;
     let mut d = Draft {
         mail_dir,
         ..Draft::default()
@@ -65,16 +58,7 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
     r.string_into(t, P, "hostname", &mut c.hostname);
     c.listen = r.parsed_list(t, P, "listen", parse_addr);
     r.integer_into(t, P, "workers", &mut c.workers);
-    let l = &mut c.limits;
-    r.size(t, P, "max_message_size", &mut l.session.max_message_size);
-    r.integer_into(t, P, "max_recipients", &mut l.session.max_recipients);
-    r.integer_into(t, P, "max_connections", &mut l.max_connections);
-    let per_client = &mut l.max_connections_per_client;
-    r.integer_into(t, P, "max_connections_per_client", per_client);
-    r.duration(t, P, "command_timeout", &mut l.command_timeout);
-    r.duration(t, P, "data_timeout", &mut l.data_timeout);
-    r.duration(t, P, "session_timeout", &mut l.session_timeout);
-    r.duration(t, P, "send_timeout", &mut l.send_timeout);
+    r.smtp_limits(t, P, &mut c.limits);
     r.duration(t, P, "shutdown_grace", &mut c.shutdown_grace);
     Some(d)
 }
@@ -140,28 +124,7 @@ fn validate(c: &Config, r: &mut Report) {
         ));
     }
     r.check_host_and_workers(P, &c.hostname, c.workers);
-    let l = &c.limits;
-    r.check(
-        l.session.max_message_size != 0,
-        "lmtp.max_message_size: must be more than zero",
-    );
-    r.check(
-        l.session.max_recipients != 0,
-        "lmtp.max_recipients: must be at least 1",
-    );
-    r.check(
-        l.max_connections != 0,
-        "lmtp.max_connections: must be at least 1",
-    );
-    r.nonzero(
-        P,
-        &[
-            ("command_timeout", l.command_timeout),
-            ("data_timeout", l.data_timeout),
-            ("session_timeout", l.session_timeout),
-            ("send_timeout", l.send_timeout),
-        ],
-    );
+    r.check_smtp_limits(P, &c.limits);
 }
 
 /// Loopback, RFC 1918, link-local, or IPv6 unique-local: not reachable from the

@@ -28,6 +28,7 @@ mod directory;
 mod lmtp;
 mod mail;
 mod mail_host;
+mod mail_limits;
 mod pop3;
 mod pop3_proxy;
 mod report;

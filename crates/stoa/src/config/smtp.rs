@@ -8,6 +8,7 @@ use stoa_smtp::config::{CertKeyFiles, IpNet};
 use toml::Table;
 
 use super::auth_throttle::{self, Given};
+use super::mail_limits::SMTP_LIMIT_KEYS;
 use super::{Report, mail, parse_addr};
 use crate::cli::ServeArgs;
 
@@ -24,7 +25,7 @@ pub(super) fn flags_given(args: &ServeArgs) -> bool {
 /// The prefix of `[smtp]` keys in messages.
 const P: &str = "smtp.";
 
-/// The keys of `[smtp]`.
+/// The keys of `[smtp]`, besides [`SMTP_LIMIT_KEYS`].
 const KEYS: &[&str] = &[
     "mail_dir",
     "hostname",
@@ -35,14 +36,6 @@ const KEYS: &[&str] = &[
     "trusted_networks",
     "relay_host",
     "workers",
-    "max_message_size",
-    "max_recipients",
-    "max_connections",
-    "max_connections_per_client",
-    "command_timeout",
-    "data_timeout",
-    "session_timeout",
-    "send_timeout",
     "min_backoff",
     "max_backoff",
     "max_queue_lifetime",
@@ -58,7 +51,7 @@ const KEYS: &[&str] = &[
 /// The `[smtp]` table, if present. `base` resolves relative paths (the file's
 /// directory).
 pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
-    let (t, mail_dir) = r.mail_table(table, "smtp", KEYS, base)?;
+    let (t, mail_dir) = r.mail_table(table, "smtp", &[KEYS, SMTP_LIMIT_KEYS].concat(), base)?;
     let mut d = Draft {
         mail_dir,
         ..Draft::default()
@@ -80,16 +73,7 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
 }
 
 fn read_limits(t: &Table, c: &mut stoa_smtp::Config, r: &mut Report) {
-    let l = &mut c.limits;
-    r.size(t, P, "max_message_size", &mut l.session.max_message_size);
-    r.integer_into(t, P, "max_recipients", &mut l.session.max_recipients);
-    r.integer_into(t, P, "max_connections", &mut l.max_connections);
-    let per_client = &mut l.max_connections_per_client;
-    r.integer_into(t, P, "max_connections_per_client", per_client);
-    r.duration(t, P, "command_timeout", &mut l.command_timeout);
-    r.duration(t, P, "data_timeout", &mut l.data_timeout);
-    r.duration(t, P, "session_timeout", &mut l.session_timeout);
-    r.duration(t, P, "send_timeout", &mut l.send_timeout);
+    r.smtp_limits(t, P, &mut c.limits);
     let q = &mut c.queue;
     r.duration(t, P, "min_backoff", &mut q.min_backoff);
     r.duration(t, P, "max_backoff", &mut q.max_backoff);
@@ -217,26 +201,10 @@ fn normalize_domains(domains: &[String], r: &mut Report) -> Vec<String> {
 }
 
 fn check_limits(c: &stoa_smtp::Config, r: &mut Report) {
-    let l = &c.limits;
-    r.check(
-        l.session.max_message_size != 0,
-        "smtp.max_message_size: must be more than zero",
-    );
-    r.check(
-        l.session.max_recipients != 0,
-        "smtp.max_recipients: must be at least 1",
-    );
-    r.check(
-        l.max_connections != 0,
-        "smtp.max_connections: must be at least 1",
-    );
+    r.check_smtp_limits(P, &c.limits);
     r.nonzero(
-        "smtp.",
+        P,
         &[
-            ("command_timeout", l.command_timeout),
-            ("data_timeout", l.data_timeout),
-            ("session_timeout", l.session_timeout),
-            ("send_timeout", l.send_timeout),
             ("min_backoff", c.queue.min_backoff),
             ("relay_timeout", c.queue.relay_command_timeout),
         ],

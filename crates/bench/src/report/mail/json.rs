@@ -101,6 +101,8 @@ fn level_json(l: &LevelResult) -> Value {
         "harness_cpu_secs": l.harness_cpu.map(|d| d.as_secs_f64()),
         "server_cpu_secs": l.server_cpu.map(|d| d.as_secs_f64()),
         "machine_cpu_secs": l.machine_cpu.map(|d| d.as_secs_f64()),
+        "generators": l.generators,
+        "agents_cpu_secs": l.agents_cpu.map(|d| d.as_secs_f64()),
     })
 }
 
@@ -149,6 +151,7 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "choices": run.choices,
         "seed": run.seed,
         "threads": run.threads,
+        "agents": run.agents,
         "probe_share": run.probe_share,
         "started": run.started,
     })

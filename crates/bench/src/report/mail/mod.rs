@@ -7,6 +7,7 @@
 //! carry the same figures; only the charts are HTML-only. The JSON is in
 //! `json.rs`.
 
+mod agents;
 mod json;
 mod system;
 #[cfg(test)]
@@ -352,6 +353,7 @@ fn run_block(doc: &mut Document, run: &MailRun) {
         ("Claimed msgs/min", mpm(run.mpm)),
         ("Seed", run.seed.to_string()),
         ("Load threads", run.threads.to_string()),
+        ("Load generators", agents::generators(run)),
         ("SMTP", run.smtp.clone()),
         ("POP3", run.pop3.clone()),
         ("Sink", run.sink.clone()),
@@ -763,6 +765,9 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
         ]));
     }
     doc.push(Block::Table(t));
+    if let Some(t) = agents::table(level) {
+        doc.push(Block::Table(t));
+    }
     let wall = level.wall.as_secs_f64();
     let cpu = |d: Option<Duration>| {
         d.map_or_else(
@@ -776,20 +781,24 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
             },
         )
     };
-    doc.push(Block::List(vec![
+    let mut lines = vec![
         format!(
             "Measurement window: {}; level wall time: {}",
             secs(Duration::from_secs_f64(window.max(0.0))),
             secs(level.wall)
         ),
         format!("Harness CPU: {}", cpu(level.harness_cpu)),
+    ];
+    lines.extend(agents::cpu(level));
+    lines.extend([
         format!("Server CPU: {}", cpu(level.server_cpu)),
         format!(
             "Machine CPU, every process (the harness's included): {}",
             cpu(level.machine_cpu)
         ),
         format!("Level result: {}", level_result(&level.verdict)),
-    ]));
+    ]);
+    doc.push(Block::List(lines));
 }
 
 /// A level's verdict in words.

@@ -89,6 +89,8 @@ fn level(load: f64, slow_pop: usize) -> LevelResult {
         harness_cpu: Some(Duration::from_millis(1_500)),
         server_cpu: None,
         machine_cpu: None,
+        generators: Vec::new(),
+        agents_cpu: None,
         tiers: Vec::new(),
     }
 }
@@ -132,6 +134,7 @@ fn sample() -> MailRun {
         probe_share: 0.05,
         deviations: Vec::new(),
         threads: 2,
+        agents: Vec::new(),
         seed: 42,
         started: "2026-11-30T14:00:00Z".into(),
         choices: vec!["A session counts by its start time."],
@@ -469,6 +472,64 @@ fn the_kits_run_has_no_box() {
     assert!(!html(&run).contains("deviations"));
     // The notes say which run is taken to be the kit's.
     assert!(t.contains("- The kit's run is taken to be the white paper's phases (300 s"));
+}
+
+/// A run on two agents: the configuration names them and their shares, each
+/// level lists who offered what, and the JSON carries both.
+#[test]
+fn an_agents_run_names_its_generators() {
+    use crate::agent::mail::{AgentInfo, Generator};
+    use stoa_mailgen::tally::Started;
+    let started = |user_smtp, initial_pop| Started {
+        user_smtp,
+        remote_smtp: 1,
+        initial_pop,
+        repeated_pop: 2,
+    };
+    let mut run = sample();
+    run.agents = ["10.0.0.1:7000", "10.0.0.2:7000"]
+        .iter()
+        .map(|a| AgentInfo {
+            addr: (*a).into(),
+            threads: 4,
+            random_mailboxes: 2_775,
+            retry_mailboxes: 225,
+        })
+        .collect();
+    for l in &mut run.levels {
+        l.generators = vec![
+            Generator {
+                name: "prime".into(),
+                started: started(1, 0),
+            },
+            Generator {
+                name: "10.0.0.1:7000".into(),
+                started: started(12, 8),
+            },
+            Generator {
+                name: "10.0.0.2:7000".into(),
+                started: started(11, 7),
+            },
+        ];
+        l.agents_cpu = Some(Duration::from_millis(2_500));
+    }
+    let t = text(&run);
+    assert!(
+        t.contains("2 agents generated the load: 10.0.0.1:7000 (4 load threads, 2,775 random-pool and 225 retry-pool mailboxes), 10.0.0.2:7000"),
+        "{t}"
+    );
+    assert!(
+        t.contains("this host (probes)") && t.contains("agent 10.0.0.2:7000"),
+        "{t}"
+    );
+    assert!(t.contains("Agents' CPU, all together: 2.5 s"), "{t}");
+    let j = to_json(&run);
+    assert_eq!(j["agents"][1]["addr"], "10.0.0.2:7000");
+    assert_eq!(j["levels"][0]["generators"][1]["started"]["user_smtp"], 12);
+    assert_eq!(j["levels"][0]["agents_cpu_secs"], 2.5);
+    // A run without agents says this process generated the load.
+    let t = text(&sample());
+    assert!(!t.contains("agents generated") && !t.contains("this host (probes)"));
 }
 
 /// `sample()` as a system of tiers: a proxy in front (POP), a store counted by
