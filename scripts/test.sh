@@ -75,6 +75,17 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 cargo test --workspace --locked
+# The Sun SPECmail2001 topology end to end (bench/topology-sun.sh): slapd, two store
+# hosts, the MTA and Stoa's POP3 proxy on loopback addresses, 2,000 users filled
+# through the MTA, one short level; then every tier must have been measured. It runs
+# the debug binary the tests just built (before the failpoints builds below replace
+# it). About 2 minutes.
+topology_out="$(mktemp -d)"
+timeout 600 bench/topology-sun.sh --stoa "${CARGO_TARGET_DIR:-target}/debug/stoa" \
+  --users 2000 --rate 10 --levels 100 --warmup 5s --run-time 30s --cooldown 10s \
+  --out "$topology_out"
+python3 bench/lib/topology_summary.py check "$topology_out/run/result.json"
+rm -rf "$topology_out"
 # The mail queue's crash points are compiled only with this feature.
 cargo clippy -p stoa-smtp --features failpoints --all-targets --locked -- -D warnings
 cargo test -p stoa-smtp --features failpoints --locked --test failpoints

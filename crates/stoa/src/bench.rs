@@ -126,9 +126,23 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         store_seed: args.store_seed,
         server_software: args.server_software.clone(),
         server_pid: args.server_pid.clone(),
+        tiers: parse_all(&args.tier, "--tier")?,
+        tier_notes: parse_all(&args.tier_note, "--tier-note")?,
+        tier_counts: parse_all(&args.tier_count, "--tier-count")?,
         out: args.out.clone(),
         server_exe: None,
     })
+}
+
+/// Each of a repeated flag's values, parsed.
+fn parse_all<T: std::str::FromStr<Err = String>>(
+    values: &[String],
+    flag: &str,
+) -> anyhow::Result<Vec<T>> {
+    values
+        .iter()
+        .map(|v| v.parse().map_err(|e| anyhow::anyhow!("{flag} {e}")))
+        .collect()
 }
 
 fn users_options(args: &BenchMailUsersArgs) -> mail::UsersOptions {

@@ -344,6 +344,24 @@ pub(crate) struct BenchMailArgs {
     #[arg(long, value_name = "PID")]
     pub(crate) server_pid: Vec<u32>,
 
+    /// One tier of a system of several processes on this machine: its role, its
+    /// processes, and `@smtp`/`@pop3` for the tier that answers --smtp/--pop3
+    /// (`"POP proxy=1234@pop3"`, `"MMP=10+11+12"`). The report's System
+    /// Configuration lists each tier's CPU time over each measurement window, its
+    /// peak memory and what it handled. Repeat for each tier.
+    #[arg(long, value_name = "ROLE=PID[+PID…][@smtp|@pop3]")]
+    pub(crate) tier: Vec<String>,
+
+    /// A line of description for a --tier's row (`"LDAP=slapd on 127.0.0.10"`).
+    #[arg(long, value_name = "ROLE=TEXT")]
+    pub(crate) tier_note: Vec<String>,
+
+    /// What a --tier handled, from its log: the lines of FILE containing TEXT
+    /// written during each measurement window count as LABEL
+    /// (`"POP store 1=POP logins:logged in (:/tmp/store1.log"`).
+    #[arg(long, value_name = "ROLE=LABEL:TEXT:FILE")]
+    pub(crate) tier_count: Vec<String>,
+
     /// Write result.txt, result.json and result.html here.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,

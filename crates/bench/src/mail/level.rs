@@ -11,6 +11,7 @@ use stoa_mailgen::qos::{self, Outcome};
 
 use super::Settings;
 use super::run::LevelResult;
+use super::tiers::Window;
 use crate::agent::mail::Agents;
 use crate::cpu_of;
 
@@ -45,6 +46,7 @@ pub(super) async fn run_level(
     let self_pid = [std::process::id()];
     let (harness0, server0, machine0) = (cpu_of(&self_pid), cpu_of(server_pids), machine_busy());
     let started = Instant::now();
+    let window = Window::start(&s.tiers, plan.warmup, plan.run);
     let (tally, generators, agents_cpu) = match agents {
         None => (engine.run_level(&plan, &live).await, Vec::new(), None),
         Some(a) => {
@@ -57,6 +59,7 @@ pub(super) async fn run_level(
     };
     let wall = started.elapsed();
     progress.abort();
+    let tiers = window.finish(&s.tiers, &tally).await;
     let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -93,6 +96,7 @@ pub(super) async fn run_level(
         machine_cpu,
         generators,
         agents_cpu,
+        tiers,
     })
 }
 

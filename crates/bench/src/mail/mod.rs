@@ -23,10 +23,12 @@ mod level;
 mod options;
 pub(crate) mod run;
 mod server;
+pub(crate) mod tiers;
 
 use std::io::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
@@ -39,6 +41,7 @@ use fill::{check_store, fill_store, print_store_check};
 use level::run_level;
 pub use options::{Options, ProfileName, UsersFormat, UsersOptions};
 use run::{LevelResult, MailRun, Phases, StoreCheck, Trial};
+pub use tiers::{Front, TierCount, TierNote, TierSpec};
 
 /// The white paper's phases: 5 min warm-up, 60 min measurement, 15 min
 /// cool-down per level ((WP) figure "Phases of a Benchmark Run").
@@ -105,6 +108,8 @@ struct Settings {
     reply_timeout: Duration,
     drain_limit: Duration,
     seed: u64,
+    /// `--tier`s, checked.
+    tiers: Arc<tiers::Tiers>,
 }
 
 fn settings(args: &Options) -> anyhow::Result<Settings> {
@@ -169,6 +174,11 @@ fn settings(args: &Options) -> anyhow::Result<Settings> {
         reply_timeout,
         drain_limit,
         seed,
+        tiers: Arc::new(tiers::Tiers::new(
+            &args.tiers,
+            &args.tier_notes,
+            &args.tier_counts,
+        )?),
     })
 }
 
@@ -296,6 +306,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         seed: s.seed,
         started,
         choices: CHOICES.to_vec(),
+        tiers: s.tiers.summary(),
     };
     drop(server);
     print_reports(&run, args.out.as_deref())

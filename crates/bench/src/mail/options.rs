@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::tiers::{TierCount, TierNote, TierSpec};
+
 /// The phase lengths a run starts from (`--profile`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProfileName {
@@ -74,6 +76,12 @@ pub struct Options {
     pub server_software: Option<String>,
     /// Processes of an external server whose CPU time the report shows.
     pub server_pid: Vec<u32>,
+    /// The system's tiers (`--tier`): processes by role, measured per level.
+    pub tiers: Vec<TierSpec>,
+    /// A line of description per tier (`--tier-note`).
+    pub tier_notes: Vec<TierNote>,
+    /// Log lines counted per tier and level (`--tier-count`).
+    pub tier_counts: Vec<TierCount>,
     /// Where result.txt, result.json and result.html go.
     pub out: Option<PathBuf>,
     /// The `stoa` binary the built-in server runs as `stoa serve`; `None`:
@@ -137,6 +145,9 @@ impl Options {
             store_seed: 2001,
             server_software: None,
             server_pid: Vec::new(),
+            tiers: Vec::new(),
+            tier_notes: Vec::new(),
+            tier_counts: Vec::new(),
             out: None,
             server_exe: None,
         }

@@ -8,6 +8,8 @@ use stoa_mailgen::qos::Verdict;
 use stoa_mailgen::sink::SinkStats;
 use stoa_mailgen::tally::LevelTally;
 
+use super::tiers::{TierInfo, TierLevel};
+
 /// Phase lengths of one load level.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub(crate) struct Phases {
@@ -50,6 +52,9 @@ pub(crate) struct LevelResult {
     /// With `--agents`: the CPU time the agents used during the level, all
     /// together (not in `harness_cpu`, which is this process's).
     pub(crate) agents_cpu: Option<Duration>,
+    /// Each `--tier`'s CPU and work over the measurement window, in the order
+    /// of [`MailRun::tiers`].
+    pub(crate) tiers: Vec<TierLevel>,
 }
 
 /// One trial of `--find-max`: the 100 % level at `mpm`.
@@ -133,6 +138,8 @@ pub(crate) struct MailRun {
     /// The interpretations this harness makes where the white paper is
     /// uncertain, one sentence each (printed in the report's notes).
     pub(crate) choices: Vec<&'static str>,
+    /// The system's tiers (`--tier`), with their peak memory at the end.
+    pub(crate) tiers: Vec<TierInfo>,
 }
 
 impl MailRun {

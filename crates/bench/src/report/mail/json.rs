@@ -127,7 +127,12 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
                 && best_mpm(run).is_some_and(|b| b * 200.0 >= run.users as f64 - 1e-6),
             "trials": run.search,
         },
-        "levels": run.levels.iter().map(level_json).collect::<Vec<_>>(),
+        "levels": run.levels.iter().map(|l| {
+            let mut v = level_json(l);
+            v["tiers"] = super::system::level_tiers_json(run, l);
+            v
+        }).collect::<Vec<_>>(),
+        "tiers": super::system::tiers_json(run),
         "store_check": run.store,
         "sink": run.sink_stats,
         "addresses": {

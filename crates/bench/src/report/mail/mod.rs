@@ -9,6 +9,7 @@
 
 mod agents;
 mod json;
+mod system;
 #[cfg(test)]
 mod tests;
 
@@ -275,6 +276,7 @@ fn document(run: &MailRun, charts: bool) -> Document {
         });
     }
     run_block(&mut doc, run);
+    system::system(&mut doc, run);
     summary(&mut doc, run, charts);
     if let Some(s) = &run.store {
         store_check(&mut doc, s);

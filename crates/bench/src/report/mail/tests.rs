@@ -91,6 +91,7 @@ fn level(load: f64, slow_pop: usize) -> LevelResult {
         machine_cpu: None,
         generators: Vec::new(),
         agents_cpu: None,
+        tiers: Vec::new(),
     }
 }
 
@@ -137,6 +138,7 @@ fn sample() -> MailRun {
         seed: 42,
         started: "2026-11-30T14:00:00Z".into(),
         choices: vec!["A session counts by its start time."],
+        tiers: Vec::new(),
     }
 }
 
@@ -528,4 +530,110 @@ fn an_agents_run_names_its_generators() {
     // A run without agents says this process generated the load.
     let t = text(&sample());
     assert!(!t.contains("agents generated") && !t.contains("this host (probes)"));
+}
+
+/// `sample()` as a system of tiers: a proxy in front (POP), a store counted by
+/// its log, and an LDAP server with nothing to count.
+fn tiered() -> MailRun {
+    use crate::mail::Front;
+    use crate::mail::tiers::{CountInfo, TierInfo, TierLevel};
+    let mut run = sample();
+    run.tiers = vec![
+        TierInfo {
+            role: "MMP (POP proxy)".into(),
+            pids: vec![10, 11, 12],
+            processes: vec!["nginx".into(), "nginx".into(), "python3".into()],
+            peak_kib: Some(20_480),
+            front: Some(Front::Pop3),
+            note: Some("127.0.0.14".into()),
+            counts: Vec::new(),
+        },
+        TierInfo {
+            role: "POP store 1".into(),
+            pids: vec![20],
+            processes: vec!["stoa".into()],
+            peak_kib: Some(51_200),
+            front: None,
+            note: None,
+            counts: vec![CountInfo {
+                label: "POP logins".into(),
+                text: "logged in (".into(),
+                file: "store1.log".into(),
+            }],
+        },
+        TierInfo {
+            role: "LDAP".into(),
+            pids: vec![30],
+            processes: vec!["slapd".into()],
+            peak_kib: None,
+            front: None,
+            note: None,
+            counts: Vec::new(),
+        },
+    ];
+    for level in &mut run.levels {
+        level.tiers = vec![
+            TierLevel {
+                cpu: Some(Duration::from_millis(1_500)),
+                sessions: Some(50),
+                messages: None,
+                counts: Vec::new(),
+            },
+            TierLevel {
+                cpu: Some(Duration::from_secs(3)),
+                sessions: None,
+                messages: None,
+                counts: vec![Some(60)],
+            },
+            TierLevel::default(),
+        ];
+    }
+    run
+}
+
+#[test]
+#[allow(clippy::print_stdout, reason = "shows the report with --nocapture")]
+fn tiers_are_listed_in_the_system_configuration() {
+    let run = tiered();
+    let t = text(&run);
+    println!("{t}");
+    let system = &t[t.find("System Configuration").expect("section")..];
+    let system = &system[..system.find("Summary Results").expect("before the summary")];
+    assert!(system.contains("nginx (10, 11), python3 (12)"), "{system}");
+    assert!(
+        system.contains("20.0") && system.contains("50.0"),
+        "{system}"
+    );
+    // 1.5 s over 50 POP sessions; 3 s over 60 logins from the store's log.
+    let row = |first: &str, per: &str, handled: &str| {
+        system
+            .lines()
+            .any(|l| l.starts_with(first) && l.contains(per) && l.ends_with(handled))
+    };
+    assert!(
+        row("MMP (POP proxy)", " 30.00 ", "50 POP sessions (harness)"),
+        "{system}"
+    );
+    assert!(
+        row("POP store 1", " 50.00 ", "60 POP logins (log)"),
+        "{system}"
+    );
+    // 1.5 s of CPU over the 60 s window.
+    assert!(system.contains("2.50%"), "{system}");
+    assert!(
+        system.contains("lines of store1.log containing \"logged in (\""),
+        "{system}"
+    );
+    assert!(!text(&sample()).contains("System Configuration"));
+    let h = html(&run);
+    assert!(h.contains("System Configuration") && h.contains("60 POP logins (log"));
+
+    let j = to_json(&run);
+    assert_eq!(j["tiers"][0]["role"], "MMP (POP proxy)");
+    assert_eq!(j["tiers"][0]["front"], "pop3");
+    assert_eq!(j["tiers"][0]["peak_kib"], 20_480);
+    assert_eq!(j["levels"][1]["tiers"][0]["sessions"], 50);
+    assert_eq!(j["levels"][1]["tiers"][0]["cpu_secs"], 1.5);
+    assert_eq!(j["levels"][1]["tiers"][1]["counts"]["POP logins"], 60);
+    assert_eq!(j["levels"][1]["tiers"][2]["cpu_secs"], Value::Null);
 }
