@@ -4,7 +4,7 @@
 #   bench/topology-sun.sh [--users N] [--rate R] [--levels 80,100,120]
 #                         [--peer-proxy stoa|nginx|none] [--profile quick]
 #                         [--warmup D] [--run-time D] [--cooldown D]
-#                         [--stoa PATH] [--out DIR] [--run-timeout 7200]
+#                         [--drain-limit D] [--stoa PATH] [--out DIR] [--run-timeout 7200]
 #   bench/topology-sun.sh --compare-proxies [--rounds 3] [--users N] [--rate R] ...
 #
 # Sun's published page (shared/specs/published-results/specmail2001-sun-jsms61-7500.txt)
@@ -30,8 +30,10 @@
 # --compare-proxies: the proxy tier side by side. All users on store 1 (so the
 # harness can also go to the store directly), both proxies running; rounds of
 # direct / Stoa proxy / nginx proxy (the order alternating), each a `stoa bench
-# mail` run against the same filled store; summary: CPU per proxied POP3 session
-# and the p99 of POP Connect/Status/Retrieve added over going direct.
+# mail` run against the same filled store, each with its own seed (a run with the
+# seed of the one before would check the mailboxes it just emptied); summary: CPU
+# per proxied POP3 session and the p99 of POP Connect/Status/Retrieve added over
+# going direct.
 #
 # Results go to bench-results/<date>-<host>-topology-sun/ (or --out). See
 # bench/README.md.
@@ -48,6 +50,7 @@ PROFILE=quick
 WARMUP=""
 RUN_TIME=""
 COOLDOWN=""
+DRAIN_LIMIT=""
 STOA=""
 OUT_ARG=""
 RUN_TIMEOUT=7200
@@ -71,13 +74,13 @@ AUTH_IP=127.0.0.16
 KIB_PER_USER=200
 bench_cmdline "$@"
 parse_args "--users=USERS --rate=RATE --levels=LEVELS --peer-proxy=PEER --profile=PROFILE
-    --warmup=WARMUP --run-time=RUN_TIME --cooldown=COOLDOWN --stoa=STOA --out=OUT_ARG
+    --warmup=WARMUP --run-time=RUN_TIME --cooldown=COOLDOWN --drain-limit=DRAIN_LIMIT --stoa=STOA --out=OUT_ARG
     --run-timeout=RUN_TIMEOUT --fill-timeout=FILL_TIMEOUT --compare-proxies=COMPARE=1
     --rounds=ROUNDS --seed=SEED" "$@"
 case "$PEER" in stoa | nginx | none) ;; *) die "--peer-proxy: stoa, nginx or none" ;; esac
 [[ "$PROFILE" =~ ^(quick|standard)$ ]] || die "--profile: quick or standard"
 [[ "$LEVELS" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--levels: percentages such as 80,100,120"
-for d in "$WARMUP" "$RUN_TIME" "$COOLDOWN"; do
+for d in "$WARMUP" "$RUN_TIME" "$COOLDOWN" "$DRAIN_LIMIT"; do
     [[ -z "$d" || "$d" =~ ^[0-9]+(ms|s|m|h)$ ]] || die "durations are like 30s, 5m: got '$d'"
 done
 require_positive "--run-timeout, --fill-timeout, --rounds and --seed take positive integers" \
@@ -456,6 +459,7 @@ phase_args() {
     if [[ -n "$WARMUP" ]]; then PHASE_ARGS+=(--warmup "$WARMUP"); fi
     if [[ -n "$RUN_TIME" ]]; then PHASE_ARGS+=(--run-time "$RUN_TIME"); fi
     if [[ -n "$COOLDOWN" ]]; then PHASE_ARGS+=(--cooldown "$COOLDOWN"); fi
+    if [[ -n "$DRAIN_LIMIT" ]]; then PHASE_ARGS+=(--drain-limit "$DRAIN_LIMIT"); fi
 }
 
 # harness NAME TIMEOUT ARGS...: `stoa bench mail ARGS...`, standard output to
@@ -508,23 +512,25 @@ run_topology() {
     check_alive
 }
 
-# run_compare: rounds of direct, stoa and nginx, the order alternating.
+# run_compare: rounds of direct, stoa and nginx, the order alternating. Every run
+# has its own seed: the same seed would make a run check the very mailboxes the
+# run before it emptied, and find no mail to retrieve.
 RUNS=()
 run_compare() {
-    local r mode pop3 name
+    local r mode pop3 name k
     for ((r = 1; r <= ROUNDS; r++)); do
         ((r == 1)) || wait_idle
         round_order "$r" direct stoa nginx
         for mode in "${ORDER[@]}"; do
             case "$mode" in
-                direct) pop3="${STORE_POP3[0]}" && tier_args store1 ;;
-                stoa) pop3="$MMP_ADDR" && tier_args mmp ;;
-                nginx) pop3="$NGINX_ADDR" && tier_args nginx ;;
+                direct) pop3="${STORE_POP3[0]}" k=0 && tier_args store1 ;;
+                stoa) pop3="$MMP_ADDR" k=1 && tier_args mmp ;;
+                nginx) pop3="$NGINX_ADDR" k=2 && tier_args nginx ;;
             esac
             name="$mode-r$r"
             log "round $r: $mode (POP3 $pop3)"
             harness "$name" "$RUN_TIMEOUT" "${COMMON[@]}" --pop3 "$pop3" --rate "$RATE" --levels "$LEVELS" \
-                --seed "$((SEED + r))" "${PHASE_ARGS[@]}" --server-software "$SOFTWARE ($mode)" \
+                --seed "$((SEED + 10 * r + k))" "${PHASE_ARGS[@]}" --server-software "$SOFTWARE ($mode)" \
                 "${TIER_ARGS[@]}" --out "$OUT/$name"
             RUNS+=("$mode|$r|$name")
             check_alive
@@ -558,7 +564,7 @@ cat "$OUT/summary.txt" >&2
     readme_section Setup
     echo "- One machine, loopback addresses per tier (the Sun page's servers): LDAP $LDAP_IP, POPSTORE 1 ${STORE_IPS[0]}$( ((NSTORES == 2)) && echo ", POPSTORE 2 ${STORE_IPS[1]}"), SMTPMTA $MTA_IP, MMP $MMP_IP (Stoa) / $NGINX_IP (nginx, auth_http on $AUTH_IP); the harness and its sink on 127.0.0.1. Nothing is pinned: every tier and the harness share the $(nproc) cores."
     echo "- $USERS users user1..user$USERS@$DOMAIN in slapd with \`{SSHA}\` passwords, $( [[ -n "$ONE_STORE" ]] && echo "all on store-1 (so the harness can also go to the store directly)" || echo "mailHost alternating store-1/store-2") ; configurations saved here (slapd.conf, store*.toml, mta.toml, mmp.toml, nginx.conf)."
-    echo "- The stores were filled through the MTA (SMTP → queue → LMTP) by \`stoa bench mail --init-only\` in ${FILL_SECS} s; rate $RATE msgs/min, levels $LEVELS, profile $PROFILE${WARMUP:+, warm-up $WARMUP}${RUN_TIME:+, measurement $RUN_TIME}${COOLDOWN:+, cool-down $COOLDOWN}."
+    echo "- The stores were filled through the MTA (SMTP → queue → LMTP) by \`stoa bench mail --init-only\` in ${FILL_SECS} s; rate $RATE msgs/min, levels $LEVELS, profile $PROFILE${WARMUP:+, warm-up $WARMUP}${RUN_TIME:+, measurement $RUN_TIME}${COOLDOWN:+, cool-down $COOLDOWN}${DRAIN_LIMIT:+, drain limit $DRAIN_LIMIT}$( [[ "$PEER" == compare ]] && echo "; each run its own seed ($SEED + 10 × round + 0 direct, 1 stoa, 2 nginx)")."
     echo "- Each tier's CPU seconds (utime+stime of its processes, children not included) over each level's measurement window, its peak memory (VmHWM summed) and what it handled are in each report's System Configuration section: SMTP and POP sessions from the harness's tally (the tier at --smtp/--pop3), POP logins and LMTP recipients of the stores and the MTA's delivered recipients counted from their own log lines written during the window."
     if [[ -n "$NGINX_PIDS" ]]; then
         echo "- nginx: the mail module's POP3 proxy, $NGINX_WORKERS workers (as many as Stoa's proxy has event loops), \`pop3_auth plain\`; its \`auth_http\` is bench/lib/auth_http.py: the user → mailHost map and \`{SSHA}\` values written from the same data slapd was loaded with, held in memory (an always-warm cache: Stoa's proxy asks slapd and caches), and the \`{SSHA}\` password checked on every login, as Stoa's proxy checks it. The auth service is its own tier, so nginx's cost is shown with and without it. nginx logs in to the store with USER/PASS; Stoa's proxy with AUTH PLAIN after XCLIENT (the stores trust 127.0.0.0/8). Both stores verify the password again."
