@@ -53,15 +53,6 @@ bench_setup
 
 bench_begin mail
 
-# Paths in recorded commands: $TMP for the temp dir, $OUT for the results.
-show_cmd() {
-    local s="" a
-    for a in "$@"; do s+=" $(printf '%q' "$a")"; done
-    s="${s# }"
-    s="${s//"$STOA_BIN"/stoa}"
-    s="${s//"$BENCH_TMP"/\$TMP}"
-    printf '%s\n' "${s//"$OUT"/\$OUT}"
-}
 COMMANDS="$OUT/commands.txt"
 : >"$COMMANDS"
 RUNS=()          # "server|round|dir|exit status"

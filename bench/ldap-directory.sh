@@ -88,41 +88,12 @@ log "LDIF: $(du -h "$LDIF" | cut -f1) in ${GEN_SECS}s"
 # --- slapd ----------------------------------------------------------------------------
 
 SLAPD_DIR="$BENCH_TMP/slapd"
-mkdir -p "$SLAPD_DIR/db"
-# maxsize: the map's upper bound, not an allocation; 4 KiB a user is twice what
-# 1.5 M users take, with 1 GiB at least.
-MAXSIZE=$((USERS * 4096 > 1073741824 ? USERS * 4096 : 1073741824))
-cat >"$SLAPD_DIR/slapd.conf" <<EOF
-include /etc/ldap/schema/core.schema
-include /etc/ldap/schema/cosine.schema
-include /etc/ldap/schema/inetorgperson.schema
-include /etc/ldap/schema/misc.schema
-pidfile $SLAPD_DIR/slapd.pid
-argsfile $SLAPD_DIR/slapd.args
-modulepath /usr/lib/ldap
-moduleload back_mdb
-tool-threads 2
-database mdb
-maxsize $MAXSIZE
-suffix "$BASE"
-rootdn "$ADMIN_DN"
-rootpw admin-secret
-directory $SLAPD_DIR/db
-index objectClass eq
-index mail eq
-index mailLocalAddress eq
-access to attrs=userPassword
-  by anonymous auth
-  by * none
-access to * by * read
-EOF
+slapd_conf "$SLAPD_DIR" "$USERS"
 save_config "$SLAPD_DIR/slapd.conf" "$OUT/slapd.conf"
 
 log "slapadd -q of $((USERS + ARGON2_USERS)) users (timeout ${SLAPADD_TIMEOUT}s)"
 t0="$(date +%s.%N)"
-timeout --kill-after=10 "$SLAPADD_TIMEOUT" /usr/sbin/slapadd -q -f "$SLAPD_DIR/slapd.conf" \
-    -l "$LDIF" >"$BENCH_TMP/slapadd.log" 2>&1 ||
-    die "slapadd failed or timed out: $(tail -n 5 "$BENCH_TMP/slapadd.log")"
+slapd_load "$SLAPD_DIR" "$LDIF" "$SLAPADD_TIMEOUT"
 t1="$(date +%s.%N)"
 SLAPADD_SECS="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
 DB_SIZE="$(du -sh "$SLAPD_DIR/db" | cut -f1)"
@@ -130,12 +101,7 @@ log "slapadd: ${SLAPADD_SECS}s, database $DB_SIZE"
 # The LDIF is no longer needed: give its disk back before measuring.
 rm -f "$LDIF"
 
-LDAP_PORT="$(free_port)"
-/usr/sbin/slapd -f "$SLAPD_DIR/slapd.conf" -h "ldap://127.0.0.1:$LDAP_PORT/" -d 0 \
-    2>"$BENCH_TMP/slapd.log" &
-SLAPD_PID=$!
-SERVER_PIDS+=("$SLAPD_PID")
-wait_port "$LDAP_PORT" "$SLAPD_PID" || die "slapd did not listen: $(tail -n 5 "$BENCH_TMP/slapd.log")"
+slapd_start "$SLAPD_DIR"
 log "slapd $(/usr/sbin/slapd -VV 2>&1 | grep -o 'slapd [0-9.]*' | head -1) (pid $SLAPD_PID) on 127.0.0.1:$LDAP_PORT"
 
 # --- the measurement -------------------------------------------------------------------

@@ -267,25 +267,98 @@ round_order() {
 
 # --- ports -----------------------------------------------------------------------
 
-# A TCP port that was free a moment ago on 127.0.0.1.
+# free_port [IP]: a TCP port that was free a moment ago on IP (127.0.0.1 by default).
 free_port() {
-    python3 -c 'import socket
+    python3 -c 'import socket, sys
 s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
+s.bind((sys.argv[1], 0))
+print(s.getsockname()[1])' "${1:-127.0.0.1}"
 }
 
-# Waits until something accepts TCP connections on 127.0.0.1:PORT.
+# wait_port PORT PID [IP]: until something accepts TCP connections on IP:PORT
+# (127.0.0.1 by default; 10 s), or PID dies.
 wait_port() {
-    local port="$1" pid="$2" i
+    local port="$1" pid="$2" ip="${3:-127.0.0.1}" i
     for ((i = 0; i < 200; i++)); do
         kill -0 "$pid" 2>/dev/null || return 1
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        if (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null; then
             return 0
         fi
         sleep 0.05
     done
     return 1
+}
+
+# show_cmd ARGS...: the command line, quoted, as recorded in a results directory:
+# the stoa binary as `stoa`, the temp dir as $TMP, the results as $OUT.
+show_cmd() {
+    local s="" a
+    for a in "$@"; do s+=" $(printf '%q' "$a")"; done
+    s="${s# }"
+    s="${s//"$STOA_BIN"/stoa}"
+    s="${s//"$BENCH_TMP"/\$TMP}"
+    printf '%s\n' "${s//"$OUT"/\$OUT}"
+}
+
+# --- slapd (the LDAP tier of the mail benchmarks) ----------------------------------
+
+# slapd_conf DIR USERS: writes DIR/slapd.conf, an mdb database under DIR/db for
+# the caller's $BASE with $ADMIN_DN as root (password admin-secret), the schemas
+# Stoa's users need (inetOrgPerson, misc.schema's inetLocalMailRecipient), the
+# indexes of its lookups, and userPassword readable by binds only; sized for
+# USERS entries.
+slapd_conf() {
+    local dir="$1" users="$2" maxsize
+    mkdir -p "$dir/db"
+    # maxsize: the map's upper bound, not an allocation; 4 KiB a user is twice
+    # what 1.5 M users take, with 1 GiB at least.
+    maxsize=$((users * 4096 > 1073741824 ? users * 4096 : 1073741824))
+    cat >"$dir/slapd.conf" <<EOF
+include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/inetorgperson.schema
+include /etc/ldap/schema/misc.schema
+pidfile $dir/slapd.pid
+argsfile $dir/slapd.args
+modulepath /usr/lib/ldap
+moduleload back_mdb
+tool-threads 2
+database mdb
+maxsize $maxsize
+suffix "$BASE"
+rootdn "$ADMIN_DN"
+rootpw admin-secret
+directory $dir/db
+index objectClass eq
+index mail eq
+index mailLocalAddress eq
+access to attrs=userPassword
+  by anonymous auth
+  by * none
+access to * by * read
+EOF
+}
+
+# slapd_load DIR LDIF SECONDS: `slapadd -q` of LDIF into DIR's database within
+# SECONDS; dies on failure.
+slapd_load() {
+    timeout --kill-after=10 "$3" /usr/sbin/slapadd -q -f "$1/slapd.conf" -l "$2" \
+        >"$BENCH_TMP/slapadd.log" 2>&1 ||
+        die "slapadd failed or timed out: $(tail -n 5 "$BENCH_TMP/slapadd.log")"
+}
+
+# slapd_start DIR [IP]: slapd on DIR's configuration, on a free port of IP
+# (127.0.0.1 by default), stopped with the other servers at exit. Sets LDAP_PORT
+# and SLAPD_PID.
+slapd_start() {
+    local dir="$1" ip="${2:-127.0.0.1}"
+    LDAP_PORT="$(free_port "$ip")"
+    /usr/sbin/slapd -f "$dir/slapd.conf" -h "ldap://$ip:$LDAP_PORT/" -d 0 \
+        2>"$BENCH_TMP/slapd.log" </dev/null &
+    SLAPD_PID=$!
+    SERVER_PIDS+=("$SLAPD_PID")
+    wait_port "$LDAP_PORT" "$SLAPD_PID" "$ip" ||
+        die "slapd did not listen: $(tail -n 5 "$BENCH_TMP/slapd.log")"
 }
 
 # start_stoa_with ERRLOG "SCHEME..." ARGS...: runs `stoa ARGS...` in the background

@@ -54,26 +54,7 @@ bench_begin lmtp-hop
 # --- slapd ---------------------------------------------------------------------------
 
 SLAPD_DIR="$BENCH_TMP/slapd"
-mkdir -p "$SLAPD_DIR/db"
-cat >"$SLAPD_DIR/slapd.conf" <<EOF
-include /etc/ldap/schema/core.schema
-include /etc/ldap/schema/cosine.schema
-include /etc/ldap/schema/inetorgperson.schema
-include /etc/ldap/schema/misc.schema
-pidfile $SLAPD_DIR/slapd.pid
-argsfile $SLAPD_DIR/slapd.args
-modulepath /usr/lib/ldap
-moduleload back_mdb
-database mdb
-suffix "$BASE"
-rootdn "$ADMIN_DN"
-rootpw admin-secret
-directory $SLAPD_DIR/db
-index objectClass eq
-index mail eq
-index mailLocalAddress eq
-access to * by * read
-EOF
+slapd_conf "$SLAPD_DIR" 4
 {
     printf 'dn: %s\nobjectClass: top\nobjectClass: dcObject\nobjectClass: organization\no: Stoa bench\ndc: stoa\n\n' "$BASE"
     printf 'dn: ou=people,%s\nobjectClass: organizationalUnit\nou: people\n\n' "$BASE"
@@ -83,14 +64,8 @@ EOF
             "$n" "$n" "$n" "$n" "$n"
     done
 } >"$SLAPD_DIR/users.ldif"
-timeout 60 /usr/sbin/slapadd -q -f "$SLAPD_DIR/slapd.conf" -l "$SLAPD_DIR/users.ldif" \
-    >"$BENCH_TMP/slapadd.log" 2>&1 || die "slapadd failed: $(tail -n 5 "$BENCH_TMP/slapadd.log")"
-LDAP_PORT="$(free_port)"
-/usr/sbin/slapd -f "$SLAPD_DIR/slapd.conf" -h "ldap://127.0.0.1:$LDAP_PORT/" -d 0 \
-    2>"$BENCH_TMP/slapd.log" &
-SLAPD_PID=$!
-SERVER_PIDS+=("$SLAPD_PID")
-wait_port "$LDAP_PORT" "$SLAPD_PID" || die "slapd did not listen: $(tail -n 5 "$BENCH_TMP/slapd.log")"
+slapd_load "$SLAPD_DIR" "$SLAPD_DIR/users.ldif" 60
+slapd_start "$SLAPD_DIR"
 log "slapd (pid $SLAPD_PID) on 127.0.0.1:$LDAP_PORT"
 printf 'admin-secret\n' >"$BENCH_TMP/ldap.secret"
 

@@ -145,25 +145,6 @@ fi
 ONE_STORE=""
 if [[ "$PEER" == none || "$PEER" == compare ]]; then ONE_STORE=1; fi
 
-# A TCP port that was free a moment ago on IP.
-free_port_on() {
-    python3 -c 'import socket, sys
-s = socket.socket()
-s.bind((sys.argv[1], 0))
-print(s.getsockname()[1])' "$1"
-}
-
-# wait_port_on IP PORT PID: until something accepts on IP:PORT (10 s), or PID dies.
-wait_port_on() {
-    local i
-    for ((i = 0; i < 200; i++)); do
-        kill -0 "$3" 2>/dev/null || return 1
-        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
-        sleep 0.05
-    done
-    return 1
-}
-
 # start_stoa_at LOG IP "SCHEME..." ARGS...: `stoa ARGS...` in the background, its
 # standard error to LOG, until it reports "listening on SCHEME://IP:PORT" for
 # every SCHEME (15 s). Sets STOA_PID and STOA_PORTS[SCHEME].
@@ -192,33 +173,7 @@ start_stoa_at() {
 # --- LDAP: slapd with N users ---------------------------------------------------------
 
 SLAPD_DIR="$BENCH_TMP/slapd"
-mkdir -p "$SLAPD_DIR/db"
-# maxsize: the map's upper bound, not an allocation.
-MAXSIZE=$((USERS * 4096 > 1073741824 ? USERS * 4096 : 1073741824))
-cat >"$SLAPD_DIR/slapd.conf" <<EOF
-include /etc/ldap/schema/core.schema
-include /etc/ldap/schema/cosine.schema
-include /etc/ldap/schema/inetorgperson.schema
-include /etc/ldap/schema/misc.schema
-pidfile $SLAPD_DIR/slapd.pid
-argsfile $SLAPD_DIR/slapd.args
-modulepath /usr/lib/ldap
-moduleload back_mdb
-tool-threads 2
-database mdb
-maxsize $MAXSIZE
-suffix "$BASE"
-rootdn "$ADMIN_DN"
-rootpw admin-secret
-directory $SLAPD_DIR/db
-index objectClass eq
-index mail eq
-index mailLocalAddress eq
-access to attrs=userPassword
-  by anonymous auth
-  by * none
-access to * by * read
-EOF
+slapd_conf "$SLAPD_DIR" "$USERS"
 save_config "$SLAPD_DIR/slapd.conf" "$OUT/slapd.conf"
 log "generating $USERS users ($( [[ -n "$ONE_STORE" ]] && echo "all on store-1" || echo "split between store-1 and store-2"))"
 # The LDIF for slapadd and, for the auth_http service, the same users as
@@ -244,15 +199,9 @@ with open(map_path, "w") as m:
                   f"userPassword: {ssha}\n\n")
         m.write(f"user{n}@{domain}\t{host}.{domain}\t{ssha}\n")
 EOF
-timeout --kill-after=10 1800 /usr/sbin/slapadd -q -f "$SLAPD_DIR/slapd.conf" -l "$BENCH_TMP/users.ldif" \
-    >"$BENCH_TMP/slapadd.log" 2>&1 || die "slapadd failed: $(tail -n 5 "$BENCH_TMP/slapadd.log")"
+slapd_load "$SLAPD_DIR" "$BENCH_TMP/users.ldif" 1800
 rm -f "$BENCH_TMP/users.ldif"
-LDAP_PORT="$(free_port_on "$LDAP_IP")"
-/usr/sbin/slapd -f "$SLAPD_DIR/slapd.conf" -h "ldap://$LDAP_IP:$LDAP_PORT/" -d 0 \
-    2>"$BENCH_TMP/slapd.log" </dev/null &
-SLAPD_PID=$!
-SERVER_PIDS+=("$SLAPD_PID")
-wait_port_on "$LDAP_IP" "$LDAP_PORT" "$SLAPD_PID" || die "slapd did not listen: $(tail -n 5 "$BENCH_TMP/slapd.log")"
+slapd_start "$SLAPD_DIR" "$LDAP_IP"
 SLAPD_VERSION="$(/usr/sbin/slapd -VV 2>&1 | grep -o 'slapd [0-9.]*' | head -1 || true)"
 log "LDAP: $SLAPD_VERSION (pid $SLAPD_PID) on $LDAP_IP:$LDAP_PORT"
 printf 'admin-secret\n' >"$BENCH_TMP/ldap.secret"
@@ -357,13 +306,13 @@ if [[ "$PEER" == nginx || "$PEER" == compare ]]; then
     for ((k = 1; k <= NSTORES; k++)); do
         printf 'store-%s.%s\t%s\n' "$k" "$DOMAIN" "${STORE_POP3[k - 1]}" >>"$ND/hosts"
     done
-    AUTH_PORT="$(free_port_on "$AUTH_IP")"
+    AUTH_PORT="$(free_port "$AUTH_IP")"
     python3 "$BENCH_DIR/lib/auth_http.py" --listen "$AUTH_IP:$AUTH_PORT" --users "$BENCH_TMP/users.map" \
         --hosts "$ND/hosts" 2>"$ND/auth_http.log" </dev/null &
     AUTH_PID=$!
     SERVER_PIDS+=("$AUTH_PID")
-    wait_port_on "$AUTH_IP" "$AUTH_PORT" "$AUTH_PID" || die "auth_http did not listen: $(tail -n 5 "$ND/auth_http.log")"
-    NGINX_PORT="$(free_port_on "$NGINX_IP")"
+    wait_port "$AUTH_PORT" "$AUTH_PID" "$AUTH_IP" || die "auth_http did not listen: $(tail -n 5 "$ND/auth_http.log")"
+    NGINX_PORT="$(free_port "$NGINX_IP")"
     # As many workers as Stoa's proxy has event loops (one per core).
     cat >"$ND/nginx.conf" <<EOF
 load_module /usr/lib/nginx/modules/ngx_mail_module.so;
@@ -390,7 +339,7 @@ EOF
     "$(nginx_bin)" -p "$ND" -c "$ND/nginx.conf" 2>>"$ND/stderr.log" </dev/null &
     NGINX_PID=$!
     SERVER_PIDS+=("$NGINX_PID")
-    wait_port_on "$NGINX_IP" "$NGINX_PORT" "$NGINX_PID" ||
+    wait_port "$NGINX_PORT" "$NGINX_PID" "$NGINX_IP" ||
         die "nginx did not listen: $(tail -n 5 "$ND/logs/error.log" "$ND/stderr.log" 2>/dev/null)"
     NGINX_PIDS="$NGINX_PID"
     for p in $(nginx_workers "$NGINX_PID"); do NGINX_PIDS+="+$p"; done
@@ -409,15 +358,6 @@ check_alive() {
 
 # --- the harness ------------------------------------------------------------------------
 
-# Paths in recorded commands: $TMP for the temp dir, $OUT for the results.
-show_cmd() {
-    local s="" a
-    for a in "$@"; do s+=" $(printf '%q' "$a")"; done
-    s="${s# }"
-    s="${s//"$STOA_BIN"/stoa}"
-    s="${s//"$BENCH_TMP"/\$TMP}"
-    printf '%s\n' "${s//"$OUT"/\$OUT}"
-}
 COMMANDS="$OUT/commands.txt"
 : >"$COMMANDS"
 
