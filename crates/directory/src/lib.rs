@@ -50,6 +50,12 @@ pub use error::{Error, Result};
 pub use ldap::{LdapDirectory, LdapOptions};
 pub use password::PasswordCost;
 
+/// A host name as `mailHost` values, `this_host` and the servers' store-host
+/// lists compare it: no surrounding spaces, no trailing dot, lowercase.
+pub fn normalize_host(host: &str) -> String {
+    host.trim().trim_end_matches('.').to_ascii_lowercase()
+}
+
 /// The stable identifier of a user's mailbox in the mail store. Never reused: a
 /// deleted user's id is not given to a new one, so stale mail cannot reach a stranger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

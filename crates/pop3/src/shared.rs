@@ -36,25 +36,17 @@ pub(crate) enum Backend {
 }
 
 impl Shared {
-    /// Whether a client at `ip` may send a password without TLS.
+    /// Whether a client at `ip` may send a password without TLS (an IPv4-mapped
+    /// address, as a dual-stack listener sees one, counts as the IPv4 address).
     pub(crate) fn is_secure(&self, ip: IpAddr) -> bool {
-        let c = &self.config;
-        let ip = canonical(ip);
-        c.secure_networks.iter().any(|n| n.contains(&ip)) || self.is_trusted_proxy(ip)
+        let ip = ip.to_canonical();
+        let secure = &self.config.secure_networks;
+        secure.iter().any(|n| n.contains(&ip)) || self.is_trusted_proxy(ip)
     }
 
     /// Whether `ip` may forward its clients' addresses.
     pub(crate) fn is_trusted_proxy(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
+        let ip = ip.to_canonical();
         self.config.trusted_proxies.iter().any(|n| n.contains(&ip))
-    }
-}
-
-/// An IPv4-mapped IPv6 address as the IPv4 address it is (a dual-stack listener
-/// sees `::ffff:127.0.0.1`).
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }

@@ -55,6 +55,7 @@ use ldap3::{LdapConn, LdapError, Scope, SearchEntry, SearchOptions, SearchResult
 
 use crate::address::{normalize_address, normalize_domain, without_detail};
 use crate::error::{Error, Result};
+use crate::normalize_host;
 use crate::password::{self, PasswordCost, VerifyCache};
 use crate::{Directory, MailboxId, Resolution, Target, User};
 
@@ -370,11 +371,6 @@ fn values<'a>(entry: &'a SearchEntry, name: &str) -> Option<&'a Vec<String>> {
         .iter()
         .find(|(key, _)| key.eq_ignore_ascii_case(name))
         .map(|(_, v)| v)
-}
-
-/// A host name as compared with `this_host`: lowercase, no trailing dot.
-fn normalize_host(host: &str) -> String {
-    host.trim().trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// A mailbox number from a stable entry identifier (see the module docs).

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use stoa_netkit::tls::Stream;
 use stoa_pop3_proto::response::MAX_RESPONSE_LINE;
 use stoa_pop3_proto::{ResponseCode, Status, parse_status_line};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use super::{BackendTls, Proxy};
@@ -187,12 +187,7 @@ impl Leg {
     }
 
     async fn send(&mut self, line: &[u8]) -> io::Result<()> {
-        let timeout = self.timeout;
-        within(timeout, async {
-            self.stream.write_all(line).await?;
-            self.stream.flush().await
-        })
-        .await
+        self.stream.write_all_within(line, self.timeout).await
     }
 
     /// One reply line, CRLF included, within the timeout and 512 octets.

@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use stoa_directory::normalize_host;
 
 pub(crate) use backend::{LoggedIn, Refusal, login};
 pub(crate) use relay::{Limits as RelayLimits, relay};
@@ -168,11 +169,6 @@ impl Proxy {
             }
         }
     }
-}
-
-/// A host name as `mailHost` values and store names are compared.
-fn normalize_host(host: &str) -> String {
-    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// The TLS client for the store hosts: `ca_files`, or the system's roots.

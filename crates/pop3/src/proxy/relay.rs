@@ -13,7 +13,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use stoa_netkit::tls::Stream;
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Bytes read at a time in each direction.
 const CHUNK: usize = 16 * 1024;
@@ -48,7 +48,7 @@ pub(crate) async fn relay(
 ) -> io::Result<Totals> {
     let mut totals = Totals::default();
     if !pending.is_empty() {
-        write_within(upstream, pending, limits.send).await?;
+        upstream.write_all_within(pending, limits.send).await?;
         totals.up += pending.len() as u64;
     }
     let mut up = vec![0u8; CHUNK];
@@ -64,7 +64,7 @@ pub(crate) async fn relay(
                     let _ = tokio::time::timeout(limits.send, upstream.shutdown()).await;
                 }
                 n => {
-                    write_within(upstream, &up[..n], limits.send).await?;
+                    upstream.write_all_within(&up[..n], limits.send).await?;
                     totals.up += n as u64;
                 }
             },
@@ -73,7 +73,7 @@ pub(crate) async fn relay(
                 n => {
                     // A client that closed its side may still read (a QUIT's
                     // answer); one that is gone altogether ends the relay.
-                    match write_within(client, &down[..n], limits.send).await {
+                    match client.write_all_within(&down[..n], limits.send).await {
                         Ok(()) => totals.down += n as u64,
                         Err(_) if !client_open => return Ok(totals),
                         Err(e) => return Err(e),
@@ -84,21 +84,5 @@ pub(crate) async fn relay(
                 return Err(io::Error::new(io::ErrorKind::TimedOut, "proxied session timed out"));
             }
         }
-    }
-}
-
-/// Writes and flushes all of `buf` within `timeout`.
-async fn write_within<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    buf: &[u8],
-    timeout: Duration,
-) -> io::Result<()> {
-    let write = async {
-        writer.write_all(buf).await?;
-        writer.flush().await
-    };
-    match tokio::time::timeout(timeout, write).await {
-        Ok(result) => result,
-        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "send timed out")),
     }
 }

@@ -26,6 +26,8 @@ use std::io;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use stoa_directory::normalize_host;
+
 use super::wire::{Client, Outcome, answer_unanswered, mail_from, normalise};
 use crate::config::{MailHost, QueueConfig};
 
@@ -61,11 +63,6 @@ struct Session {
 struct Idle {
     session: Session,
     since: Instant,
-}
-
-/// A host name as `mailHost` values and `[[mail_host]]` names are compared.
-pub(crate) fn normalize_host(host: &str) -> String {
-    host.trim_end_matches('.').to_ascii_lowercase()
 }
 
 impl Lmtp {

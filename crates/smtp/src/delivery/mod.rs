@@ -287,8 +287,14 @@ fn destination(
     this_host: &str,
 ) -> Destination {
     match lookup {
-        Ok(Some(user)) => match user.mail_host.as_deref().map(lmtp::normalize_host) {
-            Some(host) if host != lmtp::normalize_host(this_host) => Destination::Host(host),
+        Ok(Some(user)) => match user
+            .mail_host
+            .as_deref()
+            .map(stoa_directory::normalize_host)
+        {
+            Some(host) if host != stoa_directory::normalize_host(this_host) => {
+                Destination::Host(host)
+            }
             _ => Destination::Here(user),
         },
         Ok(None) => Destination::Failed(Outcome::Permanent(
