@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use stoa_directory::ldap::scheme::ssha;
 use stoa_directory::password::{PasswordCost, hash_password};
-use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
+use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE, user_entry};
 use stoa_testkit::{Finished, Slapd, run};
 
 /// Users in the directory.
@@ -24,12 +24,7 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// One user `uid@stoa.test` with `userPassword` `password`.
 fn user(uid: &str, n: u64, password: &str) -> String {
     let host = if n % 2 == 1 { "store-a" } else { "store-b" };
-    format!(
-        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
-         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
-         mail: {uid}@stoa.test\nmailHost: {host}.stoa.test\nemployeeNumber: {n}\n\
-         userPassword: {password}\n\n"
-    )
+    user_entry(uid, n, &format!("{host}.stoa.test"), password, "")
 }
 
 /// A configuration with nothing but `[directory]`, beside its password file.

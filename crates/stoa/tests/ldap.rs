@@ -14,7 +14,7 @@ use std::time::Duration;
 use stoa_directory::ldap::scheme::ssha;
 use stoa_directory::password::{PasswordCost, hash_password};
 use stoa_directory::{EmbeddedDirectory, MailboxId};
-use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
+use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE, user_entry};
 use stoa_testkit::{LineConn, Slapd, wait_until};
 
 use common::ServerBuilder;
@@ -24,12 +24,8 @@ const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One LDAP user on this store host, with mailbox `mailbox`.
 fn user(uid: &str, mailbox: u64, password: &str) -> String {
-    format!(
-        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
-         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
-         mail: {uid}@stoa.test\nmailLocalAddress: {uid}.alias@stoa.test\n\
-         mailHost: store-a.stoa.test\nemployeeNumber: {mailbox}\nuserPassword: {password}\n\n"
-    )
+    let alias = format!("mailLocalAddress: {uid}.alias@stoa.test\n");
+    user_entry(uid, mailbox, "store-a.stoa.test", password, &alias)
 }
 
 /// The configuration: POP3 in clear text for the raw client, the LDAP directory.

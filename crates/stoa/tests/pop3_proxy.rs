@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rustix::process::Signal;
 use stoa_directory::ldap::scheme::ssha;
-use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
+use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE, user_entry};
 use stoa_testkit::{LineConn, Slapd, wait_until};
 
 use common::{Server, ServerBuilder, tls_pair};
@@ -26,15 +26,10 @@ const STORE_DOWN: &str = "store-c.stoa.test";
 /// Users per store host for the concurrent sessions.
 const CROWD: usize = 100;
 
-/// `uid@stoa.test` on `host`, mailbox `mailbox`, password `uid-pw`.
-fn user(uid: &str, mailbox: usize, host: &str) -> String {
+/// One user: `uid@stoa.test` on `host`, mailbox `mailbox`, password `uid-pw`.
+fn user(uid: &str, mailbox: u64, host: &str) -> String {
     let password = ssha(&format!("{uid}-pw"), uid.as_bytes());
-    format!(
-        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
-         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
-         mail: {uid}@stoa.test\nmailHost: {host}\nemployeeNumber: {mailbox}\n\
-         userPassword: {password}\n\n"
-    )
+    user_entry(uid, mailbox, host, &password, "")
 }
 
 /// `[directory]` over slapd; `this_host` for a store host.
@@ -158,7 +153,7 @@ fn the_proxy_routes_each_user_to_the_store_host_and_only_there() {
     ];
     for i in 0..2 * CROWD {
         let host = [STORE_A, STORE_B][i % 2];
-        ldif.push(user(&format!("u{i}"), 10 + i, host));
+        ldif.push(user(&format!("u{i}"), 10 + i as u64, host));
     }
     let mut slapd = Slapd::start(&ldif.concat());
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use rustix::process::Signal;
 use stoa_directory::ldap::scheme::ssha;
-use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
+use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE, user_entry};
 use stoa_testkit::{LineConn, Slapd, wait_until};
 
 use common::{Server, ServerBuilder};
@@ -40,12 +40,7 @@ const STORE_B: &str = "store-b.stoa.test";
 /// One user: `uid@stoa.test` on `host`, mailbox `mailbox`, password `uid-pw`.
 fn user(uid: &str, mailbox: u64, host: &str) -> String {
     let password = ssha(&format!("{uid}-pw"), uid.as_bytes());
-    format!(
-        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
-         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
-         mail: {uid}@stoa.test\nmailHost: {host}\nemployeeNumber: {mailbox}\n\
-         userPassword: {password}\n\n"
-    )
+    user_entry(uid, mailbox, host, &password, "")
 }
 
 /// `[directory]` for a host called `this_host`.

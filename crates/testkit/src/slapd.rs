@@ -26,6 +26,20 @@ pub const ADMIN_PASSWORD: &str = "admin-secret";
 /// but a loaded two-core machine stretches that.
 pub const SLAPD_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// One user entry under `ou=people` for [`Slapd::start`]'s LDIF:
+/// `uid@stoa.test` (`inetOrgPerson` + `inetLocalMailRecipient`), its mailbox
+/// number as `employeeNumber`, `mailHost: host`, `userPassword: password` as
+/// stored (`{SSHA}…`, `{ARGON2}…`), then `extra` attribute lines (each ending in a
+/// newline).
+pub fn user_entry(uid: &str, mailbox: u64, host: &str, password: &str, extra: &str) -> String {
+    format!(
+        "dn: uid={uid},ou=people,{BASE}\nobjectClass: inetOrgPerson\n\
+         objectClass: inetLocalMailRecipient\nuid: {uid}\ncn: {uid}\nsn: {uid}\n\
+         mail: {uid}@stoa.test\n{extra}mailHost: {host}\nemployeeNumber: {mailbox}\n\
+         userPassword: {password}\n\n"
+    )
+}
+
 /// A running (or stopped) test slapd.
 pub struct Slapd {
     dir: tempfile::TempDir,
