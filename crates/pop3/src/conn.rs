@@ -320,18 +320,14 @@ impl Conn {
             tokio::io::AsyncWriteExt::shutdown(&mut stream),
         )
         .await;
-        match result {
-            Ok(totals) => {
-                tracing::debug!(
-                    "{}: proxied session ended ({} bytes up, {} down)",
-                    self.peer,
-                    totals.up,
-                    totals.down
-                );
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        let totals = result?;
+        tracing::debug!(
+            "{}: proxied session ended ({} bytes up, {} down)",
+            self.peer,
+            totals.up,
+            totals.down
+        );
+        Ok(())
     }
 
     /// The TLS handshake (STLS or POP3S), within the login timeout.

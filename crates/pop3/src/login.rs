@@ -47,13 +47,18 @@ impl Conn {
     /// Checks `credentials` and, when they are right, locks and lists the mailbox
     /// (a store host) or logs in at the user's store host (the proxy).
     pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> Auth {
-        let proxy = match &self.shared.backend {
-            Backend::Store(_) => None,
-            Backend::Proxy(proxy) => Some(Arc::clone(proxy)),
-        };
-        match proxy {
-            None => Auth::Decided(self.store_login(credentials).await),
-            Some(proxy) => self.proxy_login(&proxy, credentials).await,
+        if let Some(refusal) = self.precheck(&credentials) {
+            return Auth::Decided(refusal);
+        }
+        match &self.shared.backend {
+            Backend::Store(store) => {
+                let store = Arc::clone(store);
+                Auth::Decided(self.store_login(store, credentials).await)
+            }
+            Backend::Proxy(proxy) => {
+                let proxy = Arc::clone(proxy);
+                self.proxy_login(&proxy, credentials).await
+            }
         }
     }
 
@@ -80,10 +85,7 @@ impl Conn {
 
     /// The proxy's login: the password checked in the directory, then the session
     /// opened at the user's store host.
-    async fn proxy_login(&mut self, proxy: &Arc<Proxy>, credentials: Credentials) -> Auth {
-        if let Some(refusal) = self.precheck(&credentials) {
-            return Auth::Decided(refusal);
-        }
+    async fn proxy_login(&mut self, proxy: &Proxy, credentials: Credentials) -> Auth {
         let peer = self.peer;
         let Credentials { user, password, .. } = credentials;
         let directory = Arc::clone(&self.shared.directory);
@@ -130,16 +132,13 @@ impl Conn {
     }
 
     /// A store host's login: the password, then the mailbox locked and listed.
-    async fn store_login(&mut self, credentials: Credentials) -> LoginDecision {
-        if let Some(refusal) = self.precheck(&credentials) {
-            return refusal;
-        }
+    async fn store_login(
+        &mut self,
+        store: Arc<MailStore>,
+        credentials: Credentials,
+    ) -> LoginDecision {
         let Credentials { user, password, .. } = credentials;
         let peer = self.peer;
-        let Backend::Store(store) = &self.shared.backend else {
-            return LoginDecision::TemporaryFailure;
-        };
-        let store = Arc::clone(store);
         let directory = Arc::clone(&self.shared.directory);
         let login = user.clone();
         let checked = tokio::task::spawn_blocking(move || {
