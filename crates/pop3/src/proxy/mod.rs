@@ -62,6 +62,25 @@ pub enum BackendTls {
     Tls,
 }
 
+impl BackendTls {
+    /// Every mode, in the order the documentation lists them.
+    pub const ALL: [BackendTls; 3] = [BackendTls::None, BackendTls::Stls, BackendTls::Tls];
+
+    /// The mode's name in the configuration (`none`, `stls`, `tls`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendTls::None => "none",
+            BackendTls::Stls => "stls",
+            BackendTls::Tls => "tls",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn from_name(name: &str) -> Option<BackendTls> {
+        BackendTls::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
 /// A store host: the `mailHost` name of its users and its POP3 address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreHost {

@@ -73,12 +73,10 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
     d.auth = auth_throttle::read(t, P, r);
     let p = &mut d.proxy;
     if let Some(text) = r.string(t, P, "backend_tls") {
-        match text.as_str() {
-            "none" => p.backend_tls = BackendTls::None,
-            "stls" => p.backend_tls = BackendTls::Stls,
-            "tls" => p.backend_tls = BackendTls::Tls,
-            other => r.errors.push(format!(
-                "{P}backend_tls {other:?}: expected \"none\", \"stls\" or \"tls\""
+        match BackendTls::from_name(&text) {
+            Some(mode) => p.backend_tls = mode,
+            None => r.errors.push(format!(
+                "{P}backend_tls {text:?}: expected \"none\", \"stls\" or \"tls\""
             )),
         }
     }

@@ -231,14 +231,7 @@ fn pop3_proxy_section(doc: &mut Doc, proxy: &Pop3Proxy) {
     pop3_common(doc, &proxy.config);
     pop3_limits(doc, &proxy.config);
     let p = &proxy.proxy;
-    doc.set(
-        "backend_tls",
-        match p.backend_tls {
-            stoa_pop3::BackendTls::None => "none",
-            stoa_pop3::BackendTls::Stls => "stls",
-            stoa_pop3::BackendTls::Tls => "tls",
-        },
-    );
+    doc.set("backend_tls", p.backend_tls.name());
     let cas: Vec<Value> = p.backend_ca.iter().map(|f| path(f)).collect();
     doc.set("backend_ca", Value::Array(cas));
     doc.set("backend_connect_timeout", duration(p.connect_timeout));
