@@ -12,6 +12,7 @@
 //!   `userPassword` checked locally ([`ldap::scheme`]) or by a bind.
 //! - [`password`]: argon2id hashing with a configurable [`PasswordCost`], and the
 //!   bounded [`password::VerifyCache`] of successful checks.
+//! - [`metrics`]: this process's cache hits and misses and LDAP failures.
 //! - [`address`]: how addresses and domains are normalised into directory keys.
 //!
 //! Errors that mean "ask again later" ([`Error::is_temporary`]: no LDAP server
@@ -41,6 +42,7 @@ pub mod address;
 pub mod embedded;
 mod error;
 pub mod ldap;
+pub mod metrics;
 pub mod password;
 
 use std::fmt;

@@ -200,17 +200,21 @@ impl VerifyCache {
         let entry = {
             let mut entries = entries.lock().unwrap_or_else(|e| e.into_inner());
             match entries.get(login) {
-                Some(entry) if entry.expires > now => entry.clone(),
+                Some(entry) if entry.expires > now => Some(entry.clone()),
                 Some(_) => {
                     entries.pop(login);
-                    return false;
+                    None
                 }
-                None => return false,
+                None => None,
             }
         };
-        self.mac(login, password, phc)
-            .verify_slice(&entry.tag)
-            .is_ok()
+        let hit = entry.is_some_and(|entry| {
+            self.mac(login, password, phc)
+                .verify_slice(&entry.tag)
+                .is_ok()
+        });
+        crate::metrics::count_cache(crate::metrics::Cache::Password, hit);
+        hit
     }
 
     /// Remembers a successful check.

@@ -24,11 +24,14 @@
 //! - [`throttle`]: failed logins per client address ([`throttle::Throttle`]), one
 //!   table the password-checking servers of a process share: the delay before each
 //!   refusal, and the refusal of an address that keeps failing.
+//! - [`metrics`]: this process's connections open per server and TLS handshakes by
+//!   outcome, for the binary's `/metrics`.
 
 pub mod accept;
 pub mod limits;
 pub mod line;
 pub mod listener;
+pub mod metrics;
 pub mod server;
 pub mod shutdown;
 pub mod signals;

@@ -201,10 +201,14 @@ impl Conn {
                 Event::Action(action) => self.act(action).await?,
                 Event::Auth(credentials) => match self.on_auth(credentials).await {
                     Auth::Decided(decision) => {
+                        crate::metrics::count_login(&decision);
                         let action = self.session.decide_login(decision);
                         self.act(action).await?
                     }
-                    Auth::Proxied(session) => return Ok(Next::Relay(session)),
+                    Auth::Proxied(session) => {
+                        crate::metrics::count_proxied_login();
+                        return Ok(Next::Relay(session));
+                    }
                 },
                 Event::Retrieve(retrieval) => self.retrieve(retrieval).await?,
                 Event::Quit { deleted } => {

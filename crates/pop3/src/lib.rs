@@ -20,6 +20,7 @@
 //! - [`proxy`]: the POP3 proxy role ([`Server::bind_proxy`]): the same
 //!   connection loop up to the login, then the user's store host (`mailHost`)
 //!   logged in for the user and the bytes relayed both ways.
+//! - [`metrics`]: this process's login and retrieval counters.
 //! - [`config`]: the plain configuration structs.
 //!
 //! # The rules it keeps
@@ -62,6 +63,7 @@
 pub mod config;
 mod conn;
 mod login;
+pub mod metrics;
 pub mod proxy;
 mod retrieve;
 mod server;

@@ -40,6 +40,7 @@ impl Conn {
             Ok(Err(e)) => return Ok(self.unavailable(retrieval, &e)),
             Err(e) => return Ok(self.unavailable(retrieval, &e)),
         };
+        crate::metrics::count_retrieval();
         retrieval.response().write_to(self.io.out());
         let mut encoder = retrieval.encoder();
         let mut chunk = Vec::with_capacity(CHUNK);

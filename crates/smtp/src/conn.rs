@@ -12,6 +12,7 @@ use stoa_smtp_proto::{Decision, ForwardPath, ReversePath};
 
 use crate::config::Limits;
 use crate::driver::{self, Policy};
+use crate::metrics::Dialect;
 use crate::queue::{Recipient, Spool};
 use crate::shared::Shared;
 
@@ -58,6 +59,7 @@ impl Policy for Shared {
 
     const NAME: &'static str = "SMTP";
     const LOG_PREFIX: &'static str = "";
+    const DIALECT: Dialect = Dialect::Smtp;
 
     fn session_config(&self, kind: &Kind) -> Arc<SessionConfig> {
         match kind {

@@ -40,6 +40,7 @@ use stoa_smtp_proto::session::{Action, Config as SessionConfig, Credentials};
 use stoa_smtp_proto::{Decision, EnhancedStatus, Event, ForwardPath, Reply, ReversePath, Session};
 
 use crate::config::Limits;
+use crate::metrics::{self, Dialect, Reject};
 use crate::server::Error;
 
 /// Bytes read at a time. Commands are at most `max_line` (2 KiB) and the DATA
@@ -77,6 +78,9 @@ pub(crate) trait Policy: Send + Sync + Sized + 'static {
     const NAME: &'static str;
     /// Put before some of the driver's log lines (`""` or `"LMTP "`).
     const LOG_PREFIX: &'static str;
+    /// Which sessions it counts ([`crate::metrics`]); SMTP's refusals only are
+    /// counted by reason.
+    const DIALECT: Dialect;
 
     /// The session settings of a connection from a `kind` listener.
     fn session_config(&self, kind: &Self::Kind) -> Arc<SessionConfig>;
@@ -137,6 +141,13 @@ pub(crate) struct Conn<P: Policy> {
     shutdown: Shutdown,
 }
 
+/// Counts a refusal by the SMTP server (LMTP's are not counted by reason).
+fn count_rejected<P: Policy>(reason: Reject) {
+    if P::DIALECT == Dialect::Smtp {
+        metrics::count_rejected(reason);
+    }
+}
+
 /// Serves one accepted connection to its end.
 async fn serve<P: Policy>(accepted: Accepted<P::Kind>, shared: Arc<P>, slot: ClientSlot) {
     let Accepted {
@@ -161,8 +172,10 @@ async fn serve<P: Policy>(accepted: Accepted<P::Kind>, shared: Arc<P>, slot: Cli
         shutdown,
     };
     let prefix = P::LOG_PREFIX;
+    metrics::count_session(P::DIALECT);
     let result = if slot.over_limit() {
         tracing::info!("{peer}: too many {prefix}connections from this address");
+        count_rejected::<P>(Reject::Throttled);
         let reply = Reply::new(
             421,
             EnhancedStatus::new(4, 7, 0),
@@ -229,6 +242,7 @@ impl<P: Policy> Conn<P> {
                 Event::MessageEnd { .. } => Some(Next::End),
                 Event::MessageAborted { error, action } => {
                     tracing::info!("{}: message refused: {error}", self.peer);
+                    count_rejected::<P>(Reject::of_aborted(&error));
                     Some(Next::Aborted(action))
                 }
                 Event::Auth(credentials) => Some(Next::Auth(credentials)),

@@ -32,6 +32,7 @@
 //!   reply after the final dot says whether its copy is on disk) and no relaying.
 //!   Why it is a module here and not a crate of its own is in its docs.
 //! - `headers.rs`: `Received:` and dates.
+//! - [`metrics`]: this process's session, message, queue and delivery counters.
 //! - [`config`]: the plain configuration structs.
 //!
 //! # What it does not do
@@ -58,6 +59,7 @@ pub mod delivery;
 mod driver;
 mod headers;
 pub mod lmtp;
+pub mod metrics;
 mod policy;
 pub mod queue;
 mod server;

@@ -24,6 +24,7 @@ use stoa_smtp_proto::{Decision, EnhancedStatus, ForwardPath, Reply, ReversePath}
 
 use crate::conn::{Conn, Txn};
 use crate::headers;
+use crate::metrics::{self, Reject};
 use crate::queue::{Envelope, Recipient, Route, envelope, unix_now};
 
 /// `451 4.3.0`: the directory could not answer; `451 4.4.3` (RFC 3463 "directory
@@ -79,11 +80,11 @@ impl Conn {
                     "{}: MAIL refused: {free} bytes free for the queue, {needed} needed",
                     self.peer
                 );
-                return Decision::Reject(Reply::insufficient_storage());
+                return reject(Reject::NoStorage, Reply::insufficient_storage());
             }
             Err(e) => {
                 tracing::error!("{}: MAIL refused: cannot check free space: {e}", self.peer);
-                return Decision::Reject(Reply::insufficient_storage());
+                return reject(Reject::NoStorage, Reply::insufficient_storage());
             }
         }
         self.txn.from = Some(from);
@@ -123,14 +124,14 @@ impl Conn {
                     "{}: directory lookup of {address} failed: {message}",
                     self.peer
                 );
-                Decision::Reject(lookup_failure(&e))
+                reject(Reject::Temporary, lookup_failure(&e))
             }
             Ok(Lookup::NotLocal) => self.relay(&to, address.clone(), may_relay),
             Ok(Lookup::Resolved(_))
                 if !may_relay
                     && matches!(&to, ForwardPath::Mailbox(a) if a.has_routing_syntax()) =>
             {
-                Decision::Reject(Reply::relay_denied(&to))
+                reject(Reject::RelayDenied, Reply::relay_denied(&to))
             }
             Ok(Lookup::Resolved(Resolution::Deliver(targets))) => {
                 for target in targets {
@@ -146,7 +147,7 @@ impl Conn {
                 Decision::Accept
             }
             Ok(Lookup::Resolved(Resolution::Unknown | Resolution::NotLocal)) => {
-                Decision::Reject(Reply::user_unknown(&to))
+                reject(Reject::UnknownUser, Reply::user_unknown(&to))
             }
         };
         if matches!(decision, Decision::Accept) {
@@ -164,7 +165,7 @@ impl Conn {
     fn relay(&mut self, to: &ForwardPath, address: String, may_relay: bool) -> Decision {
         if !may_relay || self.shared.config.relay_host.is_none() {
             tracing::info!("{}: relay to {to} denied", self.peer);
-            return Decision::Reject(Reply::relay_denied(to));
+            return reject(Reject::RelayDenied, Reply::relay_denied(to));
         }
         self.txn
             .add(Recipient::new(address.clone(), address, Route::Remote));
@@ -200,7 +201,7 @@ impl Conn {
             Ok(spool) => spool,
             Err(e) => {
                 tracing::error!("{}: cannot create a queue file: {e}", self.peer);
-                return Decision::Reject(Reply::local_error());
+                return reject(Reject::Temporary, Reply::local_error());
             }
         };
         let single = match self.txn.accepted.as_slice() {
@@ -225,7 +226,7 @@ impl Conn {
     /// The end of the message: check the hop count, make it durable, then `250`.
     pub(crate) async fn on_end(&mut self) -> Decision {
         let Some(spool) = self.txn.spool.take() else {
-            return Decision::Reject(Reply::local_error());
+            return reject(Reject::Temporary, Reply::local_error());
         };
         let hops = headers::count_received(spool.head());
         if hops > self.shared.config.queue.max_hops {
@@ -234,7 +235,7 @@ impl Conn {
                 self.peer
             );
             self.shared.queue.discard(spool);
-            return Decision::Reject(too_many_hops());
+            return reject(Reject::Loop, too_many_hops());
         }
         let now = unix_now();
         let sender = match &self.txn.from {
@@ -270,15 +271,16 @@ impl Conn {
                         .to_owned())
                 );
                 let _ = self.shared.notify.send(id.clone());
+                metrics::count_accepted();
                 Decision::AcceptWith(Reply::queued(&id))
             }
             Ok(Err(e)) => {
                 tracing::error!("{}: cannot queue the message: {e}", self.peer);
-                Decision::Reject(Reply::local_error())
+                reject(Reject::Temporary, Reply::local_error())
             }
             Err(e) => {
                 tracing::error!("{}: queueing task failed: {e}", self.peer);
-                Decision::Reject(Reply::local_error())
+                reject(Reject::Temporary, Reply::local_error())
             }
         }
     }
@@ -302,7 +304,7 @@ impl Conn {
                 self.peer
             );
             self.auth_delay = Some(self.shared.throttle.record_refusal(ip, Instant::now()));
-            return Decision::Reject(Reply::auth_failed());
+            return reject(Reject::Throttled, Reply::auth_failed());
         }
         if authzid.is_some_and(|z| !z.is_empty() && z != username) {
             tracing::info!("{}: AUTH as {username:?} for another identity", self.peer);
@@ -323,11 +325,11 @@ impl Conn {
             }
             Ok(Err(e)) => {
                 tracing::error!("{}: password check failed: {e}", self.peer);
-                Decision::Reject(temporary_auth_failure())
+                reject(Reject::Temporary, temporary_auth_failure())
             }
             Err(e) => {
                 tracing::error!("{}: password check task failed: {e}", self.peer);
-                Decision::Reject(temporary_auth_failure())
+                reject(Reject::Temporary, temporary_auth_failure())
             }
         }
     }
@@ -340,8 +342,14 @@ impl Conn {
             .throttle
             .record_failure(self.peer.ip(), Instant::now());
         self.auth_delay = Some(delay);
-        Decision::Reject(Reply::auth_failed())
+        reject(Reject::AuthFailed, Reply::auth_failed())
     }
+}
+
+/// Counts a refusal for `reason` and makes it the decision.
+fn reject(reason: Reject, reply: Reply) -> Decision {
+    metrics::count_rejected(reason);
+    Decision::Reject(reply)
 }
 
 /// `454 4.7.0`: the password could not be checked (our trouble, not the client's).

@@ -35,6 +35,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::access_log;
 use crate::dispatch::{self, Client, Cx, Discard, Gathering, Outcome, Site, Then, Waiting};
 use crate::local::{self, Local};
+use crate::metrics;
 use crate::output::{MAX_SENDFILE_CHUNK, Output};
 use crate::response::Reply;
 use crate::server::Shared;
@@ -477,6 +478,7 @@ impl Conn {
             keep_alive: false,
             version: stoa_http_proto::Version::Http11,
             head_only: false,
+            method: metrics::Method::Other,
             log,
         };
         reply.status_page(&mut self.out, status, b"");
@@ -573,6 +575,7 @@ impl Conn {
     /// Logs every response of the batch just written (or cut short) and empties
     /// the queue.
     fn log_batch(&mut self) {
+        metrics::count_batch(self.out.queued(), self.out.written());
         let shared = Arc::clone(&self.shared);
         let Some(sink) = &shared.log else {
             self.out.reset();

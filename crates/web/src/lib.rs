@@ -29,6 +29,7 @@
 //!   with a timeout and a cap on concurrent scripts.
 //! - `access_log.rs`: Common/combined log lines, batched to a writer thread.
 //! - `local.rs`: the per-thread state (caches, pools, log buffer).
+//! - [`metrics`]: this process's request, byte and CGI counters, sharded per thread.
 //! - [`config`]: the plain configuration structs.
 //!
 //! # What it does not do
@@ -45,6 +46,7 @@ mod conn;
 mod dispatch;
 mod idle;
 mod local;
+pub mod metrics;
 mod output;
 mod response;
 mod server;

@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::metrics::Method;
+
 /// Most iovecs per `sendmsg` (Linux allows 1024; hyper uses 64 too).
 pub(crate) const MAX_IOVECS: usize = 64;
 
@@ -56,6 +58,8 @@ impl Segment {
 pub(crate) struct Queued {
     /// Status code sent.
     pub(crate) status: u16,
+    /// The request's method, as counted.
+    pub(crate) method: Method,
     /// Bytes of head.
     pub(crate) head_len: u64,
     /// Bytes of body.
@@ -106,7 +110,7 @@ impl Output {
     /// Queues a response: its head (a range of the head buffer), then `body`.
     pub(crate) fn push(
         &mut self,
-        status: u16,
+        (status, method): (u16, Method),
         head: Range<usize>,
         body: Body,
         log: Option<Range<usize>>,
@@ -119,6 +123,7 @@ impl Output {
         };
         self.queued.push(Queued {
             status,
+            method,
             head_len,
             body_len,
             log,
@@ -269,6 +274,16 @@ impl Output {
         }
     }
 
+    /// The responses queued since the queue was last cleared.
+    pub(crate) fn queued(&self) -> &[Queued] {
+        &self.queued
+    }
+
+    /// Bytes written since the queue was last cleared.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
     /// Records that `n` more bytes were written.
     pub(crate) fn advance(&mut self, mut n: u64) {
         self.written += n;
@@ -358,7 +373,12 @@ mod tests {
             let start = out.heads_mut().len();
             out.heads_mut().extend_from_slice(b"HEAD|");
             let head = start..out.heads_mut().len();
-            out.push(200, head, Body::Bytes(Bytes::copy_from_slice(body)), None);
+            out.push(
+                (200, Method::Get),
+                head,
+                Body::Bytes(Bytes::copy_from_slice(body)),
+                None,
+            );
         }
         assert_eq!(iov_bytes(&out), (b"HEAD|oneHEAD|two".to_vec(), false));
         out.advance(7);
@@ -388,7 +408,7 @@ mod tests {
             },
             Body::Bytes(Bytes::from_static(b">")),
         ]);
-        out.push(200, 0..5, body, None);
+        out.push((200, Method::Get), 0..5, body, None);
         let mut scratch = [0u8; 4];
         let mut batch = |out: &Output, budget| {
             let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
@@ -418,7 +438,7 @@ mod tests {
         };
         out.reset();
         out.push(
-            200,
+            (200, Method::Get),
             0..0,
             Body::Parts(vec![
                 file(0),
@@ -440,7 +460,7 @@ mod tests {
             out.heads_mut().extend_from_slice(b"12345");
             let head = start..out.heads_mut().len();
             out.push(
-                200,
+                (200, Method::Get),
                 head,
                 Body::Bytes(Bytes::from_static(b"abcdefghij")),
                 None,

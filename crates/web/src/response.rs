@@ -11,6 +11,7 @@ use std::ops::Range;
 use stoa_http_proto::Version;
 use stoa_http_proto::response::HeadWriter;
 
+use crate::metrics::Method;
 use crate::output::{Body, Output};
 
 /// The server's name and version, as in `Server` and the dynamic API's
@@ -32,6 +33,8 @@ pub(crate) struct Reply<'a> {
     pub(crate) version: Version,
     /// HEAD: send the head only.
     pub(crate) head_only: bool,
+    /// The request's method, as counted.
+    pub(crate) method: Method,
     /// The request's access-log text.
     pub(crate) log: Option<Range<usize>>,
 }
@@ -45,6 +48,7 @@ impl Reply<'_> {
             keep_alive: self.keep_alive,
             version: self.version,
             head_only: self.head_only,
+            method: self.method,
             log: self.log,
         }
     }
@@ -56,6 +60,7 @@ impl Reply<'_> {
             keep_alive: self.keep_alive,
             version: self.version,
             head_only: self.head_only,
+            method: self.method,
             log: self.log,
         }
     }
@@ -84,7 +89,7 @@ impl Reply<'_> {
     pub(crate) fn send(&self, out: &mut Output, status: u16, head_start: usize, body: Body) {
         let body = if self.head_only { Body::Empty } else { body };
         let head = head_start..out.heads_mut().len();
-        out.push(status, head, body, self.log.clone());
+        out.push((status, self.method), head, body, self.log.clone());
     }
 
     /// Queues a small generated response: `status`, extra header lines (CRLF-ended),
@@ -119,7 +124,7 @@ impl Reply<'_> {
         let head = start..body_start;
         heads.extend_from_slice(text.as_bytes());
         let body = Body::Heads(body_start..heads.len());
-        out.push(status, head, body, self.log.clone());
+        out.push((status, self.method), head, body, self.log.clone());
     }
 }
 

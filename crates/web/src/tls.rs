@@ -32,6 +32,7 @@ use std::sync::Arc;
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
 use rustls::server::AcceptedAlert;
 use rustls::{ServerConfig, ServerConnection};
+use stoa_netkit::metrics::Handshake;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -82,6 +83,11 @@ pub(crate) async fn serve(
         handshake(&stream, hello, acceptor.config, slot).await
     })
     .await;
+    let outcome = match &shaken {
+        Ok(Ok(session)) => Handshake::of(&session.conn),
+        _ => Handshake::Failed,
+    };
+    stoa_netkit::metrics::record_handshake(outcome);
     match shaken {
         Ok(Ok(session)) => conn::serve(stream, origin, shared, permit, Some(session)).await,
         Ok(Err(e)) => tracing::debug!("{}: TLS handshake failed: {e}", origin.peer),

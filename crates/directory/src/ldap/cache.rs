@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
+use crate::metrics::{self, Cache};
+
 /// The cache (see the module docs).
 #[derive(Debug)]
 pub(crate) struct TtlCache<V> {
@@ -39,14 +41,16 @@ impl<V: Clone> TtlCache<V> {
             .as_ref()?
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        match entries.get(key) {
+        let found = match entries.get(key) {
             Some((expires, value)) if *expires > now => Some(value.clone()),
             Some(_) => {
                 entries.pop(key);
                 None
             }
             None => None,
-        }
+        };
+        metrics::count_cache(Cache::Lookup, found.is_some());
+        found
     }
 
     /// Remembers `value`: a positive answer for the TTL, a negative one for the

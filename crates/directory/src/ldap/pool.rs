@@ -116,6 +116,7 @@ impl Pool {
             match op(conn) {
                 Ok(value) => return Ok(value),
                 Err(e) => {
+                    crate::metrics::count_ldap_error();
                     taken.conn = None;
                     last = Some(e.to_string());
                     self.drop_idle();
@@ -150,6 +151,7 @@ impl Pool {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                crate::metrics::count_ldap_error();
                 return Err(Error::Unavailable(format!(
                     "all {} LDAP connections busy for {:?}",
                     self.max, self.timeout
@@ -181,7 +183,10 @@ impl Pool {
         for url in &self.urls {
             match self.connect_to(url) {
                 Ok(conn) => return Ok(conn),
-                Err(e) => last = Some(format!("{url}: {e}")),
+                Err(e) => {
+                    crate::metrics::count_ldap_error();
+                    last = Some(format!("{url}: {e}"));
+                }
             }
         }
         Err(Error::Unavailable(

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
+use crate::metrics::Handshake;
 use crate::shutdown::Shutdown;
 use crate::tls::Stream;
 
@@ -177,13 +178,18 @@ impl LineIo {
     pub async fn start_tls(&mut self, acceptor: &TlsAcceptor, timeout: Duration) -> io::Result<()> {
         self.buf.clear();
         self.start = 0;
-        match tokio::time::timeout(timeout, self.stream.start_tls(acceptor)).await {
+        let result = match tokio::time::timeout(timeout, self.stream.start_tls(acceptor)).await {
             Ok(result) => result,
             Err(_) => Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "TLS handshake timed out",
             )),
-        }
+        };
+        crate::metrics::record_handshake(match (&result, &self.stream) {
+            (Ok(()), Stream::Tls(tls)) => Handshake::of(tls.get_ref().1),
+            _ => Handshake::Failed,
+        });
+        result
     }
 
     /// Shuts the write side down (a TLS close_notify first), within `timeout`.

@@ -264,6 +264,7 @@ async fn serve_worker<H: Handler>(
     let worker = Arc::new(handler.start_worker(scope));
     let slots = handler.max_connections().max(1) * scope.scale();
     let limit = Arc::new(Semaphore::new(slots));
+    let accepting = crate::metrics::register_limit(H::NAME, slots, Arc::downgrade(&limit));
     let mut accepts = Vec::new();
     for (listener, kind) in group {
         match TcpListener::from_std(listener) {
@@ -272,7 +273,7 @@ async fn serve_worker<H: Handler>(
                 kind,
                 Arc::clone(&handler),
                 Arc::clone(&worker),
-                Arc::clone(&limit),
+                (Arc::clone(&limit), Arc::clone(&accepting)),
                 shutdown.clone(),
             ))),
             Err(e) => tracing::error!("cannot register a {} listener: {e}", H::NAME),
@@ -292,7 +293,7 @@ async fn accept_loop<H: Handler>(
     kind: H::Kind,
     handler: Arc<H>,
     worker: Arc<H::Worker>,
-    limit: Arc<Semaphore>,
+    (limit, accepting): (Arc<Semaphore>, Arc<crate::metrics::Accepting>),
     shutdown: Shutdown,
 ) {
     loop {
@@ -301,7 +302,10 @@ async fn accept_loop<H: Handler>(
         let Ok(permit) = Arc::clone(&limit).acquire_owned().await else {
             return;
         };
+        // Not a connection while it waits (`metrics::connections_open`).
+        let wait = accepting.wait();
         let (stream, peer) = crate::accept::accept(&listener).await;
+        drop(wait);
         let conn = Accepted {
             stream,
             peer,

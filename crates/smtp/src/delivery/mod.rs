@@ -238,6 +238,7 @@ fn apply(
         match outcome {
             Outcome::Delivered => {
                 tracing::info!("queue {}: delivered to <{}>", envelope.id, r.address);
+                crate::metrics::count_delivered(&envelope.id);
                 r.state = RecipientState::Delivered;
             }
             Outcome::Temporary(status, diagnostic) => {
@@ -248,6 +249,7 @@ fn apply(
                 );
                 r.status = Some(status);
                 r.diagnostic = Some(diagnostic);
+                crate::metrics::count_deferred();
             }
             Outcome::Permanent(status, diagnostic) => {
                 tracing::info!(
@@ -259,6 +261,7 @@ fn apply(
                 r.status = Some(status);
                 r.diagnostic = Some(diagnostic);
                 bounced.push(i);
+                crate::metrics::count_bounced();
             }
         }
     }
@@ -451,6 +454,7 @@ impl Deliverer {
                     r.diagnostic =
                         Some(format!("message expired in the queue; last error: {last}"));
                     bounced.push(i);
+                    crate::metrics::count_bounced();
                 }
             }
         }

@@ -15,6 +15,7 @@ use stoa_smtp_proto::{Decision, ForwardPath, Reply, ReversePath};
 use super::server::Shared;
 use crate::config::Limits;
 use crate::driver::{self, Policy};
+use crate::metrics::Dialect;
 
 /// One LMTP connection.
 pub(super) type Conn = driver::Conn<Shared>;
@@ -46,6 +47,7 @@ impl Policy for Shared {
 
     const NAME: &'static str = "LMTP";
     const LOG_PREFIX: &'static str = "LMTP ";
+    const DIALECT: Dialect = Dialect::Lmtp;
 
     fn session_config(&self, (): &()) -> Arc<SessionConfig> {
         Arc::clone(&self.session)

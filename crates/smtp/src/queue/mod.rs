@@ -157,7 +157,9 @@ impl Queue {
     pub fn commit(&self, spool: Spool, envelope: &Envelope) -> io::Result<()> {
         let id = spool.id.clone();
         let result = self.commit_inner(spool, envelope);
-        if result.is_err() {
+        if result.is_ok() {
+            crate::metrics::enter_queue(&id, true, envelope.arrival);
+        } else {
             for ext in ["msg.tmp", "env.tmp", "env", "msg"] {
                 let _ = std::fs::remove_file(self.path(&id, ext));
             }
@@ -241,6 +243,7 @@ impl Queue {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
+        crate::metrics::leave_queue(id);
         self.sync_dir()
     }
 
@@ -269,7 +272,10 @@ impl Queue {
                 }
             } else if let Some(id) = name.strip_suffix(".env") {
                 match self.recover_one(id, &names) {
-                    Ok(envelope) => envelopes.push(envelope),
+                    Ok(envelope) => {
+                        crate::metrics::enter_queue(id, false, envelope.arrival);
+                        envelopes.push(envelope);
+                    }
                     Err(reason) => {
                         tracing::error!("queue: setting {name} aside as {name}.bad: {reason}");
                         std::fs::rename(self.dir.join(name), self.dir.join(format!("{name}.bad")))?;

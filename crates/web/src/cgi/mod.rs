@@ -274,6 +274,7 @@ async fn execute(
         tracing::warn!("cgi {name}: cannot start: {e}");
         (500, "cannot start the script")
     })?;
+    crate::metrics::count_cgi_run();
     let pid = child.id();
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let max = cgi.config.max_output;

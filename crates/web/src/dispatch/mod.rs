@@ -35,6 +35,7 @@ use crate::access_log;
 use crate::cache::FileCache;
 use crate::cgi::{self, Cgi};
 use crate::config::{Config, LogFormat};
+use crate::metrics;
 use crate::output::Output;
 use crate::response::{Refusal, Reply};
 use crate::server::Shared;
@@ -383,6 +384,7 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
         keep_alive,
         version: head.version,
         head_only: head.method == Method::Head,
+        method: metrics::Method::of(head.method),
         log,
     }
 }

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Instructions per keep-alive GET of a small static file, counted by callgrind.
+#
+# usage: bench/callgrind-keepalive.sh [--stoa BINARY] [--requests N]
+#
+# Runs `stoa serve` (one worker, no access log) under `valgrind --tool=callgrind`
+# twice: once answering N requests on one keep-alive connection, once 11 x N.
+# The difference of the two totals divided by 10 x N is the server's instructions
+# per request, start-up and shutdown cancelled out. Deterministic to a few
+# instructions, so two builds compare without load noise: run it on the binary
+# before and after a change of the request path. Prints one line; writes nothing
+# under bench-results/. Needs valgrind and python3 (installed when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stoa=""
+requests=2000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --stoa) stoa="$2"; shift 2 ;;
+    --requests) requests="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+for cmd in valgrind python3; do
+  command -v "$cmd" >/dev/null || apt-get install -y -qq --no-install-recommends "$cmd"
+done
+if [ -z "$stoa" ]; then
+  cargo build --release --locked -p stoa
+  stoa="${CARGO_TARGET_DIR:-target}/release/stoa"
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/root"
+printf 'hello, world\n' > "$work/root/hello.txt"
+# One connection for every request: no keep-alive cap in the way.
+printf '%s\n' '[web]' 'access_log = "off"' '[web.limits]' \
+  'keepalive_requests = 100000000' 'keepalive_timeout = "60s"' > "$work/stoa.toml"
+
+# Total instructions of one server run answering $1 requests.
+run() {
+  local n="$1" out="$work/callgrind.$1"
+  valgrind --tool=callgrind --callgrind-out-file="$out" \
+    "$stoa" serve --config "$work/stoa.toml" --docroot "$work/root" \
+    --listen 127.0.0.1:0 --workers 1 2> "$work/stderr.$n" &
+  local pid=$!
+  local port=""
+  for _ in $(seq 600); do
+    port="$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/stderr.$n")"
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$work/stderr.$n" >&2; exit 1; }
+  python3 - "$port" "$n" <<'EOF'
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+req = b"GET /hello.txt HTTP/1.1\r\nHost: bench\r\n\r\n"
+buf = b""
+for _ in range(n):
+    s.sendall(req)
+    while True:
+        end = buf.find(b"\r\n\r\n")
+        if end >= 0 and len(buf) >= end + 4 + 13:
+            buf = buf[end + 4 + 13:]
+            break
+        chunk = s.recv(65536)
+        if not chunk:
+            sys.exit("server closed the connection")
+        buf += chunk
+s.close()
+EOF
+  kill -TERM "$pid"
+  wait "$pid" || true
+  sed -n 's/^summary: //p' "$out"
+}
+
+small="$(run "$requests")"
+large="$(run $((requests * 11)))"
+per=$(( (large - small) / (requests * 10) ))
+echo "instructions per keep-alive GET: $per (totals $small for $requests requests, $large for $((requests * 11)))"
