@@ -36,6 +36,12 @@ for cmd in "${!needs[@]}"; do
 done
 # /usr/sbin may not be on PATH: look for the server itself.
 [ -x /usr/sbin/slapd ] || missing+=(slapd)
+# Python's prometheus_client, which crates/stoa/tests/metrics.rs parses /metrics
+# with. Debian's package installs it for /usr/bin/python3, which may not be the
+# python3 on PATH (the test tries both).
+python3 -c 'import prometheus_client' 2>/dev/null \
+  || /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null \
+  || missing+=(python3-prometheus-client)
 # Dovecot's LMTP server, as a store host behind Stoa's MTA
 # (crates/stoa/tests/routing.rs starts its own `dovecot -F` in a temporary
 # directory).

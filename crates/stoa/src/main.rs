@@ -25,6 +25,7 @@ mod cli;
 mod config;
 mod fileset;
 mod man;
+mod metrics;
 mod privilege;
 mod serve;
 mod user;

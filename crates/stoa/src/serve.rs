@@ -225,6 +225,9 @@ type Bound = (
 /// any of them serves.
 fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
     let mut services: Vec<Box<dyn Service>> = Vec::new();
+    if let Some(m) = &loaded.metrics {
+        services.push(Box::new(crate::metrics::Server::bind(m.listen)?));
+    }
     let mut reopener = None;
     if let Some(config) = loaded.web {
         let server = stoa_web::Server::bind(config).context("cannot start the web server")?;

@@ -129,7 +129,7 @@ fn validate(c: &Config, r: &mut Report) {
 
 /// Loopback, RFC 1918, link-local, or IPv6 unique-local: not reachable from the
 /// Internet. The unspecified address (every interface) is not.
-fn is_private(addr: &SocketAddr) -> bool {
+pub(super) fn is_private(addr: &SocketAddr) -> bool {
     match addr.ip() {
         IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
         IpAddr::V6(ip) => {

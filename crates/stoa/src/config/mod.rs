@@ -30,6 +30,7 @@ mod lmtp;
 mod mail;
 mod mail_host;
 mod mail_limits;
+mod metrics;
 mod pop3;
 mod pop3_proxy;
 pub(crate) mod print;
@@ -40,6 +41,7 @@ mod units;
 
 pub(crate) use directory::Directory;
 pub(crate) use lmtp::Lmtp;
+pub(crate) use metrics::Metrics;
 pub(crate) use pop3::Pop3;
 pub(crate) use pop3_proxy::Pop3Proxy;
 pub(crate) use print::effective;
@@ -69,6 +71,8 @@ pub(crate) struct Loaded {
     pub(crate) lmtp: Option<Lmtp>,
     /// The POP3 proxy, when configured.
     pub(crate) pop3_proxy: Option<Pop3Proxy>,
+    /// The Prometheus endpoint (`[metrics]`), when configured.
+    pub(crate) metrics: Option<Metrics>,
     /// The user directory of the mail servers (`[directory]`).
     pub(crate) directory: Directory,
     /// The user to switch to and the umask (`user`, `group`, `umask`).
@@ -200,6 +204,7 @@ pub(crate) fn load_all(
             pop3,
             lmtp,
             pop3_proxy,
+            metrics: file.metrics,
             directory,
             process,
             bind_password_file,
@@ -225,6 +230,8 @@ struct FileParts {
     lmtp: Option<lmtp::Draft>,
     /// The `[pop3_proxy]` table.
     pop3_proxy: Option<pop3_proxy::Draft>,
+    /// The `[metrics]` table.
+    metrics: Option<Metrics>,
     /// The `[directory]` table, when it names a backend other than the embedded one.
     directory: Option<directory::Draft>,
     /// The `[[mail_host]]` entries, for the SMTP server's routing.
@@ -264,6 +271,7 @@ fn read_config(
                 file.lmtp = lmtp::read_table(&table, path.parent(), r);
                 file.pop3_proxy = pop3_proxy::read_table(&table, path.parent(), r);
                 file.directory = directory::read_table(&table, path.parent(), r);
+                file.metrics = metrics::read_table(&table, r);
                 file.mail_hosts = mail_host::read(&table, r);
                 file.process = Some(process::read_table(&table, r));
             }
@@ -440,6 +448,7 @@ fn read_file(
             "lmtp",
             "directory",
             "mail_host",
+            "metrics",
             // process.rs
             "user",
             "group",

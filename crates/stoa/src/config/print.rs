@@ -52,6 +52,10 @@ pub(crate) fn effective(loaded: &Loaded) -> String {
         directory_section(&mut doc, &loaded.directory, loaded);
     }
     mail_hosts(&mut doc, loaded);
+    if let Some(metrics) = &loaded.metrics {
+        doc.table("metrics");
+        doc.set("listen", metrics.listen.to_string());
+    }
     doc.out
 }
 

@@ -794,3 +794,63 @@ fn pop3_proxy_table_flags_and_mistakes() {
     assert!(loaded.web.is_none() && loaded.smtp.is_none());
     assert!(loaded.pop3_proxy.is_some());
 }
+
+#[test]
+fn metrics_listen_is_read_and_printed() {
+    let file = format!(
+        "[web]\ndocroot = \"{}\"\n[metrics]\nlisten = \"127.0.0.1:9100\"\n",
+        tmp_docroot()
+    );
+    let loaded = load_all(Some(&file), ServeArgs::default()).expect("valid");
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let metrics = loaded.metrics.as_ref().expect("[metrics] read");
+    assert_eq!(metrics.listen, "127.0.0.1:9100".parse().expect("addr"));
+    let printed = effective(&loaded);
+    assert!(
+        printed.contains("[metrics]\nlisten = \"127.0.0.1:9100\"\n"),
+        "{printed}"
+    );
+    // Without the table, no listener.
+    let file = format!("[web]\ndocroot = \"{}\"\n", tmp_docroot());
+    let loaded = load_all(Some(&file), ServeArgs::default()).expect("valid");
+    assert_eq!(loaded.metrics, None);
+}
+
+#[test]
+fn metrics_listen_must_be_an_address() {
+    let docroot = tmp_docroot();
+    for (table, expected) in [
+        (
+            "listen = \"localhost\"",
+            "metrics.listen: \"localhost\" is not an address",
+        ),
+        ("listen = 9100", "metrics.listen: expected a string"),
+        ("", "metrics.listen: missing"),
+    ] {
+        let file = format!("[web]\ndocroot = \"{docroot}\"\n[metrics]\n{table}\n");
+        let errors = load_all(Some(&file), ServeArgs::default()).expect_err("invalid");
+        assert!(
+            errors.iter().any(|e| e.contains(expected)),
+            "{expected}: {errors:?}"
+        );
+    }
+}
+
+#[test]
+fn metrics_unknown_keys_and_public_addresses_are_warned_of() {
+    let file = format!(
+        "[web]\ndocroot = \"{}\"\n[metrics]\nlisten = \"0.0.0.0:9100\"\npath = \"/m\"\n",
+        tmp_docroot()
+    );
+    let loaded = load_all(Some(&file), ServeArgs::default()).expect("valid");
+    for expected in [
+        "metrics.path: unknown key",
+        "metrics.listen 0.0.0.0:9100: /metrics has no authentication",
+    ] {
+        assert!(
+            loaded.warnings.iter().any(|w| w.contains(expected)),
+            "{expected}: {:?}",
+            loaded.warnings
+        );
+    }
+}

@@ -1,0 +1,517 @@
+//! `[metrics]`: this process's counters in the OpenMetrics text format (which
+//! Prometheus scrapes), at `GET /metrics` on their own listener.
+//!
+//! The counters live in the libraries, as plain process-wide atomics
+//! (`stoa_web::metrics`, `stoa_smtp::metrics`, `stoa_pop3::metrics`,
+//! `stoa_directory::metrics`, `stoa_netkit::metrics`), so that servers rebuilt
+//! from a re-read configuration count on where the old ones stopped, and no
+//! library knows Prometheus. Here, at each scrape, [`Collector`] reads them and
+//! encodes them with `prometheus-client`; nothing is kept between scrapes.
+//!
+//! The listener is a [`Service`] like the others, bound before the privilege drop
+//! and drained by the same shutdown. Its HTTP is the least that works and nothing
+//! more: one request per connection, its head read up to [`MAX_HEAD`] bytes within
+//! [`READ_TIMEOUT`], `GET /metrics` answered `200`, any other path `404`, any
+//! other method `405`, anything unreadable `400`, then the connection closes; at
+//! most [`MAX_CONNECTIONS`] at once (the others wait in the kernel's backlog).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use stoa_netkit::server::{BoxError, Endpoint, Service};
+use stoa_netkit::shutdown::Shutdown;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// Longest request head read: a scraper's is a few hundred bytes.
+const MAX_HEAD: usize = 8 * 1024;
+/// Time for the request head to arrive, and for the answer to be written.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Scrapes served at once: Prometheus sends one at a time per target; a few more
+/// leave room for a person with curl.
+const MAX_CONNECTIONS: usize = 16;
+/// The content type of the OpenMetrics text `prometheus-client` writes.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The bound metrics listener.
+pub(crate) struct Server {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// Binds `addr` (before the privilege drop, like every listener).
+    pub(crate) fn bind(addr: SocketAddr) -> anyhow::Result<Server> {
+        use anyhow::Context as _;
+        let listener = std::net::TcpListener::bind(addr)
+            .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        Ok(Server { listener, addr })
+    }
+}
+
+impl Service for Server {
+    fn name(&self) -> &'static str {
+        "metrics"
+    }
+
+    fn endpoints(&self) -> Vec<Endpoint> {
+        vec![Endpoint {
+            scheme: "metrics",
+            addr: self.addr,
+        }]
+    }
+
+    fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(serve(self.listener, shutdown))?;
+        Ok(())
+    }
+}
+
+/// Accepts scrapes until `shutdown`; a scrape in progress then is dropped.
+async fn serve(listener: std::net::TcpListener, mut shutdown: Shutdown) -> io::Result<()> {
+    let listener = TcpListener::from_std(listener)?;
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let permit = tokio::select! {
+            _ = shutdown.wait() => return Ok(()),
+            permit = Arc::clone(&slots).acquire_owned() => permit.map_err(io::Error::other)?,
+        };
+        let accepted = tokio::select! {
+            _ = shutdown.wait() => return Ok(()),
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                tokio::spawn(async move {
+                    let answered = tokio::time::timeout(READ_TIMEOUT, answer(stream)).await;
+                    if !matches!(answered, Ok(Ok(()))) {
+                        tracing::debug!("metrics: scrape from {peer} failed or timed out");
+                    }
+                    drop(permit);
+                });
+            }
+            Err(e) => {
+                // EMFILE and the like: do not spin on them.
+                tracing::warn!("metrics: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Reads one request head and answers it.
+async fn answer(mut stream: TcpStream) -> io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() >= MAX_HEAD {
+            return respond(&mut stream, 431, "text/plain", b"request head too large\n").await;
+        }
+        let room = (MAX_HEAD - head.len()).min(chunk.len());
+        let n = stream.read(&mut chunk[..room]).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    match route(&head) {
+        Route::Metrics => {
+            let body = encode();
+            respond(&mut stream, 200, CONTENT_TYPE, body.as_bytes()).await
+        }
+        Route::NotFound => respond(&mut stream, 404, "text/plain", b"not found\n").await,
+        Route::NotAllowed => respond(&mut stream, 405, "text/plain", b"GET only\n").await,
+        Route::Bad => respond(&mut stream, 400, "text/plain", b"bad request\n").await,
+    }
+}
+
+/// What a request head asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    Metrics,
+    NotFound,
+    NotAllowed,
+    Bad,
+}
+
+/// The request line's method and target; the query is ignored.
+fn route(head: &[u8]) -> Route {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Route::Bad;
+    };
+    if !version.starts_with(b"HTTP/1.") {
+        return Route::Bad;
+    }
+    if method != b"GET" {
+        return Route::NotAllowed;
+    }
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    if path == b"/metrics" {
+        Route::Metrics
+    } else {
+        Route::NotFound
+    }
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+) -> io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Request Header Fields Too Large",
+    };
+    let allow = if status == 405 { "Allow: GET\r\n" } else { "" };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\n{allow}Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.shutdown().await
+}
+
+/// The OpenMetrics text of every counter now.
+pub(crate) fn encode() -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Collector));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)
+        .expect("invariant: writing to a String does not fail");
+    text
+}
+
+/// Reads the libraries' counters at each scrape.
+#[derive(Debug)]
+struct Collector;
+
+impl prometheus_client::collector::Collector for Collector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        web(&mut encoder)?;
+        net(&mut encoder)?;
+        smtp(&mut encoder)?;
+        pop3(&mut encoder)?;
+        directory(&mut encoder)
+    }
+}
+
+/// One counter without labels.
+fn counter(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: u64) -> std::fmt::Result {
+    ConstCounter::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Counter)?)
+}
+
+/// One gauge without labels.
+fn gauge(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: f64) -> std::fmt::Result {
+    ConstGauge::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Gauge)?)
+}
+
+/// A family of `kind` with one value per label set.
+fn family<L: AsRef<[(&'static str, String)]>>(
+    e: &mut DescriptorEncoder<'_>,
+    (name, help, kind): (&str, &str, MetricType),
+    rows: impl IntoIterator<Item = (L, u64)>,
+) -> std::fmt::Result {
+    let mut family = e.encode_descriptor(name, help, None, kind)?;
+    for (labels, v) in rows {
+        let labels = labels.as_ref();
+        let metric = family.encode_family(&labels)?;
+        match kind {
+            MetricType::Gauge => ConstGauge::new(v as i64).encode(metric)?,
+            _ => ConstCounter::new(v).encode(metric)?,
+        }
+    }
+    Ok(())
+}
+
+fn web(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    use stoa_web::metrics::{METHODS, code_label};
+    let w = stoa_web::metrics::snapshot();
+    family(
+        e,
+        (
+            "stoa_http_requests",
+            "HTTP responses sent, by request method and status code",
+            MetricType::Counter,
+        ),
+        w.requests.iter().map(|&(m, code, n)| {
+            let labels = [
+                ("method", METHODS[m].to_owned()),
+                ("code", code_label(code)),
+            ];
+            (labels, n)
+        }),
+    )?;
+    counter(
+        e,
+        "stoa_http_sent_bytes",
+        "Bytes of HTTP responses written, heads and bodies, before TLS",
+        w.sent_bytes,
+    )?;
+    counter(e, "stoa_cgi_runs", "CGI scripts started", w.cgi_runs)
+}
+
+fn net(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    let open = stoa_netkit::metrics::connections_open();
+    family(
+        e,
+        (
+            "stoa_connections_open",
+            "Client connections open now, by server",
+            MetricType::Gauge,
+        ),
+        open.into_iter()
+            .map(|(server, n)| ([("service", server.to_ascii_lowercase())], n)),
+    )?;
+    let h = stoa_netkit::metrics::handshakes();
+    family(
+        e,
+        (
+            "stoa_tls_handshakes",
+            "TLS handshakes (HTTPS, STARTTLS, STLS, POP3S), by result",
+            MetricType::Counter,
+        ),
+        [
+            ("full", h.full),
+            ("resumed", h.resumed),
+            ("failed", h.failed),
+        ]
+        .map(|(result, n)| ([("result", result.to_owned())], n)),
+    )
+}
+
+fn smtp(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    let s = stoa_smtp::metrics::snapshot();
+    family(
+        e,
+        (
+            "stoa_smtp_sessions",
+            "SMTP and LMTP sessions accepted, by protocol",
+            MetricType::Counter,
+        ),
+        [("smtp", s.smtp_sessions), ("lmtp", s.lmtp_sessions)]
+            .map(|(p, n)| ([("protocol", p.to_owned())], n)),
+    )?;
+    counter(
+        e,
+        "stoa_smtp_messages_accepted",
+        "Messages accepted by the SMTP server (250 after the final dot)",
+        s.accepted,
+    )?;
+    family(
+        e,
+        (
+            "stoa_smtp_rejected",
+            "Refusals by the SMTP server (recipients, messages, logins, connections), by reason",
+            MetricType::Counter,
+        ),
+        s.rejected
+            .iter()
+            .map(|&(r, n)| ([("reason", r.label().to_owned())], n)),
+    )?;
+    let queue = [
+        (
+            "stoa_queue_queued",
+            "Messages committed to the queue, bounces included",
+            s.queued,
+        ),
+        (
+            "stoa_queue_deferred",
+            "Recipients whose delivery failed for now and will be retried",
+            s.deferred,
+        ),
+        (
+            "stoa_queue_bounced",
+            "Recipients that failed for good or expired",
+            s.bounced,
+        ),
+        ("stoa_queue_delivered", "Recipients delivered", s.delivered),
+    ];
+    for (name, help, v) in queue {
+        counter(e, name, help, v)?;
+    }
+    gauge(
+        e,
+        "stoa_queue_messages",
+        "Messages in the queue now",
+        s.queue_length as f64,
+    )?;
+    gauge(
+        e,
+        "stoa_queue_oldest_seconds",
+        "Age of the oldest message in the queue (0 when empty)",
+        s.queue_oldest.as_secs_f64(),
+    )?;
+    histogram(
+        e,
+        "stoa_delivery_seconds",
+        "Time from a message's arrival to each recipient's delivery",
+        &s.delivery,
+    )
+}
+
+/// A histogram; `h`'s buckets are per bucket (the encoder accumulates them).
+fn histogram(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    h: &stoa_smtp::metrics::Histogram,
+) -> std::fmt::Result {
+    let mut metric = e.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    metric.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)
+}
+
+fn pop3(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    let p = stoa_pop3::metrics::snapshot();
+    family(
+        e,
+        (
+            "stoa_pop3_logins",
+            "POP3 logins, by result (ok, failed credentials, error)",
+            MetricType::Counter,
+        ),
+        p.logins
+            .iter()
+            .map(|&(l, n)| ([("result", l.label().to_owned())], n)),
+    )?;
+    counter(
+        e,
+        "stoa_pop3_retrievals",
+        "POP3 RETR and TOP commands served",
+        p.retrievals,
+    )
+}
+
+fn directory(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    let d = stoa_directory::metrics::snapshot();
+    family(
+        e,
+        (
+            "stoa_directory_cache",
+            "Directory cache questions, by cache (lookup, password) and result (hit, miss)",
+            MetricType::Counter,
+        ),
+        d.caches.iter().flat_map(|&(c, hits, misses)| {
+            [("hit", hits), ("miss", misses)].map(|(result, n)| {
+                let labels = [
+                    ("cache", c.label().to_owned()),
+                    ("result", result.to_owned()),
+                ];
+                (labels, n)
+            })
+        }),
+    )?;
+    counter(
+        e,
+        "stoa_ldap_errors",
+        "Failed LDAP operations and connection attempts",
+        d.ldap_errors,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_get_metrics_only() {
+        assert_eq!(route(b"GET /metrics HTTP/1.1\r\n\r\n"), Route::Metrics);
+        assert_eq!(route(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"), Route::Metrics);
+        assert_eq!(route(b"GET / HTTP/1.1\r\n\r\n"), Route::NotFound);
+        assert_eq!(route(b"POST /metrics HTTP/1.1\r\n\r\n"), Route::NotAllowed);
+        assert_eq!(route(b"GET /metrics\r\n\r\n"), Route::Bad);
+        assert_eq!(route(b"GET /metrics SPDY/3\r\n\r\n"), Route::Bad);
+        assert_eq!(route(b"\xff\xfe\r\n\r\n"), Route::Bad);
+    }
+
+    /// Encodes `h` alone.
+    #[derive(Debug)]
+    struct One(stoa_smtp::metrics::Histogram);
+
+    impl prometheus_client::collector::Collector for One {
+        fn encode(&self, mut e: DescriptorEncoder<'_>) -> std::fmt::Result {
+            histogram(&mut e, "h", "test", &self.0)
+        }
+    }
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_end_at_the_count() {
+        let h = stoa_smtp::metrics::Histogram {
+            buckets: vec![(0.1, 2), (1.0, 0), (f64::INFINITY, 3)],
+            sum: 9.5,
+            count: 5,
+        };
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(One(h)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        for line in [
+            "h_bucket{le=\"0.1\"} 2\n",
+            "h_bucket{le=\"1.0\"} 2\n",
+            "h_bucket{le=\"+Inf\"} 5\n",
+            "h_count 5\n",
+            "h_sum 9.5\n",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+    }
+
+    #[test]
+    fn the_text_has_every_family_typed_and_ends_with_eof() {
+        let text = encode();
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        for (name, kind) in [
+            ("stoa_http_requests", "counter"),
+            ("stoa_http_sent_bytes", "counter"),
+            ("stoa_connections_open", "gauge"),
+            ("stoa_tls_handshakes", "counter"),
+            ("stoa_cgi_runs", "counter"),
+            ("stoa_smtp_sessions", "counter"),
+            ("stoa_smtp_messages_accepted", "counter"),
+            ("stoa_smtp_rejected", "counter"),
+            ("stoa_queue_queued", "counter"),
+            ("stoa_queue_deferred", "counter"),
+            ("stoa_queue_bounced", "counter"),
+            ("stoa_queue_delivered", "counter"),
+            ("stoa_queue_messages", "gauge"),
+            ("stoa_queue_oldest_seconds", "gauge"),
+            ("stoa_delivery_seconds", "histogram"),
+            ("stoa_pop3_logins", "counter"),
+            ("stoa_pop3_retrievals", "counter"),
+            ("stoa_directory_cache", "counter"),
+            ("stoa_ldap_errors", "counter"),
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE {name} {kind}\n")),
+                "{name} {kind}:\n{text}"
+            );
+        }
+        assert!(text.contains("stoa_smtp_rejected_total{reason=\"relay_denied\"} "));
+        assert!(text.contains("stoa_tls_handshakes_total{result=\"resumed\"} "));
+        assert!(text.contains("stoa_delivery_seconds_bucket{le=\"+Inf\"} "));
+        assert!(text.contains("\nstoa_ldap_errors_total "));
+    }
+}

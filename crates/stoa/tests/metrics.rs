@@ -1,0 +1,246 @@
+//! `[metrics]` in the binary: `stoa serve` with the web, SMTP and POP3 servers
+//! and the metrics listener, some traffic on each (two GETs, a 200 and a 404; a
+//! message through SMTP; a POP3 login and RETR, with Python's smtplib and
+//! poplib), then `/metrics` scraped and parsed by Python's `prometheus_client`,
+//! both its OpenMetrics parser (strict: what we serve) and its Prometheus text
+//! parser, and the counts checked.
+//!
+//! `prometheus_client` comes from Debian's `python3-prometheus-client`
+//! (scripts/test.sh installs it); without it the test fails under CI and is
+//! skipped elsewhere.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{READY_TIMEOUT, ServerBuilder, Site};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+const JOE: &str = "joe@example.test";
+
+/// A Python that has `prometheus_client`: the one on `PATH`, or Debian's (where
+/// the package installs), which may differ.
+fn python() -> Option<&'static str> {
+    ["python3", "/usr/bin/python3"].into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", "import prometheus_client"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn run(program: &str, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let mut command = Command::new(program);
+    command.args(args).env_remove("RUST_LOG");
+    let done = stoa_testkit::run(&mut command, stdin, RUN_TIMEOUT);
+    (done.status.code().unwrap_or(-1), done.stdout, done.stderr)
+}
+
+fn add_user(dir: &Path, address: &str, password: &str) {
+    let d = dir.to_str().expect("UTF-8 path");
+    let (code, _, err) = run(
+        env!("CARGO_BIN_EXE_stoa"),
+        &["user", "add", address, "--password-stdin", "--mail-dir", d],
+        format!("{password}\n").as_bytes(),
+    );
+    assert_eq!(code, 0, "stoa user add failed: {err}");
+}
+
+/// What the script does, given the web, SMTP, POP3 and metrics ports: traffic,
+/// then the scrape, parsed twice, the counts asserted.
+const SCRIPT: &str = r#"
+import http.client, poplib, smtplib, sys, time, urllib.request
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
+from prometheus_client.parser import text_string_to_metric_families as prometheus
+
+web, smtp, pop3, metrics = (int(p) for p in sys.argv[1:5])
+joe = sys.argv[5]
+
+def get(path):
+    c = http.client.HTTPConnection("127.0.0.1", web, timeout=10)
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    c.close()
+    return r.status
+
+assert get("/hello.txt") == 200
+assert get("/no-such-file") == 404
+
+s = smtplib.SMTP("127.0.0.1", smtp, timeout=10)
+s.sendmail("alice@ext.test", [joe], "Subject: hi\r\n\r\nHello Joe\r\n")
+s.quit()
+
+def scrape():
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=10) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("application/openmetrics-text"), r.headers
+        return r.read().decode()
+
+def samples(text):
+    # The strict parser of the format served: it fails on anything malformed.
+    found = {}
+    for family in openmetrics(text):
+        for s in family.samples:
+            found[(s.name, tuple(sorted(s.labels.items())))] = (family.type, s.value)
+    return found
+
+def value(found, name, **labels):
+    return found.get((name, tuple(sorted(labels.items()))), (None, 0))[1]
+
+# The queue delivers in the background: wait for it (the counter says when).
+deadline = time.time() + 15
+while value(samples(scrape()), "stoa_queue_delivered_total") < 1:
+    assert time.time() < deadline, "the message was not delivered"
+    time.sleep(0.05)
+
+p = poplib.POP3("127.0.0.1", pop3, timeout=10)
+p.user(joe)
+p.pass_("joe-secret")
+resp, lines, octets = p.retr(1)
+assert b"Hello Joe" in b"\n".join(lines), lines
+p.quit()
+
+text = scrape()
+found = samples(text)
+expect = [
+    ("stoa_http_requests_total", {"method": "GET", "code": "200"}, "counter", lambda v: v >= 1),
+    ("stoa_http_requests_total", {"method": "GET", "code": "404"}, "counter", lambda v: v >= 1),
+    ("stoa_http_sent_bytes_total", {}, "counter", lambda v: v > 0),
+    ("stoa_smtp_sessions_total", {"protocol": "smtp"}, "counter", lambda v: v == 1),
+    ("stoa_smtp_messages_accepted_total", {}, "counter", lambda v: v == 1),
+    ("stoa_smtp_rejected_total", {"reason": "unknown_user"}, "counter", lambda v: v == 0),
+    ("stoa_queue_queued_total", {}, "counter", lambda v: v == 1),
+    ("stoa_queue_delivered_total", {}, "counter", lambda v: v == 1),
+    ("stoa_queue_bounced_total", {}, "counter", lambda v: v == 0),
+    ("stoa_queue_messages", {}, "gauge", lambda v: v == 0),
+    ("stoa_delivery_seconds_count", {}, "histogram", lambda v: v == 1),
+    ("stoa_delivery_seconds_bucket", {"le": "+Inf"}, "histogram", lambda v: v == 1),
+    ("stoa_pop3_logins_total", {"result": "ok"}, "counter", lambda v: v == 1),
+    ("stoa_pop3_logins_total", {"result": "failed"}, "counter", lambda v: v == 0),
+    ("stoa_pop3_retrievals_total", {}, "counter", lambda v: v == 1),
+    ("stoa_directory_cache_total", {"cache": "password", "result": "miss"}, "counter", lambda v: v >= 1),
+    ("stoa_ldap_errors_total", {}, "counter", lambda v: v == 0),
+    ("stoa_connections_open", {"service": "pop3"}, "gauge", lambda v: v == 0),
+    ("stoa_tls_handshakes_total", {"result": "failed"}, "counter", lambda v: v == 0),
+]
+problems = []
+for name, labels, kind, ok in expect:
+    key = (name, tuple(sorted(labels.items())))
+    if key not in found:
+        problems.append(f"missing {name}{labels}")
+        continue
+    typ, v = found[key]
+    if typ != kind or not ok(v):
+        problems.append(f"{name}{labels} = {v} ({typ})")
+
+# The Prometheus text parser reads the same values (it types OpenMetrics'
+# counters as untyped `_total` families, but the samples are the same).
+plain = {}
+for family in prometheus(text):
+    for s in family.samples:
+        plain[(s.name, tuple(sorted(s.labels.items())))] = s.value
+for (name, labels), (_, v) in found.items():
+    if name.endswith("_created"):
+        continue
+    if plain.get((name, labels)) != v:
+        problems.append(f"the Prometheus text parser read {name}{dict(labels)} as {plain.get((name, labels))}, not {v}")
+
+if problems:
+    print(text)
+    sys.exit("\n".join(problems))
+print("ok", len(found), "samples")
+"#;
+
+#[test]
+fn a_scrape_counts_http_smtp_and_pop3_traffic() {
+    let Some(python) = python() else {
+        let why = "Python's prometheus_client is not installed (scripts/test.sh installs \
+                   the Debian package python3-prometheus-client)";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("{why}; skipping");
+        return;
+    };
+    let site = Site::new();
+    let mail = site.outside("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let config = site.outside("stoa.toml");
+    std::fs::write(&config, "[metrics]\nlisten = \"127.0.0.1:0\"\n").expect("write config");
+    let server = ServerBuilder::new(site.root())
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args(["--mail-dir".as_ref(), mail.as_os_str()])
+        .args(["--listen", "127.0.0.1:0"])
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--pop3-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let metrics = metrics_addr(&server);
+    let ports = [
+        server.addrs[0].port(),
+        server.smtp_addrs[0].port(),
+        server.pop3_addrs[0].port(),
+        metrics.port(),
+    ]
+    .map(|p| p.to_string());
+    let mut args = vec!["-c", SCRIPT];
+    args.extend(ports.iter().map(String::as_str));
+    args.push(JOE);
+    let (code, out, err) = run(python, &args, b"");
+    assert_eq!(
+        code,
+        0,
+        "the scrape did not show the traffic:\n{out}{err}\nserver:\n{}",
+        server.stderr_text()
+    );
+}
+
+/// The metrics listener's address, from its readiness line.
+fn metrics_addr(server: &common::Server) -> SocketAddr {
+    let line = |lines: &[String]| {
+        lines.iter().find_map(|l| {
+            let (scheme, addr) = stoa_testkit::listening_on(l.strip_prefix("stoa: ")?)?;
+            (scheme == "metrics").then_some(addr)
+        })
+    };
+    assert!(
+        server.wait_for_stderr(READY_TIMEOUT, |lines| line(lines).is_some()),
+        "no metrics readiness line:\n{}",
+        server.stderr_text()
+    );
+    line(&server.stderr_lines()).expect("seen above")
+}
+
+#[test]
+fn a_bad_metrics_address_stops_the_start_naming_it() {
+    let site = Site::new();
+    // Taken: the test holds it.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr");
+    let config = site.outside("stoa.toml");
+    std::fs::write(&config, format!("[metrics]\nlisten = \"{addr}\"\n")).expect("write config");
+    let docroot = site.root().to_str().expect("UTF-8 path").to_owned();
+    let config = config.to_str().expect("UTF-8 path").to_owned();
+    let (status, stderr) = common::run_stoa(
+        &[
+            "serve",
+            "--config",
+            &config,
+            "--docroot",
+            &docroot,
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        RUN_TIMEOUT,
+    );
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen for metrics on {addr}")),
+        "{stderr}"
+    );
+}
