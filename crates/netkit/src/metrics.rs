@@ -11,8 +11,8 @@
 //!   a permit of its worker's connection semaphore for as long as it lives
 //!   (parked or not), so the number open is the permits taken, less those the
 //!   accept loops hold while they wait for a connection (counted around each
-//!   accept, in [`Accepting`]). Each worker registers its semaphore here
-//!   ([`register_limit`]) by a weak reference; a server's semaphores die with its
+//!   accept, in `Accepting`). Each worker registers its semaphore here
+//!   (`register_limit`) by a weak reference; a server's semaphores die with its
 //!   last connection and drop out of the sum.
 //! - TLS handshakes are counted where they end ([`record_handshake`]): the mail
 //!   servers' [`crate::line::LineIo::start_tls`] and the web server's own
@@ -95,7 +95,7 @@ impl Accepting {
     }
 }
 
-/// One accept loop's wait, counted in [`Accepting`] while it lives.
+/// One accept loop's wait, counted in `Accepting` while it lives.
 pub(crate) struct AcceptWait<'a>(&'a Accepting);
 
 impl Drop for AcceptWait<'_> {

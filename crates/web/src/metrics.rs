@@ -6,7 +6,7 @@
 //! # Sharded per thread
 //!
 //! A counter shared by every worker would bounce its cache line between cores on
-//! every request. Each thread that counts takes a [`Shard`] of its own (aligned to
+//! every request. Each thread that counts takes a `Shard` of its own (aligned to
 //! a cache-line pair, so no two shards share one) and is its only writer, so a
 //! count is a plain load and store, not a locked read-modify-write; [`snapshot`]
 //! sums the shards when the binary is scraped. A shard is never freed: when its
@@ -17,7 +17,7 @@
 //! Counting happens once per written batch of responses, where the access log is
 //! written (`conn.rs`), off the parse and dispatch path.
 //!
-//! Labels are bounded by construction: the method is one of [`Method`]'s four,
+//! Labels are bounded by construction: the method is one of `Method`'s four,
 //! the status one of [`CODES`] or its class (`2xx`), never text from the network.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,7 +48,7 @@ impl Method {
     }
 }
 
-/// The `method` label of each [`Method`], in its order.
+/// The `method` label of each `Method`, in its order.
 pub const METHODS: [&str; 4] = ["GET", "HEAD", "POST", "other"];
 
 /// The status codes counted on their own: every code the server produces itself.

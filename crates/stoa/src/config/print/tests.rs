@@ -133,6 +133,9 @@ this_host = "store-a.test"
 auth = "bind"
 cache_ttl = "90m"
 
+[metrics]
+listen = "127.0.0.1:9100"
+
 [[mail_host]]
 name = "store-b.test"
 lmtp = "10.0.0.3:24"
