@@ -1,7 +1,9 @@
-//! TCP listeners for the thread-per-core model.
+//! TCP listeners for the thread-per-core model, and the [`Pool`] that carries
+//! them from one generation of servers to the next on a reload.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -39,6 +41,157 @@ pub fn bind_group(addr: SocketAddr, count: usize, backlog: i32) -> io::Result<Ve
     Ok(group)
 }
 
+/// The listening sockets of a process's servers, by configured address, so that
+/// servers bound again on a reload take over the sockets (and the connections
+/// waiting in their accept queues) of the servers they replace instead of binding
+/// anew: no connection is refused or reset while a configuration changes, and a
+/// privileged port stays bound after the process gave up root.
+///
+/// The default pool keeps nothing (every bind is fresh); [`Pool::shared`] makes
+/// one that keeps. A kept socket stays open while its address is configured:
+/// [`Pool::begin`] starts a generation, and [`Pool::commit`] closes the pool's
+/// copies of addresses that generation did not bind (its servers' own copies
+/// close with them), [`Pool::abandon`] those it bound first and gave up. An
+/// address configured several times (port 0 for a test, say) is matched by
+/// its place among them: the second `127.0.0.1:0` of a generation gets the
+/// sockets of the second of the one before.
+#[derive(Clone, Default)]
+pub struct Pool {
+    kept: Option<Arc<Mutex<Kept>>>,
+}
+
+/// The sockets a shared [`Pool`] holds, and the generation binding now.
+#[derive(Debug, Default)]
+struct Kept {
+    generation: u64,
+    groups: Vec<KeptGroup>,
+    /// How often each address was bound in this generation so far.
+    binds: Vec<(SocketAddr, usize)>,
+}
+
+/// One configured address's sockets (one per worker of the generation that bound
+/// it first).
+#[derive(Debug)]
+struct KeptGroup {
+    addr: SocketAddr,
+    /// Which bind of `addr` in its generation it was, from 0.
+    nth: usize,
+    sockets: Vec<TcpListener>,
+    first_bound_in: u64,
+    last_bound_in: u64,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kept {
+            None => f.write_str("Pool(fresh binds)"),
+            Some(kept) => {
+                let kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                f.debug_list()
+                    .entries(kept.groups.iter().map(|g| g.addr))
+                    .finish()
+            }
+        }
+    }
+}
+
+impl Pool {
+    /// A pool that keeps the sockets it binds, for the servers of one process.
+    pub fn shared() -> Pool {
+        Pool {
+            kept: Some(Arc::default()),
+        }
+    }
+
+    /// Binds `count` listeners on `addr` ([`bind_group`]), or, when the pool
+    /// already holds `addr`, hands out duplicates of its sockets: worker `i`
+    /// gets socket `i` modulo however many there are, so every kept socket is
+    /// still accepted from.
+    pub fn bind_group(
+        &self,
+        addr: SocketAddr,
+        count: usize,
+        backlog: i32,
+    ) -> io::Result<Vec<TcpListener>> {
+        let Some(kept) = self.kept.as_ref() else {
+            return bind_group(addr, count, backlog);
+        };
+        let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let generation = kept.generation;
+        let nth = match kept.binds.iter_mut().find(|(a, _)| *a == addr) {
+            Some((_, n)) => {
+                *n += 1;
+                *n - 1
+            }
+            None => {
+                kept.binds.push((addr, 1));
+                0
+            }
+        };
+        if let Some(group) = kept
+            .groups
+            .iter_mut()
+            .find(|g| g.addr == addr && g.nth == nth)
+        {
+            group.last_bound_in = generation;
+            let n = group.sockets.len();
+            return (0..count.max(1))
+                .map(|i| group.sockets[i % n].try_clone())
+                .collect();
+        }
+        let sockets = bind_group(addr, count, backlog)?;
+        let copies = sockets
+            .iter()
+            .map(TcpListener::try_clone)
+            .collect::<io::Result<Vec<_>>>()?;
+        kept.groups.push(KeptGroup {
+            addr,
+            nth,
+            sockets: copies,
+            first_bound_in: generation,
+            last_bound_in: generation,
+        });
+        Ok(sockets)
+    }
+
+    /// Starts a new generation of binds (a reload's servers).
+    pub fn begin(&self) {
+        if let Some(kept) = &self.kept {
+            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.generation += 1;
+            kept.binds.clear();
+        }
+    }
+
+    /// The generation's servers are running: stop holding addresses it did not
+    /// bind.
+    pub fn commit(&self) {
+        self.retain(|g, generation| g.last_bound_in == generation);
+    }
+
+    /// The generation's servers were given up: stop holding addresses that only
+    /// it bound.
+    pub fn abandon(&self) {
+        self.retain(|g, generation| g.first_bound_in != generation);
+    }
+
+    /// The addresses the pool holds sockets for.
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.kept.as_ref().map_or_else(Vec::new, |kept| {
+            let kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.groups.iter().map(|g| g.addr).collect()
+        })
+    }
+
+    fn retain(&self, keep: impl Fn(&KeptGroup, u64) -> bool) {
+        if let Some(kept) = &self.kept {
+            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            let generation = kept.generation;
+            kept.groups.retain(|g| keep(g, generation));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +213,78 @@ mod tests {
         let plain = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = plain.local_addr().expect("addr");
         assert!(bind_reuseport(addr, 16).is_err());
+    }
+
+    fn free_addr() -> SocketAddr {
+        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+        probe.local_addr().expect("addr")
+    }
+
+    #[test]
+    fn a_shared_pool_hands_the_same_socket_to_the_next_generation() {
+        let pool = Pool::shared();
+        let addr = free_addr();
+        // One socket: the kernel spreads a group's connections among its sockets.
+        let first = pool.bind_group(addr, 1, 16).expect("first bind");
+        pool.commit();
+        pool.begin();
+        // A fresh bind would fail: the port is held without SO_REUSEPORT's help
+        // once the first generation's sockets are gone.
+        drop(first);
+        let second = pool.bind_group(addr, 3, 16).expect("second bind");
+        assert_eq!(
+            second.len(),
+            3,
+            "one duplicate of the kept socket per worker"
+        );
+        let client = std::net::TcpStream::connect(addr).expect("connect");
+        second[0].set_nonblocking(false).expect("blocking");
+        let (_, peer) = second[0].accept().expect("accepted by the kept socket");
+        assert_eq!(peer, client.local_addr().expect("client addr"));
+    }
+
+    #[test]
+    fn commit_and_abandon_close_what_no_generation_binds() {
+        let pool = Pool::shared();
+        let (old, new) = (free_addr(), free_addr());
+        drop(pool.bind_group(old, 1, 16).expect("old"));
+        pool.commit();
+        pool.begin();
+        drop(pool.bind_group(new, 1, 16).expect("new"));
+        pool.abandon();
+        assert_eq!(pool.addrs(), vec![old], "the given-up generation's address");
+        pool.begin();
+        drop(pool.bind_group(new, 1, 16).expect("new again"));
+        pool.commit();
+        assert_eq!(pool.addrs(), vec![new], "the address no longer configured");
+        assert!(std::net::TcpStream::connect(old).is_err(), "old is closed");
+    }
+
+    #[test]
+    fn port_zero_is_matched_by_its_place() {
+        let pool = Pool::shared();
+        let any: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        let port = |g: Vec<TcpListener>| g[0].local_addr().expect("addr").port();
+        let (a, b) = (
+            port(pool.bind_group(any, 1, 16).expect("a")),
+            port(pool.bind_group(any, 1, 16).expect("b")),
+        );
+        assert_ne!(a, b);
+        pool.commit();
+        pool.begin();
+        let again = (
+            port(pool.bind_group(any, 1, 16).expect("a")),
+            port(pool.bind_group(any, 1, 16).expect("b")),
+        );
+        assert_eq!(again, (a, b));
+    }
+
+    #[test]
+    fn the_default_pool_keeps_nothing() {
+        let pool = Pool::default();
+        let addr = free_addr();
+        drop(pool.bind_group(addr, 1, 16).expect("bind"));
+        assert!(pool.addrs().is_empty());
+        assert!(std::net::TcpStream::connect(addr).is_err());
     }
 }

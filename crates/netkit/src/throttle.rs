@@ -71,6 +71,11 @@ pub struct Throttle {
 }
 
 impl Throttle {
+    /// Its settings.
+    pub fn settings(&self) -> &AuthThrottle {
+        &self.config
+    }
+
     /// An empty table with these settings.
     pub fn new(config: AuthThrottle) -> Throttle {
         let capacity = NonZeroUsize::new(config.max_clients).unwrap_or(NonZeroUsize::MIN);

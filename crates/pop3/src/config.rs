@@ -38,6 +38,10 @@ pub struct Config {
     pub trusted_proxies: Vec<IpNet>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
+    /// Where listening sockets come from: fresh binds by default; the binary's
+    /// shared [`stoa_netkit::listener::Pool`], so that a reload's server takes
+    /// over the sockets of the one it replaces.
+    pub sockets: stoa_netkit::listener::Pool,
     /// Per-connection limits and timeouts.
     pub limits: Limits,
     /// Delays and refusals of failed logins, per client address. Unused when the
@@ -60,6 +64,7 @@ impl Config {
             secure_networks: loopback(),
             trusted_proxies: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            sockets: stoa_netkit::listener::Pool::default(),
             limits: Limits::default(),
             auth_throttle: AuthThrottle::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,

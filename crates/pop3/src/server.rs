@@ -122,7 +122,7 @@ impl Server {
         {
             return Err(Error::NoCertificate(addr));
         }
-        let mut listeners = Listeners::new(config.workers);
+        let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
         let listen_error = |(addr, source)| Error::Listen { addr, source };
         let addrs = listeners
             .bind_all(&config.listen, &Kind::Plain)

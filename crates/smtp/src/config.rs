@@ -41,6 +41,10 @@ pub struct Config {
     pub mail_hosts: Vec<MailHost>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
+    /// Where listening sockets come from: fresh binds by default; the binary's
+    /// shared [`stoa_netkit::listener::Pool`], so that a reload's server takes
+    /// over the sockets of the one it replaces.
+    pub sockets: stoa_netkit::listener::Pool,
     /// Per-connection limits and timeouts.
     pub limits: Limits,
     /// Queue and delivery settings.
@@ -67,6 +71,7 @@ impl Config {
             relay_host: None,
             mail_hosts: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            sockets: stoa_netkit::listener::Pool::default(),
             limits: Limits::default(),
             queue: QueueConfig::default(),
             auth_throttle: AuthThrottle::default(),

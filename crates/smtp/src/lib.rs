@@ -6,8 +6,11 @@
 //! # Layout
 //!
 //! - [`Server`] (`server.rs`): binds the MX and submission listeners on every
-//!   worker (one event loop per core, `SO_REUSEPORT`, as the web server), recovers
-//!   the queue, starts the queue thread, drains on shutdown.
+//!   worker (one event loop per core, `SO_REUSEPORT`, as the web server), starts
+//!   the queue thread, drains on shutdown.
+//! - [`QueueRunner`] (`runner.rs`): the queue directory, recovered, and its
+//!   delivery thread: a server's own, or one that outlives servers, so a reload's
+//!   new server and the one it replaces feed one scheduler.
 //! - `driver.rs`: the connection driver of both dialects, SMTP and LMTP: one
 //!   connection owns the socket (plain, or TLS after STARTTLS), the read and reply
 //!   buffers and the transaction, and drives [`stoa_smtp_proto::Session`] with
@@ -62,9 +65,11 @@ pub mod lmtp;
 pub mod metrics;
 mod policy;
 pub mod queue;
+mod runner;
 mod server;
 mod shared;
 
 pub use config::Config;
 pub use delivery::{DeliveryError, LocalDelivery, StoreDelivery};
+pub use runner::QueueRunner;
 pub use server::{Error, Server};

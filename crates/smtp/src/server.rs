@@ -10,13 +10,12 @@ use stoa_netkit::server::{BoxError, Endpoint, Listeners, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::throttle::Throttle;
 use stoa_smtp_proto::session::{AuthPolicy, Config as SessionConfig, Dialect};
-use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::conn::Kind;
-use crate::delivery::{self, Deliverer, LocalDelivery, Relay};
+use crate::delivery::LocalDelivery;
 use crate::driver;
-use crate::queue::{Envelope, Queue};
+use crate::runner::QueueRunner;
 use crate::shared::Shared;
 
 /// Why the server could not start.
@@ -42,6 +41,14 @@ pub enum Error {
         /// The system's reason.
         source: std::io::Error,
     },
+    /// A reload named another queue directory than the running queue's.
+    #[error("the queue cannot move from {} to {} without a restart", from.display(), to.display())]
+    QueueMoved {
+        /// The running queue's directory.
+        from: PathBuf,
+        /// The one the new configuration names.
+        to: PathBuf,
+    },
     /// Worker threads or runtimes cannot be created.
     #[error("cannot start workers: {0}")]
     Workers(std::io::Error),
@@ -53,9 +60,24 @@ pub struct Server {
     listeners: Listeners<Kind>,
     addrs: Vec<SocketAddr>,
     submission_addrs: Vec<SocketAddr>,
-    deliverer: Arc<Deliverer>,
-    incoming: mpsc::UnboundedReceiver<String>,
-    recovered: Vec<Envelope>,
+    runner: Runner,
+}
+
+/// The queue runner a server feeds: its own, stopped when it ends, or one it
+/// shares with the servers a reload replaces or puts in its place.
+#[derive(Debug)]
+enum Runner {
+    Own(QueueRunner),
+    Shared(Arc<QueueRunner>),
+}
+
+impl Runner {
+    fn get(&self) -> &QueueRunner {
+        match self {
+            Runner::Own(runner) => runner,
+            Runner::Shared(runner) => runner,
+        }
+    }
 }
 
 impl std::fmt::Debug for Server {
@@ -63,7 +85,7 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("addrs", &self.addrs)
             .field("submission_addrs", &self.submission_addrs)
-            .field("queued", &self.recovered.len())
+            .field("queued", &self.runner.get().recovered())
             .finish_non_exhaustive()
     }
 }
@@ -92,23 +114,35 @@ impl Server {
         local: Arc<dyn LocalDelivery>,
         throttle: Arc<Throttle>,
     ) -> Result<Server, Error> {
+        let runner = QueueRunner::open(&config, Arc::clone(&directory), local)?;
+        Server::bind_inner(config, directory, throttle, Runner::Own(runner))
+    }
+
+    /// [`Server::bind_with_throttle`] over a queue `runner` that outlives the
+    /// server (it is started if it was not, and not stopped when the server ends):
+    /// a reload's new server and the one it replaces feed the same scheduler. The
+    /// runner delivers with the settings it was opened or last updated with.
+    pub fn bind_on_runner(
+        config: Config,
+        directory: Arc<dyn Directory>,
+        throttle: Arc<Throttle>,
+        runner: Arc<QueueRunner>,
+    ) -> Result<Server, Error> {
+        Server::bind_inner(config, directory, throttle, Runner::Shared(runner))
+    }
+
+    fn bind_inner(
+        config: Config,
+        directory: Arc<dyn Directory>,
+        throttle: Arc<Throttle>,
+        runner: Runner,
+    ) -> Result<Server, Error> {
         let tls = starttls(&config)?;
         let (mx, submission) = session_configs(&config, tls.is_some());
-        let (queue, recovered) = open_queue(&config)?;
-        let mut listeners = Listeners::new(config.workers);
+        let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
         let addrs = driver::bind(&mut listeners, &config.listen, &Kind::Mx)?;
         let submission_addrs =
             driver::bind(&mut listeners, &config.submission_listen, &Kind::Submission)?;
-        let (notify, incoming) = mpsc::unbounded_channel();
-        let deliverer = Arc::new(Deliverer {
-            queue: Arc::clone(&queue),
-            directory: Arc::clone(&directory),
-            local,
-            relay: relay(&config),
-            lmtp: delivery::lmtp::Lmtp::new(&config.mail_hosts, &config.hostname, &config.queue),
-            config: config.queue.clone(),
-            hostname: config.hostname.clone(),
-        });
         let domains = config
             .domains
             .iter()
@@ -117,8 +151,8 @@ impl Server {
         let shared = Arc::new(Shared {
             config,
             directory,
-            queue,
-            notify,
+            queue: Arc::clone(runner.get().queue()),
+            notify: runner.get().notifier(),
             tls,
             mx,
             submission,
@@ -130,9 +164,7 @@ impl Server {
             listeners,
             addrs,
             submission_addrs,
-            deliverer,
-            incoming,
-            recovered,
+            runner,
         })
     }
 
@@ -146,45 +178,26 @@ impl Server {
         &self.submission_addrs
     }
 
-    /// Messages found in the queue at start.
+    /// Messages found in the queue when its runner opened it.
     pub fn recovered(&self) -> usize {
-        self.recovered.len()
+        self.runner.get().recovered()
     }
 
     /// Serves until `shutdown` fires, then drains: stops accepting, answers
     /// connections waiting for a command with `421`, lets messages being received
-    /// finish, and stops the queue after the deliveries in flight (each within the
-    /// configured grace). Blocks the calling thread.
+    /// finish, and (its own runner) stops the queue after the deliveries in flight
+    /// (each within the configured grace). After a hand-over it serves its
+    /// sessions until they end. Blocks the calling thread.
     pub fn run(self, shutdown: Shutdown) -> Result<(), Error> {
         let Server {
             shared,
             listeners,
-            deliverer,
-            incoming,
-            recovered,
+            runner,
             ..
         } = self;
-        let grace = shared.config.shutdown_grace;
-        let (notify, queue_shutdown) = (shared.notify.clone(), shutdown.clone());
-        let queue = std::thread::Builder::new()
-            .name("stoa-queue".into())
-            .spawn(move || {
-                stoa_netkit::worker::run_current_thread(delivery::run(
-                    deliverer,
-                    notify,
-                    incoming,
-                    recovered,
-                    queue_shutdown,
-                    grace,
-                ))
-            })
-            .map_err(Error::Workers)?;
-        let served = driver::run(&shared, listeners, shutdown);
-        // Without workers nothing triggers the queue's end: leave it to the process.
-        if served.is_ok() && queue.join().is_err() {
-            tracing::error!("the queue thread panicked");
-        }
-        served
+        runner.get().start()?;
+        // Its own runner stops when it is dropped, after the workers.
+        driver::run(&shared, listeners, shutdown)
     }
 }
 
@@ -195,32 +208,6 @@ fn starttls(config: &Config) -> Result<Option<tokio_rustls::TlsAcceptor>, Error>
     }
     let server = stoa_netkit::tls::server_config(&config.tls, &[]).map_err(Error::Tls)?;
     Ok(Some(tokio_rustls::TlsAcceptor::from(server)))
-}
-
-/// Opens the queue directory and recovers what a previous run left in it.
-fn open_queue(config: &Config) -> Result<(Arc<Queue>, Vec<Envelope>), Error> {
-    let path = config.queue_dir();
-    let queue_error = |source| Error::Queue {
-        path: path.clone(),
-        source,
-    };
-    let queue = Queue::open(&path).map_err(queue_error)?;
-    let recovered = queue.recover().map_err(queue_error)?;
-    if !recovered.is_empty() {
-        tracing::info!("queue: {} messages recovered", recovered.len());
-    }
-    Ok((Arc::new(queue), recovered))
-}
-
-/// The smart host's client settings, when one is configured.
-fn relay(config: &Config) -> Option<Relay> {
-    config.relay_host.as_ref().map(|host| Relay {
-        host: host.clone(),
-        helo: config.hostname.clone(),
-        connect_timeout: config.queue.relay_connect_timeout,
-        command_timeout: config.queue.relay_command_timeout,
-        data_timeout: config.queue.relay_data_timeout,
-    })
 }
 
 /// The session settings of MX listeners and of submission listeners (AUTH required).

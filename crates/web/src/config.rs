@@ -20,6 +20,10 @@ pub struct Config {
     pub tls_listen: Vec<TlsListener>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
+    /// Where listening sockets come from: fresh binds by default; the binary's
+    /// shared [`stoa_netkit::listener::Pool`], so that a reload's server takes
+    /// over the sockets of the one it replaces.
+    pub sockets: stoa_netkit::listener::Pool,
     /// Event-loop model. [`RuntimeModel::PerCore`] is the default and the one Stoa is
     /// tuned for; the other exists so the choice can be re-measured (ARCHITECTURE.md).
     pub runtime: RuntimeModel,
@@ -144,6 +148,7 @@ impl Config {
             listen,
             tls_listen: Vec::new(),
             workers: default_workers(),
+            sockets: stoa_netkit::listener::Pool::default(),
             runtime: RuntimeModel::PerCore,
             access_log: AccessLogTarget::Off,
             log_format: LogFormat::Common,

@@ -114,8 +114,11 @@ pub(crate) struct Shared {
     /// The document root, opened once; every file is opened beneath it.
     pub(crate) docroot: OwnedFd,
     pub(crate) log: Option<LogSink>,
-    /// Set on shutdown: answers carry `Connection: close` and idle connections end.
+    /// Set on shutdown: idle connections end.
     pub(crate) draining: AtomicBool,
+    /// Set on shutdown and at a reload's hand-over: answers carry
+    /// `Connection: close`.
+    pub(crate) closing: AtomicBool,
     /// Connections in the middle of a request or response.
     pub(crate) busy: AtomicUsize,
     /// The SPECweb99 dynamic API, when enabled.
@@ -135,6 +138,7 @@ impl Shared {
             log: None,
             config,
             draining: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
             web99: None,
             cgi: None,
@@ -167,7 +171,7 @@ impl Server {
             path: config.docroot.clone(),
             source: e.into(),
         })?;
-        let mut listeners = Listeners::new(config.workers);
+        let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
         let addrs = listeners
             .bind_all(&config.listen, &Scheme::Http)
             .map_err(|(addr, source)| Error::Listen { addr, source })?;
@@ -214,6 +218,7 @@ impl Server {
             log: log.as_ref().map(AccessLog::sink),
             config,
             draining: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
             web99,
             cgi,
@@ -319,7 +324,15 @@ impl Handler for Shared {
         };
     }
 
+    /// A reload's servers took over: each connection closes after its next
+    /// answer (`Connection: close`), or at its idle timeout, so none is cut off
+    /// between a request and its answer.
+    fn begin_hand_over(&self, _worker: &Worker) {
+        self.closing.store(true, Ordering::Relaxed);
+    }
+
     fn begin_drain(&self, _worker: &Worker) {
+        self.closing.store(true, Ordering::Relaxed);
         self.draining.store(true, Ordering::Relaxed);
         // Parked connections are idle: close them now. Those idle in their task close
         // when they would park (within a second).

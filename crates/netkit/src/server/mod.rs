@@ -16,9 +16,12 @@
 //!    [`Handler::max_connections`] connections wait in the kernel's backlog, costing
 //!    nothing here), then [`accept`](crate::accept::accept) with backoff, then
 //!    [`Handler::accept`].
-//! 3. On shutdown each worker calls [`Handler::begin_drain`], stops accepting, waits
-//!    until [`Handler::in_flight`] is zero or [`Handler::grace`] is over, and calls
-//!    [`Handler::stop_worker`].
+//! 3. On shutdown each worker stops accepting, calls [`Handler::begin_drain`],
+//!    waits until [`Handler::in_flight`] is zero or [`Handler::grace`] is over, and
+//!    calls [`Handler::stop_worker`]. A hand-over ([`crate::shutdown`]: a reload's
+//!    servers took the listeners) comes before that: the worker stops accepting,
+//!    calls [`Handler::begin_hand_over`] and waits until its last connection has
+//!    ended (or the stop comes), then drains as on shutdown, with nothing left.
 //!
 //! [`ClientCounts`] is the per-client-address connection count the mail servers
 //! share across workers; [`Service`] is what a bound server looks like to the
@@ -29,12 +32,14 @@ mod service;
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::listener::Pool;
 use crate::shutdown::Shutdown;
 
 pub use clients::{ClientCounts, ClientSlot};
@@ -124,7 +129,12 @@ pub trait Handler: Send + Sync + Sized + 'static {
     /// Starts serving one connection (typically `tokio::spawn`s its session). Runs
     /// in the accept loop: keep it short.
     fn accept(self: &Arc<Self>, worker: &Arc<Self::Worker>, conn: Accepted<Self::Kind>);
-    /// Shutdown has started: called on each worker before it stops accepting.
+    /// A hand-over has started (a reload's servers took the listeners): called on
+    /// each worker after it stopped accepting. Its connections carry on until they
+    /// end or the stop comes; a server may end them sooner where its protocol
+    /// allows it cleanly (the web server closes after the next response).
+    fn begin_hand_over(&self, _worker: &Self::Worker) {}
+    /// The stop has started: called on each worker once it no longer accepts.
     fn begin_drain(&self, _worker: &Self::Worker) {}
     /// The drain is over: called on each worker last.
     fn stop_worker(&self, _worker: &Self::Worker) {}
@@ -146,21 +156,31 @@ pub trait Handler: Send + Sync + Sized + 'static {
 pub struct Listeners<K> {
     /// One group per worker, one listener per address in each.
     groups: Vec<Vec<(std::net::TcpListener, K)>>,
+    /// Where the sockets come from.
+    pool: Pool,
 }
 
 impl<K: Clone> Listeners<K> {
-    /// No listeners yet, for `workers` workers (at least one).
+    /// No listeners yet, for `workers` workers (at least one); each bind is fresh.
     pub fn new(workers: usize) -> Listeners<K> {
+        Listeners::with_pool(workers, Pool::default())
+    }
+
+    /// [`Listeners::new`], taking sockets from `pool`: the ones of the servers a
+    /// reload replaces, where the address is the same.
+    pub fn with_pool(workers: usize, pool: Pool) -> Listeners<K> {
         Listeners {
             groups: (0..workers.max(1)).map(|_| Vec::new()).collect(),
+            pool,
         }
     }
 
-    /// Binds `addr` once per worker ([`crate::listener::bind_group`]); returns the
-    /// bound address (port 0 resolved).
+    /// Binds `addr` once per worker ([`Pool::bind_group`]); returns the bound
+    /// address (port 0 resolved).
     pub fn bind(&mut self, addr: SocketAddr, kind: K) -> io::Result<SocketAddr> {
         let group =
-            crate::listener::bind_group(addr, self.groups.len(), crate::listener::DEFAULT_BACKLOG)?;
+            self.pool
+                .bind_group(addr, self.groups.len(), crate::listener::DEFAULT_BACKLOG)?;
         let bound = group
             .first()
             .map_or(Ok(addr), std::net::TcpListener::local_addr)?;
@@ -214,6 +234,8 @@ fn run_per_core<H: Handler>(
         listeners.groups.into_iter().map(Some).collect::<Vec<_>>(),
     ));
     let handler = Arc::clone(handler);
+    // The workers still handing over their connections (see `serve_worker`).
+    let workers = Arc::new(AtomicUsize::new(count));
     let name = format!("stoa-{}", H::NAME.to_ascii_lowercase());
     let handles = crate::worker::spawn(count, &name, move |index| {
         let group = groups
@@ -222,8 +244,11 @@ fn run_per_core<H: Handler>(
             .get_mut(index)
             .and_then(Option::take)
             .unwrap_or_default();
-        let (handler, shutdown) = (Arc::clone(&handler), shutdown.clone());
-        async move { serve_worker(handler, group, WorkerScope::PerCore { index }, shutdown).await }
+        let (handler, ends) = (
+            Arc::clone(&handler),
+            (shutdown.clone(), Arc::clone(&workers)),
+        );
+        async move { serve_worker(handler, group, WorkerScope::PerCore { index }, ends).await }
     })?;
     for h in handles {
         if h.join().is_err() {
@@ -249,7 +274,8 @@ fn run_multi_thread<H: Handler>(
         .build()?;
     let group = listeners.groups.into_iter().flatten().collect();
     let scope = WorkerScope::Shared { workers };
-    runtime.block_on(serve_worker(Arc::clone(handler), group, scope, shutdown));
+    let ends = (shutdown, Arc::new(AtomicUsize::new(1)));
+    runtime.block_on(serve_worker(Arc::clone(handler), group, scope, ends));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     Ok(())
 }
@@ -259,7 +285,7 @@ async fn serve_worker<H: Handler>(
     handler: Arc<H>,
     group: Vec<(std::net::TcpListener, H::Kind)>,
     scope: WorkerScope,
-    mut shutdown: Shutdown,
+    (mut shutdown, handing_over): (Shutdown, Arc<AtomicUsize>),
 ) {
     let worker = Arc::new(handler.start_worker(scope));
     let slots = handler.max_connections().max(1) * scope.scale();
@@ -279,11 +305,26 @@ async fn serve_worker<H: Handler>(
             Err(e) => tracing::error!("cannot register a {} listener: {e}", H::NAME),
         }
     }
-    shutdown.wait().await;
-    handler.begin_drain(&worker);
+    shutdown.accepting_ends().await;
     for a in &accepts {
         a.abort();
     }
+    if !shutdown.is_triggered() {
+        // A hand-over: every connection ends on its own, unless the stop comes
+        // first. Each holds a slot, so all slots free means none is left.
+        handler.begin_hand_over(&worker);
+        let mut poll = tokio::time::interval(DRAIN_POLL);
+        while limit.available_permits() < slots && !shutdown.is_triggered() {
+            poll.tick().await;
+        }
+        // What a drain does is server-wide (the web server's answers all close):
+        // it waits until no worker has a connection left.
+        handing_over.fetch_sub(1, Ordering::AcqRel);
+        while handing_over.load(Ordering::Acquire) > 0 && !shutdown.is_triggered() {
+            poll.tick().await;
+        }
+    }
+    handler.begin_drain(&worker);
     drain(&*handler).await;
     handler.stop_worker(&worker);
 }

@@ -193,6 +193,43 @@ fn drain_gives_up_after_the_grace() {
 }
 
 #[test]
+fn a_hand_over_stops_accepting_and_waits_for_connections_to_end() {
+    // Connections end at the stop, not at the hand-over.
+    let handler = Greeter::new(4, Duration::from_secs(10), false);
+    let (addrs, trigger, thread) = start(&handler, 2, &[5], RuntimeModel::PerCore);
+    let (mut held, _) = greeting(addrs[0]);
+    trigger.hand_over();
+    // The listener is gone (nothing keeps it: the default pool): no one else is
+    // taken in.
+    // (Connections made before the listener closed end at once: dropped here.)
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let refused = std::iter::repeat_with(|| TcpStream::connect(addrs[0]).is_err())
+        .take_while(|_| Instant::now() < deadline)
+        .any(|refused| refused);
+    assert!(refused, "still accepting after the hand-over");
+    // The established connection is still served...
+    held.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut byte = [0u8; 1];
+    let early = held.read(&mut byte);
+    assert!(
+        early.is_err(),
+        "the connection ended at the hand-over: {early:?}"
+    );
+    assert!(
+        !thread.is_finished(),
+        "the server ended with a connection open"
+    );
+    // ...and when it ends, the server ends, without a stop.
+    held.write_all(b"x").expect("write");
+    thread.join().expect("server thread").expect("run");
+    assert_eq!(handler.drains.load(Ordering::SeqCst), 2);
+    assert_eq!(handler.clients.open(), 0);
+    assert_eq!(handler.left_at_grace.load(Ordering::SeqCst), 0);
+    drop(trigger);
+}
+
+#[test]
 fn client_counts_limit_each_address() {
     let counts = Arc::new(ClientCounts::new(2));
     let ip: std::net::IpAddr = "127.0.0.1".parse().expect("ip");

@@ -43,7 +43,7 @@ mod wire;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use stoa_directory::{Directory, Resolution, Target, User};
@@ -68,21 +68,25 @@ pub(crate) struct Deliverer {
     pub(crate) lmtp: lmtp::Lmtp,
     pub(crate) config: QueueConfig,
     pub(crate) hostname: String,
+    /// How long the scheduler's stop waits for the attempts in flight.
+    pub(crate) grace: Duration,
 }
 
 /// The timer heap: (due, sequence, id), earliest first.
 type Timers = BinaryHeap<Reverse<(Instant, u64, String)>>;
 
-/// Runs the scheduler until `shutdown`, then waits up to `grace` for the attempts
-/// in flight. Messages not finished stay queued for the next start.
+/// Runs the scheduler until `shutdown`, then waits up to the settings' grace for
+/// the attempts in flight. Messages not finished stay queued for the next start.
+/// Each attempt takes the settings of `current` as they are when it starts.
 pub(crate) async fn run(
-    deliverer: Arc<Deliverer>,
+    current: Arc<crate::runner::Current>,
     notify: Notifier,
     mut incoming: mpsc::UnboundedReceiver<String>,
     recovered: Vec<Envelope>,
     mut shutdown: Shutdown,
-    grace: Duration,
 ) {
+    // The settings of the moment: a reload replaces them between attempts.
+    let settings = || Arc::clone(&current.read().unwrap_or_else(PoisonError::into_inner));
     let mut timers = Timers::new();
     let mut seq = 0u64;
     let mut push = |timers: &mut Timers, at: Instant, id: String| {
@@ -97,8 +101,9 @@ pub(crate) async fn run(
     }
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(String, Option<Duration>)>();
     let mut in_flight = HashSet::new();
-    let max = deliverer.config.max_deliveries.max(1);
     loop {
+        let deliverer = settings();
+        let max = deliverer.config.max_deliveries.max(1);
         let now = Instant::now();
         while in_flight.len() < max {
             let Some(Reverse((due, _, _))) = timers.peek() else {
@@ -135,7 +140,7 @@ pub(crate) async fn run(
             _ = sleep_until(next_due) => {}
         }
     }
-    let deadline = tokio::time::Instant::now() + grace;
+    let deadline = tokio::time::Instant::now() + settings().grace;
     while !in_flight.is_empty() {
         tokio::select! {
             Some((id, _)) = done_rx.recv() => { in_flight.remove(&id); }

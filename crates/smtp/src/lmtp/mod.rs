@@ -72,6 +72,10 @@ pub struct Config {
     pub listen: Vec<SocketAddr>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
+    /// Where listening sockets come from: fresh binds by default; the binary's
+    /// shared [`stoa_netkit::listener::Pool`], so that a reload's server takes
+    /// over the sockets of the one it replaces.
+    pub sockets: stoa_netkit::listener::Pool,
     /// Per-connection limits and timeouts, SMTP's (with
     /// [`DEFAULT_MAX_CONNECTIONS`] and no per-client limit by default: every client
     /// is an MTA).
@@ -86,6 +90,7 @@ impl Default for Config {
             hostname: default_hostname(),
             listen: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            sockets: stoa_netkit::listener::Pool::default(),
             limits: Limits {
                 max_connections: DEFAULT_MAX_CONNECTIONS,
                 max_connections_per_client: 0,

@@ -47,7 +47,7 @@ impl Server {
         directory: Arc<dyn Directory>,
         local: Arc<dyn LocalDelivery>,
     ) -> Result<Server, Error> {
-        let mut listeners = Listeners::new(config.workers);
+        let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
         let addrs = driver::bind(&mut listeners, &config.listen, &())?;
         let session = Arc::new(SessionConfig {
             hostname: config.hostname.clone(),

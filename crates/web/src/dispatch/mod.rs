@@ -81,9 +81,10 @@ impl<'s> Site<'s> {
         self.shared.log.is_some()
     }
 
-    /// Set on shutdown: answers carry `Connection: close`.
-    fn draining(self) -> bool {
-        self.shared.draining.load(Ordering::Relaxed)
+    /// Set on shutdown and at a reload's hand-over: answers carry
+    /// `Connection: close`.
+    fn closing(self) -> bool {
+        self.shared.closing.load(Ordering::Relaxed)
     }
 }
 
@@ -356,7 +357,7 @@ fn handle_cgi(
 
 /// Whether the connection stays open after answering `head`: the client asked for
 /// it, its body can be got past (`body_ok`), the connection is under its request
-/// count and age limits, and the server is not draining. Decided once per
+/// count and age limits, and the server is not closing. Decided once per
 /// request, before its answer's head is written.
 #[inline]
 fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
@@ -365,7 +366,7 @@ fn keep_alive(head: &RequestHead<'_, '_>, body_ok: bool, cx: &Cx<'_>) -> bool {
         && body_ok
         && cx.client.served + 1 < limits.keepalive_requests
         && cx.now.duration_since(cx.client.born) < limits.keepalive_max_age
-        && !cx.site.draining()
+        && !cx.site.closing()
 }
 
 /// The [`Reply`] to `head`, its access-log text captured.

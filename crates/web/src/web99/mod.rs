@@ -41,7 +41,9 @@ use service::{Job, PostEntry};
 #[derive(Debug)]
 pub(crate) struct Web99 {
     pub(crate) config: Web99Config,
-    service: Service,
+    /// The state thread of the state directory, shared with any other server of
+    /// the process on the same directory ([`Service::for_dir`]).
+    service: std::sync::Arc<Service>,
 }
 
 impl Web99 {
@@ -69,7 +71,7 @@ impl Web99 {
         }
         Ok(Web99 {
             config: config.clone(),
-            service: Service::start(&config.state_dir)?,
+            service: Service::for_dir(&state)?,
         })
     }
 

@@ -17,7 +17,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -79,7 +79,29 @@ pub(crate) struct Service {
     tables: Arc<RwLock<Arc<Tables>>>,
 }
 
+/// The state thread of each state directory of the process, by canonical path:
+/// post.log has one writer, however many servers use the directory (a reload's
+/// new web server beside the one it replaces, still finishing its requests).
+static BY_DIR: Mutex<Vec<(PathBuf, Weak<Service>)>> = Mutex::new(Vec::new());
+
 impl Service {
+    /// The running service of `dir` (a canonical path), or a new one
+    /// ([`Service::start`]). It ends when the last server using it does.
+    pub(crate) fn for_dir(dir: &Path) -> io::Result<Arc<Service>> {
+        let mut by_dir = BY_DIR.lock().unwrap_or_else(PoisonError::into_inner);
+        by_dir.retain(|(_, service)| service.strong_count() > 0);
+        if let Some(service) = by_dir
+            .iter()
+            .find(|(path, _)| path == dir)
+            .and_then(|(_, service)| service.upgrade())
+        {
+            return Ok(service);
+        }
+        let service = Arc::new(Service::start(dir)?);
+        by_dir.push((dir.to_owned(), Arc::downgrade(&service)));
+        Ok(service)
+    }
+
     /// Opens (and repairs) the state in `dir` and starts the thread.
     pub(crate) fn start(dir: &Path) -> io::Result<Service> {
         std::fs::create_dir_all(dir)?;
