@@ -50,6 +50,17 @@ pub(crate) enum Command {
     CheckConfig(ServeArgs),
     /// Write the manual pages (stoa.1, stoa-serve.1, …) into a directory.
     Man(ManArgs),
+    /// Tell a running `stoa serve --pid-file F` to reload its configuration
+    /// (SIGHUP), as systemd's `ExecReload` does.
+    Reload(ReloadArgs),
+}
+
+/// `stoa reload`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ReloadArgs {
+    /// The file `stoa serve --pid-file` wrote its process id to.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) pid_file: PathBuf,
 }
 
 /// `stoa man`.
@@ -643,6 +654,11 @@ pub(crate) struct ServeArgs {
     /// default, for tests).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+
+    /// Write the server's process id to this file once it serves (removed at
+    /// exit), for `stoa reload --pid-file`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) pid_file: Option<PathBuf>,
 
     /// Started as root: bind the listeners and open the files, then switch to
     /// this user (and its group) for good. Overrides the file's `user`.

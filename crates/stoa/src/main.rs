@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         cli::Command::Serve(args) => serve::run(&config::with_default_file(args)),
         cli::Command::CheckConfig(args) => check_config::run(args),
         cli::Command::Man(args) => man::run(args),
+        cli::Command::Reload(args) => serve::signal_reload(&args.pid_file),
         cli::Command::User(command) => user::run(command),
         cli::Command::Mailbox(command) => user::mailbox(command),
         cli::Command::Fileset(args) => fileset::run(args),

@@ -49,11 +49,18 @@ pub(crate) struct Server {
 
 impl Server {
     /// Binds `addr` (before the privilege drop, like every listener).
-    pub(crate) fn bind(addr: SocketAddr) -> anyhow::Result<Server> {
+    pub(crate) fn bind(
+        addr: SocketAddr,
+        sockets: &stoa_netkit::listener::Pool,
+    ) -> anyhow::Result<Server> {
         use anyhow::Context as _;
-        let listener = std::net::TcpListener::bind(addr)
-            .with_context(|| format!("cannot listen for metrics on {addr}"))?;
-        listener.set_nonblocking(true)?;
+        let cannot = || format!("cannot listen for metrics on {addr}");
+        let listener = sockets
+            .bind_group(addr, 1, stoa_netkit::listener::DEFAULT_BACKLOG)
+            .with_context(cannot)?
+            .into_iter()
+            .next()
+            .with_context(cannot)?;
         let addr = listener.local_addr()?;
         Ok(Server { listener, addr })
     }
@@ -80,17 +87,18 @@ impl Service for Server {
     }
 }
 
-/// Accepts scrapes until `shutdown`; a scrape in progress then is dropped.
+/// Accepts scrapes until `shutdown` (its hand-over or its stop: a reload's new
+/// listener takes the socket); a scrape in progress then is dropped.
 async fn serve(listener: std::net::TcpListener, mut shutdown: Shutdown) -> io::Result<()> {
     let listener = TcpListener::from_std(listener)?;
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let permit = tokio::select! {
-            _ = shutdown.wait() => return Ok(()),
+            () = shutdown.accepting_ends() => return Ok(()),
             permit = Arc::clone(&slots).acquire_owned() => permit.map_err(io::Error::other)?,
         };
         let accepted = tokio::select! {
-            _ = shutdown.wait() => return Ok(()),
+            () = shutdown.accepting_ends() => return Ok(()),
             accepted = listener.accept() => accepted,
         };
         match accepted {

@@ -7,13 +7,28 @@
 //! (`crate::privilege`) and the check of the paths it must use; only then the
 //! worker threads, and `READY=1` to systemd when it started us (`Type=notify`).
 //! `STOPPING=1` follows SIGTERM.
+//!
+//! SIGHUP reloads ([`reload`]): the whole configuration is read again and, if
+//! it is valid and every server binds, a new generation of servers starts on it
+//! while the old one hands over (`stoa_netkit::shutdown`): it stops accepting and
+//! serves its established connections until they end (at most
+//! [`HAND_OVER_LIMIT`]). Listening sockets pass from one generation to the next
+//! through one [`Pool`] (same address, same socket: nothing waiting in an accept
+//! queue is lost, and a privileged port needs no root again); the mail store, the
+//! directory, the failed-login throttle and the queue's delivery thread
+//! ([`stoa_smtp::QueueRunner`]) carry over, so a message the old servers accept
+//! while they finish is delivered like any other. A configuration with an error,
+//! or one that does not bind, is refused whole and the running one stays; either
+//! way the access log is reopened (logrotate's SIGHUP).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use stoa_directory::{Directory, EmbeddedDirectory, LdapDirectory};
+use stoa_netkit::listener::Pool;
 use stoa_netkit::server::{BoxError, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::signals::{Signal, Signals};
@@ -38,7 +53,7 @@ impl std::fmt::Display for InvalidConfig {
 
 impl std::error::Error for InvalidConfig {}
 
-/// Runs the servers until SIGTERM or SIGINT, reopening the access log on SIGHUP.
+/// Runs the servers until SIGTERM or SIGINT, reloading on SIGHUP.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     // An invalid configuration is refused with its warnings beside its errors.
     let loaded = crate::check_config::load(args).map_err(crate::check_config::refuse)?;
@@ -68,32 +83,34 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .block_on(async { Signals::new() })
         .context("cannot install signal handlers")?;
 
-    let (services, reopener, directory) = bind_services(loaded)?;
+    let sockets = Pool::shared();
+    let bound = bind_services(loaded, &sockets, None)?;
     if let Some(t) = &target {
         privilege::give(&created, t)?;
         privilege::switch(t)?;
         privilege::check_access(&needs, t)?;
         tracing::info!("running as user {} and group {}", t.name, t.group);
     }
-    for service in &services {
+    for service in &bound.services {
         for endpoint in service.endpoints() {
             eprintln!("stoa: listening on {endpoint}");
         }
     }
-    let (trigger, shutdown) = stoa_netkit::shutdown::channel();
-    let threads = services
-        .into_iter()
-        .map(|service| spawn_service(service, shutdown.clone()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    notify(sd_notify::NotifyState::Ready);
+    if let Some(path) = &args.pid_file {
+        write_pid_file(path)?;
+    }
+    let mut servers = Servers {
+        current: Generation::start(bound)?,
+        retired: Vec::new(),
+        sockets,
+        process,
+    };
+    servers.sockets.commit();
+    notify(&[sd_notify::NotifyState::Ready]);
 
-    runtime.block_on(serve_signals(
-        &mut signals,
-        reopener.as_ref(),
-        directory.as_deref(),
-    ));
-    notify(sd_notify::NotifyState::Stopping);
-    trigger.trigger();
+    runtime.block_on(serve_signals(&mut signals, args, &mut servers));
+    notify(&[sd_notify::NotifyState::Stopping]);
+    servers.stop_all();
     std::thread::spawn(move || {
         // A second SIGTERM/SIGINT while draining means "now".
         runtime.block_on(async { while signals.recv().await != Signal::Terminate {} });
@@ -104,18 +121,257 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         )]
         std::process::exit(1);
     });
-    join_services(threads)
+    let result = servers.join_all();
+    if let Some(path) = &args.pid_file {
+        let _ = std::fs::remove_file(path);
+    }
+    result
 }
 
-/// Tells systemd `state` when it started the server with `NOTIFY_SOCKET` set
+/// `stoa reload`: sends SIGHUP to the `stoa serve` whose id `pid_file` holds.
+pub(crate) fn signal_reload(pid_file: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(pid_file)
+        .with_context(|| format!("cannot read the pid file {}", pid_file.display()))?;
+    let pid = text
+        .trim()
+        .parse::<i32>()
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .with_context(|| {
+            format!(
+                "{} does not hold a process id: {:?}",
+                pid_file.display(),
+                text.trim()
+            )
+        })?;
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).with_context(|| {
+        format!(
+            "cannot signal process {} (from {})",
+            pid.as_raw_nonzero(),
+            pid_file.display()
+        )
+    })?;
+    Ok(())
+}
+
+/// Writes this process's id to `path` (for `stoa reload --pid-file`), replacing
+/// what was there.
+fn write_pid_file(path: &Path) -> anyhow::Result<()> {
+    std::fs::write(path, format!("{}\n", std::process::id()))
+        .with_context(|| format!("cannot write the pid file {}", path.display()))
+}
+
+/// How long a generation of servers replaced by a reload may go on serving its
+/// established connections before it is stopped (as on shutdown: SMTP and POP3
+/// sessions get their `421`/`-ERR`, within the drain's grace).
+const HAND_OVER_LIMIT: Duration = Duration::from_secs(300);
+
+/// The servers of the process: the generation accepting, the ones a reload
+/// replaced that still serve their connections, and what passes from one
+/// generation to the next.
+struct Servers {
+    current: Generation,
+    retired: Vec<Generation>,
+    sockets: Pool,
+    /// The user, group and umask the process started with: a reload keeps them.
+    process: config::Process,
+}
+
+impl Servers {
+    /// Stops every generation (the current one and those handing over).
+    fn stop_all(&self) {
+        self.current.trigger.trigger();
+        for old in &self.retired {
+            old.trigger.trigger();
+        }
+    }
+
+    /// Waits for every generation to finish draining; the first failure is the
+    /// result.
+    fn join_all(self) -> anyhow::Result<()> {
+        let mut result = join_services(self.current.threads);
+        for old in self.retired {
+            let outcome = join_services(old.threads);
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
+    }
+
+    /// Forgets the replaced generations that have finished, and stops those past
+    /// [`HAND_OVER_LIMIT`].
+    fn reap(&mut self) {
+        let now = Instant::now();
+        let mut still = Vec::new();
+        for old in std::mem::take(&mut self.retired) {
+            if old.threads.iter().all(|(_, t)| t.is_finished()) {
+                if let Err(e) = join_services(old.threads) {
+                    tracing::warn!(
+                        "a replaced server ended with an error: {}",
+                        crate::chain(&e)
+                    );
+                }
+                tracing::info!("reload: the replaced servers have finished");
+                continue;
+            }
+            if old
+                .since
+                .is_some_and(|since| now.duration_since(since) >= HAND_OVER_LIMIT)
+                && !old.stopped
+            {
+                tracing::info!(
+                    "reload: stopping the replaced servers' connections after {HAND_OVER_LIMIT:?}"
+                );
+                old.trigger.trigger();
+                still.push(Generation {
+                    stopped: true,
+                    ..old
+                });
+                continue;
+            }
+            still.push(old);
+        }
+        self.retired = still;
+    }
+}
+
+/// One generation of servers: started from one reading of the configuration.
+struct Generation {
+    trigger: stoa_netkit::shutdown::Trigger,
+    threads: Vec<(&'static str, ServiceThread)>,
+    reopener: Option<stoa_web::LogReopener>,
+    mail: Option<MailParts>,
+    /// The mail directory the configuration named (a reload cannot move it).
+    mail_dir: Option<std::path::PathBuf>,
+    /// When a reload replaced it.
+    since: Option<Instant>,
+    /// Whether it has been told to stop (past [`HAND_OVER_LIMIT`]).
+    stopped: bool,
+}
+
+impl Generation {
+    /// Runs each of `bound`'s servers on a thread of its own.
+    fn start(bound: Bound) -> anyhow::Result<Generation> {
+        let (trigger, shutdown) = stoa_netkit::shutdown::channel();
+        let threads = bound
+            .services
+            .into_iter()
+            .map(|service| spawn_service(service, shutdown.clone()))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Generation {
+            trigger,
+            threads,
+            reopener: bound.reopener,
+            mail: bound.mail,
+            mail_dir: bound.mail_dir,
+            since: None,
+            stopped: false,
+        })
+    }
+
+    fn embedded(&self) -> Option<&EmbeddedDirectory> {
+        self.mail.as_ref().and_then(|m| m.embedded.as_deref())
+    }
+}
+
+/// SIGHUP: reads the configuration again and, when it is valid and binds, puts a
+/// new generation of servers in the place of the running one (module docs).
+/// Otherwise the running servers stay, and the reason is logged. The access log
+/// is reopened either way.
+fn reload(args: &ServeArgs, servers: &mut Servers) {
+    notify(&[
+        sd_notify::NotifyState::Reloading,
+        sd_notify::NotifyState::monotonic_usec_now().unwrap_or(sd_notify::NotifyState::Reloading),
+    ]);
+    match replace(args, servers) {
+        Ok(()) => tracing::info!("reload: the new configuration is in service"),
+        Err(e) => {
+            tracing::error!(
+                "reload refused, the running configuration stays: {}",
+                crate::chain(&e)
+            );
+            if let Some(reopener) = &servers.current.reopener {
+                reopener.reopen();
+            }
+        }
+    }
+    notify(&[sd_notify::NotifyState::Ready]);
+}
+
+/// The work of [`reload`]: load, check, bind, start, hand over.
+fn replace(args: &ServeArgs, servers: &mut Servers) -> anyhow::Result<()> {
+    let loaded = crate::check_config::load(args).map_err(|rejected| {
+        for w in &rejected.warnings {
+            tracing::warn!("{w}");
+        }
+        for e in &rejected.errors {
+            tracing::error!("{e}");
+        }
+        anyhow::Error::new(InvalidConfig(rejected.errors.len()))
+    })?;
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    if loaded.process.user != servers.process.user || loaded.process.group != servers.process.group
+    {
+        tracing::warn!("reload: a change of user or group takes effect at the next restart");
+    }
+    if loaded.process.umask != servers.process.umask {
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(loaded.process.umask));
+        servers.process.umask = loaded.process.umask;
+    }
+    let mail_dir = mail_dir_of(&loaded);
+    if let (Some(old), Some(new)) = (&servers.current.mail_dir, &mail_dir)
+        && old != new
+    {
+        anyhow::bail!(
+            "the mail directory cannot move from {} to {} without a restart",
+            old.display(),
+            new.display()
+        );
+    }
+    servers.sockets.begin();
+    let bound = match bind_services(loaded, &servers.sockets, servers.current.mail.as_ref()) {
+        Ok(bound) => bound,
+        Err(e) => {
+            servers.sockets.abandon();
+            return Err(e);
+        }
+    };
+    let listening: Vec<String> = bound
+        .services
+        .iter()
+        .flat_map(|s| s.endpoints())
+        .map(|e| e.to_string())
+        .collect();
+    let new = match Generation::start(bound) {
+        Ok(new) => new,
+        Err(e) => {
+            servers.sockets.abandon();
+            return Err(e);
+        }
+    };
+    servers.sockets.commit();
+    tracing::info!("reload: listening on {}", listening.join(", "));
+    let mut old = std::mem::replace(&mut servers.current, new);
+    old.trigger.hand_over();
+    old.since = Some(Instant::now());
+    // What the new servers took over needs no second copy in the old generation.
+    old.mail = None;
+    servers.retired.push(old);
+    Ok(())
+}
+
+/// Tells systemd `states` when it started the server with `NOTIFY_SOCKET` set
 /// (`Type=notify`); nothing otherwise. A failure is logged, never fatal. The
 /// variable is left set, for the later `STOPPING=1`; CGI programs do not see it
 /// (their environment is built from scratch).
-fn notify(state: sd_notify::NotifyState<'_>) {
+fn notify(states: &[sd_notify::NotifyState<'_>]) {
     if std::env::var_os("NOTIFY_SOCKET").is_none() {
         return;
     }
-    if let Err(e) = sd_notify::notify(false, &[state]) {
+    if let Err(e) = sd_notify::notify(false, states) {
         tracing::warn!("cannot notify systemd: {e}");
     }
 }
@@ -139,11 +395,9 @@ fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
             needs.push(Need::read("the CGI directory", &m.dir));
         }
     }
-    let mail_dir = (loaded.smtp.as_ref().map(|c| &c.mail_dir))
-        .or(loaded.pop3.as_ref().map(|p| &p.mail_dir))
-        .or(loaded.lmtp.as_ref().map(|l| &l.mail_dir))
-        .or(loaded.pop3_proxy.as_ref().and_then(|p| p.mail_dir.as_ref()));
-    if let Some(dir) = mail_dir {
+    let mail_dir =
+        mail_dir_of(loaded).or_else(|| loaded.pop3_proxy.as_ref().and_then(|p| p.mail_dir.clone()));
+    if let Some(dir) = &mail_dir {
         let mut mail = vec![Need::read("the mail directory", dir)];
         if loaded.directory == config::Directory::Embedded {
             mail.push(Need::read("the user directory", dir.join("directory")));
@@ -165,29 +419,27 @@ fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
     (needs, managed)
 }
 
-/// Reacts to signals until SIGTERM or SIGINT: SIGHUP reopens the access log; every
-/// [`DIRECTORY_RELOAD`] the user directory is reloaded if `stoa user` changed it.
-async fn serve_signals(
-    signals: &mut Signals,
-    reopener: Option<&stoa_web::LogReopener>,
-    directory: Option<&EmbeddedDirectory>,
-) {
-    let mut reload = tokio::time::interval(DIRECTORY_RELOAD);
+/// Reacts to signals until SIGTERM or SIGINT: SIGHUP reloads ([`reload`]); every
+/// [`DIRECTORY_RELOAD`] the user directory is reloaded if `stoa user` changed it,
+/// and the generations a reload replaced are looked after ([`Servers::reap`]).
+async fn serve_signals(signals: &mut Signals, args: &ServeArgs, servers: &mut Servers) {
+    let mut tick = tokio::time::interval(DIRECTORY_RELOAD);
     loop {
         tokio::select! {
             signal = signals.recv() => match signal {
                 Signal::Hangup => {
-                    if let Some(reopener) = reopener {
-                        tracing::info!("SIGHUP: reopening the access log");
-                        reopener.reopen();
-                    }
+                    tracing::info!("SIGHUP: reloading the configuration");
+                    reload(args, servers);
                 }
                 Signal::Terminate => {
                     tracing::info!("shutting down: draining requests and mail in flight");
                     return;
                 }
             },
-            _ = reload.tick(), if directory.is_some() => reload_directory(directory),
+            _ = tick.tick() => {
+                reload_directory(servers.current.embedded());
+                servers.reap();
+            }
         }
     }
 }
@@ -212,21 +464,53 @@ fn join_services(threads: Vec<(&'static str, ServiceThread)>) -> anyhow::Result<
 /// A server running on its own thread.
 type ServiceThread = JoinHandle<Result<(), BoxError>>;
 
-/// The bound servers, in the order they announce themselves (web, SMTP, POP3,
-/// LMTP), the
-/// access log's reopener for SIGHUP, and the directory to watch for changes.
-type Bound = (
-    Vec<Box<dyn Service>>,
-    Option<stoa_web::LogReopener>,
-    Option<Arc<EmbeddedDirectory>>,
-);
+/// The bound servers, in the order they announce themselves (metrics, web, SMTP,
+/// POP3, LMTP, POP3 proxy), the access log's reopener, and the mail parts they
+/// share (kept for the next reload).
+struct Bound {
+    services: Vec<Box<dyn Service>>,
+    reopener: Option<stoa_web::LogReopener>,
+    mail: Option<MailParts>,
+    mail_dir: Option<std::path::PathBuf>,
+}
+
+/// The mail directory the SMTP, POP3 or LMTP server names (the configuration
+/// checked they agree).
+fn mail_dir_of(loaded: &config::Loaded) -> Option<std::path::PathBuf> {
+    (loaded.smtp.as_ref().map(|c| c.mail_dir.clone()))
+        .or_else(|| loaded.pop3.as_ref().map(|p| p.mail_dir.clone()))
+        .or_else(|| loaded.lmtp.as_ref().map(|l| l.mail_dir.clone()))
+}
 
 /// Binds every configured server, so that every start-up error surfaces before
-/// any of them serves.
-fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
+/// any of them serves. Listening sockets come from `sockets`; the mail parts of
+/// `previous` (the running generation's, on a reload) are used again where the
+/// configuration still names them.
+fn bind_services(
+    mut loaded: config::Loaded,
+    sockets: &Pool,
+    previous: Option<&MailParts>,
+) -> anyhow::Result<Bound> {
     let mut services: Vec<Box<dyn Service>> = Vec::new();
     if let Some(m) = &loaded.metrics {
-        services.push(Box::new(crate::metrics::Server::bind(m.listen)?));
+        services.push(Box::new(crate::metrics::Server::bind(m.listen, sockets)?));
+    }
+    let mail_dir = mail_dir_of(&loaded);
+    // Every server takes its sockets from the process's pool.
+    if let Some(c) = &mut loaded.web {
+        c.sockets = sockets.clone();
+    }
+    if let Some(c) = &mut loaded.smtp {
+        c.sockets = sockets.clone();
+    }
+    if let Some(c) = &mut loaded.pop3 {
+        c.config.sockets = sockets.clone();
+    }
+    if let Some(c) = &mut loaded.lmtp {
+        c.config.sockets = sockets.clone();
+    }
+    if let Some(c) = &mut loaded.pop3_proxy {
+        c.config.sockets = sockets.clone();
     }
     let mut reopener = None;
     if let Some(config) = loaded.web {
@@ -238,14 +522,15 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
         .pop3_proxy
         .is_some()
         .then(|| loaded.directory.clone());
-    let mail = open_mail(
+    let mut mail = open_mail(
         loaded.smtp.as_ref(),
         loaded.pop3.as_ref(),
         loaded.lmtp.as_ref(),
         loaded.directory,
         &loaded.process,
+        previous,
     )?;
-    if let (Some(config), Some(parts)) = (loaded.smtp, &mail) {
+    if let (Some(config), Some(parts)) = (loaded.smtp, &mut mail) {
         services.push(Box::new(bind_smtp(config, parts)?));
     }
     if let (Some(pop3), Some(parts)) = (loaded.pop3, &mail) {
@@ -278,7 +563,12 @@ fn bind_services(loaded: config::Loaded) -> anyhow::Result<Bound> {
             .context("cannot start the POP3 proxy")?;
         services.push(Box::new(server));
     }
-    Ok((services, reopener, mail.and_then(|parts| parts.embedded)))
+    Ok(Bound {
+        services,
+        reopener,
+        mail,
+        mail_dir,
+    })
 }
 
 /// Runs `service` on a thread of its own until `shutdown`.
@@ -299,25 +589,34 @@ fn spawn_service(
 const DIRECTORY_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What the mail servers share: the user directory and the mail store of one mail
-/// directory, each opened once.
+/// directory, each opened once, and the queue's delivery thread; a reload keeps
+/// each that the configuration still names the same way.
 struct MailParts {
     directory: Arc<dyn Directory>,
     /// The directory again when it is the embedded one, to reload its file.
     embedded: Option<Arc<EmbeddedDirectory>>,
+    /// What the directory was opened from.
+    directory_config: config::Directory,
     store: Arc<stoa_mailstore::MailStore>,
     /// Failed logins per client address, counted alike by SMTP AUTH and POP3 (the
     /// configuration gave both the same settings).
     throttle: Arc<Throttle>,
+    /// The queue and its delivery thread, once SMTP has been configured: it
+    /// outlives the SMTP servers (and stays when a reload leaves SMTP out, for
+    /// the mail still queued).
+    runner: Option<Arc<stoa_smtp::QueueRunner>>,
 }
 
 /// Opens the directory and the mail store of the mail directory, when SMTP, POP3
-/// or LMTP is configured (the configuration checked that they use the same one).
+/// or LMTP is configured (the configuration checked that they use the same one),
+/// or keeps `previous`'s where they are the same.
 fn open_mail(
     smtp: Option<&stoa_smtp::Config>,
     pop3: Option<&config::Pop3>,
     lmtp: Option<&config::Lmtp>,
     directory: config::Directory,
     process: &config::Process,
+    previous: Option<&MailParts>,
 ) -> anyhow::Result<Option<MailParts>> {
     let Some(mail_dir) = smtp
         .map(|c| c.mail_dir.as_path())
@@ -326,13 +625,47 @@ fn open_mail(
     else {
         return Ok(None);
     };
-    std::os::unix::fs::DirBuilderExt::mode(
-        std::fs::DirBuilder::new().recursive(true),
-        process.mail_dir_mode(),
-    )
-    .create(mail_dir)
-    .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
-    let (directory, embedded) = open_directory(mail_dir, directory)?;
+    if previous.is_none() {
+        std::os::unix::fs::DirBuilderExt::mode(
+            std::fs::DirBuilder::new().recursive(true),
+            process.mail_dir_mode(),
+        )
+        .create(mail_dir)
+        .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
+    }
+    let throttle = smtp
+        .map(|c| c.auth_throttle.clone())
+        .or_else(|| pop3.map(|p| p.config.auth_throttle.clone()))
+        .unwrap_or_default();
+    let throttle = match previous {
+        Some(p) if *p.throttle.settings() == throttle => Arc::clone(&p.throttle),
+        _ => Arc::new(Throttle::new(throttle)),
+    };
+    let directory_config = directory.clone();
+    let (directory, embedded) = match previous {
+        Some(p) if p.directory_config == directory => (p.directory.clone(), p.embedded.clone()),
+        _ => open_directory(mail_dir, directory)?,
+    };
+    let store = match previous {
+        // The same mail directory (a reload cannot move it).
+        Some(p) => Arc::clone(&p.store),
+        None => Arc::new(open_store(mail_dir, process)?),
+    };
+    Ok(Some(MailParts {
+        directory,
+        embedded,
+        directory_config,
+        store,
+        throttle,
+        runner: previous.and_then(|p| p.runner.clone()),
+    }))
+}
+
+/// Opens the store of the mail directory.
+fn open_store(
+    mail_dir: &Path,
+    process: &config::Process,
+) -> anyhow::Result<stoa_mailstore::MailStore> {
     let store_dir = mail_dir.join("store");
     let options = stoa_mailstore::Options {
         file_mode: process.mail_file_mode(),
@@ -348,16 +681,7 @@ fn open_mail(
             recovery.stale_tmp_removed
         );
     }
-    let throttle = smtp
-        .map(|c| c.auth_throttle.clone())
-        .or_else(|| pop3.map(|p| p.config.auth_throttle.clone()))
-        .unwrap_or_default();
-    Ok(Some(MailParts {
-        directory,
-        embedded,
-        store: Arc::new(store),
-        throttle: Arc::new(Throttle::new(throttle)),
-    }))
+    Ok(store)
 }
 
 /// The directory the mail servers share.
@@ -385,17 +709,35 @@ fn open_directory(
     }
 }
 
-/// Binds the SMTP server over the shared directory and store.
-fn bind_smtp(config: stoa_smtp::Config, parts: &MailParts) -> anyhow::Result<stoa_smtp::Server> {
+/// Binds the SMTP server over the shared directory and store, on the queue
+/// runner of `parts` (opened here the first time, given the new settings on a
+/// reload).
+fn bind_smtp(
+    config: stoa_smtp::Config,
+    parts: &mut MailParts,
+) -> anyhow::Result<stoa_smtp::Server> {
     let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+    let runner = match &parts.runner {
+        Some(runner) => {
+            runner
+                .update(&config, parts.directory.clone(), local)
+                .context("cannot start the mail server")?;
+            Arc::clone(runner)
+        }
+        None => {
+            let runner = stoa_smtp::QueueRunner::open(&config, parts.directory.clone(), local)
+                .context("cannot start the mail server")?;
+            if runner.recovered() > 0 {
+                tracing::info!("{} queued messages recovered", runner.recovered());
+            }
+            let runner = Arc::new(runner);
+            parts.runner = Some(Arc::clone(&runner));
+            runner
+        }
+    };
     let throttle = Arc::clone(&parts.throttle);
-    let server =
-        stoa_smtp::Server::bind_with_throttle(config, parts.directory.clone(), local, throttle)
-            .context("cannot start the mail server")?;
-    if server.recovered() > 0 {
-        tracing::info!("{} queued messages recovered", server.recovered());
-    }
-    Ok(server)
+    stoa_smtp::Server::bind_on_runner(config, parts.directory.clone(), throttle, runner)
+        .context("cannot start the mail server")
 }
 
 fn reload_directory(directory: Option<&EmbeddedDirectory>) {

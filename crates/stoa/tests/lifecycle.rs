@@ -1,5 +1,5 @@
-//! The `stoa` process: signals (SIGTERM/SIGINT drain and exit 0, SIGHUP reopens
-//! the access log), access-log contents and escaping, and configuration errors.
+//! The `stoa` process: signals (SIGTERM/SIGINT drain and exit 0, SIGHUP reloads,
+//! which reopens the access log), access-log contents and escaping, and configuration errors.
 
 mod common;
 
@@ -203,7 +203,7 @@ fn sighup_reopens_the_access_log() {
     assert!(
         server.wait_for_stderr(LOG_WAIT, |lines| lines
             .iter()
-            .any(|l| l.contains("SIGHUP: reopening the access log"))),
+            .any(|l| l.contains("reload: the new configuration is in service"))),
         "no SIGHUP acknowledgement on stderr:\n{}",
         server.stderr_text()
     );

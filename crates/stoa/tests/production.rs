@@ -288,10 +288,11 @@ fn a_path_the_user_cannot_write_is_named() {
     );
 }
 
-/// `NOTIFY_SOCKET`: `READY=1` once the listeners serve, `STOPPING=1` at SIGTERM
-/// (systemd's `Type=notify`). Root without `--user` is warned.
+/// `NOTIFY_SOCKET`: `READY=1` once the listeners serve, `RELOADING=1` (with
+/// `MONOTONIC_USEC`) then `READY=1` around a SIGHUP's reload, `STOPPING=1` at
+/// SIGTERM (systemd's `Type=notify`). Root without `--user` is warned.
 #[test]
-fn systemd_hears_ready_and_stopping() {
+fn systemd_hears_ready_reloading_and_stopping() {
     let site = Site::new();
     let socket_path = site.outside("notify.sock");
     let socket = UnixDatagram::bind(&socket_path).expect("bind the notify socket");
@@ -306,6 +307,17 @@ fn systemd_hears_ready_and_stopping() {
     assert_eq!(&buf[..n], b"READY=1\n");
     let r = raw_request(server.addr, b"GET /hello.txt HTTP/1.0\r\n\r\n");
     assert_eq!(r.status, 200, "serving once ready");
+    server.signal(Signal::HUP);
+    let n = socket.recv(&mut buf).expect("RELOADING=1 within 10 s");
+    let reloading = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(
+        reloading.starts_with("RELOADING=1\nMONOTONIC_USEC="),
+        "{reloading:?}"
+    );
+    let n = socket
+        .recv(&mut buf)
+        .expect("READY=1 after the reload within 10 s");
+    assert_eq!(&buf[..n], b"READY=1\n");
     server.signal(Signal::TERM);
     let n = socket.recv(&mut buf).expect("STOPPING=1 within 10 s");
     assert_eq!(&buf[..n], b"STOPPING=1\n");
@@ -433,6 +445,8 @@ fn the_systemd_unit_verifies() {
     assert!(text.contains("ExecStart=/usr/local/bin/stoa serve"));
     for key in [
         "Type=notify",
+        "ExecReload=/usr/local/bin/stoa reload --pid-file /run/stoa/stoa.pid",
+        "RuntimeDirectory=stoa",
         "User=stoa",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
