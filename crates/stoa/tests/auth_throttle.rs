@@ -11,22 +11,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{ServerBuilder, tls_pair};
+use common::{ServerBuilder, add_user, tls_pair};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const JOE: &str = "joe@example.test";
 const PASSWORD: &str = "joe-secret";
-
-/// `stoa user add ADDRESS --password-stdin --mail-dir DIR`.
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
-    command
-        .args(["user", "add", address, "--password-stdin", "--mail-dir"])
-        .arg(dir);
-    let password = format!("{password}\n");
-    let done = stoa_testkit::run(&mut command, password.as_bytes(), RUN_TIMEOUT);
-    assert!(done.status.success(), "stoa user add: {}", done.stderr);
-}
 
 fn path_arg(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")

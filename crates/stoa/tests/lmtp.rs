@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Server, ServerBuilder};
+use common::{Server, ServerBuilder, add_user};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 const JOE: &str = "joe@example.test";
@@ -25,17 +25,6 @@ fn run(program: &str, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
 
 fn python(script: &str) -> (i32, String, String) {
     run("python3", &["-c", script], b"")
-}
-
-/// Adds `address` with `password` to the mail directory `dir`.
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let d = dir.to_str().expect("UTF-8 path");
-    let (code, _, err) = run(
-        env!("CARGO_BIN_EXE_stoa"),
-        &["user", "add", address, "--password-stdin", "--mail-dir", d],
-        format!("{password}\n").as_bytes(),
-    );
-    assert_eq!(code, 0, "stoa user add failed: {err}");
 }
 
 /// A store host: LMTP and POP3 (plain-text logins allowed, for poplib without

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rustix::process::Signal;
 use stoa_testkit::wait_until;
 
-use common::{ServerBuilder, run_stoa, tls_pair};
+use common::{ServerBuilder, add_user, run_stoa, tls_pair};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -30,16 +30,6 @@ fn stoa(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
 
 fn mail_dir_arg(dir: &Path) -> String {
     dir.to_str().expect("UTF-8 path").to_owned()
-}
-
-/// Adds `address` with `password` to the mail directory `dir`.
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let d = mail_dir_arg(dir);
-    let (code, _, err) = stoa(
-        &["user", "add", address, "--password-stdin", "--mail-dir", &d],
-        format!("{password}\n").as_bytes(),
-    );
-    assert_eq!(code, 0, "stoa user add failed: {err}");
 }
 
 /// The messages in mailbox `n` of the mail store (`MAIL_DIR/store`), oldest first.

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{READY_TIMEOUT, ServerBuilder, Site};
+use common::{READY_TIMEOUT, ServerBuilder, Site, add_user};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const JOE: &str = "joe@example.test";
@@ -37,16 +37,6 @@ fn run(program: &str, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
     command.args(args).env_remove("RUST_LOG");
     let done = stoa_testkit::run(&mut command, stdin, RUN_TIMEOUT);
     (done.status.code().unwrap_or(-1), done.stdout, done.stderr)
-}
-
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let d = dir.to_str().expect("UTF-8 path");
-    let (code, _, err) = run(
-        env!("CARGO_BIN_EXE_stoa"),
-        &["user", "add", address, "--password-stdin", "--mail-dir", d],
-        format!("{password}\n").as_bytes(),
-    );
-    assert_eq!(code, 0, "stoa user add failed: {err}");
 }
 
 /// What the script does, given the web, SMTP, POP3 and metrics ports: traffic,

@@ -15,7 +15,7 @@ use stoa_directory::{EmbeddedDirectory, MailboxId, PasswordCost};
 use stoa_mailstore::MailStore;
 use stoa_testkit::{LineConn, wait_until};
 
-use common::{ServerBuilder, run_stoa, tls_pair};
+use common::{ServerBuilder, add_user, run_stoa, tls_pair};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const JOE: &str = "joe@example.test";
@@ -37,17 +37,6 @@ fn python(script: &str) -> (i32, String, String) {
 
 fn path_arg(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
-}
-
-/// `stoa user add ADDRESS --password-stdin --mail-dir DIR`.
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
-    command
-        .args(["user", "add", address, "--password-stdin", "--mail-dir"])
-        .arg(dir);
-    let password = format!("{password}\n");
-    let done = stoa_testkit::run(&mut command, password.as_bytes(), RUN_TIMEOUT);
-    assert!(done.status.success(), "stoa user add: {}", done.stderr);
 }
 
 /// The store of the mail directory `dir`.

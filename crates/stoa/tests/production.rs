@@ -20,7 +20,7 @@ use std::time::Duration;
 use rustix::process::Signal;
 use stoa_testkit::{LineConn, wait_until};
 
-use common::{EXIT_TIMEOUT, HELLO, ServerBuilder, Site, raw_request, run_stoa};
+use common::{EXIT_TIMEOUT, HELLO, ServerBuilder, Site, add_user, raw_request, run_stoa};
 
 /// Debian's `nobody` and `nogroup`.
 const NOBODY: u32 = 65534;
@@ -39,17 +39,6 @@ fn path_arg(p: &Path) -> &str {
 /// The permission bits of `path`.
 fn mode(path: &Path) -> u32 {
     fs::metadata(path).expect("stat").mode() & 0o7777
-}
-
-/// `stoa user add ADDRESS --password-stdin --mail-dir DIR`.
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
-    command
-        .args(["user", "add", address, "--password-stdin", "--mail-dir"])
-        .arg(dir);
-    let password = format!("{password}\n");
-    let done = stoa_testkit::run(&mut command, password.as_bytes(), RUN_TIMEOUT);
-    assert!(done.status.success(), "stoa user add: {}", done.stderr);
 }
 
 /// `chown -R uid:gid path`.

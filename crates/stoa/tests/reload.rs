@@ -21,7 +21,7 @@ use stoa_testkit::http::Client;
 use stoa_testkit::line::LineConn;
 use stoa_testkit::tls::{TestCert, client_config};
 
-use common::{HELLO, READY_TIMEOUT, ServerBuilder, Site};
+use common::{HELLO, READY_TIMEOUT, ServerBuilder, Site, add_user};
 
 const JOE: &str = "joe@example.test";
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,20 +33,6 @@ const CLIENTS: usize = 4;
 fn free_addr() -> SocketAddr {
     let probe = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     probe.local_addr().expect("local address")
-}
-
-fn add_user(dir: &Path, address: &str, password: &str) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
-    command
-        .args(["user", "add", address, "--password-stdin", "--mail-dir"])
-        .arg(dir)
-        .env_remove("RUST_LOG");
-    let done = stoa_testkit::run(
-        &mut command,
-        format!("{password}\n").as_bytes(),
-        RUN_TIMEOUT,
-    );
-    assert!(done.status.success(), "stoa user add: {}", done.stderr);
 }
 
 fn stoa_reload(pid_file: &Path) {

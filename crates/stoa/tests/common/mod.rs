@@ -406,6 +406,19 @@ pub(crate) fn run_stoa(args: &[&str], timeout: Duration) -> (ExitStatus, String)
     (done.status, done.stderr)
 }
 
+/// `stoa user add ADDRESS --password-stdin --mail-dir DIR` (which creates the
+/// mail directory); panics if it fails.
+pub(crate) fn add_user(dir: &Path, address: &str, password: &str) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command
+        .args(["user", "add", address, "--password-stdin", "--mail-dir"])
+        .arg(dir)
+        .env_remove("RUST_LOG");
+    let password = format!("{password}\n");
+    let done = stoa_testkit::run(&mut command, password.as_bytes(), Duration::from_secs(60));
+    assert!(done.status.success(), "stoa user add: {}", done.stderr);
+}
+
 /// A self-signed certificate for `name` with its key, written as `name.crt` and
 /// `name.key` in `dir`; returns the two paths (what `stoa serve` is given).
 pub(crate) fn tls_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
