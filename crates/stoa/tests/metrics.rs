@@ -12,7 +12,6 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
