@@ -60,24 +60,10 @@ pub struct Server {
     listeners: Listeners<Kind>,
     addrs: Vec<SocketAddr>,
     submission_addrs: Vec<SocketAddr>,
-    runner: Runner,
-}
-
-/// The queue runner a server feeds: its own, stopped when it ends, or one it
-/// shares with the servers a reload replaces or puts in its place.
-#[derive(Debug)]
-enum Runner {
-    Own(QueueRunner),
-    Shared(Arc<QueueRunner>),
-}
-
-impl Runner {
-    fn get(&self) -> &QueueRunner {
-        match self {
-            Runner::Own(runner) => runner,
-            Runner::Shared(runner) => runner,
-        }
-    }
+    /// The queue runner it feeds: its own, which stops when the server is
+    /// dropped after its run (the last reference), or one shared with the
+    /// servers a reload replaces or puts in its place.
+    runner: Arc<QueueRunner>,
 }
 
 impl std::fmt::Debug for Server {
@@ -85,7 +71,7 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("addrs", &self.addrs)
             .field("submission_addrs", &self.submission_addrs)
-            .field("queued", &self.runner.get().recovered())
+            .field("queued", &self.runner.recovered())
             .finish_non_exhaustive()
     }
 }
@@ -115,7 +101,7 @@ impl Server {
         throttle: Arc<Throttle>,
     ) -> Result<Server, Error> {
         let runner = QueueRunner::open(&config, Arc::clone(&directory), local)?;
-        Server::bind_inner(config, directory, throttle, Runner::Own(runner))
+        Server::bind_inner(config, directory, throttle, Arc::new(runner))
     }
 
     /// [`Server::bind_with_throttle`] over a queue `runner` that outlives the
@@ -128,14 +114,14 @@ impl Server {
         throttle: Arc<Throttle>,
         runner: Arc<QueueRunner>,
     ) -> Result<Server, Error> {
-        Server::bind_inner(config, directory, throttle, Runner::Shared(runner))
+        Server::bind_inner(config, directory, throttle, runner)
     }
 
     fn bind_inner(
         config: Config,
         directory: Arc<dyn Directory>,
         throttle: Arc<Throttle>,
-        runner: Runner,
+        runner: Arc<QueueRunner>,
     ) -> Result<Server, Error> {
         let tls = starttls(&config)?;
         let (mx, submission) = session_configs(&config, tls.is_some());
@@ -151,8 +137,8 @@ impl Server {
         let shared = Arc::new(Shared {
             config,
             directory,
-            queue: Arc::clone(runner.get().queue()),
-            notify: runner.get().notifier(),
+            queue: Arc::clone(runner.queue()),
+            notify: runner.notifier(),
             tls,
             mx,
             submission,
@@ -180,7 +166,7 @@ impl Server {
 
     /// Messages found in the queue when its runner opened it.
     pub fn recovered(&self) -> usize {
-        self.runner.get().recovered()
+        self.runner.recovered()
     }
 
     /// Serves until `shutdown` fires, then drains: stops accepting, answers
@@ -195,8 +181,8 @@ impl Server {
             runner,
             ..
         } = self;
-        runner.get().start()?;
-        // Its own runner stops when it is dropped, after the workers.
+        runner.start()?;
+        // Its own runner stops when it is dropped here, after the workers.
         driver::run(&shared, listeners, shutdown)
     }
 }

@@ -280,10 +280,9 @@ impl Generation {
 /// Otherwise the running servers stay, and the reason is logged. The access log
 /// is reopened either way.
 fn reload(args: &ServeArgs, servers: &mut Servers) {
-    notify(&[
-        sd_notify::NotifyState::Reloading,
-        sd_notify::NotifyState::monotonic_usec_now().unwrap_or(sd_notify::NotifyState::Reloading),
-    ]);
+    let mut reloading = vec![sd_notify::NotifyState::Reloading];
+    reloading.extend(sd_notify::NotifyState::monotonic_usec_now().ok());
+    notify(&reloading);
     match replace(args, servers) {
         Ok(()) => tracing::info!("reload: the new configuration is in service"),
         Err(e) => {
