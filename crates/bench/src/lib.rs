@@ -42,6 +42,7 @@ pub mod agent;
 mod compliance;
 pub mod directory;
 pub mod mail;
+mod proctree;
 mod report;
 pub mod web;
 

@@ -111,6 +111,10 @@ pub struct Workload {
     pub remote_domain: String,
     /// Accounts in the store (N).
     pub users: u32,
+    /// Accounts in the retry pool, drawn per run (§1.5): the kit's 7.5 % of
+    /// the store ([`Workload::kit_retry_pool`]), or more for a store declared
+    /// smaller than the rate needs, so that its re-check interval still holds.
+    pub retry_pool: u32,
     /// Every account's password.
     pub password: String,
     /// How long a reply may take before it is an error (60 s, §2.4).
@@ -124,6 +128,11 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The kit's retry pool for a store of `users` accounts: 7.5 % of them.
+    pub fn kit_retry_pool(users: u32) -> u32 {
+        (f64::from(users) * stoa_mail2001::profile::RETRY_POOL_SHARE).round() as u32
+    }
+
     /// The address (and POP login) of account `n`.
     pub fn account(&self, n: u32) -> String {
         format!("user{n}@{}", self.domain)
@@ -378,7 +387,7 @@ impl Engine {
     /// pools from the seed; an agent keeps its share of them.
     pub fn with_part(workload: Workload, part: Part) -> Engine {
         let mut rng = Rng::with_seed(workload.seed ^ 0x7e7a_9001);
-        let mut pools = Pools::new(workload.users, &mut rng);
+        let mut pools = Pools::new(workload.users, workload.retry_pool, &mut rng);
         let mut pool_share = (1.0, 1.0);
         let mut seq = 0;
         if let Part::Agent(share) = &part {
@@ -1019,6 +1028,7 @@ mod tests {
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             users: 1000,
+            retry_pool: 75,
             password: "pw".into(),
             reply_timeout: Duration::from_secs(60),
             probe_share: 0.01,

@@ -27,12 +27,12 @@ pub(crate) struct Pools {
 }
 
 impl Pools {
-    pub(crate) fn new(users: u32, rng: &mut Rng) -> Pools {
+    /// The pools of `users` accounts, `retry` of them (at most all) in the
+    /// retry pool, drawn with `rng`.
+    pub(crate) fn new(users: u32, retry: u32, rng: &mut Rng) -> Pools {
         let mut all: Vec<u32> = (1..=users).collect();
         rng.shuffle(&mut all);
-        let retry_len = ((f64::from(users) * stoa_mail2001::profile::RETRY_POOL_SHARE).round()
-            as usize)
-            .min(all.len());
+        let retry_len = (retry as usize).min(all.len());
         let random = all.split_off(retry_len);
         Pools {
             last_check: vec![None; all.len()],
@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn pools_split_and_exclude() {
         let mut rng = Rng::with_seed(1);
-        let mut p = Pools::new(1000, &mut rng);
+        let mut p = Pools::new(1000, 75, &mut rng);
         assert_eq!(p.retry.len(), 75);
         assert_eq!(p.random.len(), 925);
         let mut all: Vec<u32> = p.retry.iter().chain(&p.random).copied().collect();
@@ -164,11 +164,11 @@ mod tests {
     /// each within one mailbox of a third.
     #[test]
     fn shares_are_disjoint_and_complete() {
-        let whole = Pools::new(1000, &mut Rng::with_seed(4));
+        let whole = Pools::new(1000, 75, &mut Rng::with_seed(4));
         let mut random = Vec::new();
         let mut retry = Vec::new();
         for index in 0..3 {
-            let mut p = Pools::new(1000, &mut Rng::with_seed(4));
+            let mut p = Pools::new(1000, 75, &mut Rng::with_seed(4));
             p.keep_share(index, 3);
             assert!(p.random_len().abs_diff(925 / 3) <= 1, "{}", p.random_len());
             assert_eq!(p.retry_len(), 25);

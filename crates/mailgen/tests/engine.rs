@@ -27,6 +27,7 @@ async fn a_level_drops_one_smtp_session_in_a_hundred() {
         domain: "stoa.test".into(),
         remote_domain: "remote.test".into(),
         users: 100,
+        retry_pool: Workload::kit_retry_pool(100),
         password: "pw".into(),
         reply_timeout: Duration::from_secs(30),
         probe_share: 0.0,

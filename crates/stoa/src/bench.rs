@@ -98,6 +98,7 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         pop3: args.pop3.clone(),
         rate: args.rate,
         users: args.users,
+        store_users: args.store_users,
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         password: args.password.clone(),

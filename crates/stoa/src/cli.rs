@@ -245,6 +245,14 @@ pub(crate) struct BenchMailArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) users: Option<u32>,
 
+    /// Fill and use a store of N accounts whatever the rate: below 200 × rate
+    /// a declared smaller store, and the run is non-compliant (every report
+    /// says so and how). --find-max then searches the rate with the store
+    /// fixed, up to what its retry pool holds (see the README).
+    #[arg(long, value_name = "N", conflicts_with = "users",
+          value_parser = clap::value_parser!(u32).range(10..))]
+    pub(crate) store_users: Option<u32>,
+
     /// The local domain.
     #[arg(long, value_name = "NAME", default_value = "stoa.test")]
     pub(crate) domain: String,

@@ -72,11 +72,13 @@ fn quick_run_against_the_builtin_server() {
     let out = tempfile::tempdir().expect("tempdir");
     let dir = out.path().join("report");
     let dir_text = dir.to_str().expect("utf-8 path");
+    // A declared store of 1,000 accounts for 10 msgs/min (the kit's would
+    // hold 2,000): a short non-compliant run with --store-users (issue 17).
     let run = bench_mail(&[
-        "--users",
+        "--store-users",
         "1000",
         "--rate",
-        "5",
+        "10",
         "--levels",
         "100",
         "--warmup",
@@ -117,7 +119,7 @@ fn quick_run_against_the_builtin_server() {
     let level = &json["levels"][0];
     // Every session of the window was answered as expected, on a quiet machine
     // with a light load: no row fails, with samples in the main rows. A 40 s
-    // window at 5 msgs/min has a handful of probes, fewer than the 59 needed
+    // window at 10 msgs/min has a handful of probes, fewer than the 59 needed
     // to judge Delivery Time (issue 18, item 4): the level is not judged, and
     // not reported as a pass.
     let verdict = &level["verdict"];
@@ -150,6 +152,13 @@ fn quick_run_against_the_builtin_server() {
         "{counters}"
     );
     assert_eq!(level["error_rate_percent"], 0.0);
+    // The built-in server's CPU over the window, by program: one `stoa`.
+    let processes = &level["server_processes"];
+    assert_eq!(processes["programs"][0]["program"], "stoa", "{processes}");
+    assert!(
+        processes["total_cpu_secs"].as_f64().expect("total") > 0.0,
+        "{processes}"
+    );
     // Remote mail went through the server's queue to the harness's sink.
     let remote = detail_row(&json, 0, "Remote Message Delivery");
     assert!(attempts(remote) > 0, "no remote recipients: {remote}");
@@ -172,9 +181,33 @@ fn quick_run_against_the_builtin_server() {
             "cooldown",
             "drain_limit",
             "levels",
+            "store_users",
+            "retry_pool",
             "probe_share"
         ]
     );
+    // The declared store is in all three reports' boxes.
+    let store = "a declared store of 1,000 accounts (--store-users) for 10 msgs/min";
+    let html = std::fs::read_to_string(dir.join("result.html")).expect("result.html");
+    let txt = std::fs::read_to_string(dir.join("result.txt")).expect("result.txt");
+    let json_text = json["deviations"].to_string();
+    for (name, report) in [("text", &txt), ("HTML", &html), ("JSON", &json_text)] {
+        // Box lines wrap with a "| " margin: compare words.
+        let flat = report
+            .split_whitespace()
+            .filter(|w| *w != "|")
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            flat.contains(store),
+            "no declared store in the {name} report:\n{report}"
+        );
+        assert!(
+            flat.contains("the kit requires 200 × rate = 200 × 10 = 2,000 accounts"),
+            "{name}:\n{report}"
+        );
+    }
+    assert!(html.contains("non-compliant"), "{html}");
     assert!(
         // Not judged (too few probes): no msgs/min is established.
         run.stdout

@@ -226,6 +226,12 @@ fn check_plan(plan: &Plan) -> Result<(), String> {
     if w.users == 0 || w.users > MAX_USERS {
         return Err(format!("users {} outside 1–{MAX_USERS}", w.users));
     }
+    if w.retry_pool > w.users {
+        return Err(format!(
+            "retry pool of {} accounts in a store of {}",
+            w.retry_pool, w.users
+        ));
+    }
     if s.agents == 0 || s.agents as usize > MAX_AGENTS || s.index >= s.agents {
         return Err(format!("share {} of {} agents", s.index, s.agents));
     }
@@ -885,6 +891,7 @@ mod tests {
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             users: 1000,
+            retry_pool: 75,
             password: "pw".into(),
             reply_timeout: Duration::from_secs(60),
             probe_share: 0.01,

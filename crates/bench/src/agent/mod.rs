@@ -358,6 +358,7 @@ mod tests {
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             users: 10,
+            retry_pool: 1,
             password: "pw".into(),
             reply_timeout: Duration::from_secs(60),
             probe_share: 0.01,

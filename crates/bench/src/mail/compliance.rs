@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use crate::compliance::{Deviation, grouped, rule, seconds};
 
+use stoa_mailgen::engine::Workload;
+
 use super::{Options, PROBE_SHARE, STANDARD, Settings};
 
 /// The kit's load levels, percent of the claimed rate (mail2001.md §3.1).
@@ -27,12 +29,23 @@ pub(crate) const NOTE: &str = "The kit's run is taken to be the white paper's ph
      be read), at 80, 100 and 120 % of the rate, with 200 × rate accounts, a 60 s reply timeout \
      and 1 % delivery probes; any other run is labelled non-compliant.";
 
-/// Every way a run of `args` with the settings `s` and the delivery-probe
-/// share it used differs from the kit's run, in the order the report lists
-/// them. A new rule is one more entry in the list.
-pub(crate) fn deviations(args: &Options, s: &Settings, probe_share: f64) -> Vec<Deviation> {
+/// Every way a run of `args` with the settings `s`, reporting `mpm` msgs/min
+/// (the claimed rate, or what --find-max found), with the delivery-probe share
+/// it used differs from the kit's run, in the order the report lists them. A
+/// new rule is one more entry in the list.
+pub(crate) fn deviations(
+    args: &Options,
+    s: &Settings,
+    mpm: f64,
+    probe_share: f64,
+) -> Vec<Deviation> {
     let (p, kit) = (&s.phases, &STANDARD);
     let needed = (s.rate * USERS_PER_MPM).ceil() as u64;
+    // The rate the store is judged against: the reported one, or for a search
+    // that found none the first trial's.
+    let judged = if mpm > 0.0 { mpm } else { s.rate };
+    let needed_at = (judged * USERS_PER_MPM).ceil() as u64;
+    let kit_pool = Workload::kit_retry_pool(s.users);
     [
         rule(
             "warmup",
@@ -75,6 +88,48 @@ pub(crate) fn deviations(args: &Options, s: &Settings, probe_share: f64) -> Vec<
             args.find_max,
             "--find-max: the rate is the best passing trial of a search, each a 100 % level alone",
             format!("the kit runs {} at the claimed rate", percents(&KIT_LEVELS)),
+        ),
+        rule(
+            "store_users",
+            s.declared_store && u64::from(s.users) < needed_at,
+            format!(
+                "a declared store of {} accounts (--store-users) for {}{} msgs/min",
+                grouped(s.users.into()),
+                if args.find_max {
+                    "every trial, reporting "
+                } else {
+                    ""
+                },
+                rate(judged)
+            ),
+            format!(
+                "the kit requires 200 × rate = 200 × {} = {} accounts (mail2001.md §1.2)",
+                rate(judged),
+                grouped(needed_at)
+            ),
+        ),
+        rule(
+            "retry_pool",
+            s.retry_pool != kit_pool,
+            format!(
+                "a retry pool of {} accounts, {:.1} % of the store{}",
+                grouped(s.retry_pool.into()),
+                100.0 * f64::from(s.retry_pool) / f64::from(s.users.max(1)),
+                if args.find_max {
+                    format!(
+                        " (the largest it allows; the search stops at {} msgs/min, where \
+                         repeated checks would find no mailbox left unchecked for 300 s)",
+                        rate(s.rate_cap)
+                    )
+                } else {
+                    " (the kit's 7.5 % of 200 × rate accounts, so re-checks keep their interval)"
+                        .to_owned()
+                }
+            ),
+            format!(
+                "the kit's is 7.5 % of the store, {} accounts (mail2001.md §1.5)",
+                grouped(kit_pool.into())
+            ),
         ),
         rule(
             "users",
@@ -125,8 +180,8 @@ pub(crate) fn kit_run() -> String {
         "The kit's run: stoa bench mail --profile standard ({} warm-up, {} measured and {} \
          cool-down at each of {}: about {} h {:02} min, plus the store's fill and up to {} per \
          level for judged sessions to finish), without --warmup, --run-time, --cooldown, \
-         --levels, --find-max, --reply-timeout or --probe-share, and with --users at most \
-         200 × --rate.",
+         --levels, --find-max, --reply-timeout, --probe-share or --store-users, and with --users \
+         at most 200 × --rate.",
         seconds(k.warmup),
         seconds(k.run),
         seconds(k.cooldown),
@@ -135,6 +190,16 @@ pub(crate) fn kit_run() -> String {
         minutes % 60,
         seconds(STANDARD_DRAIN),
     )
+}
+
+/// A rate as the reports print it: whole msgs/min with separators, or one
+/// decimal for a fractional rate below 20.
+fn rate(mpm: f64) -> String {
+    if mpm >= 20.0 || mpm.fract() == 0.0 {
+        grouped(mpm.round() as u64)
+    } else {
+        format!("{mpm:.1}")
+    }
 }
 
 /// "80 %, 100 % and 120 %".

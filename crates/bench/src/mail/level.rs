@@ -14,6 +14,7 @@ use super::run::LevelResult;
 use super::tiers::Window;
 use crate::agent::mail::Agents;
 use crate::cpu_of;
+use crate::proctree::{Sampler, TreeCpu};
 
 /// Runs one level at `load` × `mpm`, with a progress line: in this process,
 /// or over the `agents` (their shares and this engine's probes).
@@ -47,6 +48,7 @@ pub(super) async fn run_level(
     let (harness0, server0, machine0) = (cpu_of(&self_pid), cpu_of(server_pids), machine_busy());
     let started = Instant::now();
     let window = Window::start(&s.tiers, plan.warmup, plan.run);
+    let processes = processes_in_window(server_pids, plan.warmup, plan.run);
     let (tally, generators, agents_cpu) = match agents {
         None => (engine.run_level(&plan, &live).await, Vec::new(), None),
         Some(a) => {
@@ -60,6 +62,10 @@ pub(super) async fn run_level(
     let wall = started.elapsed();
     progress.abort();
     let tiers = window.finish(&s.tiers, &tally).await;
+    let server_processes = match processes {
+        Some(task) => task.await.ok().flatten(),
+        None => None,
+    };
     let diff = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -97,7 +103,45 @@ pub(super) async fn run_level(
         generators,
         agents_cpu,
         tiers,
+        server_processes,
     })
+}
+
+/// Samples the server's process tree (`pids` and their descendants) every
+/// second over the measurement window, `warmup` to `warmup + run` from now;
+/// `None` without pids.
+fn processes_in_window(
+    pids: &[u32],
+    warmup: Duration,
+    run: Duration,
+) -> Option<tokio::task::JoinHandle<Option<TreeCpu>>> {
+    if pids.is_empty() {
+        return None;
+    }
+    let pids = pids.to_vec();
+    let t0 = tokio::time::Instant::now();
+    Some(tokio::spawn(async move {
+        tokio::time::sleep_until(t0 + warmup).await;
+        let mut sampler = tokio::task::spawn_blocking(move || Sampler::begin(&pids))
+            .await
+            .ok()??;
+        let end = t0 + warmup + run;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        while tokio::time::Instant::now() + Duration::from_secs(1) < end {
+            tick.tick().await;
+            sampler = tokio::task::spawn_blocking(move || {
+                sampler.sample();
+                sampler
+            })
+            .await
+            .ok()?;
+        }
+        tokio::time::sleep_until(end).await;
+        tokio::task::spawn_blocking(move || sampler.end())
+            .await
+            .ok()
+    }))
 }
 
 /// CPU time the machine has been busy since boot (user, nice, system, irq,

@@ -32,7 +32,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use stoa_mailgen::engine::{Engine, Part, Workload};
+use stoa_mail2001::Rates;
+use stoa_mailgen::engine::{Engine, Part, RETRY_INTERVAL, Workload};
 use stoa_mailgen::sink::Sink;
 
 pub(crate) use compliance::{NOTE as COMPLIANCE_NOTE, kit_run};
@@ -81,7 +82,7 @@ const CHOICES: [&str; 11] = [
     "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
     "Modem sessions (90 % of user SMTP and POP sessions) send and receive at 6,000 B/s throughout; remote-MTA sessions run at full speed.",
     "The retry pool (7.5 % of the accounts) is drawn per run; a repeated check takes a pool mailbox not checked for 300 s, or is skipped and counted as \"Retry Pool Exhausted\".",
-    "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates.",
+    "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates. A store declared smaller (--store-users) takes the rate's streams over fewer mailboxes, each receiving and checked more often, with a retry pool of 7.5 % of the 200 × rate accounts the kit would have (at most 90 % of the store), so that re-checks keep the kit's interval.",
 ];
 
 /// Runs `stoa bench mail`: the sink, the store (filled and checked), the load
@@ -104,6 +105,14 @@ struct Settings {
     rate: f64,
     /// Accounts.
     users: u32,
+    /// Whether the store's size was declared (`--store-users`) instead of
+    /// following the rate.
+    declared_store: bool,
+    /// The highest rate the store carries: 200 accounts per msgs/min, or for
+    /// a declared store the rate whose re-checks its retry pool still holds.
+    rate_cap: f64,
+    /// Accounts in the retry pool.
+    retry_pool: u32,
     phases: Phases,
     reply_timeout: Duration,
     drain_limit: Duration,
@@ -113,29 +122,7 @@ struct Settings {
 }
 
 fn settings(args: &Options) -> anyhow::Result<Settings> {
-    let users = match (args.users, args.rate) {
-        (Some(u), _) => u,
-        (None, Some(r)) => {
-            let u = (r * 200.0).ceil();
-            if u > f64::from(u32::MAX) {
-                bail!("--rate {r} needs more than {} accounts", u32::MAX);
-            }
-            u as u32
-        }
-        (None, None) => (DEFAULT_RATE * 200.0) as u32,
-    };
-    let cap = f64::from(users) / 200.0;
-    let rate = args.rate.unwrap_or(if args.find_max {
-        (cap / 8.0).max(cap.min(1.0))
-    } else {
-        cap
-    });
-    if rate > cap + 1e-9 {
-        bail!(
-            "--rate {rate} needs {} accounts, but --users is {users}: the store must hold 200 × rate accounts",
-            (rate * 200.0).ceil()
-        );
-    }
+    let store = store(args)?;
     let base = match args.profile {
         ProfileName::Standard => STANDARD,
         ProfileName::Quick => QUICK,
@@ -168,8 +155,11 @@ fn settings(args: &Options) -> anyhow::Result<Settings> {
             .map_or(1, |d| d.as_nanos() as u64)
     });
     Ok(Settings {
-        rate,
-        users,
+        rate: store.rate,
+        users: store.users,
+        declared_store: store.declared,
+        rate_cap: store.rate_cap,
+        retry_pool: store.retry_pool,
         phases,
         reply_timeout,
         drain_limit,
@@ -179,6 +169,100 @@ fn settings(args: &Options) -> anyhow::Result<Settings> {
             &args.tier_notes,
             &args.tier_counts,
         )?),
+    })
+}
+
+/// The store's accounts, the rate and what the store carries.
+struct Store {
+    users: u32,
+    declared: bool,
+    rate: f64,
+    rate_cap: f64,
+    retry_pool: u32,
+}
+
+/// Share of a declared store the retry pool may take: the rest stays the
+/// random pool, which initial checks and delivery probes draw from.
+const MAX_RETRY_SHARE: f64 = 0.9;
+
+/// The store of a run: `--users` (at least 200 × rate, the kit's rule) or a
+/// declared `--store-users` of any size, and the rate (`--rate`, else what
+/// the store holds by the kit's rule).
+///
+/// A declared store below 200 × rate keeps the kit's re-check interval by a
+/// larger retry pool: 7.5 % of the 200 × rate accounts the kit would have
+/// (the pool the kit's 600 s mean interval is made for), at most 90 % of the
+/// store. With --find-max the trials' rates are not known in advance, so the
+/// pool takes the 90 % from the start, and the search stops at the rate whose
+/// re-checks that pool still holds (one per mailbox per 300 s): above it,
+/// repeated checks would be skipped as "Retry Pool Exhausted".
+fn store(args: &Options) -> anyhow::Result<Store> {
+    let accounts_for = |r: f64| -> anyhow::Result<u32> {
+        let u = (r * 200.0).ceil();
+        if u > f64::from(u32::MAX) {
+            bail!("--rate {r} needs more than {} accounts", u32::MAX);
+        }
+        Ok(u as u32)
+    };
+    if let Some(n) = args.store_users {
+        let compliant = f64::from(n) / 200.0;
+        let largest_pool = (f64::from(n) * MAX_RETRY_SHARE).floor();
+        // Re-checks per second at 100 % are rate / 40 (§1.3): the pool holds
+        // RETRY_INTERVAL × rate / 40 of them.
+        let per_mpm = Rates::at_load(1.0, 1.0).repeated_pop * RETRY_INTERVAL.as_secs_f64();
+        let rate_cap = (largest_pool / per_mpm).max(compliant);
+        // A declared store is smaller than the rate needs, so a search starts
+        // where the store would be the kit's: the knee is above.
+        let rate = args.rate.unwrap_or(compliant);
+        if rate > rate_cap + 1e-9 {
+            bail!(
+                "--rate {rate} needs more repeated POP checks than a store of {n} accounts holds \
+                 (one per retry-pool mailbox per {} s, the pool at most {:.0} % of the store): \
+                 at most {rate_cap:.1} msgs/min; raise --store-users",
+                RETRY_INTERVAL.as_secs(),
+                MAX_RETRY_SHARE * 100.0
+            );
+        }
+        let kit_pool = Workload::kit_retry_pool(accounts_for(rate)?);
+        let retry_pool = if args.find_max && rate_cap > compliant {
+            largest_pool as u32
+        } else if f64::from(n) < rate * 200.0 {
+            kit_pool.min(largest_pool as u32)
+        } else {
+            Workload::kit_retry_pool(n)
+        };
+        return Ok(Store {
+            users: n,
+            declared: true,
+            rate,
+            rate_cap,
+            retry_pool,
+        });
+    }
+    let users = match (args.users, args.rate) {
+        (Some(u), _) => u,
+        (None, Some(r)) => accounts_for(r)?,
+        (None, None) => (DEFAULT_RATE * 200.0) as u32,
+    };
+    let cap = f64::from(users) / 200.0;
+    let rate = args.rate.unwrap_or(if args.find_max {
+        (cap / 8.0).max(cap.min(1.0))
+    } else {
+        cap
+    });
+    if rate > cap + 1e-9 {
+        bail!(
+            "--rate {rate} needs {} accounts, but --users is {users}: the store must hold 200 × \
+             rate accounts (--store-users declares a smaller one, a non-compliant run)",
+            (rate * 200.0).ceil()
+        );
+    }
+    Ok(Store {
+        users,
+        declared: false,
+        rate,
+        rate_cap: cap,
+        retry_pool: Workload::kit_retry_pool(users),
     })
 }
 
@@ -289,6 +373,9 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         server_software,
         mpm,
         users: u64::from(s.users),
+        declared_store: s.declared_store,
+        capacity_mpm: s.rate_cap,
+        retry_pool: u64::from(s.retry_pool),
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         smtp: smtp.to_string(),
@@ -300,7 +387,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         store: Some(store),
         sink_stats: sink.stats(),
         probe_share: engine.workload().probe_share,
-        deviations: compliance::deviations(args, &s, engine.workload().probe_share),
+        deviations: compliance::deviations(args, &s, mpm, engine.workload().probe_share),
         threads: args.threads,
         agents: agent_infos,
         seed: s.seed,
@@ -336,6 +423,7 @@ fn workload(args: &Options, s: &Settings, smtp: SocketAddr, pop3: SocketAddr) ->
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         users: s.users,
+        retry_pool: s.retry_pool,
         password: args.password.clone(),
         reply_timeout: s.reply_timeout,
         probe_share: probe_share(args),
@@ -433,7 +521,7 @@ fn http_date() -> String {
 }
 
 /// `--find-max`: doubles the rate from the first one until a 100 % level fails
-/// (or the store's capacity, --users / 200, is reached), then bisects to 5 %.
+/// (or the store's capacity, `Settings::rate_cap`, is reached), then bisects to 5 %.
 async fn find_max(
     engine: &Engine,
     s: &Settings,
@@ -441,7 +529,7 @@ async fn find_max(
     server: &mut Option<server::BuiltIn>,
     mut agents: Option<&mut crate::agent::mail::Agents>,
 ) -> anyhow::Result<(Option<f64>, Vec<Trial>, Vec<LevelResult>)> {
-    let cap = f64::from(s.users) / 200.0;
+    let cap = s.rate_cap;
     let round = |r: f64| {
         if cap >= 20.0 {
             r.round().max(1.0)

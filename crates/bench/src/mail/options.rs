@@ -27,6 +27,9 @@ pub struct Options {
     pub rate: Option<f64>,
     /// Accounts in the store; `None`: 200 × rate.
     pub users: Option<u32>,
+    /// A store of this many accounts whatever the rate (`--store-users`): below
+    /// 200 × rate a declared, non-compliant store.
+    pub store_users: Option<u32>,
     /// The local domain.
     pub domain: String,
     /// The domain the server relays to the sink.
@@ -122,6 +125,7 @@ impl Options {
             pop3: None,
             rate: None,
             users: None,
+            store_users: None,
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             password: "stoa-bench".into(),

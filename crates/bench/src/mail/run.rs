@@ -55,6 +55,9 @@ pub(crate) struct LevelResult {
     /// Each `--tier`'s CPU and work over the measurement window, in the order
     /// of [`MailRun::tiers`].
     pub(crate) tiers: Vec<TierLevel>,
+    /// The server's process tree over the measurement window, by program
+    /// (`--server-pid` and its descendants, or the built-in server).
+    pub(crate) server_processes: Option<crate::proctree::TreeCpu>,
 }
 
 /// One trial of `--find-max`: the 100 % level at `mpm`.
@@ -98,8 +101,14 @@ pub(crate) struct MailRun {
     pub(crate) server_software: String,
     /// The claimed msgs/min (the 100 % level); for `--find-max`, the best passing.
     pub(crate) mpm: f64,
-    /// Accounts the store holds (≥ 200 × msgs/min).
+    /// Accounts the store holds (≥ 200 × msgs/min, unless declared smaller).
     pub(crate) users: u64,
+    /// Whether the store's size was declared (`--store-users`).
+    pub(crate) declared_store: bool,
+    /// The highest rate the store carries (`--find-max`'s ceiling).
+    pub(crate) capacity_mpm: f64,
+    /// Accounts in the retry pool.
+    pub(crate) retry_pool: u64,
     /// The local domain.
     pub(crate) domain: String,
     /// The domain relayed to the sink.

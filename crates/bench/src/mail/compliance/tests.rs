@@ -16,7 +16,7 @@ fn standard() -> Options {
 /// The deviations of `args` with the white paper's 1 % probes: (setting, text).
 fn of(args: &Options) -> Vec<(&'static str, String)> {
     let s = settings(args).expect("settings");
-    deviations(args, &s, PROBE_SHARE)
+    deviations(args, &s, s.rate, PROBE_SHARE)
         .into_iter()
         .map(|d| (d.setting, d.to_string()))
         .collect()
@@ -153,7 +153,7 @@ fn each_changed_setting_is_a_deviation() {
     // The share the run used (--probe-share) against the white paper's 1 %.
     let args = standard();
     let s = settings(&args).expect("settings");
-    let probes: Vec<String> = deviations(&args, &s, 0.158)
+    let probes: Vec<String> = deviations(&args, &s, s.rate, 0.158)
         .iter()
         .map(ToString::to_string)
         .collect();
@@ -163,6 +163,70 @@ fn each_changed_setting_is_a_deviation() {
             "delivery probes on 15.80 % of SMTP sessions; the kit probes 1 % of the mail \
           (mail2001.md §2.2)"
         ]
+    );
+}
+
+/// A declared store (--store-users): non-compliant below 200 × rate, with a
+/// retry pool sized for the rate; compliant at exactly 200 × rate.
+#[test]
+fn a_declared_smaller_store_is_listed_with_its_retry_pool() {
+    let declared = |n: u32, rate: f64| Options {
+        store_users: Some(n),
+        rate: Some(rate),
+        ..standard()
+    };
+    assert_eq!(of(&declared(1_000, 5.0)), []);
+    assert_eq!(keys(&declared(1_000, 2.0)), ["users"]);
+    let small = declared(1_000, 20.0);
+    let s = settings(&small).expect("settings");
+    assert_eq!((s.users, s.retry_pool), (1_000, 300));
+    let texts: Vec<String> = of(&small).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        texts,
+        [
+            "a declared store of 1,000 accounts (--store-users) for 20 msgs/min; the kit requires \
+             200 × rate = 200 × 20 = 4,000 accounts (mail2001.md §1.2)",
+            "a retry pool of 300 accounts, 30.0 % of the store (the kit's 7.5 % of 200 × rate \
+             accounts, so re-checks keep their interval); the kit's is 7.5 % of the store, 75 \
+             accounts (mail2001.md §1.5)",
+        ]
+    );
+    // The pool never takes more than 90 % of the store, and a rate whose
+    // re-checks even that cannot hold is refused.
+    let s = settings(&declared(1_000, 100.0)).expect("settings");
+    assert_eq!(s.retry_pool, 900);
+    assert_eq!(s.rate_cap, 120.0);
+    let e = settings(&declared(1_000, 121.0)).expect_err("too fast for the store");
+    assert!(e.to_string().contains("at most 120.0 msgs/min"), "{e}");
+    // --find-max: the largest pool from the start, the search capped by it,
+    // judged against the rate it found.
+    let search = Options {
+        store_users: Some(30_000),
+        find_max: true,
+        ..standard()
+    };
+    let s = settings(&search).expect("settings");
+    assert_eq!((s.retry_pool, s.rate_cap), (27_000, 3_600.0));
+    let found: Vec<(&str, String)> = deviations(&search, &s, 2_000.0, PROBE_SHARE)
+        .into_iter()
+        .map(|d| (d.setting, d.to_string()))
+        .collect();
+    assert_eq!(
+        found.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+        ["find_max", "store_users", "retry_pool"]
+    );
+    assert!(
+        found[1].1.starts_with(
+            "a declared store of 30,000 accounts (--store-users) for every trial, reporting \
+             2,000 msgs/min; the kit requires 200 × rate = 200 × 2,000 = 400,000 accounts"
+        ),
+        "{}",
+        found[1].1
+    );
+    assert!(
+        found[2].1.contains("stops at 3,600 msgs/min"),
+        "{}",
+        found[2].1
     );
 }
 

@@ -103,6 +103,15 @@ fn level_json(l: &LevelResult) -> Value {
         "machine_cpu_secs": l.machine_cpu.map(|d| d.as_secs_f64()),
         "generators": l.generators,
         "agents_cpu_secs": l.agents_cpu.map(|d| d.as_secs_f64()),
+        "server_processes": l.server_processes.as_ref().map(|p| json!({
+            "total_cpu_secs": p.total.as_secs_f64(),
+            "not_attributed_cpu_secs": p.not_attributed.as_secs_f64(),
+            "programs": p.programs.iter().map(|g| json!({
+                "program": g.name,
+                "processes": g.processes,
+                "cpu_secs": g.cpu.as_secs_f64(),
+            })).collect::<Vec<_>>(),
+        })),
     })
 }
 
@@ -116,15 +125,17 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "mpm": run.mpm,
         "established_mpm": established(run),
         "users": run.users,
+        "declared_store": run.declared_store,
+        "retry_pool": run.retry_pool,
         "passed": run.passed(),
         "outcome": run_outcome(run),
         "compliant": run.deviations.is_empty(),
         "deviations": run.deviations,
         "find_max": {
             "best_mpm": if run.search.is_empty() { None } else { best_mpm(run) },
-            "capacity_mpm": run.users as f64 / 200.0,
+            "capacity_mpm": run.capacity_mpm,
             "at_capacity": !run.search.is_empty()
-                && best_mpm(run).is_some_and(|b| b * 200.0 >= run.users as f64 - 1e-6),
+                && best_mpm(run).is_some_and(|b| b >= run.capacity_mpm - 1e-6),
             "trials": run.search,
         },
         "levels": run.levels.iter().map(|l| {

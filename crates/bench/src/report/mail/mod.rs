@@ -112,8 +112,22 @@ fn title(run: &MailRun) -> String {
     )
 }
 
-/// The "N messages per minute is equivalent to M users" line.
+/// The "N messages per minute is equivalent to M users" line, and what a
+/// declared store held instead.
 fn equivalence(run: &MailRun) -> String {
+    let line = equivalence_line(run);
+    let rate = established(run).unwrap_or(run.mpm);
+    if run.declared_store && (run.users as f64) < rate * USERS_PER_MPM - 1e-6 {
+        format!(
+            "{line} The store held {} accounts (declared with --store-users).",
+            int(run.users)
+        )
+    } else {
+        line
+    }
+}
+
+fn equivalence_line(run: &MailRun) -> String {
     match established(run) {
         Some(n) => format!(
             "{} {BENCHMARK} messages per minute is equivalent to {} users.",
@@ -361,7 +375,22 @@ fn run_block(doc: &mut Document, run: &MailRun) {
             "Domains",
             format!("{} (local), {} (remote)", run.domain, run.remote_domain),
         ),
-        ("Store accounts", int(run.users)),
+        (
+            "Store accounts",
+            if run.declared_store {
+                format!("{} (declared, --store-users)", int(run.users))
+            } else {
+                int(run.users)
+            },
+        ),
+        (
+            "Retry pool",
+            format!(
+                "{} accounts ({})",
+                int(run.retry_pool),
+                pct(100.0 * run.retry_pool as f64 / run.users.max(1) as f64)
+            ),
+        ),
         (
             "Delivery probes",
             format!("{} of SMTP sessions", pct(run.probe_share * 100.0)),
@@ -536,7 +565,14 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
 /// The `--find-max` search's result in words.
 fn search_result(run: &MailRun) -> String {
     match best_mpm(run) {
-        Some(best) if best * 200.0 >= run.users as f64 - 1e-6 => format!(
+        Some(best) if best >= run.capacity_mpm - 1e-6 && run.declared_store => format!(
+            "Best passing: {} msgs/min, the most a declared store of {} accounts carries \
+             (its retry pool's re-checks): the server may carry more; a larger --store-users \
+             would tell.",
+            mpm(best),
+            int(run.users)
+        ),
+        Some(best) if best >= run.capacity_mpm - 1e-6 => format!(
             "Best passing: {} msgs/min, the store's capacity ({} accounts / 200): the \
              server may carry more; a larger --users would tell.",
             mpm(best),
@@ -799,6 +835,57 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
         format!("Level result: {}", level_result(&level.verdict)),
     ]);
     doc.push(Block::List(lines));
+    if let Some(p) = &level.server_processes {
+        server_processes(doc, p, tally);
+    }
+}
+
+/// The server's process tree over the measurement window, by program: where
+/// a system of many processes spends its CPU.
+fn server_processes(doc: &mut Document, p: &crate::proctree::TreeCpu, tally: &LevelTally) {
+    let window = tally.window_secs.max(1e-9);
+    let c = &tally.counters;
+    let sessions = c.smtp_session + c.smtp_disconnect + c.pop_session + c.pop_disconnect;
+    let mut t = Table::new(&[
+        "Server process",
+        "Processes",
+        "CPU (s)",
+        "Of one core",
+        "ms per session",
+    ]);
+    let row = |t: &mut Table, name: String, processes: String, cpu: Duration| {
+        t.row(cells([
+            name,
+            processes,
+            num(cpu.as_secs_f64(), 2),
+            pct(cpu.as_secs_f64() * 100.0 / window),
+            if sessions > 0 {
+                num(cpu.as_secs_f64() * 1000.0 / sessions as f64, 2)
+            } else {
+                "-".into()
+            },
+        ]));
+    };
+    for g in &p.programs {
+        row(&mut t, g.name.clone(), int(g.processes.into()), g.cpu);
+    }
+    if !p.not_attributed.is_zero() {
+        row(
+            &mut t,
+            "not attributed (ended between samples)".into(),
+            "-".into(),
+            p.not_attributed,
+        );
+    }
+    row(&mut t, "all server processes".into(), "-".into(), p.total);
+    doc.push(Block::Table(t));
+    doc.push(Block::Para(format!(
+        "Server processes: the --server-pid processes and their descendants over the \
+         measurement window, by program name (each process's own CPU time, sampled every \
+         second); the total is exact (reaped children included). ms per session: CPU / the \
+         window's {} SMTP and POP sessions.",
+        int(sessions)
+    )));
 }
 
 /// A level's verdict in words.

@@ -92,6 +92,7 @@ fn level(load: f64, slow_pop: usize) -> LevelResult {
         generators: Vec::new(),
         agents_cpu: None,
         tiers: Vec::new(),
+        server_processes: None,
     }
 }
 
@@ -101,6 +102,9 @@ fn sample() -> MailRun {
         server_software: "Stoa 0.1.0 (built-in)".into(),
         mpm: 30.0,
         users: 6_000,
+        declared_store: false,
+        capacity_mpm: 30.0,
+        retry_pool: 450,
         domain: "bench.example".into(),
         remote_domain: "remote.example".into(),
         smtp: "127.0.0.1:2525".into(),
@@ -636,4 +640,40 @@ fn tiers_are_listed_in_the_system_configuration() {
     assert_eq!(j["levels"][1]["tiers"][0]["cpu_secs"], 1.5);
     assert_eq!(j["levels"][1]["tiers"][1]["counts"]["POP logins"], 60);
     assert_eq!(j["levels"][1]["tiers"][2]["cpu_secs"], Value::Null);
+}
+
+/// The server's processes by program (issue 17, item 4): in the harness
+/// section of the text and in the JSON, with the exact total and what the
+/// samples could not name.
+#[test]
+fn server_processes_are_listed_by_program() {
+    use crate::proctree::{Program, TreeCpu};
+    let mut run = sample();
+    let program = |name: &str, processes, ms| Program {
+        name: name.into(),
+        processes,
+        cpu: Duration::from_millis(ms),
+    };
+    run.levels[1].server_processes = Some(TreeCpu {
+        total: Duration::from_millis(9_000),
+        programs: vec![program("smtpd", 12, 4_000), program("pop3", 300, 3_500)],
+        not_attributed: Duration::from_millis(1_500),
+    });
+    let t = text(&run);
+    for needle in [
+        "Server process",
+        "ms per session",
+        "smtpd",
+        "not attributed (ended between samples)",
+        "all server processes",
+    ] {
+        assert!(t.contains(needle), "no {needle:?} in:\n{t}");
+    }
+    let json = to_json(&run);
+    let p = &json["levels"][1]["server_processes"];
+    assert_eq!(p["total_cpu_secs"], 9.0, "{p}");
+    assert_eq!(p["not_attributed_cpu_secs"], 1.5, "{p}");
+    assert_eq!(p["programs"][1]["program"], "pop3", "{p}");
+    assert_eq!(p["programs"][1]["processes"], 300, "{p}");
+    assert_eq!(json["levels"][0]["server_processes"], Value::Null);
 }
