@@ -5,7 +5,7 @@
 #                         [--peer-proxy stoa|nginx|none] [--profile quick]
 #                         [--warmup D] [--run-time D] [--cooldown D]
 #                         [--drain-limit D] [--stoa PATH] [--out DIR] [--run-timeout 7200]
-#   bench/topology-sun.sh --compare-proxies [--rounds 3] [--users N] [--rate R] ...
+#   bench/topology-sun.sh --compare-proxies [--rounds 3] [--perf] [--users N] [--rate R] ...
 #
 # Sun's published page (shared/specs/published-results/specmail2001-sun-jsms61-7500.txt)
 # ran two POPSTORE hosts, an SMTPMTA, an LDAP directory and an MMP (POP proxy) on
@@ -33,7 +33,9 @@
 # mail` run against the same filled store, each with its own seed (a run with the
 # seed of the one before would check the mailboxes it just emptied); summary: CPU
 # per proxied POP3 session and the p99 of POP Connect/Status/Retrieve added over
-# going direct.
+# going direct. --perf records each proxy's processes with `perf record -e cpu-clock
+# -g` over its runs and writes where their CPU went (perf report, by symbol) beside
+# the reports.
 #
 # Results go to bench-results/<date>-<host>-topology-sun/ (or --out). See
 # bench/README.md.
@@ -56,6 +58,7 @@ OUT_ARG=""
 RUN_TIMEOUT=7200
 FILL_TIMEOUT=3600
 COMPARE=""
+PERF=""
 ROUNDS=3
 SEED=2001
 PASSWORD=stoa-bench
@@ -75,7 +78,7 @@ KIB_PER_USER=200
 bench_cmdline "$@"
 parse_args "--users=USERS --rate=RATE --levels=LEVELS --peer-proxy=PEER --profile=PROFILE
     --warmup=WARMUP --run-time=RUN_TIME --cooldown=COOLDOWN --drain-limit=DRAIN_LIMIT --stoa=STOA --out=OUT_ARG
-    --run-timeout=RUN_TIMEOUT --fill-timeout=FILL_TIMEOUT --compare-proxies=COMPARE=1
+    --run-timeout=RUN_TIMEOUT --fill-timeout=FILL_TIMEOUT --compare-proxies=COMPARE=1 --perf=PERF=1
     --rounds=ROUNDS --seed=SEED" "$@"
 case "$PEER" in stoa | nginx | none) ;; *) die "--peer-proxy: stoa, nginx or none" ;; esac
 [[ "$PROFILE" =~ ^(quick|standard)$ ]] || die "--profile: quick or standard"
@@ -90,6 +93,7 @@ require_positive "--run-timeout, --fill-timeout, --rounds and --seed take positi
 if [[ -n "$COMPARE" ]]; then PEER=compare; fi
 
 ensure_commands python3:python3 timeout:coreutils slapd:slapd slapadd:slapd
+if [[ -n "$PERF" ]]; then ensure_commands perf:linux-perf; fi
 if [[ "$PEER" == nginx || "$PEER" == compare ]]; then
     ensure_commands nginx:nginx-light
     [[ -f /usr/lib/nginx/modules/ngx_mail_module.so ]] || apt_install libnginx-mod-mail
@@ -468,6 +472,29 @@ run_topology() {
     check_alive
 }
 
+# perf_start NAME PIDS: `perf record` of PIDS (comma-separated) until perf_stop,
+# when --perf was given; PERF_PID is the recorder.
+PERF_PID=""
+perf_start() {
+    [[ -n "$PERF" ]] || return 0
+    perf record -q -e cpu-clock -g -p "$2" -o "$BENCH_TMP/$1.perf" >/dev/null 2>&1 &
+    PERF_PID=$!
+}
+
+# perf_stop NAME: ends the recording and writes OUT/NAME-perf.txt: the CPU by
+# binary and symbol (self time), the top 60 lines.
+perf_stop() {
+    [[ -n "$PERF_PID" ]] || return 0
+    kill -INT "$PERF_PID" 2>/dev/null || true
+    wait "$PERF_PID" 2>/dev/null || true
+    PERF_PID=""
+    {
+        echo "# perf record -e cpu-clock -g over the run; perf report --no-children --sort dso,sym"
+        perf report -i "$BENCH_TMP/$1.perf" --stdio --no-children --sort dso,sym -g none \
+            --percent-limit 0.3 2>/dev/null | grep -v '^$' | head -n 80
+    } >"$OUT/$1-perf.txt" || log "!!! perf report for $1 failed"
+}
+
 # run_compare: rounds of direct, stoa and nginx, the order alternating. Every run
 # has its own seed: the same seed would make a run check the very mailboxes the
 # run before it emptied, and find no mail to retrieve.
@@ -485,9 +512,14 @@ run_compare() {
             esac
             name="$mode-r$r"
             log "round $r: $mode (POP3 $pop3)"
+            case "$mode" in
+                stoa) perf_start "$name" "$MMP_PID" ;;
+                nginx) perf_start "$name" "$(tr ' +' ',,' <<<"$NGINX_PIDS")" ;;
+            esac
             harness "$name" "$RUN_TIMEOUT" "${COMMON[@]}" --pop3 "$pop3" --rate "$RATE" --levels "$LEVELS" \
                 --seed "$((SEED + 10 * r + k))" "${PHASE_ARGS[@]}" --server-software "$SOFTWARE ($mode)" \
                 "${TIER_ARGS[@]}" --out "$OUT/$name"
+            perf_stop "$name"
             RUNS+=("$mode|$r|$name")
             check_alive
         done
