@@ -5,8 +5,22 @@
 //! New hashes use [`PasswordCost`], by default m = 19 MiB, t = 2, p = 1: OWASP's
 //! first recommendation for argon2id and the `argon2` crate's default. A check costs
 //! about what the hash cost when it was made (the parameters travel in the PHC
-//! string), tens of milliseconds on one core. Raising the cost only affects hashes
-//! made afterwards.
+//! string): at the default, ~18 ms of CPU on one core of the 2-vCPU VM, against
+//! ~21 ms for libsodium's `crypto_pwhash_str_verify` (Dovecot's) on the same string
+//! (bench/argon2-cost.sh; libsodium's AVX-512 fill needs ~11 ms of user time, but
+//! it maps fresh memory for every check and pays ~10 ms of page faults). Raising
+//! the cost only affects hashes made afterwards.
+//!
+//! # Limiter and memory
+//!
+//! Every argon2 run, hashing or checking, waits for one of the process's slots,
+//! one per core (`Slots`), so a login storm queues instead of holding hundreds of
+//! 19 MiB runs at once. Each slot keeps its block buffer for the next run rather
+//! than allocating and freeing one per run (at most one buffer per slot, up to
+//! 64 MiB; larger costs allocate per run): no page faults, no zeroing and no
+//! allocator work per check. A kept buffer holds its last run's blocks until the
+//! next run overwrites them; the `argon2` crate's own per-run buffers were never
+//! zeroed when freed either.
 //!
 //! # Cache
 //!
@@ -29,9 +43,8 @@ use std::num::NonZeroUsize;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use argon2::password_hash::phc::PasswordHash;
-use argon2::password_hash::{PasswordHasher, PasswordVerifier};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::phc::{Output, ParamsString, PasswordHash, Salt};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use blake2::Blake2bMac512;
 use blake2::digest::{KeyInit, Mac};
 use lru::LruCache;
@@ -76,13 +89,24 @@ impl PasswordCost {
 }
 
 /// Hashes `password` with a fresh random salt into an argon2id PHC string
-/// (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`).
+/// (`$argon2id$v=19$m=…,t=…,p=…$salt$hash`). Runs in one of the process's
+/// argon2 slots, in its memory (see `Slots`).
 pub fn hash_password(password: &str, cost: &PasswordCost) -> Result<String> {
-    let _slot = argon2_slot();
-    let hash = cost
-        .hasher()?
-        .hash_password(password.as_bytes())
-        .map_err(|e| Error::Hashing(e.to_string()))?;
+    let hashing = |e: &dyn std::fmt::Display| Error::Hashing(e.to_string());
+    let argon2 = cost.hasher()?;
+    let mut salt = [0u8; Salt::RECOMMENDED_LENGTH];
+    getrandom::fill(&mut salt).map_err(|e| hashing(&e))?;
+    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    argon2_slot()
+        .run(&argon2, password.as_bytes(), &salt, &mut out)
+        .map_err(|e| hashing(&e))?;
+    let hash = PasswordHash {
+        algorithm: Algorithm::Argon2id.ident(),
+        version: Some(Version::V0x13.into()),
+        params: ParamsString::try_from(argon2.params()).map_err(|e| hashing(&e))?,
+        salt: Some(Salt::new(&salt).map_err(|e| hashing(&e))?),
+        hash: Some(Output::new(&out).map_err(|e| hashing(&e))?),
+    };
     Ok(hash.to_string())
 }
 
@@ -96,36 +120,118 @@ pub fn is_valid_hash(phc: &str) -> bool {
 /// Waits its turn: at most one argon2 run per core at once (see `Slots`).
 pub fn verify_password(login: &str, password: &str, phc: &str) -> Result<bool> {
     let hash = PasswordHash::new(phc).map_err(|_| Error::InvalidHash(login.to_owned()))?;
-    let _slot = argon2_slot();
-    Ok(Argon2::default()
-        .verify_password(password.as_bytes(), &hash)
-        .is_ok())
+    Ok(argon2_slot().verify(password.as_bytes(), &hash))
 }
 
-/// The argon2 runs of this process at once: one per core. Each run holds its
-/// memory cost (19 MiB by default) for its whole length; unbounded, a login storm
-/// on a saturated machine keeps hundreds of runs half-done at once (measured: a
-/// `stoa bench mail` load of 50 logins/s on 2 cores grew the server to 22 GB and
-/// got it OOM-killed). Bounded, the extra logins wait in line holding nothing
-/// but a thread, and more runs at once would not finish any sooner.
+/// The argon2 runs of this process at once: one per core, each in memory the
+/// slots keep. A run holds its memory cost (19 MiB by default) for its whole
+/// length; unbounded, a login storm on a saturated machine keeps hundreds of runs
+/// half-done at once (measured: a `stoa bench mail` load of 50 logins/s on 2
+/// cores grew the server to 22 GB and got it OOM-killed). Bounded, the extra
+/// logins wait in line holding nothing but a thread, and more runs at once would
+/// not finish any sooner.
+///
+/// The memory: a free slot's block buffer is kept in `spare` for the next run
+/// instead of being freed, so at most one buffer per slot exists (and none for a
+/// slot never used). A fresh allocation per run (what `Argon2::hash_password`
+/// does) costs either a zeroing of the whole buffer (`alloc_zeroed` on memory
+/// the allocator kept: mimalloc in a tight loop, ~20 M instructions of the 138 M
+/// of a 19 MiB check under callgrind) or a page fault per 4 KiB page when the
+/// allocator has handed the pages back to the kernel (4,864 faults, 8-11 ms of
+/// system time per check on the 2-vCPU VM: libsodium's figure, which maps fresh
+/// memory every time; bench/argon2-cost.sh). A buffer larger than
+/// [`KEEP_BLOCKS`] (a hash of an unusually high cost) is freed after its run.
+///
+/// A kept buffer still holds the blocks of its last run until the next run
+/// overwrites them (argon2's first pass writes every block before reading it, so
+/// nothing needs clearing for correctness). That is no worse than before: the
+/// `argon2` crate does not zero its memory when it frees it (it has no option
+/// to), so those blocks stayed in freed heap memory until reused there.
 struct Slots {
-    busy: std::sync::Mutex<usize>,
+    state: std::sync::Mutex<SlotState>,
     freed: std::sync::Condvar,
     max: usize,
 }
 
-/// A held slot; released on drop.
-pub(crate) struct Slot(&'static Slots);
+/// What `Slots` guards.
+struct SlotState {
+    /// Slots held.
+    busy: usize,
+    /// The buffers of free slots, at most `max - busy` of them.
+    spare: Vec<Vec<Block>>,
+}
+
+/// Buffers of up to this many 1 KiB blocks are kept between runs: 64 MiB, the
+/// cost of libsodium's and Dovecot's default argon2id hashes, so hashes imported
+/// from those reuse memory too. Larger ones are allocated per run.
+const KEEP_BLOCKS: usize = 64 * 1024;
+
+/// A held slot and its memory; released (the memory kept, see [`Slots`]) on drop.
+pub(crate) struct Slot {
+    slots: &'static Slots,
+    memory: Vec<Block>,
+}
+
+impl Slot {
+    /// Runs `argon2` on the slot's memory, grown first if its cost needs more.
+    fn run(
+        &mut self,
+        argon2: &Argon2<'_>,
+        password: &[u8],
+        salt: &[u8],
+        out: &mut [u8],
+    ) -> argon2::Result<()> {
+        let blocks = argon2.params().block_count();
+        if self.memory.len() < blocks {
+            // Replace rather than extend: nothing in the old blocks is needed,
+            // and the old buffer is freed before the new one is written.
+            self.memory = Vec::new();
+            self.memory = vec![Block::new(); blocks];
+        }
+        argon2.hash_password_into_with_memory(password, salt, out, &mut self.memory[..blocks])
+    }
+
+    /// What the `argon2` crate's `PasswordVerifier::verify_password` does, on the
+    /// slot's memory: the algorithm, version, parameters and output length the
+    /// string carries, the output compared in constant time ([`Output`]'s `==`).
+    fn verify(&mut self, password: &[u8], hash: &PasswordHash) -> bool {
+        let (Some(salt), Some(expected)) = (&hash.salt, &hash.hash) else {
+            return false;
+        };
+        let Ok(algorithm) = Algorithm::try_from(hash.algorithm.as_str()) else {
+            return false;
+        };
+        let Ok(version) = hash
+            .version
+            .map_or(Ok(Version::default()), Version::try_from)
+        else {
+            return false;
+        };
+        let Ok(params) = Params::try_from(hash) else {
+            return false;
+        };
+        let argon2 = Argon2::new(algorithm, version, params);
+        let mut out = [0u8; Output::MAX_LENGTH];
+        let out = &mut out[..expected.len()];
+        self.run(&argon2, password, salt, out).is_ok()
+            && Output::new(out).is_ok_and(|computed| computed == *expected)
+    }
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut busy = self
-            .0
-            .busy
+        let memory = std::mem::take(&mut self.memory);
+        let mut state = self
+            .slots
+            .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *busy -= 1;
-        self.0.freed.notify_one();
+        if !memory.is_empty() && memory.len() <= KEEP_BLOCKS {
+            state.spare.push(memory);
+        }
+        state.busy -= 1;
+        self.slots.freed.notify_one();
+        // A buffer not kept is freed here, after the lock.
     }
 }
 
@@ -133,22 +239,26 @@ impl Drop for Slot {
 pub(crate) fn argon2_slot() -> Slot {
     static SLOTS: std::sync::OnceLock<Slots> = std::sync::OnceLock::new();
     let slots = SLOTS.get_or_init(|| Slots {
-        busy: std::sync::Mutex::new(0),
+        state: std::sync::Mutex::new(SlotState {
+            busy: 0,
+            spare: Vec::new(),
+        }),
         freed: std::sync::Condvar::new(),
         max: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
     });
-    let mut busy = slots
-        .busy
+    let mut state = slots
+        .state
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    while *busy >= slots.max {
-        busy = slots
+    while state.busy >= slots.max {
+        state = slots
             .freed
-            .wait(busy)
+            .wait(state)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
-    *busy += 1;
-    Slot(slots)
+    state.busy += 1;
+    let memory = state.spare.pop().unwrap_or_default();
+    Slot { slots, memory }
 }
 
 /// One remembered success.
@@ -249,6 +359,7 @@ impl VerifyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use argon2::password_hash::{CustomizedPasswordHasher, PasswordVerifier};
 
     #[test]
     fn hash_and_verify() {
@@ -268,6 +379,79 @@ mod tests {
             Err(Error::InvalidHash(_))
         ));
         assert!(!is_valid_hash("$md5$abc"));
+    }
+
+    /// The slots' own run of the verification agrees with the `argon2` crate's
+    /// (which allocates per run) on every algorithm, version, output length and
+    /// cost, right and wrong passwords, in both orders of buffer sizes.
+    #[test]
+    fn verify_agrees_with_the_argon2_crate() {
+        let mut phcs = Vec::new();
+        for (alg, version, m, t, p, len) in [
+            (Algorithm::Argon2id, Version::V0x13, 8, 1, 1, 32),
+            (Algorithm::Argon2id, Version::V0x13, 64, 3, 2, 16),
+            (Algorithm::Argon2i, Version::V0x13, 32, 2, 1, 32),
+            (Algorithm::Argon2d, Version::V0x10, 16, 2, 1, 64),
+            (Algorithm::Argon2id, Version::V0x10, 128, 1, 4, 24),
+            (Algorithm::Argon2id, Version::V0x13, 19456, 2, 1, 32),
+        ] {
+            let params = Params::new(m, t, p, Some(len)).expect("params");
+            let hash = Argon2::default()
+                .hash_password_customized(
+                    b"right",
+                    b"salt-of-16-bytes",
+                    Some(alg.ident().as_str()),
+                    Some(version.into()),
+                    params,
+                )
+                .expect("hash");
+            phcs.push(hash.to_string());
+        }
+        // Our own hashes, at two costs.
+        phcs.push(hash_password("right", &PasswordCost::MINIMUM).expect("hash"));
+        phcs.push(hash_password("right", &PasswordCost::default()).expect("hash"));
+        for phc in phcs.iter().chain(phcs.iter().rev()) {
+            let hash = PasswordHash::new(phc).expect("phc");
+            for password in ["right", "wrong", "", "right\0"] {
+                let theirs = Argon2::default()
+                    .verify_password(password.as_bytes(), &hash)
+                    .is_ok();
+                assert_eq!(
+                    verify_password("u", password, phc).expect("valid"),
+                    theirs,
+                    "{phc} {password:?}"
+                );
+                assert_eq!(theirs, password == "right", "{phc} {password:?}");
+            }
+        }
+        // Strings the crate rejects when verifying, we reject too (no salt, no hash).
+        for phc in [
+            "$argon2id$v=19$m=8,t=1,p=1",
+            "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ",
+        ] {
+            assert!(
+                !verify_password("u", "right", phc).unwrap_or(false),
+                "{phc}"
+            );
+        }
+    }
+
+    #[test]
+    fn slots_keep_at_most_one_buffer_each() {
+        let max = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let phc = hash_password("pw", &PasswordCost::MINIMUM).expect("hash");
+        std::thread::scope(|scope| {
+            for _ in 0..max * 3 {
+                scope.spawn(|| assert!(verify_password("u", "pw", &phc).expect("valid")));
+            }
+        });
+        let slot = argon2_slot();
+        let state = slot
+            .slots
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        assert!(state.spare.len() < max, "{} spare", state.spare.len());
     }
 
     #[test]
