@@ -200,7 +200,7 @@ fn ldap_options(config: &Path) -> anyhow::Result<stoa_directory::LdapOptions> {
         .map_err(|errors| anyhow::anyhow!("{}: {}", config.display(), errors.join("; ")))?;
     match loaded.directory {
         crate::config::Directory::Ldap(o) => Ok(*o),
-        crate::config::Directory::Embedded => anyhow::bail!(
+        crate::config::Directory::Embedded(_) => anyhow::bail!(
             "{}: bench directory measures the LDAP backend; set [directory] backend = \"ldap\"",
             config.display()
         ),

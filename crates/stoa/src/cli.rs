@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use stoa_directory::Scheme;
 
 /// Stoa: a web server, a mail server and SPEC-style benchmarks in one binary.
 #[derive(Debug, Parser)]
@@ -452,6 +453,10 @@ pub(crate) struct BenchDirectoryArgs {
     pub(crate) seed: u64,
 }
 
+fn parse_scheme(s: &str) -> Result<Scheme, String> {
+    s.parse::<Scheme>().map_err(|e| e.to_string())
+}
+
 fn parse_positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
@@ -521,8 +526,9 @@ pub(crate) enum UserCommand {
     /// Manage aliases: addresses in a local domain that expand to others.
     #[command(subcommand)]
     Alias(AliasCommand),
-    /// Write every user as LDIF for slapadd or ldapadd (password hashes kept as
-    /// {ARGON2}, mailbox numbers as employeeNumber), to standard output.
+    /// Write every user as LDIF for slapadd or ldapadd (password hashes kept, in
+    /// LDAP's spelling: {ARGON2}, {CRYPT}$6$, {CRYPT}$2y$, {SSHA}; plain-text
+    /// passwords refused; mailbox numbers as employeeNumber), to standard output.
     ExportLdif(ExportLdifArgs),
 }
 
@@ -588,6 +594,18 @@ pub(crate) struct UserPasswordArgs {
     /// creates a user who receives mail but cannot log in.
     #[arg(long)]
     pub(crate) password_stdin: bool,
+    /// The password scheme of the hash: argon2id, sha512-crypt, blf-crypt, ssha
+    /// or plain (any case; plain only where the configuration has
+    /// allow_plain_passwords = true). Default: the configuration's
+    /// [directory] password_scheme, else argon2id.
+    #[arg(long, value_name = "SCHEME", value_parser = parse_scheme)]
+    pub(crate) scheme: Option<Scheme>,
+    /// The configuration whose [directory] password settings apply (scheme,
+    /// costs, allow_plain_passwords; nothing else is read). Default:
+    /// /etc/stoa/stoa.toml when it exists (STOA_DEFAULT_CONFIG names another
+    /// default, for tests).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// `stoa mailbox …`.
