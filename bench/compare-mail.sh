@@ -4,6 +4,7 @@
 #
 #   bench/compare-mail.sh [--users 1000] [--rate-start MPM] [--profile quick]
 #                         [--rounds 1] [--run-timeout 14400]
+#                         [--scheme argon2id|sha512-crypt|blf-crypt|ssha|plain]
 #
 # Stoa: the harness's built-in server (it starts its own). Postfix + Dovecot: a
 # private instance from bench/mail-sut.sh (virtual(8) Maildirs read by Dovecot's
@@ -26,8 +27,14 @@ SEED=2001
 # The harness's defaults (bench/mail-sut.sh's too): the local and the remote domain.
 DOMAIN=stoa.test
 REMOTE_DOMAIN=remote.test
+# The users' password scheme on both systems: the built-in server's directory and
+# Dovecot's passwd-file hold the same {SCHEME} strings (stoa bench mail-users).
+SCHEME=argon2id
 bench_cmdline "$@"
-parse_args "--users=USERS --rate-start=RATE_START --profile=PROFILE --rounds=ROUNDS --run-timeout=RUN_TIMEOUT" "$@"
+parse_args "--users=USERS --rate-start=RATE_START --profile=PROFILE --rounds=ROUNDS --run-timeout=RUN_TIMEOUT
+    --scheme=SCHEME" "$@"
+SCHEME="${SCHEME,,}"
+DV_SCHEME="$(dovecot_scheme "$SCHEME")" || die "--scheme is argon2id, sha512-crypt, blf-crypt, ssha or plain"
 require_positive "--users, --rate-start, --rounds and --run-timeout take positive integers" \
     "$USERS" "$ROUNDS" "$RUN_TIMEOUT" ${RATE_START:+"$RATE_START"}
 ((USERS <= 10000000 && ROUNDS <= 20)) || die "settings out of range (users <= 10000000, rounds <= 20)"
@@ -80,7 +87,7 @@ run_name() { if (($2 == 1)); then echo "$1"; else echo "$1-r$2"; fi; }
 run_stoa() {
     local r="$1" name args
     name="$(run_name stoa "$r")"
-    args=(--find-max --users "$USERS" --profile "$PROFILE" --seed "$SEED")
+    args=(--find-max --users "$USERS" --profile "$PROFILE" --seed "$SEED" --password-scheme "$SCHEME")
     if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
     log "round $r: stoa (the harness's built-in server), find-max"
     run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
@@ -95,11 +102,11 @@ run_postfix_dovecot() {
     sink_port="$(free_port)"
     log "round $r: starting Postfix + Dovecot for $USERS users"
     show_cmd bench/mail-sut.sh start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" \
-        --remote-domain "$REMOTE_DOMAIN" --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" |
+        --remote-domain "$REMOTE_DOMAIN" --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" --scheme "$SCHEME" |
         sed "s/^/[postfix-dovecot, round $r] /" >>"$COMMANDS"
     SUT_UP=1
     "$MAIL_SUT" start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" --remote-domain "$REMOTE_DOMAIN" \
-        --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" >"$OUT/$name-sut.txt" 2>"$OUT/$name-sut.log" ||
+        --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" --scheme "$SCHEME" >"$OUT/$name-sut.txt" 2>"$OUT/$name-sut.log" ||
         die "bench/mail-sut.sh start failed: $(tail -n 3 "$OUT/$name-sut.log")"
     # SMTP_ADDR, POP3_ADDR, POSTFIX_VERSION, DOVECOT_VERSION, ... (written by mail-sut.sh).
     # shellcheck disable=SC1091
@@ -193,7 +200,8 @@ EOF
     readme_section Setup
     echo "- Loopback only (127.0.0.1). The harness and the mail system share the machine's $(nproc) cores;"
     echo "  nothing is pinned."
-    echo "- $USERS users user1..user$USERS@$DOMAIN with the harness's default password; mail for"
+    echo "- $USERS users user1..user$USERS@$DOMAIN with the harness's default password, {$DV_SCHEME}"
+    echo "  (--scheme $SCHEME) on both systems; mail for"
     echo "  @$REMOTE_DOMAIN goes to the harness's mail sink. Profile \`$PROFILE\`${RATE_START:+, find-max starting at $RATE_START MPM}."
     echo "- stoa: the harness's built-in server (\`stoa bench mail\` without --smtp/--pop3 starts its own and"
     echo "  creates the users and initial mailboxes itself)."
@@ -202,10 +210,10 @@ EOF
     echo "  SUT is stopped after each round. Postfix: smtpd on 127.0.0.1 (up to 1000 sessions), virtual(8)"
     echo "  delivery into Maildirs as nobody with fsync on (default), at most 20 deliveries at once,"
     echo "  @$REMOTE_DOMAIN relayed to the sink by \`transport_maps\` (\`smtp:[127.0.0.1]:PORT\`, no DNS), no"
-    echo "  per-client limits, log to a file. Dovecot: POP3 on 127.0.0.1 over the same Maildirs, one argon2id"
+    echo "  per-client limits, log to a file. Dovecot: POP3 on 127.0.0.1 over the same Maildirs, one {$DV_SCHEME}"
     echo "  hash for all users (${PASSWD_COST:-?}; from: ${PASSWD_SOURCE:-?}) checked through the"
-    echo "  \`${PASSDB:-?}\` passdb (sqlite: argon2 in up to 30 auth-worker processes, auth cache 10M / 15 min;"
-    echo "  **Dovecot runs argon2 on every login, cached or not**, where stoa's cache of successful checks"
+    echo "  \`${PASSDB:-?}\` passdb (sqlite: the checks in up to 30 auth-worker processes, auth cache 10M / 15 min;"
+    echo "  **Dovecot runs the {$DV_SCHEME} check on every login, cached or not**, where stoa's cache of successful checks"
     echo "  skips it), \`pop3_uidl_format = %g\`, up to 3000 pop3 processes (one per session, reused 100"
     echo "  times), login processes in high-performance mode, no per-IP auth penalty, \`mail_fsync\` at its"
     echo "  default (optimized). Files in postfix-dovecot-config/."

@@ -101,6 +101,7 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         password: args.password.clone(),
+        password_scheme: args.password_scheme,
         sink_listen: args.sink_listen.clone(),
         profile: if args.profile == "standard" {
             mail::ProfileName::Standard
@@ -155,6 +156,7 @@ fn users_options(args: &BenchMailUsersArgs) -> mail::UsersOptions {
         } else {
             mail::UsersFormat::Plain
         },
+        scheme: args.scheme,
         out: args.out.clone(),
     }
 }

@@ -258,6 +258,12 @@ pub(crate) struct BenchMailArgs {
     #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
     pub(crate) password: String,
 
+    /// The password scheme of the built-in server's generated users: argon2id,
+    /// sha512-crypt, blf-crypt, ssha or plain (any case; plain turns on the
+    /// server's allow_plain_passwords). The report says which.
+    #[arg(long, value_name = "SCHEME", default_value = "argon2id", value_parser = parse_scheme)]
+    pub(crate) password_scheme: Scheme,
+
     /// Where the harness's SMTP sink listens (the server relays remote mail
     /// here). Default 127.0.0.1:2526 for an external server; any free port for
     /// the built-in one.
@@ -394,10 +400,16 @@ pub(crate) struct BenchMailUsersArgs {
     #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
     pub(crate) password: String,
 
-    /// `dovecot`: passwd-file lines `ADDRESS:{ARGON2ID}HASH` (one argon2id hash,
-    /// Stoa's parameters, shared by every account); `plain`: one address per line.
+    /// `dovecot`: passwd-file lines `ADDRESS:{SCHEME}VALUE` (one hash of --scheme,
+    /// Stoa's default costs, shared by every account; the strings
+    /// `stoa user add --scheme` stores); `plain`: one address per line.
     #[arg(long, value_name = "FORMAT", default_value = "dovecot", value_parser = ["dovecot", "plain"])]
     pub(crate) format: String,
+
+    /// The password scheme of the dovecot format: argon2id, sha512-crypt,
+    /// blf-crypt, ssha or plain (written {PLAIN.BASE64}), any case.
+    #[arg(long, value_name = "SCHEME", default_value = "argon2id", value_parser = parse_scheme)]
+    pub(crate) scheme: Scheme,
 
     /// The file to write (replaced atomically).
     #[arg(long, value_name = "FILE")]
