@@ -3,12 +3,15 @@
 #
 #   bench/compare-pop3.sh [--rounds 3] [--users 200] [--messages 3] [--size 4096]
 #                         [--clients 4] [--workers 1] [--dovecot-hash stoa|doveadm]
+#                         [--scheme argon2id|sha512-crypt|blf-crypt|ssha|plain]
 #
 # A session is USER/PASS, STAT, RETR and DELE of every message, QUIT (row
 # pop3-session); row pop3-login-only is USER/PASS, STAT, QUIT on the emptied
 # mailboxes. Users u1..uN on both servers; before every round each mailbox gets
 # the same M messages (Stoa through its SMTP, Dovecot as Maildir files). Both
-# servers are restarted before every measurement, so every login runs argon2.
+# servers are restarted before every measurement, so every login runs the
+# password scheme's check (--scheme, default argon2id; both servers hold the
+# same {SCHEME} strings unless --dovecot-hash doveadm).
 # Results go to bench-results/<date>-<host>-pop3/. See bench/README.md.
 set -euo pipefail
 
@@ -22,15 +25,18 @@ SIZE=4096
 CLIENTS=4
 WORKERS=1
 DOVECOT_HASH=stoa
+SCHEME=argon2id
 bench_cmdline "$@"
 parse_args "--rounds=ROUNDS --users=USERS --messages=MESSAGES --size=SIZE --clients=CLIENTS --workers=WORKERS
-    --dovecot-hash=DOVECOT_HASH" "$@"
+    --dovecot-hash=DOVECOT_HASH --scheme=SCHEME" "$@"
 require_positive "rounds, users, messages, size, clients and workers must be positive integers" \
     "$ROUNDS" "$USERS" "$MESSAGES" "$SIZE" "$CLIENTS" "$WORKERS"
 ((SIZE >= 256)) || die "--size must be at least 256 bytes"
 ((USERS <= 100000 && MESSAGES <= 1000 && SIZE <= 10000000 && CLIENTS <= 256 && WORKERS <= 64)) ||
     die "settings out of range (users <= 100000, messages <= 1000, size <= 10 MB, clients <= 256, workers <= 64)"
 [[ "$DOVECOT_HASH" == stoa || "$DOVECOT_HASH" == doveadm ]] || die "--dovecot-hash is stoa or doveadm"
+SCHEME="${SCHEME,,}"
+DV_SCHEME="$(dovecot_scheme "$SCHEME")" || die "--scheme is argon2id, sha512-crypt, blf-crypt, ssha or plain"
 
 [[ "$(id -u)" == 0 ]] || die "run as root (Dovecot's master process needs it)"
 ensure_commands python3:python3 timeout:coreutils git:git
@@ -77,13 +83,18 @@ cat >"$STOA_CONF" <<EOF
 allow_plaintext_auth = true
 max_connections_per_client = 0
 hostname = "pop.example.test"
+
+[directory]
+password_scheme = "$SCHEME"
+allow_plain_passwords = $([[ "$SCHEME" == plain ]] && echo true || echo false)
 EOF
 STOA_ARGS=(serve --config "$STOA_CONF" --mail-dir "$STOA_MAIL" --smtp-listen 127.0.0.1:0
     --pop3-listen 127.0.0.1:0 --domain example.test --workers "$WORKERS")
 
-log "creating $USERS users in stoa (stoa user add, its configured argon2 cost)"
+log "creating $USERS users in stoa (stoa user add --scheme $SCHEME, its configured cost)"
 for ((i = 1; i <= USERS; i++)); do
-    printf 'pw-u%d\n' "$i" | "$STOA_BIN" user add "u$i@example.test" --password-stdin --mail-dir "$STOA_MAIL" \
+    printf 'pw-u%d\n' "$i" | "$STOA_BIN" user add "u$i@example.test" --scheme "$SCHEME" --config "$STOA_CONF" \
+        --password-stdin --mail-dir "$STOA_MAIL" \
         >/dev/null 2>"$BENCH_TMP/user-add.log" || die "stoa user add u$i@example.test failed: $(cat "$BENCH_TMP/user-add.log")"
 done
 
@@ -138,28 +149,32 @@ mkdir -p "$DV"/{base,state} "$DV_MAIL"
 chmod 755 "$DV" "$DV_MAIL"
 DV_PORT="$(free_port)"
 
-# Passwords: the same argon2id PHC strings as stoa's directory (--dovecot-hash stoa,
-# same cost and parameters, verified by Dovecot's libsodium), or Dovecot's own
-# `doveadm pw -s ARGON2ID` (--dovecot-hash doveadm; its fixed default cost).
-log "writing Dovecot's passwd-file ($DOVECOT_HASH hashes)"
+# Passwords: the same {SCHEME}value strings as stoa's directory holds (--dovecot-hash
+# stoa: Dovecot's passwd-file takes them as they are, same scheme, cost and salt), or
+# Dovecot's own `doveadm pw -s SCHEME` (--dovecot-hash doveadm; its default costs).
+log "writing Dovecot's passwd-file ($DOVECOT_HASH $DV_SCHEME hashes)"
 declare -A STOA_PHC=()
-while read -r kind login _ _ phc _; do
-    [[ "$kind" == user && "$phc" == "\$argon2"* ]] && STOA_PHC["$login"]="$phc"
-done < <(cat "$STOA_MAIL"/directory/* 2>/dev/null || true)
+while read -r kind login _ _ value _; do
+    # Directories written before schemes hold bare argon2 PHC strings.
+    [[ "$value" == "\$argon2"* ]] && value="{ARGON2ID}$value"
+    [[ "$kind" == user && "$value" == "{"* ]] && STOA_PHC["$login"]="$value"
+done < <(cat "$STOA_MAIL"/directory/entries.txt 2>/dev/null || true)
 : >"$DV/users"
 for ((i = 1; i <= USERS; i++)); do
     login="u$i@example.test"
     if [[ "$DOVECOT_HASH" == stoa ]]; then
-        [[ -n "${STOA_PHC[$login]:-}" ]] || die "no argon2 hash for $login in $STOA_MAIL/directory (format changed?)"
-        hash="{ARGON2ID}${STOA_PHC[$login]}"
+        [[ -n "${STOA_PHC[$login]:-}" ]] || die "no password for $login in $STOA_MAIL/directory (format changed?)"
+        hash="${STOA_PHC[$login]}"
     else
-        hash="$("$DOVEADM_BIN" pw -s ARGON2ID -p "pw-u$i")"
+        dv_name="$DV_SCHEME"
+        [[ "$dv_name" == PLAIN ]] && dv_name=PLAIN.BASE64
+        hash="$("$DOVEADM_BIN" pw -s "$dv_name" -p "pw-u$i")"
     fi
     printf '%s:%s::::::\n' "$login" "$hash" >>"$DV/users"
 done
 chmod 644 "$DV/users"
-STOA_COST="$(argon2_cost <<<"${STOA_PHC[u1@example.test]:-}")"
-DV_COST="$(argon2_cost <"$DV/users")"
+STOA_COST="$(scheme_cost <<<"${STOA_PHC[u1@example.test]:-}")"
+DV_COST="$(scheme_cost <"$DV/users")"
 
 {
     dovecot_conf_head "Private Dovecot for bench/compare-pop3.sh (\$TMP = the benchmark's temp dir)." \
@@ -171,7 +186,7 @@ default_internal_user = dovecot
 default_login_user = dovenull
 passdb {
   driver = passwd-file
-  args = scheme=ARGON2ID $DV/users
+  args = scheme=$DV_SCHEME $DV/users
 }
 userdb {
   driver = static
@@ -370,16 +385,19 @@ save_config "$STOA_CONF" "$OUT/stoa.toml"
     echo "  as stoa stores them. Stoa's mailboxes are filled through its SMTP (Python smtplib, 4 senders),"
     echo "  waiting for \`stoa mailbox stat\` to show all of them; Dovecot's by writing the same bytes (u1's"
     echo "  mailbox as \`stoa mailbox export\` wrote it) as Maildir files into new/."
-    echo "- Passwords: argon2id. stoa: \`stoa user add --password-stdin\` at its configured cost ($STOA_COST)."
+    echo "- Passwords: {$DV_SCHEME} (--scheme $SCHEME). stoa: \`stoa user add --scheme $SCHEME --password-stdin\`"
+    echo "  at its configured cost ($STOA_COST)."
     if [[ "$DOVECOT_HASH" == stoa ]]; then
-        echo "  Dovecot: the same PHC strings as stoa's (\`{ARGON2ID}\` scheme, verified by libsodium), so"
-        echo "  the same cost ($DV_COST). Dovecot's own \`doveadm pw -s ARGON2ID\` cannot make hashes this cheap"
-        echo "  (its minimum is m=65536,t=3,p=1); \`--dovecot-hash doveadm\` uses those instead."
+        echo "  Dovecot: the same {$DV_SCHEME} strings as stoa's directory holds, so the same cost ($DV_COST)."
+        if [[ "$SCHEME" == argon2id ]]; then
+            echo "  Dovecot's own \`doveadm pw -s ARGON2ID\` cannot make hashes this cheap (its minimum is"
+            echo "  m=65536,t=3,p=1); \`--dovecot-hash doveadm\` uses those instead."
+        fi
     else
-        echo "  Dovecot: \`doveadm pw -s ARGON2ID\` ($DV_COST), **more expensive than stoa's** -- an unfair"
-        echo "  difference against Dovecot; \`--dovecot-hash stoa\` (the default) gives Dovecot stoa's hashes."
+        echo "  Dovecot: \`doveadm pw -s $DV_SCHEME\` ($DV_COST), Dovecot's default cost for the scheme, which"
+        echo "  may differ from stoa's; \`--dovecot-hash stoa\` (the default) gives Dovecot stoa's strings."
     fi
-    echo "- Both servers are started fresh before every measurement, so every login runs argon2 once: stoa's"
+    echo "- Both servers are started fresh before every measurement, so every login runs the scheme's check once: stoa's"
     echo "  cache of successful checks (15 min) starts empty, and Dovecot's auth cache is off (its default)."
     echo "- stoa: \`stoa ${STOA_ARGS[*]//$BENCH_TMP/\$TMP}\` with stoa.toml (plaintext login allowed,"
     echo "  no per-address connection limit). $WORKERS event loop(s); argon2 and file work run on its blocking pool."

@@ -5,12 +5,14 @@
 #                     [--domain stoa.test] [--remote-domain remote.test]
 #                     [--password stoa-bench] [--smtp-port P1] [--pop3-port P2]
 #                     [--stoa PATH] [--passdb sqlite|passwd-file]
+#                     [--scheme argon2id|sha512-crypt|blf-crypt|ssha|plain]
 #   bench/mail-sut.sh stop --dir DIR
 #
 # start: a private Postfix (SMTP on 127.0.0.1:P1, virtual(8) delivery into
 # DIR/vmail/DOMAIN/userK/Maildir/, mail for REMOTE relayed to the sink) and a
-# private Dovecot (POP3 on 127.0.0.1:P2, same Maildirs, one argon2id hash for
-# user1..userN@DOMAIN from a passwd-file, checked through SQLite by default),
+# private Dovecot (POP3 on 127.0.0.1:P2, same Maildirs, one hash of --scheme,
+# argon2id by default, for user1..userN@DOMAIN from a passwd-file, checked
+# through SQLite by default),
 # free ports unless given. Writes DIR/sut.env (SMTP_ADDR, POP3_ADDR, pids,
 # versions) and prints SMTP_ADDR=... and POP3_ADDR=... on standard output.
 # stop: stops both and leaves nothing running.
@@ -127,8 +129,10 @@ find_stoa() {
 }
 
 # write_passwd FILE: Dovecot's passwd-file for user1..userN@DOMAIN, all with the same
-# password. In order of preference:
-#   stoa:   `stoa bench mail-users --format dovecot` (the harness's own file);
+# password, hashed with --scheme. In order of preference:
+#   stoa:   `stoa bench mail-users --format dovecot --scheme S` (the harness's own
+#           file: the strings the built-in server's directory holds);
+# and for argon2id only (other schemes go straight to doveadm, at its default cost):
 #   sodium: one argon2id hash at stoa's cost (m=19456,t=2,p=1) made with libsodium
 #           (the library Dovecot verifies it with), repeated for every user;
 #   doveadm: one `doveadm pw -s ARGON2ID` hash (Dovecot's minimum cost, m=65536,t=3,p=1:
@@ -141,9 +145,18 @@ write_passwd() {
     if [[ -n "$stoa" ]] && timeout 30 "$stoa" bench mail-users --help >/dev/null 2>&1; then
         log "passwd-file: $stoa bench mail-users"
         timeout 600 "$stoa" bench mail-users --users "$USERS" --domain "$DOMAIN" --password "$PASSWORD" \
-            --format dovecot --out "$file" >"$DIR/mail-users.log" 2>&1 ||
+            --format dovecot --scheme "$SCHEME" --out "$file" >"$DIR/mail-users.log" 2>&1 ||
             die "stoa bench mail-users failed: $(tail -n 3 "$DIR/mail-users.log")"
-        PASSWD_SOURCE="stoa bench mail-users ($stoa)"
+        PASSWD_SOURCE="stoa bench mail-users --scheme $SCHEME ($stoa)"
+    elif [[ "$SCHEME" != argon2id ]]; then
+        local dv_name="$DV_SCHEME"
+        [[ "$dv_name" == PLAIN ]] && dv_name=PLAIN.BASE64
+        hash="$(timeout 60 "$DOVEADM_BIN" pw -s "$dv_name" -p "$PASSWORD")" || die "doveadm pw failed"
+        [[ "$hash" == "{$dv_name}"* ]] || die "doveadm pw gave '$hash'"
+        PASSWD_SOURCE="doveadm pw -s $dv_name (Dovecot's default cost; stoa bench mail-users not available)"
+        log "passwd-file: $PASSWD_SOURCE"
+        HASH="$hash" awk -v n="$USERS" -v d="$DOMAIN" \
+            'BEGIN { h = ENVIRON["HASH"]; for (i = 1; i <= n; i++) printf "user%d@%s:%s\n", i, d, h }' >"$file"
     else
         hash="$(python3 - "$PASSWORD" <<'EOF' 2>"$DIR/passwd-hash.log" || true
 import ctypes, ctypes.util, sys
@@ -176,8 +189,8 @@ EOF
     first="$(head -1 "$file")"
     [[ "$first" == "user1@$DOMAIN:{"* ]] || die "passwd-file $file: unexpected first line '${first:0:60}'"
     (($(wc -l <"$file") == USERS)) || die "passwd-file $file: $(wc -l <"$file") lines, expected $USERS"
-    PASSWD_COST="$(head -1 "$file" | argon2_cost)"
-    PASSWD_COST="${PASSWD_COST:-not argon2id}"
+    PASSWD_COST="$(head -1 "$file" | scheme_cost)"
+    PASSWD_COST="${PASSWD_COST:-?}"
     chown root:dovecot "$file"
     chmod 640 "$file"
 }
@@ -199,7 +212,7 @@ setup_passdb() {
 # runs in the one auth process.
 passdb {
   driver = passwd-file
-  args = scheme=ARGON2ID $dv/passwd
+  args = scheme=$DV_SCHEME $dv/passwd
 }"
         return 0
     fi
@@ -221,7 +234,7 @@ EOF
 # SQL passdb of bench/mail-sut.sh: the passwd-file's user:hash pairs in SQLite.
 driver = sqlite
 connect = $dv/users.db
-default_pass_scheme = ARGON2ID
+default_pass_scheme = $DV_SCHEME
 password_query = SELECT user, password FROM users WHERE user = '%u'
 EOF
     PASSDB_CONF="# SQL (SQLite) passdb loaded from the passwd-file: the argon2 checks run in the
@@ -249,9 +262,11 @@ start_failed() {
 # Options of start (globals DIR, USERS, DOMAIN, REMOTE, PASSWORD, SINK, ...), checked.
 sut_parse_start() {
     DIR="" USERS=1000 DOMAIN=stoa.test REMOTE=remote.test PASSWORD=stoa-bench SINK=""
-    SMTP_PORT="" POP3_PORT="" OPT_STOA="" PASSDB=sqlite
+    SMTP_PORT="" POP3_PORT="" OPT_STOA="" PASSDB=sqlite SCHEME=argon2id
     parse_args "--dir=DIR --users=USERS --domain=DOMAIN --remote-domain=REMOTE --password=PASSWORD --sink=SINK
-        --smtp-port=SMTP_PORT --pop3-port=POP3_PORT --stoa=OPT_STOA --passdb=PASSDB" "$@"
+        --smtp-port=SMTP_PORT --pop3-port=POP3_PORT --stoa=OPT_STOA --passdb=PASSDB --scheme=SCHEME" "$@"
+    SCHEME="${SCHEME,,}"
+    DV_SCHEME="$(dovecot_scheme "$SCHEME")" || die "--scheme is argon2id, sha512-crypt, blf-crypt, ssha or plain"
     [[ -n "$DIR" ]] || die "start: --dir DIR is required"
     [[ -n "$SINK" ]] || die "start: --sink 127.0.0.1:PORT is required (where Postfix relays mail for the remote domain)"
     if ! [[ "$USERS" =~ ^[1-9][0-9]{0,7}$ ]] || ((USERS > 10000000)); then
@@ -456,6 +471,7 @@ sut_write_env() {
             POSTFIX_PACKAGE "$(dpkg-query -W -f '${Version}' postfix 2>/dev/null || echo '?')" \
             DOVECOT_PACKAGE "$(dpkg-query -W -f '${Version}' dovecot-pop3d 2>/dev/null || echo '?')" \
             PASSWD_SOURCE "$PASSWD_SOURCE" PASSWD_COST "$PASSWD_COST" PASSDB "$PASSDB" \
+            PASSWD_SCHEME "$DV_SCHEME" \
             POSTFIX_CONF "$PF_CONF" DOVECOT_CONF "$DV_DIR/dovecot.conf" VMAIL "$VMAIL" \
             POSTFIX_LOG "$PF_LOG" DOVECOT_LOG "$DV_LOG"
     } >"$DIR/sut.env"

@@ -330,3 +330,32 @@ argon2_cost() {
     # shellcheck disable=SC2016 # literal dollars in the sed pattern
     sed -n '/\$argon2id\$v=19\$/{s/.*\$argon2id\$v=19\$\([^$]*\)\$.*/\1/p;q;}'
 }
+
+# Dovecot's name of a stoa scheme name (stoa user add --scheme, [directory]
+# password_scheme): argon2id -> ARGON2ID, ...; fails for anything else.
+dovecot_scheme() {
+    case "${1,,}" in
+    argon2id) echo ARGON2ID ;;
+    sha512-crypt) echo SHA512-CRYPT ;;
+    blf-crypt | bcrypt) echo BLF-CRYPT ;;
+    ssha) echo SSHA ;;
+    plain) echo PLAIN ;;
+    *) return 1 ;;
+    esac
+}
+
+# The cost of the first {SCHEME}value on stdin (a passwd-file or one value), as a
+# report says it: argon2id's m=,t=,p=, bcrypt's cost, sha512-crypt's rounds, or
+# the scheme alone.
+scheme_cost() {
+    # One awk that exits at the first value (no head: see argon2_cost).
+    awk 'match($0, /[{][A-Za-z0-9.-]+[}][^:]*/) {
+        v = substr($0, RSTART, RLENGTH)
+        if (match(v, /[$]argon2id[$]v=19[$][^$]*/)) { s = substr(v, RSTART, RLENGTH); sub(/.*[$]/, "", s); print "argon2id " s }
+        else if (match(v, /[$]2[aby][$][0-9]+[$]/)) { print "bcrypt cost " substr(v, RSTART + 4, 2) }
+        else if (match(v, /[$]6[$]rounds=[0-9]+/)) { s = substr(v, RSTART, RLENGTH); sub(/.*=/, "", s); print "sha512-crypt " s " rounds" }
+        else if (v ~ /[$]6[$]/) { print "sha512-crypt 5000 rounds" }
+        else { s = v; sub(/[}].*/, "}", s); print s }
+        exit
+    }'
+}

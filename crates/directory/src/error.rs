@@ -49,9 +49,27 @@ pub enum Error {
     /// An alias without targets, or with an invalid one.
     #[error("invalid alias targets for {0}")]
     InvalidAlias(String),
-    /// A stored password hash that is not a valid argon2 PHC string.
+    /// A stored password value no scheme of [`crate::scheme`] checks, or a
+    /// malformed one.
     #[error("invalid password hash for {0}")]
     InvalidHash(String),
+    /// Not the name of a password scheme [`crate::scheme::Scheme`] makes.
+    #[error(
+        "unknown password scheme {0:?} (supported: argon2id, sha512-crypt, blf-crypt, ssha, plain)"
+    )]
+    UnknownScheme(String),
+    /// A plain-text password where plain text is not allowed
+    /// ([`crate::Options::allow_plain`]).
+    #[error(
+        "plain-text passwords are refused unless allowed (allow_plain_passwords, for benchmarks only)"
+    )]
+    PlainNotAllowed,
+    /// A user whose password has no LDAP form (plain text), met while writing LDIF.
+    #[error("{0} has a plain-text password, which has no LDAP form: give it a hashed one first")]
+    NoLdapForm(String),
+    /// Writing an export failed.
+    #[error("cannot write the output: {0}")]
+    Output(#[source] io::Error),
     /// The password could not be hashed (bad cost parameters, no randomness).
     #[error("password hashing failed: {0}")]
     Hashing(String),

@@ -9,7 +9,10 @@
 //!   the mail directory, loaded into memory, rewritten atomically on every change.
 //! - [`ldap`]: [`LdapDirectory`], users in an LDAP server (OpenLDAP `slapd`): a
 //!   bounded pool of connections with failover, a cache of answers with TTLs,
-//!   `userPassword` checked locally ([`ldap::scheme`]) or by a bind.
+//!   `userPassword` checked locally ([`scheme`]) or by a bind.
+//! - [`scheme`]: the password schemes both backends check (`{ARGON2ID}`,
+//!   `{SHA512-CRYPT}`, `{BLF-CRYPT}`, `{SSHA}`, `{PLAIN}`, and LDAP's spellings of
+//!   them) and the embedded one makes.
 //! - [`password`]: argon2id hashing with a configurable [`PasswordCost`], and the
 //!   bounded [`password::VerifyCache`] of successful checks.
 //! - [`metrics`]: this process's cache hits and misses and LDAP failures.
@@ -44,6 +47,7 @@ mod error;
 pub mod ldap;
 pub mod metrics;
 pub mod password;
+pub mod scheme;
 
 use std::fmt;
 
@@ -51,6 +55,7 @@ pub use embedded::{EmbeddedDirectory, Options};
 pub use error::{Error, Result};
 pub use ldap::{LdapDirectory, LdapOptions};
 pub use password::PasswordCost;
+pub use scheme::Scheme;
 
 /// A host name as `mailHost` values, `this_host` and the servers' store-host
 /// lists compare it: no surrounding spaces, no trailing dot, lowercase.

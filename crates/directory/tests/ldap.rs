@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use stoa_directory::ldap::AuthMode;
-use stoa_directory::ldap::scheme::ssha;
 use stoa_directory::password::{PasswordCost, hash_password};
+use stoa_directory::scheme::ssha;
 use stoa_directory::{Directory, LdapDirectory, LdapOptions, MailboxId, Resolution, Target};
 use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE};
 use stoa_testkit::{Slapd, wait_until};
@@ -409,4 +409,73 @@ fn a_changed_password_or_a_new_user_is_seen_at_the_next_login() {
             .expect("check")
             .is_none()
     );
+}
+
+/// `stoa user export-ldif`'s values in slapd: each scheme checked locally, and
+/// by slapd itself in bind mode where OpenLDAP knows it (`{CRYPT}` through the
+/// system's crypt(3) for sha512-crypt and bcrypt, `{SSHA}` built in; `{ARGON2}`
+/// needs the argon2 module, which this slapd does not load).
+#[test]
+fn exported_values_of_every_scheme_verify_in_slapd() {
+    use stoa_directory::scheme::{self, Cost, Scheme};
+    if !Slapd::available() {
+        eprintln!("SKIPPED: /usr/sbin/slapd is not installed (scripts/test.sh installs it)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let embedded =
+        stoa_directory::EmbeddedDirectory::open(tmp.path(), stoa_directory::Options::default())
+            .expect("open");
+    embedded.add_domain("stoa.test").expect("domain");
+    let schemes = [
+        (Scheme::Sha512Crypt, true),
+        (Scheme::BlfCrypt, true),
+        (Scheme::Ssha, true),
+        (Scheme::Argon2id, false),
+    ];
+    let users: Vec<stoa_directory::embedded::NewUser> = schemes
+        .iter()
+        .map(|(s, _)| stoa_directory::embedded::NewUser {
+            address: format!("{}@stoa.test", s.name()),
+            password_hash: Some(scheme::hash("x-pw", *s, &Cost::default()).expect("hash")),
+        })
+        .collect();
+    embedded.add_users(&users).expect("users");
+    let mut ldif = Vec::new();
+    embedded
+        .write_ldif(&format!("ou=people,{BASE}"), None, &mut ldif)
+        .expect("export");
+    let slapd = Slapd::start(&String::from_utf8(ldif).expect("UTF-8"));
+    let local = LdapDirectory::new(options(vec![slapd.url()])).expect("directory");
+    let mut opts = options(vec![slapd.url()]);
+    opts.auth = AuthMode::Bind;
+    let bind = LdapDirectory::new(opts).expect("directory");
+    for (s, slapd_knows_it) in schemes {
+        let login = format!("{}@stoa.test", s.name());
+        assert!(
+            local
+                .verify_password(&login, "x-pw")
+                .expect("check")
+                .is_some(),
+            "{s}"
+        );
+        assert!(
+            local
+                .verify_password(&login, "x-pW")
+                .expect("check")
+                .is_none(),
+            "{s}"
+        );
+        let bound = bind
+            .verify_password(&login, "x-pw")
+            .expect("bind")
+            .is_some();
+        assert_eq!(bound, slapd_knows_it, "{s}: slapd's own check");
+        assert!(
+            bind.verify_password(&login, "x-pW")
+                .expect("bind")
+                .is_none(),
+            "{s}"
+        );
+    }
 }

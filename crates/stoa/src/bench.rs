@@ -102,6 +102,7 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         password: args.password.clone(),
+        password_scheme: args.password_scheme,
         sink_listen: args.sink_listen.clone(),
         profile: if args.profile == "standard" {
             mail::ProfileName::Standard
@@ -156,6 +157,7 @@ fn users_options(args: &BenchMailUsersArgs) -> mail::UsersOptions {
         } else {
             mail::UsersFormat::Plain
         },
+        scheme: args.scheme,
         out: args.out.clone(),
     }
 }
@@ -201,7 +203,7 @@ fn ldap_options(config: &Path) -> anyhow::Result<stoa_directory::LdapOptions> {
         .map_err(|errors| anyhow::anyhow!("{}: {}", config.display(), errors.join("; ")))?;
     match loaded.directory {
         crate::config::Directory::Ldap(o) => Ok(*o),
-        crate::config::Directory::Embedded => anyhow::bail!(
+        crate::config::Directory::Embedded(_) => anyhow::bail!(
             "{}: bench directory measures the LDAP backend; set [directory] backend = \"ldap\"",
             config.display()
         ),

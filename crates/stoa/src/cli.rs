@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use stoa_directory::Scheme;
 
 /// Stoa: a web server, a mail server and SPEC-style benchmarks in one binary.
 #[derive(Debug, Parser)]
@@ -265,6 +266,12 @@ pub(crate) struct BenchMailArgs {
     #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
     pub(crate) password: String,
 
+    /// The password scheme of the built-in server's generated users: argon2id,
+    /// sha512-crypt, blf-crypt, ssha or plain (any case; plain turns on the
+    /// server's allow_plain_passwords). The report says which.
+    #[arg(long, value_name = "SCHEME", default_value = "argon2id", value_parser = parse_scheme)]
+    pub(crate) password_scheme: Scheme,
+
     /// Where the harness's SMTP sink listens (the server relays remote mail
     /// here). Default 127.0.0.1:2526 for an external server; any free port for
     /// the built-in one.
@@ -401,10 +408,16 @@ pub(crate) struct BenchMailUsersArgs {
     #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
     pub(crate) password: String,
 
-    /// `dovecot`: passwd-file lines `ADDRESS:{ARGON2ID}HASH` (one argon2id hash,
-    /// Stoa's parameters, shared by every account); `plain`: one address per line.
+    /// `dovecot`: passwd-file lines `ADDRESS:{SCHEME}VALUE` (one hash of --scheme,
+    /// Stoa's default costs, shared by every account; the strings
+    /// `stoa user add --scheme` stores); `plain`: one address per line.
     #[arg(long, value_name = "FORMAT", default_value = "dovecot", value_parser = ["dovecot", "plain"])]
     pub(crate) format: String,
+
+    /// The password scheme of the dovecot format: argon2id, sha512-crypt,
+    /// blf-crypt, ssha or plain (written {PLAIN.BASE64}), any case.
+    #[arg(long, value_name = "SCHEME", default_value = "argon2id", value_parser = parse_scheme)]
+    pub(crate) scheme: Scheme,
 
     /// The file to write (replaced atomically).
     #[arg(long, value_name = "FILE")]
@@ -458,6 +471,10 @@ pub(crate) struct BenchDirectoryArgs {
     /// Seed of the random choice of users.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub(crate) seed: u64,
+}
+
+fn parse_scheme(s: &str) -> Result<Scheme, String> {
+    s.parse::<Scheme>().map_err(|e| e.to_string())
 }
 
 fn parse_positive(s: &str) -> Result<f64, String> {
@@ -529,8 +546,9 @@ pub(crate) enum UserCommand {
     /// Manage aliases: addresses in a local domain that expand to others.
     #[command(subcommand)]
     Alias(AliasCommand),
-    /// Write every user as LDIF for slapadd or ldapadd (password hashes kept as
-    /// {ARGON2}, mailbox numbers as employeeNumber), to standard output.
+    /// Write every user as LDIF for slapadd or ldapadd (password hashes kept, in
+    /// LDAP's spelling: {ARGON2}, {CRYPT}$6$, {CRYPT}$2y$, {SSHA}; plain-text
+    /// passwords refused; mailbox numbers as employeeNumber), to standard output.
     ExportLdif(ExportLdifArgs),
 }
 
@@ -596,6 +614,18 @@ pub(crate) struct UserPasswordArgs {
     /// creates a user who receives mail but cannot log in.
     #[arg(long)]
     pub(crate) password_stdin: bool,
+    /// The password scheme of the hash: argon2id, sha512-crypt, blf-crypt, ssha
+    /// or plain (any case; plain only where the configuration has
+    /// allow_plain_passwords = true). Default: the configuration's
+    /// [directory] password_scheme, else argon2id.
+    #[arg(long, value_name = "SCHEME", value_parser = parse_scheme)]
+    pub(crate) scheme: Option<Scheme>,
+    /// The configuration whose [directory] password settings apply (scheme,
+    /// costs, allow_plain_passwords; nothing else is read). Default:
+    /// /etc/stoa/stoa.toml when it exists (STOA_DEFAULT_CONFIG names another
+    /// default, for tests).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// `stoa mailbox …`.

@@ -398,7 +398,7 @@ fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
         mail_dir_of(loaded).or_else(|| loaded.pop3_proxy.as_ref().and_then(|p| p.mail_dir.clone()));
     if let Some(dir) = &mail_dir {
         let mut mail = vec![Need::read("the mail directory", dir)];
-        if loaded.directory == config::Directory::Embedded {
+        if matches!(loaded.directory, config::Directory::Embedded(_)) {
             mail.push(Need::read("the user directory", dir.join("directory")));
             mail.push(Need::read(
                 "the user directory's file",
@@ -692,9 +692,9 @@ fn open_directory(
     directory: config::Directory,
 ) -> anyhow::Result<(SharedDirectory, Option<Arc<EmbeddedDirectory>>)> {
     match directory {
-        config::Directory::Embedded => {
+        config::Directory::Embedded(options) => {
             let dir = mail_dir.join("directory");
-            let embedded = EmbeddedDirectory::open(&dir, stoa_directory::Options::default())
+            let embedded = EmbeddedDirectory::open(&dir, options)
                 .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
             let embedded = Arc::new(embedded);
             Ok((embedded.clone(), Some(embedded)))

@@ -7,7 +7,10 @@
 //! Every change is saved atomically by the directory (and picked up by a running
 //! `stoa serve` within seconds). `add` makes the address's domain local if it is
 //! not yet, and says so. Passwords are read from standard input (`--password-stdin`,
-//! first line), never from the command line, where `ps` would show them.
+//! first line), never from the command line, where `ps` would show them. `add` and
+//! `passwd` hash them with `--scheme`, else the `[directory]` password_scheme of
+//! the configuration (`--config`, else /etc/stoa/stoa.toml when it exists), at its
+//! costs; plain text only with its allow_plain_passwords = true.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -41,10 +44,13 @@ pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
             if !args.password_stdin {
                 bail!("give the new password on standard input with --password-stdin");
             }
+            let options = hashing_options(args)?;
+            let scheme = options.scheme;
+            let directory = open_with(&args.user.dir.mail_dir, options)?;
             let password = read_password()?;
             let address = &args.user.address;
-            open(&args.user.dir.mail_dir)?.set_password(address, Some(&password))?;
-            eprintln!("stoa: password of {address} changed");
+            directory.set_password(address, Some(&password))?;
+            eprintln!("stoa: password of {address} changed ({scheme})");
             Ok(())
         }
         UserCommand::Domain(command) => domain(command),
@@ -127,13 +133,53 @@ fn messages(n: usize) -> String {
     }
 }
 
+/// The directory options `add` and `passwd` hash with: the configuration's
+/// `[directory]` password settings, `--scheme` over them. Plain text is refused
+/// here, before any password is read, unless the configuration allows it.
+fn hashing_options(args: &UserPasswordArgs) -> anyhow::Result<Options> {
+    let mut options = match crate::config::default_file_if_any(args.config.as_deref()) {
+        None => Options::default(),
+        Some(file) => {
+            let (options, warnings) =
+                crate::config::embedded_options(&file, |p| std::fs::read_to_string(p)).map_err(
+                    |errors| {
+                        anyhow::anyhow!(
+                            "the configuration {} is not usable:\n  {}",
+                            file.display(),
+                            errors.join("\n  ")
+                        )
+                    },
+                )?;
+            for warning in warnings {
+                eprintln!("stoa: warning: {warning}");
+            }
+            options
+        }
+    };
+    if let Some(scheme) = args.scheme {
+        options.scheme = scheme;
+    }
+    if options.scheme == stoa_directory::Scheme::Plain && !options.allow_plain {
+        bail!(
+            "--scheme plain stores the password as it is: refused unless the configuration's \
+             [directory] has allow_plain_passwords = true (for benchmarks only)"
+        );
+    }
+    Ok(options)
+}
+
 fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
+    if args.scheme.is_some() && !args.password_stdin {
+        bail!("--scheme without --password-stdin: there is no password to hash");
+    }
+    let options = hashing_options(args)?;
+    let scheme = options.scheme;
     let password = if args.password_stdin {
         Some(read_password()?)
     } else {
         None
     };
-    let directory = create(&args.user.dir.mail_dir)?;
+    let directory = create_with(&args.user.dir.mail_dir, options)?;
     let address = stoa_directory::address::normalize_address(&args.user.address)?;
     let domain = stoa_directory::address::domain_of(&address).to_owned();
     if !directory.is_local_domain(&domain)? {
@@ -141,7 +187,13 @@ fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
         eprintln!("stoa: added local domain {domain}");
     }
     let user = directory.add_user(&address, password.as_deref())?;
-    eprintln!("stoa: added {} (mailbox {})", user.address, user.mailbox);
+    match password {
+        Some(_) => eprintln!(
+            "stoa: added {} (mailbox {}, password {scheme})",
+            user.address, user.mailbox
+        ),
+        None => eprintln!("stoa: added {} (mailbox {})", user.address, user.mailbox),
+    }
     if password.is_none() {
         eprintln!(
             "stoa: {} has no password: it receives mail but cannot log in",
@@ -243,8 +295,13 @@ fn store_and_user(
 /// The embedded directory of `mail_dir`, created if needed (`stoa user init`,
 /// `add`, `domain add`).
 fn create(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
+    create_with(mail_dir, Options::default())
+}
+
+/// [`create`] with `options` (the scheme and costs of new hashes).
+fn create_with(mail_dir: &Path, options: Options) -> anyhow::Result<EmbeddedDirectory> {
     let dir = mail_dir.join("directory");
-    EmbeddedDirectory::open(&dir, Options::default())
+    EmbeddedDirectory::open(&dir, options)
         .with_context(|| format!("cannot open the user directory {}", dir.display()))
 }
 
@@ -252,6 +309,11 @@ fn create(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
 /// reads or removes must not turn a mistyped `--mail-dir` into a new, empty
 /// mail directory (issue 21).
 fn open(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
+    open_with(mail_dir, Options::default())
+}
+
+/// [`open`] with `options`.
+fn open_with(mail_dir: &Path, options: Options) -> anyhow::Result<EmbeddedDirectory> {
     let dir = mail_dir.join("directory");
     if !dir.is_dir() {
         bail!(
@@ -261,7 +323,7 @@ fn open(mail_dir: &Path) -> anyhow::Result<EmbeddedDirectory> {
             mail_dir.display()
         );
     }
-    create(mail_dir)
+    create_with(mail_dir, options)
 }
 
 /// The first line of standard input, without its line end.

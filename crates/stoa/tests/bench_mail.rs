@@ -95,10 +95,19 @@ fn quick_run_against_the_builtin_server() {
         "40",
         "--seed",
         "11",
+        "--password-scheme",
+        "SHA512-crypt",
         "--out",
         dir_text,
     ]);
     assert!(run.success, "the run failed; stderr:\n{}", run.stderr);
+    // The generated users' scheme, in the report (logins passed: they verified).
+    assert!(
+        run.stdout
+            .contains("{SHA512-CRYPT}, one hash shared by every account"),
+        "{}",
+        run.stdout
+    );
     for needle in [
         "SPECmail2001-style result; not a SPEC result",
         "Summary Results",
@@ -116,6 +125,7 @@ fn quick_run_against_the_builtin_server() {
     assert!(run.stderr.contains("store check"), "{}", run.stderr);
     let json = read_json(&dir);
     assert_eq!(json["benchmark"], "SPECmail2001-style");
+    assert_eq!(json["password_scheme"], "SHA512-CRYPT");
     let level = &json["levels"][0];
     // Every session of the window was answered as expected, on a quiet machine
     // with a light load: no row fails, with samples in the main rows. A 40 s

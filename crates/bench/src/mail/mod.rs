@@ -295,8 +295,13 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         (Some(smtp), Some(pop3)) => (resolve(smtp, "--smtp")?, resolve(pop3, "--pop3")?, None),
         _ => {
             let exe = crate::stoa_exe(args.server_exe.as_deref())?;
-            let b = server::BuiltIn::start(&exe, &args.domain, s.users, &args.password, sink_addr)
-                .await?;
+            let users = server::Users {
+                domain: &args.domain,
+                count: s.users,
+                password: &args.password,
+                scheme: args.password_scheme,
+            };
+            let b = server::BuiltIn::start(&exe, &users, sink_addr).await?;
             (b.smtp, b.pop3, Some(b))
         }
     };
@@ -371,6 +376,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
     });
     let run = MailRun {
         server_software,
+        password_scheme: (!external).then(|| args.password_scheme.dovecot_name()),
         mpm,
         users: u64::from(s.users),
         declared_store: s.declared_store,
@@ -601,15 +607,17 @@ async fn find_max(
     Ok((best, trials, results))
 }
 
-/// `stoa bench mail-users`: the accounts for another server.
+/// `stoa bench mail-users`: the accounts for another server. The dovecot format
+/// holds one `{SCHEME}value` of `--scheme` for every account, the string
+/// Dovecot's passwd-file and Stoa's embedded directory both verify.
 pub fn write_users(args: &UsersOptions) -> anyhow::Result<()> {
     use std::io::BufWriter;
     let domain = stoa_directory::address::normalize_domain(&args.domain)
         .map_err(|e| anyhow::anyhow!("--domain {}: {e}", args.domain))?;
     let hash = if args.format == UsersFormat::Dovecot {
-        let cost = stoa_directory::password::PasswordCost::default();
+        let cost = stoa_directory::scheme::Cost::default();
         Some(
-            stoa_directory::password::hash_password(&args.password, &cost)
+            stoa_directory::scheme::hash(&args.password, args.scheme, &cost)
                 .context("cannot hash the password")?,
         )
     } else {
@@ -626,7 +634,7 @@ pub fn write_users(args: &UsersOptions) -> anyhow::Result<()> {
         let mut out = BufWriter::new(tmp.as_file_mut());
         for n in 1..=args.users {
             match &hash {
-                Some(h) => writeln!(out, "user{n}@{domain}:{{ARGON2ID}}{h}"),
+                Some(h) => writeln!(out, "user{n}@{domain}:{h}"),
                 None => writeln!(out, "user{n}@{domain}"),
             }
             .context("cannot write the users")?;

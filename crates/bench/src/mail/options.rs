@@ -36,6 +36,8 @@ pub struct Options {
     pub remote_domain: String,
     /// Every account's password.
     pub password: String,
+    /// The password scheme of the built-in server's generated users.
+    pub password_scheme: stoa_directory::Scheme,
     /// Where the sink listens; `None`: 127.0.0.1:2526 for an external server,
     /// any free port for the built-in one.
     pub sink_listen: Option<String>,
@@ -95,7 +97,7 @@ pub struct Options {
 /// How `stoa bench mail-users` writes the accounts (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsersFormat {
-    /// Dovecot passwd-file lines `ADDRESS:{ARGON2ID}HASH`.
+    /// Dovecot passwd-file lines `ADDRESS:{SCHEME}VALUE`.
     Dovecot,
     /// One address per line.
     Plain,
@@ -112,6 +114,8 @@ pub struct UsersOptions {
     pub password: String,
     /// The file's format.
     pub format: UsersFormat,
+    /// The password scheme of the dovecot format.
+    pub scheme: stoa_directory::Scheme,
     /// The file to write (replaced atomically).
     pub out: PathBuf,
 }
@@ -129,6 +133,7 @@ impl Options {
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             password: "stoa-bench".into(),
+            password_scheme: stoa_directory::Scheme::Argon2id,
             sink_listen: None,
             profile: ProfileName::Quick,
             warmup: None,

@@ -99,6 +99,9 @@ pub(crate) struct StoreCheck {
 pub(crate) struct MailRun {
     /// The server's product name ("Stoa 0.1.0 (built-in)", or `--server-software`).
     pub(crate) server_software: String,
+    /// The scheme of the generated users' passwords (`{SHA512-CRYPT}`…), for the
+    /// built-in server; `None` for an external one, whose users are its own.
+    pub(crate) password_scheme: Option<&'static str>,
     /// The claimed msgs/min (the 100 % level); for `--find-max`, the best passing.
     pub(crate) mpm: f64,
     /// Accounts the store holds (≥ 200 × msgs/min, unless declared smaller).

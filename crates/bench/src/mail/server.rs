@@ -7,8 +7,9 @@ use std::path::Path;
 use std::process::Stdio;
 
 use anyhow::{Context, bail};
+use stoa_directory::Scheme;
 use stoa_directory::embedded::{EmbeddedDirectory, NewUser, Options};
-use stoa_directory::password::{PasswordCost, hash_password};
+use stoa_directory::scheme::{Cost, hash};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -23,21 +24,41 @@ pub(crate) struct BuiltIn {
     _dir: tempfile::TempDir,
 }
 
-/// Creates `users` accounts `user1@DOMAIN` … in the embedded directory under
-/// `mail_dir`, all with one argon2id hash of `password` (Stoa's default cost:
-/// the server verifies as it would for real users).
-pub(crate) fn create_users(
-    mail_dir: &Path,
-    domain: &str,
-    users: u32,
-    password: &str,
-) -> anyhow::Result<()> {
-    let dir = EmbeddedDirectory::open(&mail_dir.join("directory"), Options::default())
+/// The generated accounts of a built-in run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Users<'a> {
+    /// Their domain.
+    pub(crate) domain: &'a str,
+    /// How many: `user1@DOMAIN` … `userN@DOMAIN`.
+    pub(crate) count: u32,
+    /// Every account's password.
+    pub(crate) password: &'a str,
+    /// The scheme of its one hash (`--password-scheme`).
+    pub(crate) scheme: Scheme,
+}
+
+/// The embedded directory's options for `scheme`: plain text allowed only when
+/// it is the scheme asked for.
+fn directory_options(scheme: Scheme) -> Options {
+    Options {
+        scheme,
+        allow_plain: scheme == Scheme::Plain,
+        ..Options::default()
+    }
+}
+
+/// Creates the accounts in the embedded directory under `mail_dir`, all with one
+/// hash of the password in their scheme at Stoa's default costs (the server
+/// verifies as it would for real users).
+pub(crate) fn create_users(mail_dir: &Path, users: &Users<'_>) -> anyhow::Result<()> {
+    let options = directory_options(users.scheme);
+    let dir = EmbeddedDirectory::open(&mail_dir.join("directory"), options)
         .context("cannot open the built-in server's user directory")?;
+    let domain = users.domain;
     dir.add_domain(domain)
         .with_context(|| format!("cannot add the domain {domain}"))?;
-    let hash = hash_password(password, &PasswordCost::default()).context("cannot hash")?;
-    let new: Vec<NewUser> = (1..=users)
+    let hash = hash(users.password, users.scheme, &Cost::default()).context("cannot hash")?;
+    let new: Vec<NewUser> = (1..=users.count)
         .map(|n| NewUser {
             address: format!("user{n}@{domain}"),
             password_hash: Some(hash.clone()),
@@ -53,13 +74,11 @@ impl BuiltIn {
         self.child.id()
     }
 
-    /// Starts `stoa serve` with `users` accounts in `domain`, relaying other
-    /// domains to `sink`.
+    /// Starts `stoa serve` with the `users` accounts, relaying other domains to
+    /// `sink`.
     pub(crate) async fn start(
         exe: &Path,
-        domain: &str,
-        users: u32,
-        password: &str,
+        users: &Users<'_>,
         sink: SocketAddr,
     ) -> anyhow::Result<BuiltIn> {
         let dir = tempfile::Builder::new()
@@ -68,17 +87,32 @@ impl BuiltIn {
             .context("cannot create a temporary directory")?;
         let mail_dir = dir.path().join("mail");
         eprintln!(
-            "stoa bench: built-in mail server in {} with {}",
+            "stoa bench: built-in mail server in {} with {} ({} passwords)",
             dir.path().display(),
-            crate::report::count(u64::from(users), "user")
+            crate::report::count(u64::from(users.count), "user"),
+            users.scheme.dovecot_name()
         );
         {
-            let (mail_dir, domain, password) =
-                (mail_dir.clone(), domain.to_owned(), password.to_owned());
-            tokio::task::spawn_blocking(move || create_users(&mail_dir, &domain, users, &password))
-                .await
-                .context("user creation panicked")??;
+            let (mail_dir, domain, password) = (
+                mail_dir.clone(),
+                users.domain.to_owned(),
+                users.password.to_owned(),
+            );
+            let (count, scheme) = (users.count, users.scheme);
+            tokio::task::spawn_blocking(move || {
+                let users = Users {
+                    domain: &domain,
+                    count,
+                    password: &password,
+                    scheme,
+                };
+                create_users(&mail_dir, &users)
+            })
+            .await
+            .context("user creation panicked")??;
         }
+        let domain = users.domain;
+        let scheme = users.scheme;
         let config = dir.path().join("stoa.toml");
         let mail = mail_dir.display().to_string();
         // Everything comes from 127.0.0.1: no per-client limit; the load's users
@@ -88,7 +122,10 @@ impl BuiltIn {
              trusted_networks = [\"127.0.0.0/8\"]\nrelay_host = \"{sink}\"\n\
              max_connections_per_client = 0\n\n\
              [pop3]\nmail_dir = {mail:?}\nlisten = [\"127.0.0.1:0\"]\n\
-             allow_plaintext_auth = true\nmax_connections_per_client = 0\n"
+             allow_plaintext_auth = true\nmax_connections_per_client = 0\n\n\
+             [directory]\npassword_scheme = \"{}\"\nallow_plain_passwords = {}\n",
+            scheme.name(),
+            scheme == Scheme::Plain
         );
         std::fs::write(&config, text)
             .with_context(|| format!("cannot write {}", config.display()))?;

@@ -68,3 +68,63 @@ fn probe_share_is_one_percent_at_every_rate() {
     }
     assert_eq!(probe_share(&args(&["--probe-share", "0.2"])), 0.2);
 }
+
+#[test]
+fn built_in_users_get_the_asked_scheme() {
+    use stoa_directory::{Directory, EmbeddedDirectory, Scheme};
+    for scheme in [Scheme::Sha512Crypt, Scheme::Plain] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let users = server::Users {
+            domain: "stoa.test",
+            count: 3,
+            password: "stoa bench",
+            scheme,
+        };
+        server::create_users(tmp.path(), &users).expect("users");
+        let text =
+            std::fs::read_to_string(tmp.path().join("directory/entries.txt")).expect("entries");
+        let tag = format!(" {{{}", scheme.dovecot_name());
+        assert_eq!(text.matches(&tag).count(), 3, "{text}");
+        let options = stoa_directory::Options {
+            allow_plain: true,
+            ..stoa_directory::Options::default()
+        };
+        let dir = EmbeddedDirectory::open(&tmp.path().join("directory"), options).expect("open");
+        let user = dir
+            .verify_password("user3@stoa.test", "stoa bench")
+            .expect("verify");
+        assert!(user.is_some(), "{scheme}");
+    }
+}
+
+#[test]
+fn mail_users_writes_dovecot_passwd_lines_of_the_scheme() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("users");
+    for scheme in stoa_directory::Scheme::ALL {
+        write_users(&UsersOptions {
+            users: 2,
+            domain: "Stoa.Test".into(),
+            password: "pw:x".into(),
+            format: UsersFormat::Dovecot,
+            scheme,
+            out: out.clone(),
+        })
+        .expect("write");
+        let text = std::fs::read_to_string(&out).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        for (n, line) in lines.iter().enumerate() {
+            let (user, value) = line.split_once(':').expect("ADDRESS:VALUE");
+            assert_eq!(user, format!("user{}@stoa.test", n + 1));
+            assert!(
+                value.starts_with(&format!("{{{}", scheme.dovecot_name())),
+                "{line}"
+            );
+            assert!(
+                stoa_directory::scheme::verify("pw:x", value, true),
+                "{line}"
+            );
+        }
+    }
+}

@@ -22,22 +22,45 @@
 //! # Format
 //!
 //! A text file, one record per line, fields separated by one space. Every field is
-//! printable ASCII without spaces (addresses are dot-atoms, PHC strings have no
+//! printable ASCII without spaces (addresses are dot-atoms, password values have no
 //! spaces), so no quoting is needed and a line splits with no allocation:
 //!
 //! ```text
 //! stoa-directory 1
-//! next-mailbox 4
+//! next-mailbox 5
 //! domain example.com
-//! user joe@example.com 1 - $argon2id$v=19$m=19456,t=2,p=1$…$…
+//! user joe@example.com 1 - {ARGON2ID}$argon2id$v=19$m=19456,t=2,p=1$…$…
 //! user ann@example.com 2 store2.example.com -
+//! user bob@example.com 3 - {SHA512-CRYPT}$6$…$…
+//! user amy@example.com 4 - {PLAIN.BASE64}c2VjcmV0IHdpdGggc3BhY2Vz
 //! alias postmaster@example.com joe@example.com ann@example.com
-//! end 4
+//! end 5
 //! ```
 //!
 //! `user ADDRESS MAILBOX MAILHOST PASSWORD`, with `-` for no mail host (this server) or
-//! no password (cannot log in). The last line counts the records, so a file cut short
-//! by anything other than our own writes is refused instead of silently losing users.
+//! no password (cannot log in). A password is a `{SCHEME}value` in Dovecot's
+//! spelling, the same bytes a Dovecot passwd-file takes ([`crate::scheme`]: argon2id,
+//! sha512-crypt, blf-crypt, ssha; plain text as `{PLAIN.BASE64}`, so that any
+//! password stays one field). Files written before schemes hold bare argon2 PHC
+//! strings (`$argon2id$…`): they are read as `{ARGON2ID}` ones and written back so
+//! at the next save. The version line did not change (older versions refuse a
+//! file with other schemes at its first such line). The last line counts the
+//! records, so a file cut short by anything other than our own writes is refused
+//! instead of silently losing users.
+//!
+//! # Passwords
+//!
+//! New hashes use [`Options::scheme`] (argon2id by default) at [`Options::cost`]
+//! and [`Options::bcrypt_cost`]. Plain text is stored only when
+//! [`Options::allow_plain`] says so, and a `{PLAIN}` value verifies only then:
+//! without it such a user cannot log in. Hashes are not upgraded to the default
+//! scheme when their user logs in: each upgrade would be a whole-file rewrite
+//! (1–2 s at 1.5 M users, see above) on the login path, and a login storm after
+//! a scheme change would queue thousands of them; `stoa user passwd` changes one.
+//!
+//! A failed login costs at least what an unknown one costs: an unknown login is
+//! checked against a decoy hash of the default scheme, and a wrong password for a
+//! user whose value has another scheme is checked against the decoy too.
 //!
 //! # Durability
 //!
@@ -65,7 +88,8 @@ use std::time::{Duration, Instant};
 
 use crate::address::{domain_of, normalize_address, normalize_domain, without_detail};
 use crate::error::{Error, Result};
-use crate::password::{self, PasswordCost, VerifyCache};
+use crate::password::{PasswordCost, VerifyCache};
+use crate::scheme::{self, Scheme};
 use crate::{Directory, MailboxId, Resolution, Target, User};
 
 pub use ldif::LdifSummary;
@@ -80,8 +104,16 @@ const MAX_TARGETS: usize = 1000;
 /// Settings of an [`EmbeddedDirectory`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// Cost of new password hashes.
+    /// The scheme of new password hashes. Default argon2id.
+    pub scheme: Scheme,
+    /// Cost of new argon2id hashes (and of the decoy, when the scheme is argon2id).
     pub cost: PasswordCost,
+    /// Cost of new bcrypt (`{BLF-CRYPT}`) hashes. Default
+    /// [`scheme::DEFAULT_BCRYPT_COST`].
+    pub bcrypt_cost: u32,
+    /// Whether plain-text passwords (`{PLAIN}`) may be stored and verify. Default
+    /// `false`; for benchmarks only.
+    pub allow_plain: bool,
     /// Logins whose last successful check is remembered. Default 65,536: the
     /// SPECmail2001 retry pool of 1.5 M users is ~112,000 users, most of them checking
     /// again within minutes; 0 turns the cache off.
@@ -97,7 +129,10 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            scheme: Scheme::default(),
             cost: PasswordCost::default(),
+            bcrypt_cost: scheme::DEFAULT_BCRYPT_COST,
+            allow_plain: false,
             cache_capacity: 65_536,
             cache_ttl: Duration::from_secs(15 * 60),
             subaddress_separator: Some('+'),
@@ -110,8 +145,9 @@ impl Default for Options {
 pub struct NewUser {
     /// The address.
     pub address: String,
-    /// An argon2 PHC string made with [`password::hash_password`], or `None` for a user
-    /// who cannot log in.
+    /// A `{SCHEME}value` ([`scheme::hash`]) or a bare argon2 PHC string
+    /// ([`crate::password::hash_password`], stored as `{ARGON2ID}`), or `None` for a
+    /// user who cannot log in. A plain-text value needs [`Options::allow_plain`].
     pub password_hash: Option<String>,
 }
 
@@ -130,7 +166,7 @@ pub struct EmbeddedDirectory {
     current: RwLock<Current>,
     cache: VerifyCache,
     /// Checked against when the login is unknown, so that it takes as long as a
-    /// wrong password.
+    /// wrong password: a value of [`Options::scheme`].
     decoy_hash: String,
 }
 
@@ -152,7 +188,7 @@ impl EmbeddedDirectory {
         Ok(EmbeddedDirectory {
             dir: dir.to_owned(),
             cache: VerifyCache::new(options.cache_capacity, options.cache_ttl)?,
-            decoy_hash: password::hash_password(&decoy, &options.cost)?,
+            decoy_hash: scheme::hash(&decoy, options.scheme, &hash_cost(&options))?,
             options,
             current: RwLock::new(Current {
                 snapshot: Arc::new(snapshot),
@@ -233,12 +269,19 @@ impl EmbeddedDirectory {
         })
     }
 
+    /// A new value of the configured scheme and cost for `password`; refused for
+    /// plain text unless allowed.
+    pub fn hash(&self, password: &str) -> Result<String> {
+        if self.options.scheme == Scheme::Plain && !self.options.allow_plain {
+            return Err(Error::PlainNotAllowed);
+        }
+        scheme::hash(password, self.options.scheme, &hash_cost(&self.options))
+    }
+
     /// Adds a user in a local domain, with a password (hashed here, with the
-    /// configured cost) or none.
+    /// configured scheme and cost) or none.
     pub fn add_user(&self, address: &str, password: Option<&str>) -> Result<User> {
-        let password_hash = password
-            .map(|p| password::hash_password(p, &self.options.cost))
-            .transpose()?;
+        let password_hash = password.map(|p| self.hash(p)).transpose()?;
         let new = NewUser {
             address: address.to_owned(),
             password_hash,
@@ -252,12 +295,21 @@ impl EmbeddedDirectory {
         let mut checked = Vec::with_capacity(users.len());
         for user in users {
             let address = normalize_address(&user.address)?;
-            if let Some(hash) = &user.password_hash
-                && !password::is_valid_hash(hash)
-            {
-                return Err(Error::InvalidHash(address));
-            }
-            checked.push((address, user.password_hash.as_deref()));
+            let hash = match &user.password_hash {
+                None => None,
+                Some(value) => {
+                    let stored = scheme::normalize(value)
+                        .filter(|v| scheme::is_valid(v))
+                        .ok_or_else(|| Error::InvalidHash(address.clone()))?;
+                    if scheme::scheme_of(&stored) == Some(Scheme::Plain)
+                        && !self.options.allow_plain
+                    {
+                        return Err(Error::PlainNotAllowed);
+                    }
+                    Some(stored)
+                }
+            };
+            checked.push((address, hash));
         }
         self.edit(|s| {
             s.users.reserve(checked.len());
@@ -275,7 +327,7 @@ impl EmbeddedDirectory {
                 let record = UserRecord {
                     mailbox: s.next_mailbox,
                     mail_host: None,
-                    password: hash.map(Into::into),
+                    password: hash.as_deref().map(Into::into),
                 };
                 s.next_mailbox += 1;
                 added.push(to_user(&address, &record));
@@ -297,9 +349,7 @@ impl EmbeddedDirectory {
     /// Sets (or, with `None`, removes) a user's password.
     pub fn set_password(&self, address: &str, password: Option<&str>) -> Result<()> {
         let address = normalize_address(address)?;
-        let hash = password
-            .map(|p| password::hash_password(p, &self.options.cost))
-            .transpose()?;
+        let hash = password.map(|p| self.hash(p)).transpose()?;
         self.edit(|s| match s.users.get_mut(address.as_str()) {
             Some(record) => {
                 record.password = hash.map(Into::into);
@@ -477,21 +527,33 @@ impl Directory for EmbeddedDirectory {
             let (key, record) = s.users.get_key_value(login.as_str())?;
             Some((key, record, record.password.as_deref()?))
         });
-        let Some((login, record, phc)) = found else {
+        let Some((login, record, stored)) = found else {
             // Same work as a wrong password, same answer.
-            let _ = password::verify_password("", password, &self.decoy_hash);
+            let _ = scheme::verify(password, &self.decoy_hash, true);
             return Ok(None);
         };
         let now = Instant::now();
-        if self.cache.hit(login, password, phc, now) {
+        if self.cache.hit(login, password, stored, now) {
             return Ok(Some(to_user(login, record)));
         }
-        if password::verify_password(login, password, phc)? {
-            self.cache.insert(login, password, phc, now);
-            Ok(Some(to_user(login, record)))
-        } else {
-            Ok(None)
+        if scheme::verify(password, stored, self.options.allow_plain) {
+            self.cache.insert(login, password, stored, now);
+            return Ok(Some(to_user(login, record)));
         }
+        if scheme::scheme_of(stored) != Some(self.options.scheme) {
+            // A failure costs at least what an unknown login costs, so a cheaper
+            // scheme than the default does not tell existing logins apart.
+            let _ = scheme::verify(password, &self.decoy_hash, true);
+        }
+        Ok(None)
+    }
+}
+
+/// The costs of new hashes in `options`.
+fn hash_cost(options: &Options) -> scheme::Cost {
+    scheme::Cost {
+        argon2: options.cost,
+        bcrypt: options.bcrypt_cost,
     }
 }
 

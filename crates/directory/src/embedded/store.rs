@@ -258,8 +258,14 @@ impl Parser<'_> {
         };
         let password = match password {
             "-" => None,
-            phc if phc.starts_with("$argon2") => Some(phc.into()),
-            _ => return Err(self.corrupt("password is not an argon2 PHC string")),
+            // Version 1 before schemes: a bare argon2 PHC string.
+            phc if phc.starts_with("$argon2") => Some(format!("{{ARGON2ID}}{phc}").into()),
+            value if crate::scheme::scheme_of(value).is_some() => Some(value.into()),
+            _ => {
+                return Err(
+                    self.corrupt("password is not a {SCHEME}value of a scheme this version checks")
+                );
+            }
         };
         let record = UserRecord {
             mailbox,

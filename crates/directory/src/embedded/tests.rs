@@ -1,6 +1,7 @@
 use std::fs;
 
 use super::*;
+use crate::password;
 
 fn options() -> Options {
     Options {
@@ -449,6 +450,14 @@ fn damaged_files_are_refused() {
             good.replace("joe@example.com", "joe@example.org"),
         ),
         ("plain password", good.replace("$argon2id", "secret")),
+        (
+            "unknown scheme",
+            good.replace("{ARGON2ID}$argon2id", "{MD5}x"),
+        ),
+        (
+            "bare non-argon2",
+            good.replace("{ARGON2ID}$argon2id", "$6$x"),
+        ),
         ("duplicate mailbox", good.replace(" 2 - -", " 1 - -")),
         (
             "mailbox beyond next",
@@ -468,6 +477,190 @@ fn damaged_files_are_refused() {
 }
 
 /// The permission bits of `path`.
+/// [`options`] with `scheme`, plain text allowed, and bcrypt's cheapest cost.
+fn with_scheme(scheme: Scheme) -> Options {
+    Options {
+        scheme,
+        bcrypt_cost: scheme::MIN_BCRYPT_COST,
+        allow_plain: true,
+        ..options()
+    }
+}
+
+#[test]
+fn every_scheme_is_stored_verified_and_kept_across_a_reopen() {
+    // A space and a colon: neither may break the file's fields.
+    const PASSWORD: &str = "a b:c";
+    for scheme in Scheme::ALL {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        {
+            let d = EmbeddedDirectory::open(tmp.path(), with_scheme(scheme)).expect("open");
+            d.add_domain("example.com").expect("domain");
+            d.add_user("joe@example.com", Some(PASSWORD)).expect("joe");
+        }
+        let text = fs::read_to_string(tmp.path().join(store::FILE)).expect("read");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("user joe@example.com "))
+            .expect("joe's line");
+        let value = line.rsplit(' ').next().expect("password field");
+        assert_eq!(line.split(' ').count(), 5, "{line}");
+        assert_eq!(scheme::scheme_of(value), Some(scheme), "{line}");
+        assert!(
+            value.starts_with(&format!("{{{}", scheme.dovecot_name())),
+            "{line}"
+        );
+        // Reopened with the default options: the stored scheme decides, not the
+        // configured one (plain text aside, which needs allow_plain).
+        let d = EmbeddedDirectory::open(tmp.path(), with_scheme(Scheme::Argon2id)).expect("reopen");
+        let joe = d
+            .verify_password("joe@example.com", PASSWORD)
+            .expect("verify");
+        assert_eq!(
+            joe.map(|u| u.address).as_deref(),
+            Some("joe@example.com"),
+            "{scheme}"
+        );
+        for wrong in ["a b:C", "a b", "", "a b:c "] {
+            assert_eq!(
+                d.verify_password("joe@example.com", wrong).expect("verify"),
+                None
+            );
+        }
+        // An unknown login still costs a decoy check and fails.
+        assert_eq!(
+            d.verify_password("nobody@example.com", PASSWORD)
+                .expect("verify"),
+            None
+        );
+    }
+}
+
+#[test]
+fn plain_text_needs_allow_plain() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let refused = Options {
+        scheme: Scheme::Plain,
+        ..options()
+    };
+    let d = EmbeddedDirectory::open(tmp.path(), refused.clone()).expect("open");
+    d.add_domain("example.com").expect("domain");
+    assert!(matches!(
+        d.add_user("joe@example.com", Some("pw")),
+        Err(Error::PlainNotAllowed)
+    ));
+    let plain = NewUser {
+        address: "joe@example.com".into(),
+        password_hash: Some("{PLAIN}pw".into()),
+    };
+    assert!(matches!(
+        d.add_users(std::slice::from_ref(&plain)),
+        Err(Error::PlainNotAllowed)
+    ));
+    assert_eq!(d.user_count(), 0);
+    // Stored where allowed, then read where not: the user exists but never logs in.
+    let allowed = EmbeddedDirectory::open(tmp.path(), with_scheme(Scheme::Plain)).expect("open");
+    allowed.add_users(&[plain]).expect("allowed");
+    assert!(
+        allowed
+            .verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_some()
+    );
+    let d = EmbeddedDirectory::open(tmp.path(), refused).expect("reopen");
+    assert!(d.lookup("joe@example.com").expect("lookup").is_some());
+    assert_eq!(
+        d.verify_password("joe@example.com", "pw").expect("verify"),
+        None
+    );
+}
+
+#[test]
+fn values_made_elsewhere_are_taken_and_checked() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let d = open(tmp.path());
+    d.add_domain("example.com").expect("domain");
+    // `doveadm pw -s SCHEME -p x`.
+    let dovecot = [
+        "{BLF-CRYPT}$2y$05$HfisMuHYg0KqyogGvXPtsOwcKW754JhDnA7c2NMTrWqWiibvCugVy",
+        "{SHA512-CRYPT}$6$/kxZKEhU2V2e3R8B$Op.DA0BwbyTcYXKBRFpTxfWk6Lu6JRMXkSNF7ncS8eLNvXRSOv/\
+         RzxBobR9YzbXc4hGyWN.9Bdkeqr7KTNDPQ0",
+        "{SSHA}CU+OkCQnDf5hcYEy4/SBUTmLGVNoDGpD",
+        "{ssha}CU+OkCQnDf5hcYEy4/SBUTmLGVNoDGpD",
+    ];
+    let users: Vec<NewUser> = dovecot
+        .iter()
+        .enumerate()
+        .map(|(n, value)| NewUser {
+            address: format!("u{n}@example.com"),
+            password_hash: Some((*value).to_owned()),
+        })
+        .collect();
+    d.add_users(&users).expect("add");
+    for n in 0..dovecot.len() {
+        let login = format!("u{n}@example.com");
+        assert!(
+            d.verify_password(&login, "x").expect("verify").is_some(),
+            "{login}"
+        );
+        assert!(
+            d.verify_password(&login, "y").expect("verify").is_none(),
+            "{login}"
+        );
+    }
+    for bad in [
+        "{MD5}x",
+        "{SHA512-CRYPT}$6$short",
+        "plain",
+        "{BLF-CRYPT}$2y$05$x",
+    ] {
+        let user = NewUser {
+            address: "bad@example.com".into(),
+            password_hash: Some(bad.into()),
+        };
+        assert!(
+            matches!(d.add_users(&[user]), Err(Error::InvalidHash(_))),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn an_old_file_with_bare_argon2_strings_is_read_and_upgraded_on_save() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let phc = password::hash_password("pw", &PasswordCost::MINIMUM).expect("hash");
+    let old = format!(
+        "stoa-directory 1\nnext-mailbox 2\ndomain example.com\n\
+         user joe@example.com 1 - {phc}\nend 2\n"
+    );
+    fs::write(tmp.path().join(store::FILE), old).expect("write");
+    let d = open(tmp.path());
+    assert!(
+        d.verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_some()
+    );
+    assert!(
+        d.verify_password("joe@example.com", "px")
+            .expect("verify")
+            .is_none()
+    );
+    d.add_user("ann@example.com", None)
+        .expect("a change saves the file");
+    let text = fs::read_to_string(tmp.path().join(store::FILE)).expect("read");
+    assert!(text.starts_with("stoa-directory 1\n"), "{text}");
+    assert!(
+        text.contains(&format!("user joe@example.com 1 - {{ARGON2ID}}{phc}\n")),
+        "{text}"
+    );
+    assert!(
+        open(tmp.path())
+            .verify_password("joe@example.com", "pw")
+            .expect("verify")
+            .is_some()
+    );
+}
+
 fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(path).expect("stat").mode() & 0o7777

@@ -12,7 +12,7 @@
 //! | `mailLocalAddress` | aliases: the default filter finds the user by them too |
 //! | `mailHost` | [`User::mail_host`]; absent or equal to [`LdapOptions::this_host`]: `None` |
 //! | `employeeNumber` ([`LdapOptions::mailbox_attribute`]) | [`MailboxId`] |
-//! | `userPassword` | checked by [`scheme`] (`{SSHA}`, `{CRYPT}$6$`/`$2b$`, `{ARGON2}`) |
+//! | `userPassword` | checked by [`scheme`] (`{SSHA}`, `{CRYPT}$6$`/`$2b$`, `{ARGON2}`, and Dovecot's `{SHA512-CRYPT}`, `{BLF-CRYPT}`, `{ARGON2ID}`; never plain text) |
 //!
 //! Without a mailbox attribute the id is derived from the entry's `entryUUID` (a
 //! 63-bit hash with the top bit set, so it never meets the embedded directory's
@@ -36,16 +36,18 @@
 //!
 //! # Timing
 //!
-//! An unknown login costs one argon2 run at the default cost (the embedded
-//! directory's decoy); so does a wrong password for a user whose hashes are not
-//! `{ARGON2}`, on top of the cheaper check, so that the time of a failure tells
-//! little about whether the login exists. In bind mode an unknown login costs a
+//! An unknown login costs one argon2 run at the default cost (a decoy hash); so
+//! does a wrong password for a user whose hashes are not argon2 ones, on top of
+//! the cheaper check, so that the time of a failure tells little about whether
+//! the login exists. In bind mode an unknown login costs a
 //! bind to a DN that does not exist, one round trip like a wrong password.
 
 mod cache;
 mod options;
 mod pool;
-pub mod scheme;
+/// The password schemes, shared with the embedded directory (once this module's
+/// own; the path stays for callers of [`scheme::ssha`]).
+pub use crate::scheme;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -238,11 +240,12 @@ impl LdapDirectory {
         }
         let mut argon2_checked = false;
         for value in values {
-            let Some((scheme, _)) = scheme::scheme_of(value) else {
+            let Some(scheme) = scheme::scheme_of(value) else {
                 continue;
             };
-            argon2_checked |= scheme == scheme::Scheme::Argon2;
-            if scheme::verify(password, value) {
+            argon2_checked |= scheme == scheme::Scheme::Argon2id;
+            // Plain text never: an LDAP value without a hash is not a benchmark's.
+            if scheme::verify(password, value, false) {
                 self.verified.insert(login, password, value, now);
                 return true;
             }

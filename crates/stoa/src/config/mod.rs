@@ -110,6 +110,47 @@ pub(crate) fn with_default_file(args: &ServeArgs) -> ServeArgs {
     args
 }
 
+/// The embedded directory's options from the configuration file at `path`
+/// (read with `read`), for the `stoa user` commands: only its `[directory]`
+/// table is read, the rest is not theirs to judge. An LDAP `[directory]` gives
+/// the defaults (its keys are not the embedded directory's). `Err` holds every
+/// problem with that table; `Ok` the warnings beside the options.
+pub(crate) fn embedded_options(
+    path: &Path,
+    read: impl Fn(&Path) -> std::io::Result<String>,
+) -> Result<(stoa_directory::Options, Vec<String>), Vec<String>> {
+    let text = read(path).map_err(|e| vec![format!("{}: {e}", path.display())])?;
+    let table = text
+        .parse::<Table>()
+        .map_err(|e| vec![format!("{}: {}", path.display(), e.to_string().trim_end())])?;
+    let mut report = Report::default();
+    let draft = directory::read_table(&table, path.parent(), &mut report);
+    let options = match draft {
+        Some(directory::Draft::Embedded(options)) => options,
+        _ => stoa_directory::Options::default(),
+    };
+    let warnings = report
+        .warnings
+        .into_iter()
+        .filter(|w| w.starts_with("directory."))
+        .collect();
+    if report.errors.is_empty() {
+        Ok((options, warnings))
+    } else {
+        Err(report.errors)
+    }
+}
+
+/// The configuration file the `stoa user` commands read for the directory's
+/// settings: `--config`, else the default file when it exists.
+pub(crate) fn default_file_if_any(given: Option<&Path>) -> Option<PathBuf> {
+    let args = ServeArgs {
+        config: given.map(Path::to_owned),
+        ..ServeArgs::default()
+    };
+    with_default_file(&args).config
+}
+
 /// Where the dynamic API keeps its state unless told: the system's state
 /// directory for root, the user's (XDG) state directory otherwise.
 pub(crate) fn default_web99_state() -> PathBuf {
@@ -192,7 +233,7 @@ pub(crate) fn load_all(
             .or_else(|| lmtp.as_ref().map(|l| l.mail_dir.clone()));
         proxy.mail_dir = proxy.mail_dir.take().or(other);
         report.check(
-            proxy.mail_dir.is_some() || directory != Directory::Embedded,
+            proxy.mail_dir.is_some() || !matches!(directory, Directory::Embedded(_)),
             "the POP3 proxy needs a directory: [directory] backend = \"ldap\" (as a proxy \
              has), or --mail-dir DIR for the embedded one",
         );

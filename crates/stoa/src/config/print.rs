@@ -285,8 +285,14 @@ fn lmtp_section(doc: &mut Doc, lmtp: &Lmtp) {
 fn directory_section(doc: &mut Doc, directory: &Directory, loaded: &Loaded) {
     doc.table("directory");
     let o = match directory {
-        Directory::Embedded => {
+        Directory::Embedded(o) => {
             doc.set("backend", "embedded");
+            doc.set("password_scheme", o.scheme.name());
+            doc.set("argon2_memory", size(u64::from(o.cost.memory_kib) * 1024));
+            doc.set("argon2_iterations", int(o.cost.iterations));
+            doc.set("argon2_parallelism", int(o.cost.parallelism));
+            doc.set("bcrypt_cost", int(o.bcrypt_cost));
+            doc.set("allow_plain_passwords", o.allow_plain);
             return;
         }
         Directory::Ldap(o) => o,
@@ -316,6 +322,18 @@ fn directory_section(doc: &mut Doc, directory: &Directory, loaded: &Loaded) {
     doc.set("cache_size", int(o.cache_capacity));
     doc.set("cache_ttl", duration(o.cache_ttl));
     doc.set("negative_cache_ttl", duration(o.negative_cache_ttl));
+    for key in [
+        "password_scheme",
+        "argon2_memory",
+        "argon2_iterations",
+        "argon2_parallelism",
+        "bcrypt_cost",
+        "allow_plain_passwords",
+    ] {
+        doc.comment(&format!(
+            "{key}: the embedded directory's; not used with LDAP"
+        ));
+    }
 }
 
 /// `[[mail_host]]`: the SMTP server's copy (with `lmtp`), else the proxy's.

@@ -122,6 +122,7 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "notice": NOTICE,
         "title": title(run),
         "server_software": run.server_software,
+        "password_scheme": run.password_scheme,
         "mpm": run.mpm,
         "established_mpm": established(run),
         "users": run.users,

@@ -355,6 +355,13 @@ fn run_block(doc: &mut Document, run: &MailRun) {
         ("Started", run.started.clone()),
         ("Server software", run.server_software.clone()),
         (
+            "User passwords",
+            run.password_scheme.map_or_else(
+                || "the server's own".to_owned(),
+                |s| format!("{{{s}}}, one hash shared by every account"),
+            ),
+        ),
+        (
             "Profile",
             format!(
                 "{} (warm-up {}, measurement {}, cool-down {} per level)",

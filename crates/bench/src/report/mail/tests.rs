@@ -100,6 +100,7 @@ fn level(load: f64, slow_pop: usize) -> LevelResult {
 fn sample() -> MailRun {
     MailRun {
         server_software: "Stoa 0.1.0 (built-in)".into(),
+        password_scheme: Some("SHA512-CRYPT"),
         mpm: 30.0,
         users: 6_000,
         declared_store: false,

@@ -1,14 +1,17 @@
 //! `[directory]`: which user directory the mail servers use. The embedded one
-//! (the default) lives in the mail directory and has no settings here; the LDAP
-//! one takes the server URLs, the search base, the service account (its password
-//! read from `bind_password_file`, never written in the configuration) and the
-//! pool, timeout and cache settings of [`stoa_directory::LdapOptions`].
+//! (the default) lives in the mail directory; its settings here are those of
+//! its passwords (the scheme and costs of new hashes, whether plain text is
+//! allowed), which `stoa user add`/`passwd` read too. The LDAP one takes the
+//! server URLs, the search base, the service account (its password read from
+//! `bind_password_file`, never written in the configuration) and the pool,
+//! timeout and cache settings of [`stoa_directory::LdapOptions`].
 
 use std::path::{Path, PathBuf};
 
-use stoa_directory::LdapOptions;
 use stoa_directory::ldap::AuthMode;
-use toml::Table;
+use stoa_directory::scheme::{MAX_BCRYPT_COST, MIN_BCRYPT_COST, Scheme};
+use stoa_directory::{LdapOptions, Options};
+use toml::{Table, Value};
 
 use super::Report;
 
@@ -16,7 +19,24 @@ use super::Report;
 /// blocking threads that could use them at once (512 in tokio) is a typo.
 const MAX_POOL_SIZE: usize = 512;
 
-/// The keys of `[directory]`.
+/// The keys of `[directory]` for the embedded directory (`backend` aside).
+const EMBEDDED_KEYS: &[&str] = &[
+    "password_scheme",
+    "argon2_memory",
+    "argon2_iterations",
+    "argon2_parallelism",
+    "bcrypt_cost",
+    "allow_plain_passwords",
+];
+
+/// Most argon2 memory accepted: 4 GiB (in KiB), far above any sane cost, low
+/// enough to catch a unit typo before a login allocates it.
+const MAX_ARGON2_MEMORY_KIB: u32 = 4 << 20;
+
+/// Most argon2 passes or lanes accepted: a typo guard, like the memory's.
+const MAX_ARGON2_COUNT: u32 = 64;
+
+/// The keys of `[directory]` for the LDAP directory.
 const KEYS: &[&str] = &[
     "backend",
     "urls",
@@ -36,28 +56,40 @@ const KEYS: &[&str] = &[
 ];
 
 /// The directory the mail servers use.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Directory {
-    /// The embedded directory under the mail directory.
-    #[default]
-    Embedded,
+    /// The embedded directory under the mail directory, with its options.
+    Embedded(Options),
     /// An LDAP server (boxed: the options are large next to `Embedded`).
     Ldap(Box<LdapOptions>),
 }
 
-/// `[directory]` as read, before the password file is read.
-#[derive(Debug)]
-pub(super) struct Draft {
-    options: LdapOptions,
-    password_file: Option<PathBuf>,
+impl Default for Directory {
+    fn default() -> Self {
+        Directory::Embedded(Options::default())
+    }
 }
 
-/// Reads `[directory]`, if present; `None` means the embedded directory. Relative
-/// paths are relative to the file's directory `base`.
+/// `[directory]` as read, before the password file is read.
+#[derive(Debug)]
+pub(super) enum Draft {
+    /// The embedded directory and its options.
+    Embedded(Options),
+    /// The LDAP directory, its service account's password still in its file
+    /// (boxed: the options are large next to the embedded ones).
+    Ldap {
+        options: Box<LdapOptions>,
+        password_file: Option<PathBuf>,
+    },
+}
+
+/// Reads `[directory]`, if present; `None` means the embedded directory with its
+/// defaults. Relative paths are relative to the file's directory `base`.
 pub(super) fn read_table(file: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
     const P: &str = "directory.";
     let t = r.table(file, "", "directory")?;
-    r.known_keys(t, P, KEYS);
+    let all: Vec<&str> = KEYS.iter().chain(EMBEDDED_KEYS).copied().collect();
+    r.known_keys(t, P, &all);
     match r.string(t, P, "backend").as_deref() {
         None | Some("embedded") => {
             if let Some(key) = t
@@ -67,7 +99,7 @@ pub(super) fn read_table(file: &Table, base: Option<&Path>, r: &mut Report) -> O
                 r.warnings
                     .push(format!("{P}{key}: ignored by the embedded directory"));
             }
-            return None;
+            return Some(Draft::Embedded(read_embedded(t, r)));
         }
         Some("ldap") => {}
         Some(other) => {
@@ -76,6 +108,12 @@ pub(super) fn read_table(file: &Table, base: Option<&Path>, r: &mut Report) -> O
             ));
             return None;
         }
+    }
+    if let Some(key) = t.keys().find(|k| EMBEDDED_KEYS.contains(&k.as_str())) {
+        r.warnings.push(format!(
+            "{P}{key}: ignored by the LDAP directory (it makes no hashes, and never \
+             accepts plain-text passwords)"
+        ));
     }
     let mut o = LdapOptions {
         urls: r.strings(t, P, "urls"),
@@ -98,8 +136,8 @@ pub(super) fn read_table(file: &Table, base: Option<&Path>, r: &mut Report) -> O
         _ => PathBuf::from(f),
     });
     check(&o, password_file.is_some(), r);
-    Some(Draft {
-        options: o,
+    Some(Draft::Ldap {
+        options: Box::new(o),
         password_file,
     })
 }
@@ -107,8 +145,73 @@ pub(super) fn read_table(file: &Table, base: Option<&Path>, r: &mut Report) -> O
 impl Draft {
     /// The file the service account's password is read from, if any.
     pub(super) fn password_file(&self) -> Option<&Path> {
-        self.password_file.as_deref()
+        match self {
+            Draft::Ldap { password_file, .. } => password_file.as_deref(),
+            Draft::Embedded(_) => None,
+        }
     }
+}
+
+/// The embedded directory's keys: its passwords' scheme and costs.
+fn read_embedded(t: &Table, r: &mut Report) -> Options {
+    const P: &str = "directory.";
+    let mut o = Options::default();
+    r.parsed(t, P, "password_scheme", parse_scheme, &mut o.scheme);
+    let mut memory_bytes = u64::from(o.cost.memory_kib) * 1024;
+    r.size(t, P, "argon2_memory", &mut memory_bytes);
+    match u32::try_from(memory_bytes / 1024) {
+        Ok(kib) if memory_bytes.is_multiple_of(1024) && kib <= MAX_ARGON2_MEMORY_KIB => {
+            o.cost.memory_kib = kib;
+        }
+        _ => r.errors.push(format!(
+            "{P}argon2_memory: {memory_bytes} bytes: must be whole KiB, at most 4GiB"
+        )),
+    }
+    r.integer_into(t, P, "argon2_iterations", &mut o.cost.iterations);
+    r.integer_into(t, P, "argon2_parallelism", &mut o.cost.parallelism);
+    r.integer_into(t, P, "bcrypt_cost", &mut o.bcrypt_cost);
+    match t.get("allow_plain_passwords") {
+        None => {}
+        Some(Value::Boolean(b)) => o.allow_plain = *b,
+        Some(other) => r.errors.push(format!(
+            "{P}allow_plain_passwords: expected true or false, found {other}"
+        )),
+    }
+    let c = o.cost;
+    r.check(
+        (1..=MAX_ARGON2_COUNT).contains(&c.iterations),
+        &format!("{P}argon2_iterations: must be 1 to {MAX_ARGON2_COUNT}"),
+    );
+    r.check(
+        (1..=MAX_ARGON2_COUNT).contains(&c.parallelism),
+        &format!("{P}argon2_parallelism: must be 1 to {MAX_ARGON2_COUNT}"),
+    );
+    r.check(
+        c.memory_kib >= 8 * c.parallelism,
+        &format!("{P}argon2_memory: at least 8KiB per lane (argon2_parallelism)"),
+    );
+    r.check(
+        (MIN_BCRYPT_COST..=MAX_BCRYPT_COST).contains(&o.bcrypt_cost),
+        &format!("{P}bcrypt_cost: must be {MIN_BCRYPT_COST} to {MAX_BCRYPT_COST}"),
+    );
+    r.check(
+        o.scheme != Scheme::Plain || o.allow_plain,
+        &format!(
+            "{P}password_scheme: \"plain\" stores passwords as they are: only with \
+             allow_plain_passwords = true (for benchmarks)"
+        ),
+    );
+    if o.allow_plain {
+        r.warnings.push(format!(
+            "{P}allow_plain_passwords: plain-text passwords verify: for benchmarks only"
+        ));
+    }
+    o
+}
+
+/// A scheme by name, in any case.
+pub(crate) fn parse_scheme(text: &str) -> Result<Scheme, String> {
+    text.parse::<Scheme>().map_err(|e| e.to_string())
 }
 
 fn parse_auth(text: &str) -> Result<AuthMode, String> {
@@ -165,12 +268,13 @@ pub(super) fn finish(
     read: &impl Fn(&Path) -> std::io::Result<String>,
     r: &mut Report,
 ) -> Directory {
-    let Some(Draft {
-        mut options,
-        password_file,
-    }) = draft
-    else {
-        return Directory::Embedded;
+    let (mut options, password_file) = match draft {
+        None => return Directory::default(),
+        Some(Draft::Embedded(options)) => return Directory::Embedded(options),
+        Some(Draft::Ldap {
+            options,
+            password_file,
+        }) => (options, password_file),
     };
     if let Some(file) = password_file {
         match read(&file) {
@@ -181,7 +285,7 @@ pub(super) fn finish(
             )),
         }
     }
-    Directory::Ldap(Box::new(options))
+    Directory::Ldap(options)
 }
 
 #[cfg(test)]
