@@ -250,6 +250,30 @@ impl Ready {
     }
 }
 
+/// Delays before the retries of a spawn that found the script busy.
+const BUSY_RETRIES: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_millis(200),
+];
+
+/// Starts `command`, trying again a few times while the script is "text file
+/// busy" (`ETXTBSY`): some process still holds it open for writing, an
+/// installer replacing it, or, for a moment, any process forked while the file
+/// was being written (the descriptor lives in the child until its exec closes
+/// it). Any other error is final.
+async fn spawn(command: &mut tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+    for delay in BUSY_RETRIES {
+        match command.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                tokio::time::sleep(delay).await;
+            }
+            done => return done,
+        }
+    }
+    command.spawn()
+}
+
 /// Spawns the script, feeds it the body, collects its output within the timeout.
 async fn execute(
     program: &Path,
@@ -270,7 +294,7 @@ async fn execute(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| {
+    let mut child = spawn(&mut command).await.map_err(|e| {
         tracing::warn!("cgi {name}: cannot start: {e}");
         (500, "cannot start the script")
     })?;
