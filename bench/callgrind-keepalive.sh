@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per keep-alive GET of a small static file, counted by callgrind.
 #
-# usage: bench/callgrind-keepalive.sh [--stoa BINARY] [--requests N]
+# usage: bench/callgrind-keepalive.sh [--stoa BINARY] [--requests N] [--sites N]
+#                                     [--only FUNCTION]
 #
 # Runs `stoa serve` (one worker, no access log) under `valgrind --tool=callgrind`
 # twice: once answering N requests on one keep-alive connection, once 11 x N.
@@ -10,16 +11,26 @@
 # instructions, so two builds compare without load noise: run it on the binary
 # before and after a change of the request path. Prints one line; writes nothing
 # under bench-results/. Needs valgrind and python3 (installed when missing).
+# --sites N (N >= 2) serves N [[site]]s instead of --docroot: the requests'
+# Host (bench) is a name of the last one, so every request is looked up.
+# --only FUNCTION counts inside FUNCTION only (callgrind's --toggle-collect),
+# e.g. stoa_web::conn::Conn::process, where each batch is parsed and answered:
+# without the system calls and wake-ups, whose count depends on when the
+# client's next request arrives, so it stays exact on a loaded machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stoa=""
 requests=2000
+sites=1
+only=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --stoa) stoa="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --sites) sites="$2"; shift 2 ;;
+    --only) only=(--toggle-collect="$2"); shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -38,12 +49,22 @@ printf 'hello, world\n' > "$work/root/hello.txt"
 # One connection for every request: no keep-alive cap in the way.
 printf '%s\n' '[web]' 'access_log = "off"' '[web.limits]' \
   'keepalive_requests = 100000000' 'keepalive_timeout = "60s"' > "$work/stoa.toml"
+root_args=(--docroot "$work/root")
+if [ "$sites" -gt 1 ]; then
+  root_args=()
+  for i in $(seq 2 "$sites"); do
+    mkdir "$work/other$i"
+    printf '%s\n' '' '[[site]]' "names = [\"other$i.test\", \"*.other$i.test\"]" \
+      "docroot = \"$work/other$i\"" >> "$work/stoa.toml"
+  done
+  printf '%s\n' '' '[[site]]' 'names = ["bench"]' "docroot = \"$work/root\"" >> "$work/stoa.toml"
+fi
 
 # Total instructions of one server run answering $1 requests.
 run() {
   local n="$1" out="$work/callgrind.$1"
-  valgrind --tool=callgrind --callgrind-out-file="$out" \
-    "$stoa" serve --config "$work/stoa.toml" --docroot "$work/root" \
+  valgrind --tool=callgrind --callgrind-out-file="$out" "${only[@]}" \
+    "$stoa" serve --config "$work/stoa.toml" "${root_args[@]}" \
     --listen 127.0.0.1:0 --workers 1 2> "$work/stderr.$n" &
   local pid=$!
   local port=""

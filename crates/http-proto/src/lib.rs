@@ -33,4 +33,5 @@ pub mod response;
 pub mod target;
 
 pub use error::Error;
+pub use request::host;
 pub use request::{BodyKind, Limits, Method, RequestHead, Status, Version, parse_request};

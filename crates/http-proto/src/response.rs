@@ -24,6 +24,7 @@ pub fn reason(status: u16) -> &'static str {
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
         417 => "Expectation Failed",
+        421 => "Misdirected Request",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -96,7 +97,8 @@ mod tests {
     #[test]
     fn every_status_stoa_sends_has_a_reason() {
         for s in [
-            200, 206, 301, 304, 400, 403, 404, 405, 408, 413, 414, 416, 417, 431, 500, 501, 503,
+            200, 206, 301, 304, 400, 403, 404, 405, 408, 413, 414, 416, 417, 421, 431, 500, 501,
+            503,
         ] {
             assert_ne!(reason(s), "Unknown", "{s}");
         }

@@ -381,7 +381,12 @@ fn notify(states: &[sd_notify::NotifyState<'_>]) {
 fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
     let (mut needs, mut managed) = (Vec::new(), Vec::new());
     if let Some(web) = &loaded.web {
-        needs.push(Need::read("the document root", &web.docroot));
+        for site in web.effective_sites() {
+            needs.push(Need::read("the document root", &site.docroot));
+            for m in &site.cgi {
+                needs.push(Need::read("the CGI directory", &m.dir));
+            }
+        }
         if let stoa_web::config::AccessLogTarget::File(log) = &web.access_log {
             needs.push(Need::write("the access log (reopened on SIGHUP)", log));
             managed.push(log.clone());
@@ -389,9 +394,6 @@ fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
         if let Some(w) = &web.web99 {
             needs.push(Need::write("the web99 state directory", &w.state_dir));
             managed.push(w.state_dir.clone());
-        }
-        for m in web.cgi.iter().flat_map(|c| &c.mounts) {
-            needs.push(Need::read("the CGI directory", &m.dir));
         }
     }
     let mail_dir =

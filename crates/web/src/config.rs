@@ -39,8 +39,65 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// The SPECweb99 dynamic API, when enabled.
     pub web99: Option<Web99Config>,
-    /// CGI scripts, when any directory is mounted.
+    /// CGI scripts, when any directory is mounted. With [`Config::sites`], its
+    /// `mounts` are unused (each site has its own) and the rest is shared: one
+    /// timeout, one cap on scripts running at once for every site.
     pub cgi: Option<CgiConfig>,
+    /// Virtual hosts, chosen per request by the `Host` header (or the
+    /// absolute-form target's authority). Empty: one site, the default, made of
+    /// [`Config::docroot`], [`Config::web99`] and [`Config::cgi`]'s mounts, exactly
+    /// as before sites existed. Non-empty: `docroot` is unused, `web99` holds the
+    /// dynamic API's settings for the site that enables it, `access_log` is the
+    /// log of every site without its own.
+    pub sites: Vec<SiteConfig>,
+}
+
+/// One virtual host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteConfig {
+    /// The names it answers: exact (`www.example.com`, any case, an IP address
+    /// or `[v6]` literal too) or a leading wildcard (`*.example.com`: any name
+    /// ending in `.example.com`, at any depth, not `example.com` itself). An
+    /// exact name wins over a wildcard, a longer wildcard over a shorter one.
+    pub names: Vec<String>,
+    /// The site for names no site lists, requests without a `Host` (HTTP/1.0)
+    /// and TLS clients without SNI. At most one; without one, the first site.
+    pub default: bool,
+    /// Directory whose regular files are served for this site.
+    pub docroot: PathBuf,
+    /// This site's access log; `None`: the server's ([`Config::access_log`]).
+    pub access_log: Option<AccessLogTarget>,
+    /// Certificates sent on every HTTPS listener to clients whose SNI names this
+    /// site (chosen among them by their names, as a listener's are); empty: the
+    /// listener's.
+    pub tls: Vec<CertKeyFiles>,
+    /// Serves the SPECweb99 dynamic API of [`Config::web99`].
+    pub web99: bool,
+    /// CGI mounts, with [`Config::cgi`]'s limits.
+    pub cgi: Vec<CgiMount>,
+    /// Status → path beneath the docroot of the page sent with that status
+    /// instead of the built-in one (`404` → `/errors/404.html`).
+    pub error_pages: Vec<(u16, String)>,
+    /// A directory without `index.html` is answered with a listing of its
+    /// entries instead of 403.
+    pub autoindex: bool,
+}
+
+impl SiteConfig {
+    /// A site serving `docroot`, with no names and every default.
+    pub fn new(docroot: PathBuf) -> SiteConfig {
+        SiteConfig {
+            names: Vec::new(),
+            default: false,
+            docroot,
+            access_log: None,
+            tls: Vec::new(),
+            web99: false,
+            cgi: Vec::new(),
+            error_pages: Vec::new(),
+            autoindex: false,
+        }
+    }
 }
 
 /// An HTTPS listener.
@@ -157,7 +214,21 @@ impl Config {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             web99: None,
             cgi: None,
+            sites: Vec::new(),
         }
+    }
+
+    /// The sites served: [`Config::sites`], or the one implicit site of a
+    /// configuration without them.
+    pub fn effective_sites(&self) -> Vec<SiteConfig> {
+        if !self.sites.is_empty() {
+            return self.sites.clone();
+        }
+        let mut site = SiteConfig::new(self.docroot.clone());
+        site.default = true;
+        site.web99 = self.web99.is_some();
+        site.cgi = self.cgi.iter().flat_map(|c| c.mounts.clone()).collect();
+        vec![site]
     }
 }
 

@@ -48,6 +48,9 @@ pub(crate) struct Origin {
     /// Requests answered before (non-zero for a connection woken from parking).
     pub(crate) served: u32,
     pub(crate) born: Instant,
+    /// The site a TLS client's SNI named (the default site for an unknown name);
+    /// `None` without TLS or without SNI.
+    pub(crate) sni: Option<u32>,
 }
 
 impl Origin {
@@ -57,6 +60,7 @@ impl Origin {
             peer,
             served: 0,
             born: Instant::now(),
+            sni: None,
         }
     }
 }
@@ -87,6 +91,7 @@ pub(crate) async fn serve(
             peer: origin.peer,
             served: origin.served,
             born: origin.born,
+            sni: origin.sni,
         },
         shared,
         buf: Vec::new(),
@@ -112,7 +117,9 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
     let Conn {
         stream,
         shared,
-        client: Client { peer, served, born },
+        client: Client {
+            peer, served, born, ..
+        },
         ..
     } = conn;
     if shared.draining.load(Ordering::Relaxed) {
@@ -756,11 +763,7 @@ impl Conn {
             self.pos = 0;
         }
         // A head, or a head and the dynamic API's whole request body.
-        let body = self
-            .shared
-            .web99
-            .as_ref()
-            .map_or(0, |w| w.config.max_post_body as usize);
+        let body = self.shared.max_dynamic_body;
         let max = self.shared.config.limits.head.max_head + body + local::READ_BUFFER;
         if self.buf.capacity() - self.buf.len() < 1024 && self.buf.capacity() < max {
             self.buf.reserve(self.buf.capacity());

@@ -232,6 +232,7 @@ fn wake(shared: &Arc<Shared>, event: epoll::Event) {
                 peer: parked.peer,
                 served: parked.served,
                 born: parked.born,
+                sni: None,
             };
             tokio::spawn(conn::serve(
                 stream,

@@ -20,7 +20,10 @@
 //! - `tls.rs`: HTTPS: the handshake (bounded per worker, inside the head deadline),
 //!   decryption into the read buffer, encryption of the write queue in batches
 //!   (files read into a buffer: no `sendfile` over TLS).
-//! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories.
+//! - `vhost.rs`: the sites (virtual hosts) and the host-name lookup that picks
+//!   one per request (and per TLS handshake, by SNI).
+//! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories,
+//!   error pages, directory listings.
 //! - `cache.rs`: the per-worker open-file cache (`openat2(RESOLVE_BENEATH)`).
 //! - `response.rs`: response heads and generated status pages.
 //! - `web99/`: the SPECweb99 dynamic API (`--web99`): dynamic and custom-ad GETs,
@@ -52,6 +55,7 @@ mod response;
 mod server;
 mod static_files;
 mod tls;
+mod vhost;
 mod web99;
 
 pub use access_log::LogReopener;

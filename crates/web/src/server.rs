@@ -1,7 +1,6 @@
 //! Binding, the worker loops, and shutdown.
 
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -15,9 +14,10 @@ use tokio::task::AbortHandle;
 
 use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::cgi::Cgi;
-use crate::config::Config;
+use crate::config::{Config, SiteConfig};
 use crate::idle::IdleSet;
 use crate::tls::{self, Acceptor};
+use crate::vhost::{Names, VirtualHost};
 use crate::web99::Web99;
 use crate::{conn, idle, local};
 
@@ -47,6 +47,14 @@ pub enum Error {
     Tls {
         /// The listener's address.
         addr: SocketAddr,
+        /// What is wrong with its files.
+        errors: Vec<stoa_netkit::tls::Error>,
+    },
+    /// A site's certificates or keys cannot be used.
+    #[error("TLS certificates of site {site}: {}", join_lines(.errors))]
+    SiteTls {
+        /// The site's first name (or its place, `site[1]`).
+        site: String,
         /// What is wrong with its files.
         errors: Vec<stoa_netkit::tls::Error>,
     },
@@ -81,8 +89,8 @@ fn join_lines(errors: &[stoa_netkit::tls::Error]) -> String {
 pub(crate) enum Scheme {
     /// Plain HTTP.
     Http,
-    /// HTTPS with this TLS configuration.
-    Https(Arc<rustls::ServerConfig>),
+    /// HTTPS with these TLS configurations.
+    Https(Arc<tls::Configs>),
 }
 
 /// One worker's own state: its TLS handshake slots and, per core, the tasks that
@@ -111,8 +119,11 @@ pub(crate) struct Shared {
     /// Distinguishes servers in one process (tests), for the thread-local state.
     pub(crate) id: u64,
     pub(crate) config: Config,
-    /// The document root, opened once; every file is opened beneath it.
-    pub(crate) docroot: OwnedFd,
+    /// The sites, at least one; [`Shared::names`] picks one per request.
+    pub(crate) sites: Box<[VirtualHost]>,
+    pub(crate) names: Names,
+    /// The largest dynamic request body any site accepts (web99's POSTs).
+    pub(crate) max_dynamic_body: usize,
     pub(crate) log: Option<LogSink>,
     /// Set on shutdown: idle connections end.
     pub(crate) draining: AtomicBool,
@@ -121,26 +132,43 @@ pub(crate) struct Shared {
     pub(crate) closing: AtomicBool,
     /// Connections in the middle of a request or response.
     pub(crate) busy: AtomicUsize,
-    /// The SPECweb99 dynamic API, when enabled.
-    pub(crate) web99: Option<Web99>,
-    /// The CGI gateway, when directories are mounted.
+    /// The CGI gateway (its limits, its slots), when any site mounts
+    /// directories.
     pub(crate) cgi: Option<Cgi>,
+}
+
+impl Shared {
+    /// The default site, always the first: for requests that name no other,
+    /// and for answers given before a site is known (a malformed head).
+    pub(crate) fn default_site(&self) -> &VirtualHost {
+        &self.sites[0]
+    }
 }
 
 #[cfg(test)]
 impl Shared {
     /// A server's shared state without listeners, for unit tests.
     pub(crate) fn for_tests(config: Config) -> Shared {
-        Shared {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        let site = VirtualHost {
+            index: 0,
             docroot: rustix::fs::open(".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
                 .expect("open the current directory"),
+            docroot_path: PathBuf::from("."),
+            web99: None,
+            cgi: Vec::new(),
+            error_pages: Box::new([]),
+            autoindex: false,
+        };
+        Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            names: Names::new(&config.effective_sites()),
+            sites: Box::new([site]),
+            max_dynamic_body: 0,
             log: None,
             config,
             draining: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
-            web99: None,
             cgi: None,
         }
     }
@@ -162,34 +190,44 @@ impl Server {
     /// Opens the document root and the access log and binds every listener, so
     /// that every start-up error surfaces here.
     pub fn bind(config: Config) -> Result<Server, Error> {
-        let docroot = rustix::fs::open(
-            &config.docroot,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::Docroot {
-            path: config.docroot.clone(),
-            source: e.into(),
-        })?;
+        // The default site first: it is the one a request starts from
+        // (`Site::of`), and site 0 has the file cache's plain keys.
+        let mut site_configs = config.effective_sites();
+        let default = Names::new(&site_configs).default_site();
+        let mut default_site = site_configs.remove(default);
+        default_site.default = true;
+        site_configs.insert(0, default_site);
+        let mut sites = Vec::with_capacity(site_configs.len());
+        for (index, site) in site_configs.iter().enumerate() {
+            sites.push(open_site(index, site, &config)?);
+        }
+        let names = Names::new(&site_configs);
         let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
         let addrs = listeners
             .bind_all(&config.listen, &Scheme::Http)
             .map_err(|(addr, source)| Error::Listen { addr, source })?;
         let mut tls_addrs = Vec::new();
-        for l in &config.tls_listen {
-            let tls = stoa_netkit::tls::server_config(&l.certs, tls::ALPN).map_err(|errors| {
-                Error::Tls {
-                    addr: l.addr,
+        if !config.tls_listen.is_empty() {
+            let by_site =
+                tls::site_configs(&site_configs).map_err(|(site, errors)| Error::SiteTls {
+                    site: site_name(&site_configs[site], site),
                     errors,
-                }
-            })?;
-            let bound = listeners
-                .bind(l.addr, Scheme::Https(tls))
-                .map_err(|source| Error::Listen {
-                    addr: l.addr,
-                    source,
                 })?;
-            tls_addrs.push(bound);
+            for l in &config.tls_listen {
+                let configs = tls::Configs::new(&l.certs, &by_site, names.default_site()).map_err(
+                    |errors| Error::Tls {
+                        addr: l.addr,
+                        errors,
+                    },
+                )?;
+                let bound = listeners
+                    .bind(l.addr, Scheme::Https(Arc::new(configs)))
+                    .map_err(|source| Error::Listen {
+                        addr: l.addr,
+                        source,
+                    })?;
+                tls_addrs.push(bound);
+            }
         }
         let log = AccessLog::start(&config.access_log).map_err(|source| Error::AccessLog {
             path: match &config.access_log {
@@ -198,29 +236,26 @@ impl Server {
             },
             source,
         })?;
-        let web99 = match &config.web99 {
-            Some(c) => Some(
-                Web99::start(c, &config.docroot).map_err(|source| Error::Web99 {
-                    path: c.state_dir.clone(),
-                    source,
-                })?,
-            ),
-            None => None,
-        };
-        let cgi = config
-            .cgi
-            .as_ref()
-            .filter(|c| !c.mounts.is_empty())
-            .map(Cgi::new);
+        let cgi = sites
+            .iter()
+            .any(|s| !s.cgi.is_empty())
+            .then(|| Cgi::new(&config.cgi.clone().unwrap_or_default()));
+        let max_dynamic_body = sites
+            .iter()
+            .filter_map(|s| s.web99.as_ref())
+            .map(|w| w.config.max_post_body as usize)
+            .max()
+            .unwrap_or(0);
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            docroot,
+            sites: sites.into_boxed_slice(),
+            names,
+            max_dynamic_body,
             log: log.as_ref().map(AccessLog::sink),
             config,
             draining: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
-            web99,
             cgi,
         });
         Ok(Server {
@@ -316,7 +351,7 @@ impl Handler for Shared {
             Scheme::Http => tokio::spawn(conn::serve(stream, origin, shared, permit, None)),
             Scheme::Https(config) => {
                 let acceptor = Acceptor {
-                    config,
+                    configs: config,
                     handshakes: Arc::clone(&worker.handshakes),
                 };
                 tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor))
@@ -374,6 +409,49 @@ impl Service for Server {
     fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {
         Ok(Server::run(*self, shutdown)?)
     }
+}
+
+/// How a site is named in errors: its first name, or its place.
+fn site_name(site: &SiteConfig, index: usize) -> String {
+    site.names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| format!("site[{index}]"))
+}
+
+/// Opens a site's document root and starts its dynamic API.
+fn open_site(index: usize, site: &SiteConfig, config: &Config) -> Result<VirtualHost, Error> {
+    let docroot = rustix::fs::open(
+        &site.docroot,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::Docroot {
+        path: site.docroot.clone(),
+        source: e.into(),
+    })?;
+    let web99 = match (&config.web99, site.web99) {
+        (Some(c), true) => Some(
+            Web99::start(c, &site.docroot).map_err(|source| Error::Web99 {
+                path: c.state_dir.clone(),
+                source,
+            })?,
+        ),
+        _ => None,
+    };
+    let mut error_pages: Vec<(u16, Box<[u8]>)> = (site.error_pages.iter())
+        .map(|(status, path)| (*status, path.as_bytes().into()))
+        .collect();
+    error_pages.sort();
+    Ok(VirtualHost {
+        index,
+        docroot,
+        docroot_path: site.docroot.clone(),
+        web99,
+        cgi: site.cgi.clone(),
+        error_pages: error_pages.into_boxed_slice(),
+        autoindex: site.autoindex,
+    })
 }
 
 /// Once a second: move the cached dates on and hand the access-log buffer over.

@@ -45,12 +45,74 @@ use crate::server::Shared;
 /// The protocol offered by ALPN: HTTP/1.1 only (HTTP/1.0 clients send no ALPN).
 pub(crate) const ALPN: &[&[u8]] = &[b"http/1.1"];
 
-/// A TLS listener in one worker: its configuration and the worker's handshake
+/// A TLS listener in one worker: its configurations and the worker's handshake
 /// slots (shared by the worker's TLS listeners).
 #[derive(Debug, Clone)]
 pub(crate) struct Acceptor {
-    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) configs: Arc<Configs>,
     pub(crate) handshakes: Arc<Semaphore>,
+}
+
+/// An HTTPS listener's TLS configurations: one per site with certificates of
+/// its own, and the listener's, for the sites without. The ClientHello's SNI
+/// name picks the site ([`crate::vhost::Names`], as a `Host` would), and the
+/// site its configuration; no SNI, or a name no site has, picks the default
+/// site. Each configuration chooses among its own certificates by SNI again.
+#[derive(Debug)]
+pub(crate) struct Configs {
+    /// Per site: its own configuration, or `None` for the listener's.
+    by_site: Box<[Option<Arc<ServerConfig>>]>,
+    /// The listener's certificates; without them, the default site's.
+    listener: Arc<ServerConfig>,
+}
+
+/// Per site, its own TLS configuration (`None`: the listener's).
+pub(crate) type SiteConfigs = Vec<Option<Arc<ServerConfig>>>;
+
+/// Builds the TLS configuration of every site with certificates, once for all
+/// listeners; the error names the site (its index) whose files are wrong.
+pub(crate) fn site_configs(
+    sites: &[crate::config::SiteConfig],
+) -> Result<SiteConfigs, (usize, Vec<stoa_netkit::tls::Error>)> {
+    sites
+        .iter()
+        .enumerate()
+        .map(|(i, site)| {
+            if site.tls.is_empty() {
+                return Ok(None);
+            }
+            stoa_netkit::tls::server_config(&site.tls, ALPN)
+                .map(Some)
+                .map_err(|e| (i, e))
+        })
+        .collect()
+}
+
+impl Configs {
+    /// A listener with certificates `certs` (may be empty when the default site
+    /// has its own) over the sites' configurations.
+    pub(crate) fn new(
+        certs: &[stoa_netkit::tls::CertKeyFiles],
+        by_site: &[Option<Arc<ServerConfig>>],
+        default: usize,
+    ) -> Result<Configs, Vec<stoa_netkit::tls::Error>> {
+        let listener = match by_site.get(default).cloned().flatten() {
+            Some(default) if certs.is_empty() => default,
+            _ => stoa_netkit::tls::server_config(certs, ALPN)?,
+        };
+        Ok(Configs {
+            by_site: by_site.into(),
+            listener,
+        })
+    }
+
+    /// The configuration for a client whose SNI picked `site`.
+    fn for_site(&self, site: usize) -> Arc<ServerConfig> {
+        match self.by_site.get(site) {
+            Some(Some(config)) => Arc::clone(config),
+            _ => Arc::clone(&self.listener),
+        }
+    }
 }
 
 /// Longest ClientHello read before it is complete. A real one is 0.2 to 2 KiB
@@ -75,21 +137,35 @@ pub(crate) async fn serve(
         // No slot while the client is still sending its ClientHello: a client that
         // stalls there must not make complete ones wait (issue 21).
         let hello = client_hello(&stream).await?;
+        // The site the client's SNI names: its certificate, and the site the
+        // connection's requests must be for (421 otherwise).
+        let sni = hello.client_hello().server_name().map(|name| {
+            let site = shared.names.find(Some(name.as_bytes()));
+            u32::try_from(site).unwrap_or(u32::MAX)
+        });
+        let config = acceptor
+            .configs
+            .for_site(sni.map_or(shared.names.default_site(), |s| s as usize));
         let slot = acceptor
             .handshakes
             .acquire_owned()
             .await
             .map_err(io::Error::other)?;
-        handshake(&stream, hello, acceptor.config, slot).await
+        handshake(&stream, hello, config, slot)
+            .await
+            .map(|session| (session, sni))
     })
     .await;
     let outcome = match &shaken {
-        Ok(Ok(session)) => Handshake::of(&session.conn),
+        Ok(Ok((session, _))) => Handshake::of(&session.conn),
         _ => Handshake::Failed,
     };
     stoa_netkit::metrics::record_handshake(outcome);
     match shaken {
-        Ok(Ok(session)) => conn::serve(stream, origin, shared, permit, Some(session)).await,
+        Ok(Ok((session, sni))) => {
+            let origin = Origin { sni, ..origin };
+            conn::serve(stream, origin, shared, permit, Some(session)).await;
+        }
         Ok(Err(e)) => tracing::debug!("{}: TLS handshake failed: {e}", origin.peer),
         Err(_) => tracing::debug!("{}: TLS handshake timed out", origin.peer),
     }

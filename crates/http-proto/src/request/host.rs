@@ -5,15 +5,34 @@
 //! answer 400 to a Host it cannot parse: a value with userinfo (`user:pw@host`), a
 //! space, a path (`a/../b`) or a port that is not a number would otherwise reach
 //! the access log, CGI's `SERVER_NAME` and anything else that trusts it.
+//!
+//! [`authority`] is the name a request is for, which a server with several sites
+//! chooses the site by: the absolute-form target's authority when there is one
+//! (RFC 9112 §3.2.2: it overrides `Host`), else `Host`, without the port.
 
 use std::net::Ipv6Addr;
+
+use crate::{Error, RequestHead};
+
+/// Longest `Host` value accepted: a host of 255 bytes (a DNS name is at most
+/// 253; IP literals are far shorter), a colon and a 5-digit port.
+pub const MAX_HOST: usize = 255 + 6;
 
 /// Whether `value` (already trimmed of OWS) is `uri-host [ ":" port ]`.
 ///
 /// The empty value is valid: RFC 9110 §7.2 has a client send it when the target
 /// URI has no authority. An IPv4 address is a reg-name syntactically, so it needs
 /// no rule of its own.
-pub(crate) fn is_valid_host(value: &[u8]) -> bool {
+pub fn is_valid_host(value: &[u8]) -> bool {
+    valid_host(value)
+}
+
+/// [`is_valid_host`], inlined into the parser (every request has a `Host`).
+#[inline(always)]
+pub(crate) fn valid_host(value: &[u8]) -> bool {
+    if value.len() > MAX_HOST {
+        return false;
+    }
     let (host, port) = if value.first() == Some(&b'[') {
         let Some(close) = memchr::memchr(b']', value) else {
             return false;
@@ -36,7 +55,61 @@ pub(crate) fn is_valid_host(value: &[u8]) -> bool {
     is_reg_name(host) && port.iter().all(u8::is_ascii_digit)
 }
 
-/// `reg-name = *( unreserved / pct-encoded / sub-delims )`.
+/// The host of a valid `Host` value without its port: `example.com` of
+/// `example.com:8080`, `[::1]` of `[::1]:8080`.
+pub fn without_port(value: &[u8]) -> &[u8] {
+    let colon = if value.first() == Some(&b'[') {
+        memchr::memchr(b']', value)
+            .and_then(|close| (value.get(close + 1) == Some(&b':')).then_some(close + 1))
+    } else {
+        memchr::memchr(b':', value)
+    };
+    colon.map_or(value, |c| &value[..c])
+}
+
+/// The host the request is for, without the port: the authority of an
+/// absolute-form target (`GET http://example.com/ HTTP/1.1`), which RFC 9112
+/// §3.2.2 puts before `Host`, else the `Host` field (which [`crate::parse_request`]
+/// has checked); `None` when there is neither (HTTP/1.0) or it is empty. An
+/// absolute-form authority that is not `uri-host [ ":" port ]` (userinfo, say)
+/// is [`Error::BadHost`]. Only a server choosing among sites asks, so the parser
+/// keeps nothing for it: `Host` is found again here.
+pub fn authority<'b>(head: &RequestHead<'b, '_>) -> Result<Option<&'b [u8]>, Error> {
+    let value = match absolute_authority(head.target) {
+        Some(a) if is_valid_host(a) => a,
+        Some(_) => return Err(Error::BadHost),
+        None => {
+            let host = head
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("host"));
+            match host {
+                Some(h) => super::trim(h.value),
+                None => return Ok(None),
+            }
+        }
+    };
+    let host = without_port(value);
+    Ok((!host.is_empty()).then_some(host))
+}
+
+/// The authority of an absolute-form target: what follows `http://` or
+/// `https://` up to the path, query or end.
+fn absolute_authority(target: &[u8]) -> Option<&[u8]> {
+    if target.first() == Some(&b'/') {
+        return None;
+    }
+    let rest = [&b"http://"[..], b"https://"].iter().find_map(|scheme| {
+        let n = scheme.len();
+        (target.len() >= n && target[..n].eq_ignore_ascii_case(scheme)).then(|| &target[n..])
+    })?;
+    let end = memchr::memchr3(b'/', b'?', b'#', rest).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// `reg-name = *( unreserved / pct-encoded / sub-delims )`. Inlined into the
+/// parser, as it was before [`is_valid_host`] had a caller outside it.
+#[inline(always)]
 fn is_reg_name(name: &[u8]) -> bool {
     let mut i = 0;
     while i < name.len() {
@@ -97,4 +170,84 @@ fn is_sub_delim(b: u8) -> bool {
         b,
         b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'='
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{authority, is_valid_host, without_port};
+    use crate::request::{header_storage, parse_request};
+    use crate::{Error, Limits, Status};
+
+    #[test]
+    fn valid_and_invalid_hosts() {
+        for ok in [
+            &b"example.com"[..],
+            b"EXAMPLE.com:8080",
+            b"127.0.0.1",
+            b"[::1]",
+            b"[::1]:443",
+            b"[v1.x]",
+            b"",
+            b"a-b.c_d~",
+        ] {
+            assert!(is_valid_host(ok), "{:?}", String::from_utf8_lossy(ok));
+        }
+        let long = vec![b'a'; 262];
+        for bad in [
+            &b"user@example.com"[..],
+            b"a b",
+            b"a/b",
+            b"a:b",
+            b"[::1",
+            b"[::g]",
+            b"[::1]x",
+            b"a\x01",
+            &long,
+        ] {
+            assert!(!is_valid_host(bad), "{:?}", String::from_utf8_lossy(bad));
+        }
+        assert!(is_valid_host(&long[..261]));
+        assert!(is_valid_host(b"a:123456"), "a port is digits (RFC 3986)");
+    }
+
+    #[test]
+    fn port_is_dropped() {
+        assert_eq!(without_port(b"a.example:80"), b"a.example");
+        assert_eq!(without_port(b"a.example"), b"a.example");
+        assert_eq!(without_port(b"[::1]:8080"), b"[::1]");
+        assert_eq!(without_port(b"[::1]"), b"[::1]");
+    }
+
+    fn authority_of(raw: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let mut storage = header_storage();
+        let Ok(Status::Complete(head)) = parse_request(raw, &mut storage, &Limits::default())
+        else {
+            panic!("unparsed: {:?}", String::from_utf8_lossy(raw));
+        };
+        authority(&head).map(|a| a.map(<[u8]>::to_vec))
+    }
+
+    #[test]
+    fn authority_from_host_or_absolute_form() {
+        let a =
+            |raw: &[u8]| authority_of(raw).map(|o| o.map(|v| String::from_utf8(v).expect("utf-8")));
+        assert_eq!(
+            a(b"GET / HTTP/1.1\r\nHost: A.example:81\r\n\r\n"),
+            Ok(Some("A.example".into()))
+        );
+        assert_eq!(a(b"GET / HTTP/1.0\r\n\r\n"), Ok(None));
+        assert_eq!(a(b"GET / HTTP/1.1\r\nHost:\r\n\r\n"), Ok(None));
+        assert_eq!(
+            a(b"GET http://b.example:8080/x HTTP/1.1\r\nHost: a.example\r\n\r\n"),
+            Ok(Some("b.example".into()))
+        );
+        assert_eq!(
+            a(b"GET HTTPS://[::1]?q HTTP/1.1\r\nHost: a.example\r\n\r\n"),
+            Ok(Some("[::1]".into()))
+        );
+        assert_eq!(
+            a(b"GET http://u@b.example/ HTTP/1.1\r\nHost: a.example\r\n\r\n"),
+            Err(Error::BadHost)
+        );
+    }
 }

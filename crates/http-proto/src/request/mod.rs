@@ -17,7 +17,7 @@ use std::mem::MaybeUninit;
 
 use crate::Error;
 
-mod host;
+pub mod host;
 
 /// One header field, borrowed from the input buffer.
 pub type Header<'b> = httparse::Header<'b>;
@@ -334,7 +334,7 @@ impl<'b> Fields<'b> {
             }
             let name = h.name.as_bytes();
             if name.eq_ignore_ascii_case(b"host") {
-                if !host::is_valid_host(trim(h.value)) {
+                if !host::valid_host(trim(h.value)) {
                     return Err(Error::BadHost);
                 }
                 f.hosts += 1;

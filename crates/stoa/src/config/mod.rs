@@ -36,6 +36,7 @@ mod pop3_proxy;
 pub(crate) mod print;
 mod process;
 mod report;
+mod site;
 mod smtp;
 mod units;
 
@@ -301,12 +302,13 @@ fn read_config(
     match text {
         Ok(text) => match text.parse::<Table>() {
             Ok(table) => {
-                file.web = ["web", "listener", "web99", "cgi"]
+                file.web = ["web", "listener", "web99", "cgi", "site"]
                     .iter()
                     .any(|k| table.contains_key(*k));
                 read_file(&table, web, docroot, r);
                 read_web99(&table, web, default_web99_state, r);
                 read_cgi(&table, web, r);
+                web.sites = site::read(&table, path.parent(), r);
                 file.smtp = smtp::read_table(&table, path.parent(), r);
                 file.pop3 = pop3::read_table(&table, path.parent(), r);
                 file.lmtp = lmtp::read_table(&table, path.parent(), r);
@@ -424,6 +426,17 @@ fn finish_web(
     default_web99_state: &Path,
     report: &mut Report,
 ) -> stoa_web::Config {
+    if !web.sites.is_empty() {
+        finish_sites(
+            args,
+            &mut web,
+            docroot.as_deref(),
+            default_web99_state,
+            report,
+        );
+        validate(&web, report);
+        return web;
+    }
     if let Some(dir) = &args.cgi_dir {
         let cgi = web.cgi.get_or_insert_with(CgiConfig::new);
         cgi.mounts.retain(|m| m.prefix != "/cgi-bin/");
@@ -457,6 +470,56 @@ fn finish_web(
     web
 }
 
+/// The flags and tables that name the one implicit site's settings, checked
+/// against `[[site]]`s: each site has its own document root and CGI mounts, and
+/// says itself whether it serves the dynamic API.
+fn finish_sites(
+    args: &ServeArgs,
+    web: &mut stoa_web::Config,
+    docroot: Option<&Path>,
+    default_web99_state: &Path,
+    report: &mut Report,
+) {
+    if docroot.is_some() {
+        report.errors.push(
+            "web.docroot (or --docroot) and [[site]]: give each site its docroot; \
+             the site for unknown names is the one with default = true"
+                .into(),
+        );
+    }
+    if args.cgi_dir.is_some() || web.cgi.as_ref().is_some_and(|c| !c.mounts.is_empty()) {
+        report.errors.push(
+            "cgi.mounts (or --cgi-dir) and [[site]]: mount CGI directories in the sites \
+             (cgi = { \"/cgi-bin/\" = \"DIR\" }); [cgi] keeps the limits"
+                .into(),
+        );
+    }
+    let wants_web99 = web.sites.iter().any(|s| s.web99);
+    if wants_web99 || args.web99_state.is_some() {
+        let config = web
+            .web99
+            .get_or_insert_with(|| Web99Config::new(default_web99_state.to_owned()));
+        if let Some(dir) = &args.web99_state {
+            config.state_dir = dir.clone();
+        }
+    }
+    if !wants_web99 && (web.web99.is_some() || args.web99) {
+        report.errors.push(
+            "[web99] (or --web99) and [[site]]: set web99 = true in the site that serves \
+             the dynamic API"
+                .into(),
+        );
+    }
+    if web.listen.is_empty() && web.tls_listen.is_empty() {
+        web.listen.push(
+            DEFAULT_LISTEN
+                .parse()
+                .expect("invariant: valid default address"),
+        );
+    }
+    site::check(&web.sites, report);
+}
+
 /// The keys of `[web]`.
 const WEB_KEYS: &[&str] = &[
     "docroot",
@@ -483,6 +546,7 @@ fn read_file(
             "web",
             "web99",
             "cgi",
+            "site",
             "smtp",
             "pop3",
             "pop3_proxy",
@@ -769,13 +833,13 @@ fn read_cgi(table: &Table, web: &mut stoa_web::Config, r: &mut Report) {
     r.size(t, P, "max_output", &mut cgi.max_output);
     r.size(t, P, "max_body", &mut cgi.max_body);
     if let Some(mounts) = r.table(t, P, "mounts") {
-        read_cgi_mounts(mounts, &mut cgi.mounts, r);
+        read_cgi_mounts(mounts, "cgi.mounts", &mut cgi.mounts, r);
     }
     web.cgi = Some(cgi);
 }
 
-/// `[cgi.mounts]`: URL prefix = directory.
-fn read_cgi_mounts(mounts: &Table, into: &mut Vec<CgiMount>, r: &mut Report) {
+/// `[cgi.mounts]` (or a site's `cgi`, named `path`): URL prefix = directory.
+fn read_cgi_mounts(mounts: &Table, path: &str, into: &mut Vec<CgiMount>, r: &mut Report) {
     for (prefix, dir) in mounts {
         match dir.as_str() {
             Some(dir) if prefix.starts_with('/') && prefix.ends_with('/') => into.push(CgiMount {
@@ -784,10 +848,10 @@ fn read_cgi_mounts(mounts: &Table, into: &mut Vec<CgiMount>, r: &mut Report) {
             }),
             Some(_) => r
                 .errors
-                .push(format!("cgi.mounts: {prefix:?} must start and end with /")),
+                .push(format!("{path}: {prefix:?} must start and end with /")),
             None => r
                 .errors
-                .push(format!("cgi.mounts.{prefix}: expected a directory path")),
+                .push(format!("{path}.{prefix}: expected a directory path")),
         }
     }
 }
@@ -911,7 +975,8 @@ fn cert_pairs(args: &ServeArgs) -> Vec<CertKeyFiles> {
 /// problem on its own line: which file, and what is wrong with it.
 fn check_certs(web: &stoa_web::Config, r: &mut Report) {
     let mut seen: Vec<&CertKeyFiles> = Vec::new();
-    for pair in web.tls_listen.iter().flat_map(|l| &l.certs) {
+    let sites = web.sites.iter().flat_map(|s| &s.tls);
+    for pair in web.tls_listen.iter().flat_map(|l| &l.certs).chain(sites) {
         if seen.contains(&pair) {
             continue;
         }
@@ -953,9 +1018,13 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
             &format!("CGI directory {}: not a directory", m.dir.display()),
         );
     }
+    let web99_root = match web.sites.iter().find(|s| s.web99) {
+        Some(site) => &site.docroot,
+        None => &web.docroot,
+    };
     if let Some(w) = &web.web99 {
         r.check(
-            !state_in_docroot(&w.state_dir, &web.docroot),
+            !state_in_docroot(&w.state_dir, web99_root),
             &format!(
                 "web99 state directory {} is inside the document root: it would be served",
                 w.state_dir.display()

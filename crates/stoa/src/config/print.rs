@@ -83,7 +83,11 @@ fn top_level(doc: &mut Doc, loaded: &Loaded) {
 
 fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
     doc.table("web");
-    doc.set("docroot", path(&web.docroot));
+    if web.sites.is_empty() {
+        doc.set("docroot", path(&web.docroot));
+    } else {
+        doc.comment("docroot: in each [[site]]");
+    }
     doc.set("workers", int(web.workers));
     doc.set(
         "runtime",
@@ -163,14 +167,44 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
         doc.set("max_processes", int(cgi.max_processes));
         doc.set("max_output", size(cgi.max_output));
         doc.set("max_body", size(cgi.max_body));
-        doc.table("cgi.mounts");
-        if cgi.mounts.is_empty() {
-            doc.comment("none");
-        }
-        for m in &cgi.mounts {
-            doc.set(&Value::from(m.prefix.as_str()).to_string(), path(&m.dir));
+        if web.sites.is_empty() {
+            doc.table("cgi.mounts");
+            if cgi.mounts.is_empty() {
+                doc.comment("none");
+            }
+            for m in &cgi.mounts {
+                doc.set(&Value::from(m.prefix.as_str()).to_string(), path(&m.dir));
+            }
         }
     }
+    for site in &web.sites {
+        site_section(doc, site);
+    }
+}
+
+/// One `[[site]]`.
+fn site_section(doc: &mut Doc, site: &stoa_web::config::SiteConfig) {
+    doc.array_table("site");
+    doc.set("names", strings(&site.names));
+    doc.set("default", site.default);
+    doc.set("docroot", path(&site.docroot));
+    if site.tls.is_empty() {
+        doc.comment("tls: none (the HTTPS listeners' certificates)");
+    } else {
+        doc.set("tls", certs(&site.tls));
+    }
+    doc.set("web99", site.web99);
+    let mut cgi = toml::Table::new();
+    for m in &site.cgi {
+        cgi.insert(m.prefix.clone(), path(&m.dir));
+    }
+    doc.set("cgi", Value::Table(cgi));
+    let mut pages = toml::Table::new();
+    for (status, page) in &site.error_pages {
+        pages.insert(status.to_string(), Value::from(page.as_str()));
+    }
+    doc.set("error_pages", Value::Table(pages));
+    doc.set("autoindex", site.autoindex);
 }
 
 fn smtp_section(doc: &mut Doc, c: &stoa_smtp::Config) {

@@ -854,3 +854,67 @@ fn metrics_unknown_keys_and_public_addresses_are_warned_of() {
         );
     }
 }
+
+#[test]
+fn sites_are_read_with_their_keys() {
+    let root = tmp_docroot();
+    let file = format!(
+        "[[site]]\nnames = [\"A.example\", \"*.b.example\"]\ndocroot = \"{root}\"\n\
+         error_pages = {{ 404 = \"/errors/404.html\", 503 = \"/e/503.html\" }}\n\
+         autoindex = true\ncgi = {{ \"/cgi-bin/\" = \"{root}\" }}\n\n\
+         [[site]]\nnames = [\"127.0.0.1\", \"[::1]\"]\ndocroot = \"{root}\"\ndefault = true\n\
+         web99 = true\n"
+    );
+    let web = load_with(Some(&file), ServeArgs::default())
+        .expect("valid")
+        .web;
+    assert_eq!(web.sites.len(), 2);
+    let (a, b) = (&web.sites[0], &web.sites[1]);
+    assert_eq!(a.names, ["a.example", "*.b.example"]);
+    assert_eq!(
+        a.error_pages,
+        [
+            (404, "/errors/404.html".into()),
+            (503, "/e/503.html".into())
+        ]
+    );
+    assert!(a.autoindex && !a.default && !a.web99);
+    assert_eq!(a.cgi.len(), 1);
+    assert!(b.default && b.web99 && !b.autoindex);
+    // The dynamic API's settings are the defaults, for the site that serves it.
+    assert!(web.web99.is_some());
+    assert_eq!(web.listen.len(), 1, "the default listener");
+}
+
+#[test]
+fn site_mistakes_are_named() {
+    let root = tmp_docroot();
+    let file = format!(
+        "[web]\ndocroot = \"{root}\"\n[cgi.mounts]\n\"/cgi-bin/\" = \"{root}\"\n[web99]\n\n\
+         [[site]]\nnames = [\"a.example:8080\", \"a.*.example\", \"*\", \"x y\"]\n\
+         error_pages = {{ 301 = \"/x\", 404 = \"errors/404.html\", 500 = 5 }}\nautoindex = \"yes\"\n\n\
+         [[site]]\nnames = [\"b.example\"]\ndocroot = \"{root}\"\n\n\
+         [[site]]\nnames = [\"B.example.\"]\ndocroot = \"{root}\"\nbogus = 1\n"
+    );
+    let errors = load_with(Some(&file), ServeArgs::default()).expect_err("invalid");
+    for want in [
+        "site[0].docroot: missing",
+        "site[0].names: \"a.example:8080\" is not a host name",
+        "site[0].names: \"a.*.example\" is not a host name",
+        "site[0].names: \"*\" is not a host name",
+        "site[0].names: \"x y\" is not a host name",
+        "site[0].error_pages.301: not an error status (400 to 599)",
+        "site[0].error_pages.404: \"errors/404.html\" is not a path",
+        "site[0].error_pages.500: expected a path, found 5",
+        "site[0].autoindex: expected true or false, found \"yes\"",
+        "site[2].names: \"b.example\" is already a name of site[1]",
+        "web.docroot (or --docroot) and [[site]]",
+        "cgi.mounts (or --cgi-dir) and [[site]]",
+        "[web99] (or --web99) and [[site]]",
+    ] {
+        assert!(
+            errors.iter().any(|e| e.contains(want)),
+            "missing {want:?} in {errors:#?}"
+        );
+    }
+}

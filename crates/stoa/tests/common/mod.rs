@@ -158,6 +158,18 @@ impl ServerBuilder {
         }
     }
 
+    /// `stoa serve --config <config>`: the listeners (and sites) come from the
+    /// file; one readiness line is awaited.
+    pub(crate) fn config(config: &Path) -> ServerBuilder {
+        ServerBuilder {
+            default_listen: false,
+            prefix: Vec::new(),
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_stoa")),
+            args: vec!["serve".into(), "--config".into(), config.into()],
+            envs: Vec::new(),
+        }
+    }
+
     /// Appends command-line arguments.
     pub(crate) fn args<I, S>(mut self, args: I) -> ServerBuilder
     where

@@ -36,9 +36,11 @@ pub(crate) enum Kind {
     Directory,
     /// Nothing there, or outside the root.
     NotFound,
-    /// There, but not servable: no permission, not a regular file, a directory
-    /// without an index.
+    /// There, but not servable: no permission, not a regular file.
     Forbidden,
+    /// A directory (named with its trailing slash) without `index.html`: 403,
+    /// or its listing where the site has `autoindex`.
+    NoIndex,
     /// The server could not look (descriptor table full, I/O error).
     Unavailable,
 }
@@ -97,12 +99,18 @@ impl Entry {
     }
 }
 
-/// One worker's cache.
+/// One worker's cache, for every site of its server: one LRU under one bound on
+/// entries and bytes, keyed by (site, path). Site 0's key is the path itself
+/// (a decoded path starts with `/`), so a server with one site looks up exactly
+/// as before sites existed; another site's key is a zero byte, the site's
+/// number and the path, built in a buffer the cache keeps.
 #[derive(Debug)]
 pub(crate) struct FileCache {
     entries: LruCache<Box<[u8]>, Entry>,
     memory: usize,
     config: CacheConfig,
+    /// The key of a lookup for a site other than the first.
+    key: Vec<u8>,
 }
 
 impl FileCache {
@@ -111,26 +119,58 @@ impl FileCache {
             entries: LruCache::unbounded(),
             memory: 0,
             config,
+            key: Vec::new(),
         }
     }
 
-    /// Resolves `path` (normalised, starting with `/`) beneath `root`.
-    pub(crate) fn lookup(&mut self, root: &OwnedFd, path: &[u8], now: Instant) -> &Entry {
-        let stale = match self.entries.get(path) {
-            Some(e) => now.duration_since(e.checked) >= self.config.revalidate,
-            None => true,
-        };
-        if stale {
-            self.refresh(root, path, now);
+    /// Resolves `path` (normalised, starting with `/`) beneath `root`, site
+    /// `site`'s document root.
+    #[inline]
+    pub(crate) fn lookup(
+        &mut self,
+        site: usize,
+        root: &OwnedFd,
+        path: &[u8],
+        now: Instant,
+    ) -> &Entry {
+        if site != 0 {
+            return self.lookup_other(site, root, path, now);
+        }
+        if self.is_stale(path, now) {
+            self.refresh(path, root, path, now);
         }
         self.entries
             .get(path)
             .expect("invariant: refresh leaves an entry for the path")
     }
 
-    fn refresh(&mut self, root: &OwnedFd, path: &[u8], now: Instant) {
+    /// [`FileCache::lookup`] for a site other than the first.
+    #[inline(never)]
+    fn lookup_other(&mut self, site: usize, root: &OwnedFd, path: &[u8], now: Instant) -> &Entry {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.push(0);
+        key.extend_from_slice(&u32::try_from(site).unwrap_or(u32::MAX).to_le_bytes());
+        key.extend_from_slice(path);
+        if self.is_stale(&key, now) {
+            self.refresh(&key, root, path, now);
+        }
+        self.key = key;
+        self.entries
+            .get(self.key.as_slice())
+            .expect("invariant: refresh leaves an entry for the key")
+    }
+
+    fn is_stale(&mut self, key: &[u8], now: Instant) -> bool {
+        match self.entries.get(key) {
+            Some(e) => now.duration_since(e.checked) >= self.config.revalidate,
+            None => true,
+        }
+    }
+
+    fn refresh(&mut self, key: &[u8], root: &OwnedFd, path: &[u8], now: Instant) {
         let (opened, identity) = open(root, path);
-        if let Some(old) = self.entries.get_mut(path)
+        if let Some(old) = self.entries.get_mut(key)
             && old.identity.is_some()
             && old.identity == identity
         {
@@ -148,7 +188,7 @@ impl FileCache {
             checked: now,
         };
         self.memory += entry.memory();
-        if let Some(old) = self.entries.put(path.into(), entry) {
+        if let Some(old) = self.entries.put(key.into(), entry) {
             self.memory -= old.memory();
         }
         self.evict();
@@ -237,7 +277,7 @@ const RESOLVE: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGIC
 /// Set once `openat2` has failed with `ENOSYS` (Linux before 5.6, or valgrind).
 static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
-fn open_beneath(root: &OwnedFd, rel: &[u8]) -> Result<(OwnedFd, Stat), Errno> {
+pub(crate) fn open_beneath(root: &OwnedFd, rel: &[u8]) -> Result<(OwnedFd, Stat), Errno> {
     let fd = if NO_OPENAT2.load(Ordering::Relaxed) {
         open_without_symlinks(root, rel)?
     } else {
@@ -289,7 +329,7 @@ fn open(root: &OwnedFd, path: &[u8]) -> (Opened, Option<Identity>) {
                 // No index: 403 if the directory exists (nginx), 404 if not.
                 let dir = if rel.is_empty() { &b"."[..] } else { rel };
                 return match open_beneath(root, dir) {
-                    Ok(_) => (Opened::Other(Kind::Forbidden), None),
+                    Ok(_) => (Opened::Other(Kind::NoIndex), None),
                     Err(e) => (Opened::Other(kind_of_error(e, path)), None),
                 };
             }

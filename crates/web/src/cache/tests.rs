@@ -45,7 +45,7 @@ fn kind_name(kind: &Kind) -> String {
         Kind::File(f) => format!("file {} bytes, in memory: {}", f.len, f.content.is_some()),
         Kind::Directory => "directory".into(),
         Kind::NotFound => "not found".into(),
-        Kind::Forbidden => "forbidden".into(),
+        Kind::Forbidden | Kind::NoIndex => "forbidden".into(),
         Kind::Unavailable => "unavailable".into(),
     }
 }
@@ -71,7 +71,7 @@ fn resolution() {
         ("/fifo", "forbidden"),
     ];
     for (path, want) in cases {
-        let got = kind_name(&c.lookup(&r.fd, path.as_bytes(), now).kind);
+        let got = kind_name(&c.lookup(0, &r.fd, path.as_bytes(), now).kind);
         assert_eq!(got, want, "{path}");
     }
     drop(r.dir);
@@ -81,7 +81,7 @@ fn resolution() {
 fn headers_and_tags() {
     let r = root();
     let mut c = cache(Duration::from_secs(1));
-    let Kind::File(f) = &c.lookup(&r.fd, b"/a.txt", Instant::now()).kind else {
+    let Kind::File(f) = &c.lookup(0, &r.fd, b"/a.txt", Instant::now()).kind else {
         panic!("file expected");
     };
     let lines = String::from_utf8(f.header_lines.to_vec()).expect("ascii");
@@ -95,7 +95,7 @@ fn headers_and_tags() {
     );
     assert!(lines.ends_with("Accept-Ranges: bytes\r\n"), "{lines}");
     assert_eq!(content_type(b"/x/y.html"), "text/html");
-    let Kind::File(index) = &c.lookup(&r.fd, b"/sub/", Instant::now()).kind else {
+    let Kind::File(index) = &c.lookup(0, &r.fd, b"/sub/", Instant::now()).kind else {
         panic!("index expected");
     };
     assert!(
@@ -116,7 +116,7 @@ fn changes_are_seen_after_revalidation() {
     let path = r.dir.path().join("www/a.txt");
     let mut c = cache(Duration::ZERO);
     let t0 = Instant::now();
-    let first = match &c.lookup(&r.fd, b"/a.txt", t0).kind {
+    let first = match &c.lookup(0, &r.fd, b"/a.txt", t0).kind {
         Kind::File(f) => f.content.clone(),
         _ => None,
     };
@@ -125,13 +125,16 @@ fn changes_are_seen_after_revalidation() {
     let tmp = r.dir.path().join("www/a.txt.new");
     std::fs::write(&tmp, b"hello, world").expect("write");
     std::fs::rename(&tmp, &path).expect("rename");
-    let second = match &c.lookup(&r.fd, b"/a.txt", t0).kind {
+    let second = match &c.lookup(0, &r.fd, b"/a.txt", t0).kind {
         Kind::File(f) => f.content.clone(),
         _ => None,
     };
     assert_eq!(second.as_deref(), Some(&b"hello, world"[..]));
     std::fs::remove_file(&path).expect("rm");
-    assert_eq!(kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind), "not found");
+    assert_eq!(
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", t0).kind),
+        "not found"
+    );
 }
 
 #[test]
@@ -140,12 +143,12 @@ fn trusted_within_the_revalidation_interval() {
     let mut c = cache(Duration::from_secs(3600));
     let t0 = Instant::now();
     assert_eq!(
-        kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind),
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", t0).kind),
         "file 5 bytes, in memory: true"
     );
     std::fs::remove_file(r.dir.path().join("www/a.txt")).expect("rm");
     assert_eq!(
-        kind_name(&c.lookup(&r.fd, b"/a.txt", t0).kind),
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", t0).kind),
         "file 5 bytes, in memory: true"
     );
 }
@@ -163,9 +166,46 @@ fn bounded_by_entries_and_memory() {
     });
     let now = Instant::now();
     for i in 0..20 {
-        c.lookup(&r.fd, format!("/f{i}").as_bytes(), now);
+        c.lookup(0, &r.fd, format!("/f{i}").as_bytes(), now);
         assert!(c.entries.len() <= 5);
         assert!(c.memory <= 3500, "{}", c.memory);
+    }
+    let in_memory: usize = c.entries.iter().map(|(_, e)| e.memory()).sum();
+    assert_eq!(in_memory, c.memory);
+}
+
+#[test]
+fn sites_share_one_bound() {
+    let (a, b) = (root(), root());
+    std::fs::write(b.dir.path().join("www/a.txt"), b"site b's a.txt").expect("write");
+    for i in 0..20 {
+        std::fs::write(a.dir.path().join(format!("www/f{i}")), vec![b'x'; 1000]).expect("write");
+        std::fs::write(b.dir.path().join(format!("www/f{i}")), vec![b'x'; 1000]).expect("write");
+    }
+    let mut c = FileCache::new(CacheConfig {
+        max_entries: 6,
+        memory_budget: 4500,
+        ..CacheConfig::default()
+    });
+    let now = Instant::now();
+    // The same path in two sites is two entries, each from its own root.
+    let len = |c: &mut FileCache, site: usize, r: &Root| match &c
+        .lookup(site, &r.fd, b"/a.txt", now)
+        .kind
+    {
+        Kind::File(f) => f.len,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(len(&mut c, 0, &a), 5);
+    assert_eq!(len(&mut c, 3, &b), 14);
+    assert_eq!(len(&mut c, 0, &a), 5);
+    assert_eq!(c.entries.len(), 2);
+    // Every site's entries count against the one bound.
+    for i in 0..20 {
+        let (site, r) = if i % 2 == 0 { (0, &a) } else { (1, &b) };
+        c.lookup(site, &r.fd, format!("/f{i}").as_bytes(), now);
+        assert!(c.entries.len() <= 6);
+        assert!(c.memory <= 4500, "{}", c.memory);
     }
     let in_memory: usize = c.entries.iter().map(|(_, e)| e.memory()).sum();
     assert_eq!(in_memory, c.memory);
@@ -178,7 +218,7 @@ fn unreadable_file_is_forbidden() {
     let path = r.dir.path().join("www/a.txt");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).expect("chmod");
     let mut c = cache(Duration::from_secs(1));
-    let got = kind_name(&c.lookup(&r.fd, b"/a.txt", Instant::now()).kind);
+    let got = kind_name(&c.lookup(0, &r.fd, b"/a.txt", Instant::now()).kind);
     if rustix::process::geteuid().is_root() {
         // Root reads anything (CAP_DAC_OVERRIDE); the end-to-end test runs the
         // server as an unprivileged user to cover this case.

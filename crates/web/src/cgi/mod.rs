@@ -27,7 +27,7 @@ use stoa_http_proto::RequestHead;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Semaphore;
 
-use crate::config::CgiConfig;
+use crate::config::{CgiConfig, CgiMount};
 use crate::output::Output;
 use crate::response::{Reply, SERVER_SOFTWARE};
 
@@ -45,15 +45,15 @@ impl Cgi {
             config: config.clone(),
         }
     }
+}
 
-    /// The mount a decoded request path falls under, and the rest of the path.
-    pub(crate) fn route<'p>(&self, path: &'p [u8]) -> Option<(usize, &'p [u8])> {
-        self.config
-            .mounts
-            .iter()
-            .enumerate()
-            .find_map(|(i, m)| path.strip_prefix(m.prefix.as_bytes()).map(|rest| (i, rest)))
-    }
+/// The mount among a site's `mounts` a decoded request path falls under, and the
+/// rest of the path.
+pub(crate) fn route<'p>(mounts: &[CgiMount], path: &'p [u8]) -> Option<(usize, &'p [u8])> {
+    mounts
+        .iter()
+        .enumerate()
+        .find_map(|(i, m)| path.strip_prefix(m.prefix.as_bytes()).map(|rest| (i, rest)))
 }
 
 /// A script to run, with everything it needs captured from the request.
@@ -76,7 +76,7 @@ pub(crate) struct Call<'a> {
     pub(crate) head: &'a RequestHead<'a, 'a>,
     /// The complete request body.
     pub(crate) body: &'a [u8],
-    /// Index of the mount in [`CgiConfig::mounts`].
+    /// Index of the mount among the site's mounts.
     pub(crate) mount: usize,
     /// The decoded path after the mount's prefix: the script's name, then any
     /// `PATH_INFO`.
@@ -88,8 +88,12 @@ pub(crate) struct Call<'a> {
 /// Prepares a CGI request: finds the script under its mount and builds its
 /// environment (`docroot` is the configured document root path). The script runs
 /// in [`Pending::wait`].
-pub(crate) fn prepare(cgi: &Cgi, docroot: &Path, call: &Call<'_>) -> Result<Script, Refusal> {
-    let m = &cgi.config.mounts[call.mount];
+pub(crate) fn prepare(
+    mounts: &[CgiMount],
+    docroot: &Path,
+    call: &Call<'_>,
+) -> Result<Script, Refusal> {
+    let m = &mounts[call.mount];
     let rest = String::from_utf8_lossy(call.rest).into_owned();
     let (name, path_info) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),

@@ -40,40 +40,104 @@ use crate::output::Output;
 use crate::response::{Refusal, Reply};
 use crate::server::Shared;
 use crate::static_files::{self, Files};
+use crate::vhost::VirtualHost;
 use crate::web99::{self, Web99};
 
 /// The interim response sent to a client waiting for `100 Continue`.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// The server's side of answering: the parts of [`Shared`] that routing and the
-/// handlers' contexts are built from. A view (one pointer) rather than a copy of
-/// the fields, because one is made for every batch of requests.
+/// handlers' contexts are built from, and the site the request is for. A view
+/// (two pointers) rather than a copy of the fields, because one is made for
+/// every batch of requests.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Site<'s> {
     shared: &'s Shared,
+    host: &'s VirtualHost,
 }
 
 impl<'s> Site<'s> {
-    /// The view of a server's shared state.
+    /// The view of a server's shared state, at its default site.
     pub(crate) fn of(shared: &'s Shared) -> Site<'s> {
-        Site { shared }
+        Site {
+            shared,
+            host: shared.default_site(),
+        }
+    }
+
+    /// The site `head` is for, chosen once per request. A server with one site
+    /// has nothing to choose (the common case costs one comparison). With
+    /// several, the absolute-form target's authority or `Host` names it (the
+    /// default site for none or an unknown name); a TLS connection whose SNI
+    /// named another site is refused 421, as its certificate was chosen for
+    /// that one.
+    #[inline]
+    fn select(self, head: &RequestHead<'_, '_>, client: &Client) -> Result<Site<'s>, Refusal> {
+        if self.shared.sites.len() == 1 {
+            return Ok(self);
+        }
+        self.select_among(head, client)
+    }
+
+    #[inline(never)]
+    fn select_among(
+        self,
+        head: &RequestHead<'_, '_>,
+        client: &Client,
+    ) -> Result<Site<'s>, Refusal> {
+        let host = stoa_http_proto::host::authority(head).map_err(|e| {
+            tracing::debug!(
+                "400 for the authority of {:?}: {e}",
+                String::from_utf8_lossy(head.target)
+            );
+            Refusal::new(400, "bad host")
+        })?;
+        let index = self.shared.names.find(host);
+        if let Some(sni) = client.sni
+            && sni as usize != index
+        {
+            return Err(Refusal::new(421, "the TLS server name is for another site"));
+        }
+        Ok(Site {
+            shared: self.shared,
+            host: &self.shared.sites[index],
+        })
     }
 
     pub(crate) fn config(self) -> &'s Config {
         &self.shared.config
     }
 
-    /// The document root, opened once; every file is opened beneath it.
+    /// The site's state: its document root, error pages, listing.
+    pub(crate) fn host(self) -> &'s VirtualHost {
+        self.host
+    }
+
+    /// The site's document root, opened once; every file is opened beneath it.
     pub(crate) fn docroot(self) -> &'s OwnedFd {
-        &self.shared.docroot
+        &self.host.docroot
+    }
+
+    /// The site's index (its part of the file cache).
+    pub(crate) fn index(self) -> usize {
+        self.host.index
     }
 
     pub(crate) fn web99(self) -> Option<&'s Web99> {
-        self.shared.web99.as_ref()
+        self.host.web99.as_ref()
     }
 
+    /// The CGI gateway, when this site mounts scripts.
     pub(crate) fn cgi(self) -> Option<&'s Cgi> {
+        if self.host.cgi.is_empty() {
+            return None;
+        }
         self.shared.cgi.as_ref()
+    }
+
+    /// The site's CGI mounts.
+    pub(crate) fn cgi_mounts(self) -> &'s [crate::config::CgiMount] {
+        &self.host.cgi
     }
 
     /// The access log is on: each request's log text is captured.
@@ -97,6 +161,8 @@ pub(crate) struct Client {
     pub(crate) served: u32,
     /// When the connection was accepted.
     pub(crate) born: Instant,
+    /// The site a TLS client's SNI named, if it sent one.
+    pub(crate) sni: Option<u32>,
 }
 
 /// Everything [`answer`] works with besides the request.
@@ -191,11 +257,16 @@ pub(crate) fn answer(
     resumed: Option<Box<Gathering>>,
     cx: &mut Cx<'_>,
 ) -> Outcome {
+    cx.site = match cx.site.select(head, cx.client) {
+        Ok(site) => site,
+        // No site yet: the built-in page, not the default site's.
+        Err(refusal) => return answer_static(head, Err((refusal, false)), cx),
+    };
     let gathering = match resumed {
         Some(g) => *g,
         None => match route(head, cx.site) {
             Route::File(target) => return answer_static(head, Ok(&target), cx),
-            Route::Refused(refusal) => return answer_static(head, Err(refusal), cx),
+            Route::Refused(refusal) => return answer_static(head, Err((refusal, true)), cx),
             // On the stack: most dynamic requests are complete in their first read.
             Route::Dynamic(dynamic) => Gathering::new(dynamic, head, cx.site),
         },
@@ -203,12 +274,13 @@ pub(crate) fn answer(
     answer_dynamic(head, input, gathering, cx)
 }
 
-/// A file request (or one refused as such): answered at once; its body, if any,
-/// is skipped afterwards.
+/// A file request (or one refused as such, `true` when the site's error pages
+/// apply: not before a site is chosen): answered at once; its body, if any, is
+/// skipped afterwards.
 #[inline]
 fn answer_static(
     head: &RequestHead<'_, '_>,
-    route: Result<&Target<'_>, Refusal>,
+    route: Result<&Target<'_>, (Refusal, bool)>,
     cx: &mut Cx<'_>,
 ) -> Outcome {
     let limits = &cx.site.config().limits;
@@ -221,16 +293,17 @@ fn answer_static(
     };
     let keep_alive = keep_alive(head, skippable, cx);
     let reply = reply(head, keep_alive, cx);
+    let mut files = Files {
+        cache: cx.cache,
+        site: cx.site.host(),
+        now: cx.now,
+    };
     match route {
         Ok(target) => {
-            let mut files = Files {
-                cache: cx.cache,
-                docroot: cx.site.docroot(),
-                now: cx.now,
-            };
             static_files::serve(head, target, &reply, cx.out, &mut files);
         }
-        Err(refusal) => reply.refuse(cx.out, &refusal),
+        Err((refusal, true)) => static_files::refuse(&reply, cx.out, &mut files, &refusal),
+        Err((refusal, false)) => reply.refuse(cx.out, &refusal),
     }
     let then = if !keep_alive {
         Then::Close {
@@ -318,6 +391,7 @@ fn handle_web99(
             .web99()
             .expect("invariant: web99 routes exist only when web99 is on"),
         docroot: cx.site.docroot(),
+        site: cx.site.index(),
         cache: cx.cache,
         peer: cx.client.peer.ip(),
         now: cx.now,
@@ -333,10 +407,6 @@ fn handle_cgi(
     reply: Reply<'_>,
     cx: &mut Cx<'_>,
 ) -> Option<Waiting> {
-    let cgi = cx
-        .site
-        .cgi()
-        .expect("invariant: CGI routes exist only when CGI is on");
     let peer = cx.client.peer;
     let call = cgi::Call {
         head,
@@ -346,7 +416,8 @@ fn handle_cgi(
         local: cx.socket.local_addr().unwrap_or(peer),
         peer,
     };
-    match cgi::prepare(cgi, &cx.site.config().docroot, &call) {
+    let (mounts, docroot) = (cx.site.cgi_mounts(), &cx.site.host().docroot_path);
+    match cgi::prepare(mounts, docroot, &call) {
         Ok(script) => Some(Waiting::Cgi(cgi::Pending::new(reply, script))),
         Err((status, why)) => {
             reply.explained_page(cx.out, status, b"", why);

@@ -39,8 +39,8 @@ pub(crate) fn route<'h>(head: &RequestHead<'h, '_>, site: Site<'_>) -> Route<'h>
         return Route::Dynamic(Dynamic::Web99(web99::Request::parse(head)));
     }
     let target = target::decode(head.target);
-    if let (Some(cgi), Ok(t)) = (site.cgi(), &target)
-        && let Some((mount, rest)) = cgi.route(&t.path)
+    if let (Some(_), Ok(t)) = (site.cgi(), &target)
+        && let Some((mount, rest)) = crate::cgi::route(site.cgi_mounts(), &t.path)
     {
         return Route::Dynamic(Dynamic::Cgi {
             mount,

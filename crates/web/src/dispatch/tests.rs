@@ -10,11 +10,13 @@ use crate::config::{CgiConfig, CgiMount};
 /// Runs `f` on a site with one CGI mount, `/cgi-bin/`, taking bodies up to 64 bytes.
 fn with_site<R>(f: impl FnOnce(Site<'_>) -> R) -> R {
     let mut shared = Shared::for_tests(Config::new(".".into(), vec![]));
+    let mounts = vec![CgiMount {
+        prefix: "/cgi-bin/".into(),
+        dir: "/nonexistent".into(),
+    }];
+    shared.sites[0].cgi = mounts.clone();
     shared.cgi = Some(Cgi::new(&CgiConfig {
-        mounts: vec![CgiMount {
-            prefix: "/cgi-bin/".into(),
-            dir: "/nonexistent".into(),
-        }],
+        mounts,
         max_body: 64,
         ..CgiConfig::default()
     }));

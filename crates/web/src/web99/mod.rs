@@ -185,6 +185,8 @@ pub(crate) struct Context<'a> {
     pub(crate) web99: &'a Web99,
     /// The document root the file set lives in.
     pub(crate) docroot: &'a OwnedFd,
+    /// The site's index in the file cache.
+    pub(crate) site: usize,
     pub(crate) cache: &'a mut FileCache,
     pub(crate) peer: IpAddr,
     pub(crate) now: std::time::Instant,
@@ -338,9 +340,12 @@ fn post(body: &[u8], cookie: request::Cookie, query: &str, ctx: &mut Context<'_>
 /// The wrapper and the file at `path` (beneath the document root).
 fn page(ctx: &mut Context<'_>, path: &str, query: &str) -> Result<Page, (u16, &'static str)> {
     let wrapper = wrapper(ctx, query);
-    let entry = ctx
-        .cache
-        .lookup(ctx.docroot, format!("/{path}").as_bytes(), ctx.now);
+    let entry = ctx.cache.lookup(
+        ctx.site,
+        ctx.docroot,
+        format!("/{path}").as_bytes(),
+        ctx.now,
+    );
     let Kind::File(info) = &entry.kind else {
         return Err((404, "no such file in the file set"));
     };

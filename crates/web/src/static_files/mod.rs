@@ -1,11 +1,18 @@
 //! The static-file handler: GET and HEAD of regular files beneath the document root,
 //! with conditional requests (304), one byte range (206/416), and the directory
-//! rules (`index.html`, 301 to add the slash).
+//! rules (`index.html`, 301 to add the slash, a listing where the site has
+//! `autoindex`).
+//!
+//! A site's error pages replace the built-in status pages of its 403, 404, 503
+//! (and the refusals routing makes, 400 and 405): the page is a file beneath the
+//! site's document root, looked up in the file cache like any other, sent with
+//! the original status and without validators or ranges. A page that is itself
+//! missing (or not a regular file) falls back to the built-in page: an error page
+//! never leads to another.
 //!
 //! The method and the target were checked when the request was routed
 //! ([`crate::dispatch`]): a request here is a GET or HEAD of a decoded path.
 
-use std::os::fd::OwnedFd;
 use std::time::Instant;
 
 use stoa_http_proto::precondition::{ByteRange, if_none_match, if_range, parse_range};
@@ -14,14 +21,18 @@ use stoa_http_proto::{Method, RequestHead};
 
 use crate::cache::{FileCache, FileInfo, Kind};
 use crate::output::{Body, Output};
-use crate::response::Reply;
+use crate::response::{Refusal, Reply};
+use crate::vhost::VirtualHost;
+
+mod listing;
 
 /// What answering a file request needs besides the request.
 pub(crate) struct Files<'a> {
     /// The worker's open-file cache.
     pub(crate) cache: &'a mut FileCache,
-    /// The document root every path is opened beneath.
-    pub(crate) docroot: &'a OwnedFd,
+    /// The site: the document root every path is opened beneath, its error
+    /// pages, whether directories are listed.
+    pub(crate) site: &'a VirtualHost,
     pub(crate) now: Instant,
 }
 
@@ -33,7 +44,8 @@ pub(crate) fn serve(
     out: &mut Output,
     files: &mut Files<'_>,
 ) -> u16 {
-    let entry = files.cache.lookup(files.docroot, &target.path, files.now);
+    let site = files.site;
+    let entry = (files.cache).lookup(site.index, &site.docroot, &target.path, files.now);
     match &entry.kind {
         Kind::File(info) => send_file(head, reply, out, info),
         Kind::Directory => {
@@ -48,15 +60,76 @@ pub(crate) fn serve(
             reply.status_page(out, 301, &location);
             301
         }
-        Kind::NotFound => status(reply, out, 404),
-        Kind::Forbidden => status(reply, out, 403),
-        Kind::Unavailable => status(reply, out, 503),
+        Kind::NotFound => status(reply, out, files, 404),
+        Kind::Forbidden => status(reply, out, files, 403),
+        Kind::NoIndex if site.autoindex => match listing::render(&site.docroot, &target.path) {
+            Some(page) => {
+                let (start, w) = reply.begin(out, 200);
+                let w = w
+                    .header("Content-Type", b"text/html; charset=utf-8")
+                    .content_length(page.len() as u64);
+                reply.end(w);
+                reply.send(out, 200, start, Body::Bytes(page.into()));
+                200
+            }
+            None => status(reply, out, files, 403),
+        },
+        Kind::NoIndex => status(reply, out, files, 403),
+        Kind::Unavailable => status(reply, out, files, 503),
     }
 }
 
-fn status(reply: &Reply<'_>, out: &mut Output, code: u16) -> u16 {
-    reply.status_page(out, code, b"");
+/// Answers `code` with the site's error page for it, or the built-in page.
+fn status(reply: &Reply<'_>, out: &mut Output, files: &mut Files<'_>, code: u16) -> u16 {
+    refuse(reply, out, files, &Refusal::new(code, ""));
     code
+}
+
+/// Answers `refusal` with the site's error page for its status, or the built-in
+/// page. The page is looked up once: whatever it resolves to other than a
+/// regular file, the built-in page goes out.
+pub(crate) fn refuse(
+    reply: &Reply<'_>,
+    out: &mut Output,
+    files: &mut Files<'_>,
+    refusal: &Refusal,
+) {
+    let site = files.site;
+    let Some(page) = site.error_page(refusal.status) else {
+        return reply.refuse(out, refusal);
+    };
+    let entry = files
+        .cache
+        .lookup(site.index, &site.docroot, page, files.now);
+    let Kind::File(info) = &entry.kind else {
+        return reply.refuse(out, refusal);
+    };
+    let status = refusal.status;
+    let (start, w) = reply.begin(out, status);
+    let w = w
+        .raw(refusal.extra)
+        .raw(content_type_line(&info.header_lines))
+        .content_length(info.len);
+    reply.end(w);
+    let body = match &info.content {
+        Some(bytes) => Body::Bytes(bytes.clone()),
+        None if info.len > 0 => Body::File {
+            fd: info.file.clone(),
+            offset: 0,
+            len: info.len,
+        },
+        None => Body::Empty,
+    };
+    reply.send(out, status, start, body);
+}
+
+/// The `Content-Type` line (CRLF included) of a cached file's header lines,
+/// which start with it.
+fn content_type_line(lines: &[u8]) -> &[u8] {
+    match memchr::memchr(b'\n', lines) {
+        Some(end) if lines.starts_with(b"Content-Type:") => &lines[..=end],
+        _ => b"",
+    }
 }
 
 fn send_file(
@@ -123,7 +196,7 @@ fn validates(head: &RequestHead<'_, '_>, info: &FileInfo) -> bool {
 }
 
 /// Appends `path` percent-encoded for a `Location` header.
-fn encode_path(out: &mut Vec<u8>, path: &[u8]) {
+pub(crate) fn encode_path(out: &mut Vec<u8>, path: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in path {
         if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {

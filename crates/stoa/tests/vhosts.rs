@@ -1,0 +1,416 @@
+//! Virtual hosts (`[[site]]`), driven with curl, `openssl s_client` and raw
+//! requests over real sockets: the site chosen by `Host` (exact, wildcard, any
+//! case, with a port, absolute-form, the default for unknown names and for
+//! HTTP/1.0 without `Host`), by SNI (the site's certificate, the listener's for a
+//! site without one, the default site's for no or an unknown name), an SNI/Host
+//! mismatch (421), error pages with their status, directory listings with
+//! escaped names, `stoa check-config` printing the sites, and a reload that adds
+//! a site.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use stoa_testkit::tls::TestCert;
+
+use common::{READY_TIMEOUT, Server, ServerBuilder, curl, fetch, raw_request, run_stoa};
+
+/// A loopback address nobody listens on now (the configuration names its ports).
+fn free_addr() -> SocketAddr {
+    let probe = TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    probe.local_addr().expect("local address")
+}
+
+/// Three sites and their certificates in a temporary directory.
+struct Sites {
+    dir: tempfile::TempDir,
+    http: SocketAddr,
+    https: SocketAddr,
+    a: TestCert,
+    b: TestCert,
+    listener: TestCert,
+    config: PathBuf,
+}
+
+impl Sites {
+    /// `a.test` (and `www.a.test`) with its certificate and error pages;
+    /// `b.test`, the default, with its certificate and listings; `*.w.test`
+    /// without a certificate (the listener's, `listener.test`).
+    fn new() -> Sites {
+        let dir = stoa_testkit::temp_dir();
+        let d = dir.path();
+        let write = |rel: &str, body: &[u8]| stoa_testkit::write_file(&d.join(rel), body);
+        write("a/index.html", b"site a\n");
+        write("a/errors/404.html", b"<h1>a: not here</h1>\n");
+        std::fs::create_dir_all(d.join("a/dir")).expect("mkdir");
+        write("b/index.html", b"site b\n");
+        write("b/list/<b>&\"x", b"x");
+        write("b/list/plain.txt", b"p");
+        write("b/list/.hidden", b"h");
+        std::fs::create_dir_all(d.join("b/list/sub")).expect("mkdir");
+        write("w/index.html", b"wildcard\n");
+        let sites = Sites {
+            http: free_addr(),
+            https: free_addr(),
+            a: TestCert::new(d, "a.test"),
+            b: TestCert::new(d, "b.test"),
+            listener: TestCert::new(d, "listener.test"),
+            config: d.join("stoa.toml"),
+            dir,
+        };
+        sites.write_config("");
+        sites
+    }
+
+    fn write_config(&self, extra: &str) {
+        let d = self.dir.path().display();
+        let pair = |c: &TestCert| {
+            format!(
+                "{{ cert = \"{}\", key = \"{}\" }}",
+                c.cert.display(),
+                c.key.display()
+            )
+        };
+        let toml = format!(
+            "[[listener]]\naddress = \"{http}\"\n\n\
+             [[listener]]\naddress = \"{https}\"\ntls = {listener}\n\n\
+             [[site]]\nnames = [\"a.test\", \"www.a.test\"]\ndocroot = \"{d}/a\"\ntls = {a}\n\
+             error_pages = {{ 404 = \"/errors/404.html\", 403 = \"/errors/missing.html\" }}\n\n\
+             [[site]]\nnames = [\"b.test\"]\ndefault = true\ndocroot = \"{d}/b\"\ntls = {b}\n\
+             autoindex = true\n\n\
+             [[site]]\nnames = [\"*.w.test\"]\ndocroot = \"{d}/w\"\n\n{extra}",
+            http = self.http,
+            https = self.https,
+            listener = pair(&self.listener),
+            a = pair(&self.a),
+            b = pair(&self.b),
+        );
+        std::fs::write(&self.config, toml).expect("write the configuration");
+    }
+
+    fn start(&self, args: &[&str]) -> Server {
+        let mut server = ServerBuilder::config(&self.config).args(args).start();
+        assert!(
+            server.wait_for_stderr(READY_TIMEOUT, |lines| {
+                lines.iter().filter(|l| l.contains("listening on")).count() >= 2
+            }),
+            "not every listener came up:\n{}",
+            server.stderr_text()
+        );
+        server.tls_addrs = vec![self.https];
+        server
+    }
+
+    /// `http://NAME:PORT/path`, NAME resolved to the server by curl.
+    fn url(&self, name: &str, path: &str) -> (String, String) {
+        (
+            format!("http://{name}:{}{path}", self.http.port()),
+            format!("{name}:{}:127.0.0.1", self.http.port()),
+        )
+    }
+}
+
+/// The body curl gets for `name` (resolved to the server) at `path`.
+fn body_for(sites: &Sites, name: &str, path: &str) -> (u16, String) {
+    let (url, resolve) = sites.url(name, path);
+    let f = fetch(&url, &["--resolve", &resolve]);
+    (f.code, String::from_utf8_lossy(&f.body).into_owned())
+}
+
+#[test]
+fn the_host_header_picks_the_site() {
+    let sites = Sites::new();
+    let _server = sites.start(&[]);
+    for (name, want) in [
+        ("a.test", "site a\n"),
+        ("www.a.test", "site a\n"),
+        ("b.test", "site b\n"),
+        ("x.w.test", "wildcard\n"),
+        ("x.y.w.test", "wildcard\n"),
+        // A wildcard is for subdomains only; unknown names get the default.
+        ("w.test", "site b\n"),
+        ("unknown.test", "site b\n"),
+    ] {
+        assert_eq!(
+            body_for(&sites, name, "/"),
+            (200, want.to_owned()),
+            "{name}"
+        );
+    }
+    // Case and port do not matter, nor one trailing dot.
+    let url = format!("http://{}/", sites.http);
+    for host in ["WWW.A.Test", "a.test:8080", "a.test.", "[::1]:80"] {
+        let f = fetch(&url, &["-H", &format!("Host: {host}")]);
+        let want = if host.starts_with('[') {
+            "site b\n"
+        } else {
+            "site a\n"
+        };
+        assert_eq!(String::from_utf8_lossy(&f.body), want, "Host: {host}");
+    }
+    // An absolute-form target names the site over Host (RFC 9112 §3.2.2).
+    let f = fetch(
+        &url,
+        &["--request-target", "http://a.test/", "-H", "Host: b.test"],
+    );
+    assert_eq!(String::from_utf8_lossy(&f.body), "site a\n");
+    // HTTP/1.0 without Host: the default site.
+    let r = raw_request(sites.http, b"GET / HTTP/1.0\r\n\r\n");
+    assert_eq!((r.status, &r.body[..]), (200, &b"site b\n"[..]));
+    // Invalid hosts are refused.
+    for bad in [
+        &b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: user@a.test\r\n\r\n",
+        b"GET http://user@a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n",
+    ] {
+        let r = raw_request(sites.http, bad);
+        assert_eq!(r.status, 400, "{:?}", String::from_utf8_lossy(bad));
+    }
+}
+
+/// Runs `openssl s_client -connect ADDR <args>` with `input`, bounded in time;
+/// returns its standard output and error together.
+fn s_client(addr: SocketAddr, args: &[&str], input: &[u8]) -> String {
+    let mut child = Command::new("openssl")
+        .arg("s_client")
+        .arg("-connect")
+        .arg(addr.to_string())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run openssl (Debian package `openssl`)");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let _ = stdout.read_to_string(&mut out);
+    err.push_str(&reader.join().expect("stderr reader"));
+    let _ = child.wait();
+    format!("{out}\n{err}")
+}
+
+fn subject(out: &str) -> &str {
+    out.lines()
+        .find_map(|l| l.strip_prefix("subject="))
+        .unwrap_or_else(|| panic!("no subject line:\n{out}"))
+}
+
+#[test]
+fn sni_picks_the_certificate_and_must_agree_with_host() {
+    let sites = Sites::new();
+    let _server = sites.start(&[]);
+    let s = |args: &[&str]| s_client(sites.https, args, b"");
+    assert_eq!(subject(&s(&["-servername", "a.test"])), "CN = a.test");
+    assert_eq!(subject(&s(&["-servername", "WWW.A.TEST"])), "CN = a.test");
+    assert_eq!(subject(&s(&["-servername", "b.test"])), "CN = b.test");
+    // A site without certificates: the listener's.
+    assert_eq!(
+        subject(&s(&["-servername", "x.w.test"])),
+        "CN = listener.test"
+    );
+    // No name or an unknown one: the default site's.
+    assert_eq!(subject(&s(&["-noservername"])), "CN = b.test");
+    assert_eq!(subject(&s(&["-servername", "unknown.test"])), "CN = b.test");
+
+    // A verifying client, SNI and Host agreeing.
+    let port = sites.https.port();
+    let https = |name: &str, cert: &Path, extra: &[&str]| {
+        let url = format!("https://{name}:{port}/");
+        let resolve = format!("{name}:{port}:127.0.0.1");
+        let cacert = cert.to_str().expect("UTF-8 path");
+        let mut args = vec!["--resolve", resolve.as_str(), "--cacert", cacert];
+        args.extend_from_slice(extra);
+        fetch(&url, &args)
+    };
+    let f = https("a.test", &sites.a.cert, &[]);
+    assert_eq!((f.code, &f.body[..]), (200, &b"site a\n"[..]));
+    let f = https("b.test", &sites.b.cert, &[]);
+    assert_eq!((f.code, &f.body[..]), (200, &b"site b\n"[..]));
+    // SNI names a.test, Host names b.test: misdirected.
+    let f = https("a.test", &sites.a.cert, &["-H", "Host: b.test"]);
+    assert_eq!(f.code, 421, "{}", String::from_utf8_lossy(&f.body));
+    // An unknown SNI name stands for the default site: Host a.test is another.
+    let f = https(
+        "unknown.test",
+        &sites.b.cert,
+        &["--insecure", "-H", "Host: a.test"],
+    );
+    assert_eq!(f.code, 421);
+    let f = https("unknown.test", &sites.b.cert, &["--insecure"]);
+    assert_eq!((f.code, &f.body[..]), (200, &b"site b\n"[..]));
+    // Without SNI, Host alone decides.
+    let out = s_client(
+        sites.https,
+        &["-noservername", "-quiet"],
+        b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
+    );
+    assert!(
+        out.contains("HTTP/1.1 200 OK") && out.contains("site a"),
+        "{out}"
+    );
+}
+
+#[test]
+fn error_pages_keep_their_status() {
+    let sites = Sites::new();
+    let _server = sites.start(&[]);
+    let (url, resolve) = sites.url("a.test", "/missing");
+    let f = fetch(&url, &["--resolve", &resolve]);
+    assert_eq!(f.code, 404);
+    assert_eq!(f.body, b"<h1>a: not here</h1>\n");
+    assert_eq!(f.header("Content-Type"), Some("text/html"));
+    // HEAD: the page's length, no body.
+    let f = fetch(&url, &["--resolve", &resolve, "--head"]);
+    assert_eq!((f.code, f.size_download), (404, 0));
+    assert_eq!(f.header("Content-Length"), Some("21"));
+    // The page for 403 is missing: the built-in page, not another error page.
+    assert_eq!(
+        body_for(&sites, "a.test", "/dir/"),
+        (403, "403 Forbidden\n".to_owned())
+    );
+    // Another site has no error pages.
+    assert_eq!(
+        body_for(&sites, "b.test", "/missing"),
+        (404, "404 Not Found\n".to_owned())
+    );
+    // The page itself is served as a file, with 200.
+    assert_eq!(
+        body_for(&sites, "a.test", "/errors/404.html"),
+        (200, "<h1>a: not here</h1>\n".to_owned())
+    );
+}
+
+#[test]
+fn directory_listings_escape_names() {
+    let sites = Sites::new();
+    let _server = sites.start(&[]);
+    let (url, resolve) = sites.url("b.test", "/list/");
+    let f = fetch(&url, &["--resolve", &resolve]);
+    assert_eq!(f.code, 200);
+    assert_eq!(f.header("Content-Type"), Some("text/html; charset=utf-8"));
+    let page = String::from_utf8_lossy(&f.body);
+    assert!(
+        page.contains("<li><a href=\"%3Cb%3E%26%22x\">&lt;b&gt;&amp;&quot;x</a></li>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<a href=\"plain.txt\">plain.txt</a>"),
+        "{page}"
+    );
+    assert!(page.contains("<a href=\"sub/\">sub/</a>"), "{page}");
+    assert!(!page.contains("hidden"), "{page}");
+    let escaped = page.find("%3Cb").expect("escaped entry");
+    assert!(
+        escaped < page.find("plain.txt").expect("plain"),
+        "sorted:\n{page}"
+    );
+    // The link works.
+    assert_eq!(
+        body_for(&sites, "b.test", "/list/%3Cb%3E%26%22x"),
+        (200, "x".into())
+    );
+    // Without the slash: the redirect as before; off by default elsewhere.
+    let (url, resolve) = sites.url("b.test", "/list");
+    let f = fetch(&url, &["--resolve", &resolve]);
+    assert_eq!((f.code, f.header("Location")), (301, Some("/list/")));
+    assert_eq!(body_for(&sites, "x.w.test", "/missing/").0, 404);
+    std::fs::create_dir_all(sites.dir.path().join("w/empty")).expect("mkdir");
+    assert_eq!(body_for(&sites, "x.w.test", "/empty/").0, 403);
+}
+
+#[test]
+fn check_config_prints_the_sites() {
+    let sites = Sites::new();
+    let config = sites.config.to_str().expect("UTF-8 path");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command.args(["check-config", "--config", config]);
+    let done = stoa_testkit::run(&mut command, b"", Duration::from_secs(30));
+    assert!(done.status.success(), "{}", done.stderr);
+    let out = done.stdout;
+    assert_eq!(out.matches("\n[[site]]\n").count(), 3, "{out}");
+    assert!(
+        out.contains("names = [\"a.test\", \"www.a.test\"]"),
+        "{out}"
+    );
+    assert!(out.contains("names = [\"*.w.test\"]"), "{out}");
+    assert!(
+        out.contains(
+            "error_pages = { 403 = \"/errors/missing.html\", 404 = \"/errors/404.html\" }"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("autoindex = true"), "{out}");
+    // What it prints reads back to the same.
+    let printed = sites.dir.path().join("printed.toml");
+    std::fs::write(&printed, &out).expect("write");
+    let mut again = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    again.args(["check-config", "--config", printed.to_str().expect("UTF-8")]);
+    let done = stoa_testkit::run(&mut again, b"", Duration::from_secs(30));
+    assert!(done.status.success(), "{}", done.stderr);
+    // Past the header, which names the file read.
+    let settings = |text: &str| text.split_once("\n\n").map(|(_, rest)| rest.to_owned());
+    assert_eq!(settings(&done.stdout), settings(&out));
+
+    // Mistakes are named.
+    sites.write_config(
+        "[[site]]\nnames = [\"a.test\", \"c.test:80\"]\ndocroot = \"/nonexistent\"\ndefault = true\n\
+         error_pages = { 200 = \"/x.html\" }\n",
+    );
+    let (status, stderr) = run_stoa(
+        &["check-config", "--config", config],
+        Duration::from_secs(30),
+    );
+    assert!(!status.success());
+    for error in [
+        "site[3].names: \"a.test\" is already a name of site[0]",
+        "site[3].names: \"c.test:80\" is not a host name",
+        "site: default = true on more than one site (sites [1, 3])",
+        "site[3].docroot: /nonexistent is not a directory",
+        "site[3].error_pages.200: not an error status (400 to 599)",
+    ] {
+        assert!(stderr.contains(error), "missing {error:?} in:\n{stderr}");
+    }
+}
+
+#[test]
+fn a_reload_adds_a_site() {
+    let sites = Sites::new();
+    let pid_file = sites.dir.path().join("stoa.pid");
+    let pid = pid_file.to_str().expect("UTF-8 path");
+    let _server = sites.start(&["--pid-file", pid]);
+    assert_eq!(body_for(&sites, "c.test", "/"), (200, "site b\n".into()));
+    let c = sites.dir.path().join("c");
+    stoa_testkit::write_file(&c.join("index.html"), b"site c\n");
+    sites.write_config(&format!(
+        "[[site]]\nnames = [\"c.test\"]\ndocroot = \"{}\"\n",
+        c.display()
+    ));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command.args(["reload", "--pid-file", pid]);
+    let done = stoa_testkit::run(&mut command, b"", Duration::from_secs(60));
+    assert!(done.status.success(), "stoa reload: {}", done.stderr);
+    // The new generation serves it (a fresh connection reaches it once the
+    // hand-over is done).
+    assert!(
+        stoa_testkit::wait_until(Duration::from_secs(20), || {
+            body_for(&sites, "c.test", "/") == (200, "site c\n".into())
+        }),
+        "c.test never served by its site"
+    );
+    assert_eq!(body_for(&sites, "a.test", "/"), (200, "site a\n".into()));
+    let _ = curl(&["--version"]);
+}
