@@ -617,10 +617,10 @@ pub(crate) struct UserPasswordArgs {
     /// The password scheme of the hash: argon2id, sha512-crypt, blf-crypt, ssha
     /// or plain (any case; plain only where the configuration has
     /// allow_plain_passwords = true). Default: the configuration's
-    /// [directory] password_scheme, else argon2id.
+    /// `[directory] password_scheme`, else argon2id.
     #[arg(long, value_name = "SCHEME", value_parser = parse_scheme)]
     pub(crate) scheme: Option<Scheme>,
-    /// The configuration whose [directory] password settings apply (scheme,
+    /// The configuration whose `[directory]` password settings apply (scheme,
     /// costs, allow_plain_passwords; nothing else is read). Default:
     /// /etc/stoa/stoa.toml when it exists (STOA_DEFAULT_CONFIG names another
     /// default, for tests).

@@ -6,12 +6,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-use stoa_testkit::wait_until;
 
 use common::{HELLO, Server, Site, curl, fetch, run_stoa, tls_pair};
 
@@ -53,58 +50,9 @@ fn https_url(server: &Server, name: &str, path: &str) -> String {
     format!("https://{name}:{}{path}", server.tls_addrs[0].port())
 }
 
-/// Runs `openssl s_client -connect <addr> <args>` with `input` on its standard
-/// input (then EOF), bounded in time; returns whether it succeeded and its
-/// standard output and error together.
+/// `common::s_client` at the server's first TLS address.
 fn s_client(server: &Server, args: &[&str], input: &[u8]) -> (bool, String) {
-    let mut child = Command::new("openssl")
-        .arg("s_client")
-        .arg("-connect")
-        .arg(server.tls_addrs[0].to_string())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run openssl (Debian package `openssl`)");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let _ = stdin.write_all(input);
-    drop(stdin);
-    let readers = [
-        child
-            .stdout
-            .take()
-            .map(|o| Box::new(o) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|e| Box::new(e) as Box<dyn Read + Send>),
-    ]
-    .map(|r| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut text);
-            }
-            String::from_utf8_lossy(&text).into_owned()
-        })
-    });
-    let mut status = None;
-    wait_until(Duration::from_secs(20), || {
-        status = child.try_wait().expect("poll openssl");
-        status.is_some()
-    });
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    let output: String = readers
-        .into_iter()
-        .map(|r| r.join().expect("reader thread"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let status = status.unwrap_or_else(|| panic!("openssl s_client {args:?} hung:\n{output}"));
-    (status.success(), output)
+    common::s_client(server.tls_addrs[0], args, input)
 }
 
 const REQUEST_AND_CLOSE: &[u8] =

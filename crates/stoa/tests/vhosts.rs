@@ -9,10 +9,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use stoa_testkit::tls::TestCert;
@@ -173,34 +172,10 @@ fn the_host_header_picks_the_site() {
     }
 }
 
-/// Runs `openssl s_client -connect ADDR <args>` with `input`, bounded in time;
-/// returns its standard output and error together.
+/// `common::s_client`'s output alone (a refused handshake is what some
+/// cases look for).
 fn s_client(addr: SocketAddr, args: &[&str], input: &[u8]) -> String {
-    let mut child = Command::new("openssl")
-        .arg("s_client")
-        .arg("-connect")
-        .arg(addr.to_string())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run openssl (Debian package `openssl`)");
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let _ = stdin.write_all(input);
-    drop(stdin);
-    let (mut out, mut err) = (String::new(), String::new());
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let _ = stdout.read_to_string(&mut out);
-    err.push_str(&reader.join().expect("stderr reader"));
-    let _ = child.wait();
-    format!("{out}\n{err}")
+    common::s_client(addr, args, input).1
 }
 
 fn subject(out: &str) -> &str {

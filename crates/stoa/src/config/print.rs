@@ -356,14 +356,7 @@ fn directory_section(doc: &mut Doc, directory: &Directory, loaded: &Loaded) {
     doc.set("cache_size", int(o.cache_capacity));
     doc.set("cache_ttl", duration(o.cache_ttl));
     doc.set("negative_cache_ttl", duration(o.negative_cache_ttl));
-    for key in [
-        "password_scheme",
-        "argon2_memory",
-        "argon2_iterations",
-        "argon2_parallelism",
-        "bcrypt_cost",
-        "allow_plain_passwords",
-    ] {
+    for key in super::directory::EMBEDDED_KEYS {
         doc.comment(&format!(
             "{key}: the embedded directory's; not used with LDAP"
         ));

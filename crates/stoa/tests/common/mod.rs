@@ -554,3 +554,57 @@ pub(crate) fn fetch(url: &str, extra: &[&str]) -> Fetched {
         body: std::fs::read(&body_path).unwrap_or_default(),
     }
 }
+
+/// Runs `openssl s_client -connect ADDR <args>` with `input` on its standard
+/// input (then EOF), bounded in time; returns whether it succeeded and its
+/// standard output and error together.
+pub(crate) fn s_client(addr: SocketAddr, args: &[&str], input: &[u8]) -> (bool, String) {
+    let mut child = Command::new("openssl")
+        .arg("s_client")
+        .arg("-connect")
+        .arg(addr.to_string())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run openssl (Debian package `openssl`)");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let _ = std::io::Write::write_all(&mut stdin, input);
+    drop(stdin);
+    let readers = [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>),
+    ]
+    .map(|r| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    });
+    let mut status = None;
+    stoa_testkit::wait_until(Duration::from_secs(20), || {
+        status = child.try_wait().expect("poll openssl");
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let output: String = readers
+        .into_iter()
+        .map(|r| r.join().expect("reader thread"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let status = status.unwrap_or_else(|| panic!("openssl s_client {args:?} hung:\n{output}"));
+    (status.success(), output)
+}

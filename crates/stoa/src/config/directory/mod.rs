@@ -20,7 +20,7 @@ use super::Report;
 const MAX_POOL_SIZE: usize = 512;
 
 /// The keys of `[directory]` for the embedded directory (`backend` aside).
-const EMBEDDED_KEYS: &[&str] = &[
+pub(crate) const EMBEDDED_KEYS: &[&str] = &[
     "password_scheme",
     "argon2_memory",
     "argon2_iterations",
