@@ -328,7 +328,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
     let store = prepare_store(&engine, args, smtp, external).await?;
     if args.init_only {
         sink.stop();
-        return init_only_result(&store, s.users);
+        return init_only_result(&store, &s);
     }
     require_steady_state(&store, external, s.users)?;
 
@@ -463,17 +463,27 @@ async fn prepare_store(
 }
 
 /// The end of an --init-only run: whether the store is ready.
-fn init_only_result(store: &StoreCheck, users: u32) -> anyhow::Result<()> {
+fn init_only_result(store: &StoreCheck, s: &Settings) -> anyhow::Result<()> {
     if !store.passed {
         bail!(
             "the store does not look like the steady state: {}",
             store.notes.join("; ")
         );
     }
-    eprintln!(
-        "stoa bench: the store is ready for runs up to {} msgs/min",
-        users / 200
-    );
+    if s.declared_store {
+        eprintln!(
+            "stoa bench: the store is ready for --store-users {} runs up to {:.0} msgs/min \
+             (compliant up to {} msgs/min, 200 accounts each)",
+            s.users,
+            s.rate_cap,
+            s.users / 200
+        );
+    } else {
+        eprintln!(
+            "stoa bench: the store is ready for runs up to {} msgs/min",
+            s.users / 200
+        );
+    }
     Ok(())
 }
 
