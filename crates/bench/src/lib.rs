@@ -55,19 +55,11 @@ pub(crate) fn cpu_of(pids: &[u32]) -> Option<Duration> {
     if pids.is_empty() {
         return None;
     }
-    let ticks = rustix::param::clock_ticks_per_second().max(1);
     let mut total = 0u64;
-    for pid in pids {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command name, which may hold spaces and ')'.
-        let rest = &stat[stat.rfind(')')? + 1..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-        let utime: u64 = fields.get(11)?.parse().ok()?;
-        let stime: u64 = fields.get(12)?.parse().ok()?;
-        total += utime + stime;
+    for &pid in pids {
+        total += proctree::own_ticks(pid)?;
     }
-    Some(Duration::from_micros(total * 1_000_000 / ticks))
+    Some(proctree::ticks_to_duration(total))
 }
 
 /// The `stoa` binary a built-in target runs: `exe` when given, else this

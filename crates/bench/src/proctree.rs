@@ -67,6 +67,19 @@ fn parse_stat(line: &str) -> Option<Stat> {
     })
 }
 
+/// A process's own CPU time so far (utime + stime, all threads), clock ticks;
+/// `None` when it does not run.
+pub(crate) fn own_ticks(pid: u32) -> Option<u64> {
+    let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(parse_stat(&line)?.own)
+}
+
+/// Clock ticks (`/proc`'s unit) as a duration.
+pub(crate) fn ticks_to_duration(ticks: u64) -> Duration {
+    let per_sec = rustix::param::clock_ticks_per_second().max(1);
+    Duration::from_micros(ticks * 1_000_000 / per_sec)
+}
+
 /// Every process of this machine now (those that end while being read are
 /// skipped).
 fn all_processes() -> Vec<Stat> {
@@ -134,7 +147,6 @@ pub(crate) struct TreeCpu {
 #[derive(Debug)]
 pub(crate) struct Sampler {
     roots: Vec<u32>,
-    ticks_per_sec: u64,
     /// The tree's own + reaped time at the start.
     total_before: u64,
     /// Per process (pid, start): name, own time at the start (0 for one born
@@ -158,7 +170,6 @@ impl Sampler {
             .collect();
         Some(Sampler {
             roots: roots.to_vec(),
-            ticks_per_sec: rustix::param::clock_ticks_per_second().max(1),
             total_before,
             seen,
         })
@@ -185,7 +196,7 @@ impl Sampler {
     /// Ends the window with one last sample.
     pub(crate) fn end(mut self) -> TreeCpu {
         let total_after = self.sample();
-        let d = |ticks: u64| Duration::from_micros(ticks * 1_000_000 / self.ticks_per_sec);
+        let d = ticks_to_duration;
         let mut by_name: HashMap<String, (u32, u64)> = HashMap::new();
         for (name, before, last) in self.seen.values() {
             let entry = by_name.entry(name.clone()).or_default();

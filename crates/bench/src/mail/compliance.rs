@@ -10,6 +10,8 @@ use crate::compliance::{Deviation, grouped, rule, seconds};
 
 use stoa_mailgen::engine::Workload;
 
+use crate::report::mail::mpm as rate;
+
 use super::{Options, PROBE_SHARE, STANDARD, Settings};
 
 /// The kit's load levels, percent of the claimed rate (mail2001.md §3.1).
@@ -190,16 +192,6 @@ pub(crate) fn kit_run() -> String {
         minutes % 60,
         seconds(STANDARD_DRAIN),
     )
-}
-
-/// A rate as the reports print it: whole msgs/min with separators, or one
-/// decimal for a fractional rate below 20.
-fn rate(mpm: f64) -> String {
-    if mpm >= 20.0 || mpm.fract() == 0.0 {
-        grouped(mpm.round() as u64)
-    } else {
-        format!("{mpm:.1}")
-    }
 }
 
 /// "80 %, 100 % and 120 %".

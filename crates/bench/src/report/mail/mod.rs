@@ -255,7 +255,7 @@ fn pct(p: f64) -> String {
 }
 
 /// A message rate: whole when it is (or is large), else two decimals.
-fn mpm(x: f64) -> String {
+pub(crate) fn mpm(x: f64) -> String {
     if x >= 1000.0 || (x - x.round()).abs() < 0.005 {
         num(x, 0)
     } else {
