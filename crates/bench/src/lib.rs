@@ -1,4 +1,4 @@
-//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent|directory` runs.
+//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent|directory|results|compare|ab` runs.
 //!
 //! It owns the runs, not the command line: the `stoa` binary parses its flags
 //! (and durations) and hands this crate plain option structs:
@@ -19,6 +19,12 @@
 //! - `report`: both benchmarks' reports from one document model (text on
 //!   standard output; text, JSON and HTML with SVG charts in `--out`); the
 //!   progress lines on standard error are the runners'.
+//! - [`ab`]: `stoa bench ab`, two configurations in interleaved rounds of
+//!   this binary's own `stoa bench web|mail` runs, judged by a sequential test.
+//! - [`archive`]: every finished run's JSON with a description of the system
+//!   it measured ([`archive::Keep`], `--archive`, `--label`), and the pages of
+//!   `stoa bench results` and `stoa bench compare`; `stats` holds the
+//!   intervals those comparisons print.
 //!
 //! It does not parse command lines or configuration files, write the file set
 //! (the binary's `stoa fileset` does, through [`web::FilesetWriter`]), or serve:
@@ -38,12 +44,15 @@
 //! SPECweb and SPECmail are trademarks of the Standard Performance Evaluation
 //! Corporation.
 
+pub mod ab;
 pub mod agent;
+pub mod archive;
 mod compliance;
 pub mod directory;
 pub mod mail;
 mod proctree;
 mod report;
+mod stats;
 pub mod web;
 
 use std::path::{Path, PathBuf};

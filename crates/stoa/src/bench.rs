@@ -6,12 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoa_bench::{agent, directory, mail, web};
+use anyhow::Context as _;
+use stoa_bench::{agent, archive, directory, mail, web};
 use stoa_web99::workload::HttpVersion;
 
 use crate::cli::{
-    BenchAgentArgs, BenchCommand, BenchDirectoryArgs, BenchMailArgs, BenchMailUsersArgs,
-    BenchWebArgs, FilesetArgs,
+    ArchiveArgs, BenchAbArgs, BenchAgentArgs, BenchCommand, BenchCompareArgs, BenchDirectoryArgs,
+    BenchDiscloseArgs, BenchMailArgs, BenchMailUsersArgs, BenchResultsArgs, BenchWebArgs,
+    FilesetArgs,
 };
 
 /// Runs one `stoa bench` command.
@@ -22,7 +24,113 @@ pub(crate) fn run(command: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Mail(args) => mail::run(&mail_options(args)?),
         BenchCommand::MailUsers(args) => mail::write_users(&users_options(args)),
         BenchCommand::Directory(args) => bench_directory(args),
+        BenchCommand::Results(args) => results(args),
+        BenchCommand::Compare(args) => compare(args),
+        BenchCommand::Ab(args) => stoa_bench::ab::run(&ab_options(args)?),
+        BenchCommand::Disclose(args) => disclose(args),
     }
+}
+
+#[allow(clippy::print_stdout, reason = "the page is the command's output")]
+fn disclose(args: &BenchDiscloseArgs) -> anyhow::Result<()> {
+    let dir = args.archive.clone().unwrap_or_else(archive::default_dir);
+    let (text, html) = archive::disclose_pages(&dir, &args.run, args.notes.as_deref())?;
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        for (name, body) in [("disclosure.txt", &text), ("disclosure.html", &html)] {
+            let path = out.join(name);
+            std::fs::write(&path, body)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    print!("{text}");
+    Ok(())
+}
+
+/// `stoa bench ab`'s flags: each side's target as the harness's own flags.
+fn ab_options(args: &BenchAbArgs) -> anyhow::Result<stoa_bench::ab::Options> {
+    use stoa_bench::ab;
+    let kind = if args.mail {
+        archive::Kind::Mail
+    } else {
+        archive::Kind::Web
+    };
+    let target = |t: &Option<String>, flag: &str| -> anyhow::Result<Vec<String>> {
+        let Some(t) = t else { return Ok(Vec::new()) };
+        if !args.mail {
+            return Ok(vec!["--target".into(), t.clone()]);
+        }
+        match t.split_once(',') {
+            Some((smtp, pop3)) if !smtp.is_empty() && !pop3.is_empty() => Ok(vec![
+                "--smtp".into(),
+                smtp.trim().into(),
+                "--pop3".into(),
+                pop3.trim().into(),
+            ]),
+            _ => anyhow::bail!("{flag} {t}: with --mail, the SMTP and POP3 addresses as SMTP,POP3"),
+        }
+    };
+    Ok(ab::Options {
+        kind,
+        a: ab::Side {
+            label: args.a_label.clone(),
+            harness_args: target(&args.a_target, "--a-target")?,
+            setup: args.a_setup.clone(),
+        },
+        b: ab::Side {
+            label: args.b_label.clone(),
+            harness_args: target(&args.b_target, "--b-target")?,
+            setup: args.b_setup.clone(),
+        },
+        metric: match args.metric.as_str() {
+            "score" => ab::Metric::Score,
+            "throughput" => ab::Metric::Throughput,
+            _ => ab::Metric::CpuPerOp,
+        },
+        precision: args.precision,
+        max_rounds: args.max_rounds,
+        order: if args.order == "random" {
+            ab::Order::Random
+        } else {
+            ab::Order::Alternate
+        },
+        seed: args.seed,
+        harness_args: args.harness.clone(),
+        archive: archive::Keep {
+            dir: args.archive.clone(),
+            off: args.no_archive,
+            label: None,
+            server_config: None,
+        },
+        exe: None,
+    })
+}
+
+/// The archive flags as the harness takes them.
+fn keep(args: &ArchiveArgs) -> archive::Keep {
+    archive::Keep {
+        dir: args.archive.clone(),
+        off: args.no_archive,
+        label: args.label.clone(),
+        server_config: args.server_config.clone(),
+    }
+}
+
+#[allow(clippy::print_stdout, reason = "the listing is the command's output")]
+fn results(args: &BenchResultsArgs) -> anyhow::Result<()> {
+    let dir = args.archive.clone().unwrap_or_else(archive::default_dir);
+    print!("{}", archive::results_page(&dir)?);
+    Ok(())
+}
+
+#[allow(
+    clippy::print_stdout,
+    reason = "the comparison is the command's output"
+)]
+fn compare(args: &BenchCompareArgs) -> anyhow::Result<()> {
+    let dir = args.archive.clone().unwrap_or_else(archive::default_dir);
+    print!("{}", archive::compare_page(&dir, &args.runs)?);
+    Ok(())
 }
 
 /// A duration flag's value; the error names the flag.
@@ -80,6 +188,7 @@ fn web_options(args: &BenchWebArgs) -> anyhow::Result<web::Options> {
         dynamic_path: args.dynamic_path.clone(),
         cgi_path: args.cgi_path.clone(),
         server_exe: None,
+        archive: keep(&args.archive),
     })
 }
 
@@ -133,6 +242,7 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         tier_counts: parse_all(&args.tier_count, "--tier-count")?,
         out: args.out.clone(),
         server_exe: None,
+        archive: keep(&args.archive),
     })
 }
 

@@ -98,6 +98,161 @@ pub(crate) enum BenchCommand {
     /// backend): random users of `user1@DOMAIN` … `userN@DOMAIN`, cold and warm
     /// cache, at each concurrency; optionally password checks.
     Directory(BenchDirectoryArgs),
+    /// Lists the stored runs of the results archive (every `stoa bench web` and
+    /// `stoa bench mail` run is stored, with a description of the system).
+    Results(BenchResultsArgs),
+    /// Puts stored runs side by side, one column per --label: the score, the
+    /// throughput, the server's CPU per operation, the differences with their
+    /// 95 % intervals, and the system rows that differ.
+    Compare(BenchCompareArgs),
+    /// Measures two configurations in interleaved rounds (A B, B A, …) until
+    /// the 95 % interval of their difference leaves out zero, or is within
+    /// --precision, or --max-rounds is spent; then says which is better and by
+    /// how much, or that no difference was detected.
+    Ab(BenchAbArgs),
+    /// Writes a stored run as a full-disclosure page (text, and HTML with
+    /// --out), laid out like the published result pages: the result, the
+    /// iterations, Hardware, Software, Network, Clients, Benchmark
+    /// Configuration, Notes, and the non-compliance box when there is one.
+    Disclose(BenchDiscloseArgs),
+}
+
+/// `stoa bench disclose`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchDiscloseArgs {
+    /// The stored run: its ID, a label that only it has, or a record file.
+    #[arg(value_name = "RUN")]
+    pub(crate) run: String,
+
+    /// What only the tester knows, as TOML: rows for `[hardware]`,
+    /// `[software]`, `[server]`, `[test]`, `[network]`, `[clients]`,
+    /// `[benchmark]`, and the `[notes]` lists sut, os and other (see
+    /// docs/results-archive.md).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) notes: Option<PathBuf>,
+
+    /// Also write disclosure.txt and disclosure.html here.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// The results archive (default as for `stoa bench web --archive`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive: Option<PathBuf>,
+}
+
+/// `stoa bench ab`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchAbArgs {
+    /// Compare with `stoa bench mail` runs (default: `stoa bench web`).
+    #[arg(long)]
+    pub(crate) mail: bool,
+
+    /// A's server: a URL (web), or `SMTP,POP3` addresses (--mail). Default:
+    /// the harness's built-in server.
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) a_target: Option<String>,
+
+    /// B's server, as --a-target.
+    #[arg(long, value_name = "TARGET")]
+    pub(crate) b_target: Option<String>,
+
+    /// A shell command run before each of A's measurements (a sysctl, a
+    /// restart with other flags).
+    #[arg(long, value_name = "CMD")]
+    pub(crate) a_setup: Option<String>,
+
+    /// A shell command run before each of B's measurements.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) b_setup: Option<String>,
+
+    /// A's name in the output and the archive.
+    #[arg(long, value_name = "TEXT", default_value = "A")]
+    pub(crate) a_label: String,
+
+    /// B's name in the output and the archive.
+    #[arg(long, value_name = "TEXT", default_value = "B")]
+    pub(crate) b_label: String,
+
+    /// The figure compared: `cpu` (server CPU per operation at a fixed load;
+    /// cheap, and an external server needs `-- --server-pid PID`),
+    /// `throughput`, or `score` (a --find-max per measurement, started near
+    /// the side's last score).
+    #[arg(long, value_name = "METRIC", default_value = "cpu", value_parser = ["cpu", "throughput", "score"])]
+    pub(crate) metric: String,
+
+    /// Stop as "no difference" once the interval is this narrow (share of A).
+    #[arg(long, value_name = "PERCENT", default_value = "1%", value_parser = parse_percent)]
+    pub(crate) precision: f64,
+
+    /// The round budget (one measurement of each side per round).
+    #[arg(long, value_name = "N", default_value_t = 24, value_parser = clap::value_parser!(u32).range(2..=200))]
+    pub(crate) max_rounds: u32,
+
+    /// The order within rounds: `alternate` (A B, B A, …) or `random`.
+    #[arg(long, value_name = "ORDER", default_value = "alternate", value_parser = ["alternate", "random"])]
+    pub(crate) order: String,
+
+    /// The seed of the random order.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) seed: u64,
+
+    /// Where each measurement is archived, under its side's label (default as
+    /// for `stoa bench web --archive`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive: Option<PathBuf>,
+
+    /// Do not archive the measurements.
+    #[arg(long, conflicts_with = "archive")]
+    pub(crate) no_archive: bool,
+
+    /// Flags for every measurement of both sides, after `--` (e.g. `--
+    /// --connections 400 --run-time 30s`).
+    #[arg(last = true, value_name = "HARNESS FLAGS")]
+    pub(crate) harness: Vec<String>,
+}
+
+/// Where a run is archived (`stoa bench web` and `stoa bench mail`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ArchiveArgs {
+    /// The results archive. Default: $XDG_DATA_HOME/stoa/results, else
+    /// ~/.local/share/stoa/results.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive: Option<PathBuf>,
+
+    /// Do not store this run in the archive.
+    #[arg(long, conflicts_with = "archive")]
+    pub(crate) no_archive: bool,
+
+    /// The configuration's name in the archive (`stoa bench compare` groups
+    /// runs by it), e.g. "autocorking off".
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) label: Option<String>,
+
+    /// A file describing the server's configuration (nginx.conf, stoa.toml …),
+    /// stored with the run.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) server_config: Option<PathBuf>,
+}
+
+/// `stoa bench results`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchResultsArgs {
+    /// The results archive (default as for `stoa bench web --archive`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive: Option<PathBuf>,
+}
+
+/// `stoa bench compare`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchCompareArgs {
+    /// Stored runs: an ID (`stoa bench results`), a label (every run with it),
+    /// or a record file.
+    #[arg(value_name = "RUN", required = true)]
+    pub(crate) runs: Vec<String>,
+
+    /// The results archive (default as for `stoa bench web --archive`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) archive: Option<PathBuf>,
 }
 
 /// `stoa bench agent`.
@@ -214,6 +369,9 @@ pub(crate) struct BenchWebArgs {
     /// Write report.txt, report.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub(crate) archive: ArchiveArgs,
 
     /// The dynamic API's entry point on the server.
     #[arg(long, value_name = "PATH", default_value = "/web99")]
@@ -391,6 +549,9 @@ pub(crate) struct BenchMailArgs {
     /// Write result.txt, result.json and result.html here.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub(crate) archive: ArchiveArgs,
 }
 
 /// `stoa bench mail-users`.
@@ -488,6 +649,18 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
         _ => Err(format!("{s:?} is not a number from 0 to 1")),
+    }
+}
+
+/// A share written as a percentage (`1%`, `0.5 %`) or a bare number of per
+/// cent, above 0 and below 100; the value is the share (0.01).
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let number = s.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p / 100.0),
+        _ => Err(format!(
+            "{s:?} is not a percentage above 0 and below 100, such as 1%"
+        )),
     }
 }
 

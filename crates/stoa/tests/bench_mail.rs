@@ -35,6 +35,11 @@ fn bench_mail(args: &[&str]) -> Outcome {
     command
         .args(["bench", "mail"])
         .args(args)
+        // The results archive: nothing of a test run in the user's home.
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("stoa-test-results"),
+        )
         .env_remove("RUST_LOG");
     let done = Process::spawn_group(&mut command).finish(RUN_TIMEOUT);
     Outcome {

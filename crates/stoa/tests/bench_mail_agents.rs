@@ -25,7 +25,15 @@ const ABORT_TIMEOUT: Duration = Duration::from_secs(90);
 /// `stoa bench mail <args>` (or any `stoa` command) in its own process group.
 fn stoa(command: &[&str], args: &[&str]) -> Process {
     let mut child = Command::new(env!("CARGO_BIN_EXE_stoa"));
-    child.args(command).args(args).env_remove("RUST_LOG");
+    child
+        .args(command)
+        .args(args)
+        // The results archive: nothing of a test run in the user's home.
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("stoa-test-results"),
+        )
+        .env_remove("RUST_LOG");
     Process::spawn_group(&mut child)
 }
 

@@ -100,6 +100,8 @@ impl Bench {
             .args(command)
             .args(args)
             .env("XDG_CACHE_HOME", cache)
+            // The results archive too: nothing of a test run in the user's home.
+            .env("XDG_DATA_HOME", cache)
             .env_remove("RUST_LOG");
         Bench(Process::spawn_group(&mut child))
     }

@@ -88,6 +88,7 @@ const CHOICES: [&str; 11] = [
 /// Runs `stoa bench mail`: the sink, the store (filled and checked), the load
 /// levels (or the `--find-max` search) and the reports.
 pub fn run(args: &Options) -> anyhow::Result<()> {
+    args.archive.check()?;
     // Thousands of sessions need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -401,8 +402,21 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         choices: CHOICES.to_vec(),
         tiers: s.tiers.summary(),
     };
+    let archived = crate::archive::Server {
+        software: run.server_software.clone(),
+        target: format!("SMTP {}, POP3 {}", run.smtp, run.pop3),
+        processes: crate::archive::command_lines(&server_pids),
+        configuration: args.archive.configuration(String::new()),
+    };
     drop(server);
-    print_reports(&run, args.out.as_deref())
+    print_reports(&run, args.out.as_deref())?;
+    crate::archive::keep_run(
+        &args.archive,
+        crate::archive::Kind::Mail,
+        crate::report::mail::json(&run),
+        archived,
+    );
+    Ok(())
 }
 
 /// Binds the sink's listener: `--sink-listen`, else the default port for an

@@ -92,6 +92,8 @@ pub struct Options {
     /// The `stoa` binary the built-in server runs as `stoa serve`; `None`:
     /// this process's executable.
     pub server_exe: Option<PathBuf>,
+    /// Where the finished run is archived, and under which label.
+    pub archive: crate::archive::Keep,
 }
 
 /// How `stoa bench mail-users` writes the accounts (`--format`).
@@ -159,6 +161,10 @@ impl Options {
             tier_counts: Vec::new(),
             out: None,
             server_exe: None,
+            archive: crate::archive::Keep {
+                off: true,
+                ..crate::archive::Keep::default()
+            },
         }
     }
 }

@@ -5,10 +5,14 @@
 //! - `text.rs` and `html.rs`: one renderer per format (text tables aligned with
 //!   spaces; HTML tables styled after the published result pages).
 //! - `svg.rs`: the charts, as inline SVG for chart blocks, scaled to the page.
+//! - `archive.rs`: the pages of `stoa bench results` and `stoa bench compare`;
+//!   `disclose.rs`: a stored run as a full-disclosure page.
 //! - `web/` and `mail/`: the builders of each benchmark's document from its run,
 //!   and each run's JSON (a serialisation of the run's figures, not of the
 //!   document).
 
+pub(crate) mod archive;
+pub(crate) mod disclose;
 mod doc;
 mod html;
 pub(crate) mod mail;

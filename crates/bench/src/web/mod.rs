@@ -226,6 +226,7 @@ async fn find_max(
 /// Runs `stoa bench web`: validation, the iterations (or the `--find-max`
 /// search) and the reports. `write_fileset` makes the built-in target's file set.
 pub fn run(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
+    args.archive.check()?;
     // Thousands of connections need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     // One thread: paced generators are light (thousands fit on one core), and the
@@ -331,7 +332,20 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         iterations,
         search,
     };
-    crate::report::web::emit(&run)
+    crate::report::web::emit(&run)?;
+    let described = crate::archive::Server {
+        software: run.server_software.clone(),
+        target: run.target.clone(),
+        processes: crate::archive::command_lines(&server_pids),
+        configuration: args.archive.configuration(String::new()),
+    };
+    crate::archive::keep_run(
+        &args.archive,
+        crate::archive::Kind::Web,
+        crate::report::web::json(&run),
+        described,
+    );
+    Ok(())
 }
 
 async fn iteration(

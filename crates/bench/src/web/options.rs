@@ -68,6 +68,8 @@ pub struct Options {
     /// The `stoa` binary the built-in target runs as `stoa serve --web99`;
     /// `None`: this process's executable.
     pub server_exe: Option<PathBuf>,
+    /// Where the finished run is archived, and under which label.
+    pub archive: crate::archive::Keep,
 }
 
 /// `1.0` or `1.1`, as the flag and the reports spell it.
@@ -105,6 +107,10 @@ impl Options {
             dynamic_path: "/web99".into(),
             cgi_path: "/cgi-bin/web99".into(),
             server_exe: None,
+            archive: crate::archive::Keep {
+                off: true,
+                ..crate::archive::Keep::default()
+            },
         }
     }
 }

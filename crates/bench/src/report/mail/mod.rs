@@ -929,6 +929,11 @@ pub(crate) fn html(run: &MailRun) -> String {
     page::render(&document(run, true))
 }
 
+/// The run's JSON, as `result.json` holds it.
+pub(crate) fn json(run: &MailRun) -> serde_json::Value {
+    json::to_json(run)
+}
+
 /// Writes `result.txt`, `result.json` and `result.html` into `dir` (created if
 /// missing); returns their paths.
 pub(crate) fn write_all(run: &MailRun, dir: &Path) -> anyhow::Result<[PathBuf; 3]> {

@@ -24,7 +24,7 @@ use crate::compliance::{BOX_TITLE, Deviation, NON_COMPLIANT};
 use crate::web::{IterationResult, Run, compliance, http_label};
 
 /// The notice every report carries.
-const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
+pub(super) const NOTICE: &str = "SPECweb99-style result; not a SPEC result. SPEC and SPECweb are trademarks of the \
      Standard Performance Evaluation Corporation.";
 /// The notice of an HTTPS run.
 const NOTICE_SSL: &str = "SPECweb99_SSL-style result; not a SPEC result. SPEC and SPECweb are trademarks \
@@ -48,6 +48,11 @@ pub(crate) fn emit(run: &Run) -> anyhow::Result<()> {
         println!("\nreports written to {}", dir.display());
     }
     Ok(())
+}
+
+/// The run's JSON, as `report.json` holds it.
+pub(crate) fn json(run: &Run) -> serde_json::Value {
+    json::to_json(run)
 }
 
 /// `SPECweb99-style` or `SPECweb99_SSL-style`.

@@ -94,6 +94,7 @@ fn options(static_only: bool, agents: bool) -> Options {
         dynamic_path: "/web99".into(),
         cgi_path: "/cgi-bin/web99".into(),
         server_exe: None,
+        archive: crate::archive::Keep::default(),
     }
 }
 
