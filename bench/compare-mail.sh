@@ -10,7 +10,8 @@
 # --store-users N declares a store of N accounts whatever the rate (a non-compliant
 # run, every report says how): find-max then searches each system's knee with the
 # store fixed. --reruns K re-runs the 100 % level at each system's knee K times
-# (same store), so the knee is judged on more than one trial; the summary gives the
+# (each on a fresh server filled to the steady state: the search's failed levels
+# can drain a store), so the knee is judged on more than one trial; the summary gives the
 # passes and the CPU of each server program there (--server-pid: stoa, or
 # Postfix's and Dovecot's masters and every process they start). --run-time sets
 # each level's measurement window (the quick profile's 60 s holds 59 delivery
@@ -124,11 +125,16 @@ if isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0:
 EOF
 }
 
-# rerun_knee SERVER ROUND NAME ARGS...: the 100 % level at the knee of OUT/NAME,
-# --reruns times, each with its own seed; ARGS reach the server (and name it).
+# rerun_knee SERVER ROUND NAME PREPARE ARGS...: the 100 % level at the knee of
+# OUT/NAME, --reruns times, each with its own seed; ARGS reach the server (and name
+# it). Each re-run needs a store at the steady state, which the search's failed
+# levels may have drained: PREPARE (a function, or "" when the harness starts a
+# fresh server itself) is called with the re-run's name before each one, makes a
+# fresh filled server and sets RERUN_ARGS, which then replace ARGS; a failed
+# PREPARE (HARNESS_RC) skips that re-run.
 rerun_knee() {
-    local server="$1" r="$2" name="$3" knee k
-    shift 3
+    local server="$1" r="$2" name="$3" prepare="$4" knee k
+    shift 4
     ((RERUNS > 0)) || return 0
     knee="$(knee_of "$name")"
     if [[ -z "$knee" ]]; then
@@ -136,8 +142,16 @@ rerun_knee() {
         return 0
     fi
     for ((k = 1; k <= RERUNS; k++)); do
+        RERUN_ARGS=("$@")
+        if [[ -n "$prepare" ]]; then
+            "$prepare" "$r" "$name-knee$k"
+            if ((HARNESS_RC != 0)); then
+                RUNS+=("$server|$r|$name-knee$k|$HARNESS_RC|rerun")
+                continue
+            fi
+        fi
         log "round $r: $server, the 100 % level at its knee ($knee msgs/min), re-run $k of $RERUNS"
-        run_harness "$server" "$r" "$name-knee$k" "$@" --levels 100 --rate "$knee" \
+        run_harness "$server" "$r" "$name-knee$k" "${RERUN_ARGS[@]}" --levels 100 --rate "$knee" \
             "${PHASE_FLAGS[@]}" --seed "$((SEED + k))" --out "$OUT/$name-knee$k"
         RUNS+=("$server|$r|$name-knee$k|$HARNESS_RC|rerun")
     done
@@ -151,16 +165,22 @@ run_stoa() {
     log "round $r: stoa (the harness's built-in server), find-max"
     run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
     RUNS+=("stoa|$r|$name|$HARNESS_RC|find-max")
-    rerun_knee stoa "$r" "$name" "${STORE_FLAG[@]}" --password-scheme "$SCHEME"
+    rerun_knee stoa "$r" "$name" "" "${STORE_FLAG[@]}" --password-scheme "$SCHEME"
 }
 
 PD_SOFTWARE=""
-run_postfix_dovecot() {
-    local r="$1" name sink_port args
-    name="$(run_name postfix-dovecot "$r")"
+PD_ARGS=()
+RERUN_ARGS=()
+# pd_fresh ROUND NAME: a fresh Postfix + Dovecot (bench/mail-sut.sh start empties
+# its directory) filled to the steady state by `stoa bench mail --init-only`
+# (OUT/NAME-init); sets PD_ARGS, the harness's flags for it (addresses, the
+# masters for the CPU by program), and HARNESS_RC, the fill's exit status.
+pd_fresh() {
+    local r="$1" name="$2" sink_port
+    sut_stop
     SUT_DIR="$BENCH_TMP/sut"
     sink_port="$(free_port)"
-    log "round $r: starting Postfix + Dovecot for $USERS users"
+    log "round $r: starting Postfix + Dovecot for $USERS users ($name)"
     show_cmd bench/mail-sut.sh start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" \
         --remote-domain "$REMOTE_DOMAIN" --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" --scheme "$SCHEME" |
         sed "s/^/[postfix-dovecot, round $r] /" >>"$COMMANDS"
@@ -173,23 +193,37 @@ run_postfix_dovecot() {
     source "$SUT_DIR/sut.env"
     PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
     log "Postfix + Dovecot: SMTP $SMTP_ADDR, POP3 $POP3_ADDR, sink 127.0.0.1:$sink_port"
-    # One fill journal per round: each round's store starts empty, and an earlier
-    # round's journal would make the harness skip its fill.
-    args=(--smtp "$SMTP_ADDR" --pop3 "$POP3_ADDR" --sink-listen "127.0.0.1:$sink_port" "${STORE_FLAG[@]}"
-        --domain "$DOMAIN" --init-journal "$BENCH_TMP/init-round$r.journal")
+    # One fill journal per store: each starts empty, and an earlier store's journal
+    # would make the harness skip its fill.
+    PD_ARGS=(--smtp "$SMTP_ADDR" --pop3 "$POP3_ADDR" --sink-listen "127.0.0.1:$sink_port" "${STORE_FLAG[@]}"
+        --domain "$DOMAIN" --init-journal "$BENCH_TMP/init-$name.journal")
     log "round $r: Postfix + Dovecot, init-only (the initial mailboxes)"
-    run_harness postfix-dovecot "$r" "$name-init" --init-only "${args[@]}"
+    run_harness postfix-dovecot "$r" "$name-init" --init-only "${PD_ARGS[@]}"
+    # Both masters: the report's CPU by program covers every process they start.
+    PD_ARGS+=(--server-software "$PD_SOFTWARE" --server-pid "$POSTFIX_PID" --server-pid "$DOVECOT_PID")
+}
+
+# The PREPARE of Postfix + Dovecot's re-runs: a fresh filled SUT each time.
+pd_rerun_prepare() {
+    pd_fresh "$1" "$2"
+    RERUN_ARGS=("${PD_ARGS[@]}")
+}
+
+run_postfix_dovecot() {
+    local r="$1" name
+    name="$(run_name postfix-dovecot "$r")"
+    pd_fresh "$r" "$name"
     if ((HARNESS_RC == 0)); then
         log "round $r: Postfix + Dovecot, find-max"
-        # Both masters: the report's CPU by program covers every process they start.
-        args+=(--server-software "$PD_SOFTWARE" --server-pid "$POSTFIX_PID" --server-pid "$DOVECOT_PID")
         local search=(--find-max "${PHASE_FLAGS[@]}" --seed "$SEED")
         if [[ -n "$RATE_START" ]]; then search+=(--rate "$RATE_START"); fi
-        run_harness postfix-dovecot "$r" "$name" "${args[@]}" "${search[@]}" --out "$OUT/$name"
+        run_harness postfix-dovecot "$r" "$name" "${PD_ARGS[@]}" "${search[@]}" --out "$OUT/$name"
     fi
     RUNS+=("postfix-dovecot|$r|$name|$HARNESS_RC|find-max")
-    if ((HARNESS_RC == 0)); then rerun_knee postfix-dovecot "$r" "$name" "${args[@]}"; fi
+    # The configuration as the search ran it, before a re-run replaces the SUT.
     save_sut_files "$name"
+    if ((HARNESS_RC == 0)); then rerun_knee postfix-dovecot "$r" "$name" pd_rerun_prepare; fi
+    save_sut_files "$name-last"
     sut_stop
 }
 
@@ -305,7 +339,8 @@ EOF
     echo "  default (optimized). Files in postfix-dovecot-config/."
     if ((RERUNS > 0)); then
         echo "- After each find-max, the 100 % level at the system's knee re-run $RERUNS time(s) (seeds"
-        echo "  $((SEED + 1))..$((SEED + RERUNS)); stoa's built-in server is started and filled afresh for each)."
+        echo "  $((SEED + 1))..$((SEED + RERUNS)); each system's server is started and filled afresh for each: the"
+        echo "  search's failed levels can leave a store below the steady state)."
     fi
     echo "- $ROUNDS round(s); stoa first in odd rounds, Postfix + Dovecot first in even ones. Harness runs"
     echo "  bounded by --run-timeout $RUN_TIMEOUT s. BENCH_WAIT_IDLE=${BENCH_WAIT_IDLE:-unset}."
