@@ -207,7 +207,8 @@ fn difference_text(
             let mark = if d.significant() { "*" } else { "" };
             if !d.significant() {
                 let cv = [a.cv(), b.cv()].into_iter().flatten().fold(0.0, f64::max);
-                if let Some(n) = runs_to_detect(cv, DETECT) {
+                // No spread at all (every run the same figure): nothing to add.
+                if let Some(n) = runs_to_detect(cv, DETECT).filter(|_| cv > 0.0) {
                     notes.push(format!(
                         "{figure}, {label}: no difference detected at this precision; about {n} runs of each would detect {:.0} % (at the {:.1} % spread seen).",
                         DETECT * 100.0,
