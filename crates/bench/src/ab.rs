@@ -30,7 +30,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context as _, bail};
 
 use crate::archive::{Figures, Keep, Kind};
-use crate::stats::{CONFIDENCE, Difference, Sample, runs_to_detect};
+use crate::stats::{CONFIDENCE, Difference, Sample, larger_cv, runs_to_detect};
 
 /// The difference the "rounds needed" line is about.
 const DETECT: f64 = 0.02;
@@ -190,10 +190,7 @@ pub(crate) fn judge(
     if !last {
         return None;
     }
-    let cv = [sa.and_then(|s| s.cv()), sb.and_then(|s| s.cv())]
-        .into_iter()
-        .flatten()
-        .fold(0.0, f64::max);
+    let cv = larger_cv(&[sa, sb]);
     Some(Verdict::Undecided {
         half: rel.map(|(_, h)| h),
         needed: runs_to_detect(cv, DETECT),
@@ -413,11 +410,7 @@ fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn gauss(rng: &mut fastrand::Rng) -> f64 {
-        let (u, v) = (rng.f64().max(1e-12), rng.f64());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
+    use crate::stats::gauss;
 
     /// Runs the sequential test on simulated rounds: A ~ N(100, noise), B ~
     /// N(100 (1 + effect), noise); the verdict and the rounds it took.

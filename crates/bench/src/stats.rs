@@ -43,6 +43,16 @@ impl Sample {
     }
 }
 
+/// The larger coefficient of variation of `samples` (0 when none has one):
+/// the spread a "runs needed" estimate assumes.
+pub(crate) fn larger_cv(samples: &[Option<Sample>]) -> f64 {
+    samples
+        .iter()
+        .flatten()
+        .filter_map(Sample::cv)
+        .fold(0.0, f64::max)
+}
+
 /// B − A with its interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Difference {
@@ -129,6 +139,13 @@ fn t_quantile(p: f64, df: f64) -> Option<f64> {
     q.is_finite().then_some(q)
 }
 
+/// A standard normal draw (Box–Muller), for the simulations of the tests.
+#[cfg(test)]
+pub(crate) fn gauss(rng: &mut fastrand::Rng) -> f64 {
+    let (u, v) = (rng.f64().max(1e-12), rng.f64());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,15 +191,14 @@ mod tests {
         // 200 comparisons of A = B, five runs each, 3 % noise: about 5 % of
         // 95 % intervals leave out zero; well under 10 % must.
         let mut rng = fastrand::Rng::with_seed(99);
-        let mut gauss = || {
-            // Box–Muller.
-            let (u, v) = (rng.f64().max(1e-12), rng.f64());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        };
         let mut false_alarms = 0;
         for _ in 0..200 {
-            let a: Vec<f64> = (0..5).map(|_| 100.0 * (1.0 + 0.03 * gauss())).collect();
-            let b: Vec<f64> = (0..5).map(|_| 100.0 * (1.0 + 0.03 * gauss())).collect();
+            let a: Vec<f64> = (0..5)
+                .map(|_| 100.0 * (1.0 + 0.03 * gauss(&mut rng)))
+                .collect();
+            let b: Vec<f64> = (0..5)
+                .map(|_| 100.0 * (1.0 + 0.03 * gauss(&mut rng)))
+                .collect();
             let d = Difference::welch(
                 &Sample::of(&a).expect("the test's own data"),
                 &Sample::of(&b).expect("the test's own data"),

@@ -33,7 +33,7 @@ pub(crate) fn run(command: &BenchCommand) -> anyhow::Result<()> {
 
 #[allow(clippy::print_stdout, reason = "the page is the command's output")]
 fn disclose(args: &BenchDiscloseArgs) -> anyhow::Result<()> {
-    let dir = args.archive.clone().unwrap_or_else(archive::default_dir);
+    let dir = archive_dir(args.archive.as_ref());
     let (text, html) = archive::disclose_pages(&dir, &args.run, args.notes.as_deref())?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
@@ -116,9 +116,14 @@ fn keep(args: &ArchiveArgs) -> archive::Keep {
     }
 }
 
+/// `--archive DIR`, else the default archive.
+fn archive_dir(dir: Option<&std::path::PathBuf>) -> std::path::PathBuf {
+    dir.cloned().unwrap_or_else(archive::default_dir)
+}
+
 #[allow(clippy::print_stdout, reason = "the listing is the command's output")]
 fn results(args: &BenchResultsArgs) -> anyhow::Result<()> {
-    let dir = args.archive.clone().unwrap_or_else(archive::default_dir);
+    let dir = archive_dir(args.archive.as_ref());
     print!("{}", archive::results_page(&dir)?);
     Ok(())
 }
@@ -128,7 +133,7 @@ fn results(args: &BenchResultsArgs) -> anyhow::Result<()> {
     reason = "the comparison is the command's output"
 )]
 fn compare(args: &BenchCompareArgs) -> anyhow::Result<()> {
-    let dir = args.archive.clone().unwrap_or_else(archive::default_dir);
+    let dir = archive_dir(args.archive.as_ref());
     print!("{}", archive::compare_page(&dir, &args.runs)?);
     Ok(())
 }

@@ -88,15 +88,17 @@ impl Keep {
         self.dir.clone().unwrap_or_else(default_dir)
     }
 
-    /// The server's configuration as stored: the file's text, bounded.
-    pub(crate) fn configuration(&self, fallback: String) -> String {
-        match &self.server_config {
-            Some(path) => system::bounded(
-                std::fs::read_to_string(path)
-                    .unwrap_or_else(|e| format!("(cannot read {}: {e})", path.display())),
-            ),
-            None => fallback,
-        }
+    /// The server's configuration as stored: `--server-config`'s text,
+    /// bounded; empty without one.
+    fn configuration(&self) -> String {
+        self.server_config
+            .as_ref()
+            .map_or_else(String::new, |path| {
+                system::bounded(
+                    std::fs::read_to_string(path)
+                        .unwrap_or_else(|e| format!("(cannot read {}: {e})", path.display())),
+                )
+            })
     }
 }
 
@@ -233,11 +235,26 @@ pub(crate) fn store(
     bail!("{} already holds 99 runs named {base}", dir.display())
 }
 
-/// Stores a finished run as `keep` says and names the file on standard error.
-/// A run whose report is printed is not failed for want of an archive: the
-/// error is printed instead.
-pub(crate) fn keep_run(keep: &Keep, kind: Kind, result: Value, server: Server) {
-    let system = System::collect(server);
+/// Stores a finished run as `keep` says and names the file on standard error:
+/// its JSON `result`, the server as the report names it (`software`,
+/// `target`) and its processes' `command_lines`. A run whose report is
+/// printed is not failed for want of an archive: the error is printed instead.
+pub(crate) fn keep_run(
+    keep: &Keep,
+    kind: Kind,
+    result: Value,
+    (software, target): (&str, String),
+    processes: Vec<String>,
+) {
+    if keep.off {
+        return;
+    }
+    let system = System::collect(Server {
+        software: software.to_owned(),
+        target,
+        processes,
+        configuration: keep.configuration(),
+    });
     match store(keep, kind, result, system) {
         Ok(Some(path)) => eprintln!("stoa bench: run stored as {}", path.display()),
         Ok(None) => {}

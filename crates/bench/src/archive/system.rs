@@ -114,9 +114,9 @@ impl System {
             .collect();
         System {
             hostname: read_value(Path::new("/proc/sys/kernel/hostname")).unwrap_or_default(),
-            cpu_model: cpu_model(&read_value(Path::new("/proc/cpuinfo")).unwrap_or_default()),
+            cpu_model: cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()),
             cores: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
-            memory_mib: memory_mib(&read_value(Path::new("/proc/meminfo")).unwrap_or_default()),
+            memory_mib: memory_mib(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default()),
             kernel: [
                 read_value(Path::new("/proc/sys/kernel/osrelease")),
                 read_value(Path::new("/proc/sys/kernel/version")),
@@ -204,9 +204,6 @@ pub(crate) fn command_line(pid: u32) -> Option<String> {
 /// [`MAX_VALUE`]; `None` when it cannot be read.
 fn read_value(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    if path == Path::new("/proc/cpuinfo") || path == Path::new("/proc/meminfo") {
-        return Some(text);
-    }
     Some(bounded(
         text.split_whitespace().collect::<Vec<_>>().join(" "),
     ))

@@ -402,19 +402,19 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         choices: CHOICES.to_vec(),
         tiers: s.tiers.summary(),
     };
-    let archived = crate::archive::Server {
-        software: run.server_software.clone(),
-        target: format!("SMTP {}, POP3 {}", run.smtp, run.pop3),
-        processes: crate::archive::command_lines(&server_pids),
-        configuration: args.archive.configuration(String::new()),
-    };
+    // Read while the built-in server still runs.
+    let processes = crate::archive::command_lines(&server_pids);
     drop(server);
     print_reports(&run, args.out.as_deref())?;
     crate::archive::keep_run(
         &args.archive,
         crate::archive::Kind::Mail,
         crate::report::mail::json(&run),
-        archived,
+        (
+            &run.server_software,
+            format!("SMTP {}, POP3 {}", run.smtp, run.pop3),
+        ),
+        processes,
     );
     Ok(())
 }

@@ -11,7 +11,7 @@ use super::doc::{Cell, Document, Table, cells};
 use super::text::{self, Layout};
 use crate::archive::{Figures, Kind, Record};
 use crate::compliance::grouped;
-use crate::stats::{Difference, Sample, runs_to_detect};
+use crate::stats::{Difference, Sample, larger_cv, runs_to_detect};
 
 /// The smallest difference the compare page says how many runs would detect.
 const DETECT: f64 = 0.02;
@@ -206,7 +206,7 @@ fn difference_text(
             let (rel, half) = d.relative().unwrap_or((0.0, 0.0));
             let mark = if d.significant() { "*" } else { "" };
             if !d.significant() {
-                let cv = [a.cv(), b.cv()].into_iter().flatten().fold(0.0, f64::max);
+                let cv = larger_cv(&[Some(*a), Some(*b)]);
                 // No spread at all (every run the same figure): nothing to add.
                 if let Some(n) = runs_to_detect(cv, DETECT).filter(|_| cv > 0.0) {
                     notes.push(format!(

@@ -333,17 +333,12 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         search,
     };
     crate::report::web::emit(&run)?;
-    let described = crate::archive::Server {
-        software: run.server_software.clone(),
-        target: run.target.clone(),
-        processes: crate::archive::command_lines(&server_pids),
-        configuration: args.archive.configuration(String::new()),
-    };
     crate::archive::keep_run(
         &args.archive,
         crate::archive::Kind::Web,
         crate::report::web::json(&run),
-        described,
+        (&run.server_software, run.target.clone()),
+        crate::archive::command_lines(&server_pids),
     );
     Ok(())
 }
