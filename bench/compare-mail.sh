@@ -6,6 +6,7 @@
 #                         [--profile quick] [--run-time D] [--reruns 0] [--rounds 1]
 #                         [--run-timeout 14400]
 #                         [--scheme argon2id|sha512-crypt|blf-crypt|ssha|plain]
+#                         [--only stoa|postfix-dovecot] [--knee MPM]
 #
 # --store-users N declares a store of N accounts whatever the rate (a non-compliant
 # run, every report says how): find-max then searches each system's knee with the
@@ -13,7 +14,10 @@
 # (each on a fresh server filled to the steady state: the search's failed levels
 # can drain a store), so the knee is judged on more than one trial; the summary gives the
 # passes and the CPU of each server program there (--server-pid: stoa, or
-# Postfix's and Dovecot's masters and every process they start). --run-time sets
+# Postfix's and Dovecot's masters and every process they start). --knee MPM skips
+# the search and re-runs the 100 % level at MPM (a knee an earlier run found, or a
+# level below it) --reruns times, 3 unless given; --only runs one of the two
+# systems (with --knee: the re-runs of one system's knee). --run-time sets
 # each level's measurement window (the quick profile's 60 s holds 59 delivery
 # probes, the least the Delivery Time row is judged on, only above ~1,900 msgs/min).
 #
@@ -44,9 +48,22 @@ REMOTE_DOMAIN=remote.test
 # The users' password scheme on both systems: the built-in server's directory and
 # Dovecot's passwd-file hold the same {SCHEME} strings (stoa bench mail-users).
 SCHEME=argon2id
+# --only: one system; --knee: no find-max, re-runs of the 100 % level at this rate.
+ONLY=""
+KNEE=""
 bench_cmdline "$@"
 parse_args "--users=USERS --store-users=STORE_USERS --reruns=RERUNS --rate-start=RATE_START --profile=PROFILE
-    --run-time=RUN_TIME --rounds=ROUNDS --run-timeout=RUN_TIMEOUT --scheme=SCHEME" "$@"
+    --run-time=RUN_TIME --rounds=ROUNDS --run-timeout=RUN_TIMEOUT --scheme=SCHEME --only=ONLY --knee=KNEE" "$@"
+case "$ONLY" in
+"") SYSTEMS=(stoa postfix-dovecot) ;;
+stoa | postfix-dovecot) SYSTEMS=("$ONLY") ;;
+*) die "--only is stoa or postfix-dovecot" ;;
+esac
+if [[ -n "$KNEE" ]]; then
+    require_positive "--knee takes a positive integer (msgs/min)" "$KNEE"
+    [[ -z "$RATE_START" ]] || die "--knee and --rate-start exclude each other: --knee runs no search"
+    ((RERUNS > 0)) || RERUNS=3
+fi
 SCHEME="${SCHEME,,}"
 DV_SCHEME="$(dovecot_scheme "$SCHEME")" || die "--scheme is argon2id, sha512-crypt, blf-crypt, ssha or plain"
 require_positive "--users, --store-users, --rate-start, --rounds and --run-timeout take positive integers" \
@@ -136,7 +153,7 @@ rerun_knee() {
     local server="$1" r="$2" name="$3" prepare="$4" knee k
     shift 4
     ((RERUNS > 0)) || return 0
-    knee="$(knee_of "$name")"
+    knee="${KNEE:-$(knee_of "$name")}"
     if [[ -z "$knee" ]]; then
         log "round $r: $server has no knee to re-run (no trial passed)"
         return 0
@@ -162,9 +179,11 @@ run_stoa() {
     name="$(run_name stoa "$r")"
     args=(--find-max "${STORE_FLAG[@]}" "${PHASE_FLAGS[@]}" --seed "$SEED" --password-scheme "$SCHEME")
     if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
-    log "round $r: stoa (the harness's built-in server), find-max"
-    run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
-    RUNS+=("stoa|$r|$name|$HARNESS_RC|find-max")
+    if [[ -z "$KNEE" ]]; then
+        log "round $r: stoa (the harness's built-in server), find-max"
+        run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
+        RUNS+=("stoa|$r|$name|$HARNESS_RC|find-max")
+    fi
     rerun_knee stoa "$r" "$name" "" "${STORE_FLAG[@]}" --password-scheme "$SCHEME"
 }
 
@@ -212,6 +231,13 @@ pd_rerun_prepare() {
 run_postfix_dovecot() {
     local r="$1" name
     name="$(run_name postfix-dovecot "$r")"
+    if [[ -n "$KNEE" ]]; then
+        # No search: each re-run gets its fresh filled SUT.
+        rerun_knee postfix-dovecot "$r" "$name" pd_rerun_prepare
+        save_sut_files "$name-last"
+        sut_stop
+        return 0
+    fi
     pd_fresh "$r" "$name"
     if ((HARNESS_RC == 0)); then
         log "round $r: Postfix + Dovecot, find-max"
@@ -249,10 +275,10 @@ save_sut_files() {
         tail -n 200 >"$OUT/$name-sut-problems.txt" || true
 }
 
-log "running $ROUNDS round(s): stoa and Postfix + Dovecot, $USERS users, profile $PROFILE"
+log "running $ROUNDS round(s): ${SYSTEMS[*]}, $USERS users, profile $PROFILE${KNEE:+, re-runs at $KNEE msgs/min}"
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
-    round_order "$r" stoa postfix-dovecot
+    round_order "$r" "${SYSTEMS[@]}"
     for s in "${ORDER[@]}"; do
         if [[ "$s" == stoa ]]; then run_stoa "$r"; else run_postfix_dovecot "$r"; fi
     done
@@ -310,9 +336,16 @@ for _, _, _, _, _, prog, d in rows:
 EOF
 
 {
-    readme_header "Mail: stoa vs Postfix + Dovecot, \`stoa bench mail --find-max\`"
-    echo "- Postfix: ${POSTFIX_VERSION:-?} (Debian ${POSTFIX_PACKAGE:-?})"
-    echo "- Dovecot: ${DOVECOT_VERSION:-?} (Debian ${DOVECOT_PACKAGE:-?}, dovecot-pop3d)"
+    if [[ -n "$KNEE" ]]; then
+        readme_header "Mail: ${SYSTEMS[*]}, the 100 % level at $KNEE msgs/min re-run $RERUNS time(s)"
+    else
+        readme_header "Mail: stoa vs Postfix + Dovecot, \`stoa bench mail --find-max\`"
+    fi
+    if [[ "$ONLY" != stoa ]]; then
+        echo "- Postfix: ${POSTFIX_VERSION:-?} (Debian ${POSTFIX_PACKAGE:-?})"
+        echo "- Dovecot: ${DOVECOT_VERSION:-?} (Debian ${DOVECOT_PACKAGE:-?}, dovecot-pop3d)"
+    fi
+    if [[ -n "$ONLY" ]]; then echo "- Only $ONLY ran (\`--only\`)."; fi
     readme_section Setup
     echo "- Loopback only (127.0.0.1). The harness and the mail system share the machine's $(nproc) cores;"
     echo "  nothing is pinned."
@@ -337,7 +370,10 @@ EOF
     echo "  skips it), \`pop3_uidl_format = %g\`, up to 3000 pop3 processes (one per session, reused 100"
     echo "  times), login processes in high-performance mode, no per-IP auth penalty, \`mail_fsync\` at its"
     echo "  default (optimized). Files in postfix-dovecot-config/."
-    if ((RERUNS > 0)); then
+    if [[ -n "$KNEE" ]]; then
+        echo "- No find-max (\`--knee $KNEE\`): the 100 % level at $KNEE msgs/min run $RERUNS time(s) (seeds"
+        echo "  $((SEED + 1))..$((SEED + RERUNS)); each on a server started and filled afresh)."
+    elif ((RERUNS > 0)); then
         echo "- After each find-max, the 100 % level at the system's knee re-run $RERUNS time(s) (seeds"
         echo "  $((SEED + 1))..$((SEED + RERUNS)); each system's server is started and filled afresh for each: the"
         echo "  search's failed levels can leave a store below the steady state)."
