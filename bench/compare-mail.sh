@@ -3,7 +3,7 @@
 # --find-max`: the highest load (messages per minute) each mail system passes.
 #
 #   bench/compare-mail.sh [--users 1000 | --store-users N] [--rate-start MPM]
-#                         [--profile quick] [--run-time D] [--reruns 0] [--rounds 1]
+#                         [--profile quick] [--warmup D] [--run-time D] [--reruns 0] [--rounds 1]
 #                         [--run-timeout 14400]
 #                         [--scheme argon2id|sha512-crypt|blf-crypt|ssha|plain]
 #                         [--only stoa|postfix-dovecot] [--knee MPM]
@@ -19,7 +19,9 @@
 # level below it) --reruns times, 3 unless given; --only runs one of the two
 # systems (with --knee: the re-runs of one system's knee). --run-time sets
 # each level's measurement window (the quick profile's 60 s holds 59 delivery
-# probes, the least the Delivery Time row is judged on, only above ~1,900 msgs/min).
+# probes, the least the Delivery Time row is judged on, only above ~1,900 msgs/min),
+# --warmup the load before it (the quick profile's 10 s; the kit's is 300 s, and a
+# server that caches password checks, as stoa does, starts each fresh re-run cold).
 #
 # Stoa: the harness's built-in server (it starts its own). Postfix + Dovecot: a
 # private instance from bench/mail-sut.sh (virtual(8) Maildirs read by Dovecot's
@@ -37,6 +39,7 @@ STORE_USERS=""
 RERUNS=0
 RATE_START=""
 RUN_TIME=""
+WARMUP=""
 PROFILE=quick
 ROUNDS=1
 RUN_TIMEOUT=14400
@@ -53,7 +56,7 @@ ONLY=""
 KNEE=""
 bench_cmdline "$@"
 parse_args "--users=USERS --store-users=STORE_USERS --reruns=RERUNS --rate-start=RATE_START --profile=PROFILE
-    --run-time=RUN_TIME --rounds=ROUNDS --run-timeout=RUN_TIMEOUT --scheme=SCHEME --only=ONLY --knee=KNEE" "$@"
+    --run-time=RUN_TIME --warmup=WARMUP --rounds=ROUNDS --run-timeout=RUN_TIMEOUT --scheme=SCHEME --only=ONLY --knee=KNEE" "$@"
 case "$ONLY" in
 "") SYSTEMS=(stoa postfix-dovecot) ;;
 stoa | postfix-dovecot) SYSTEMS=("$ONLY") ;;
@@ -70,6 +73,7 @@ require_positive "--users, --store-users, --rate-start, --rounds and --run-timeo
     "$USERS" "$ROUNDS" "$RUN_TIMEOUT" ${RATE_START:+"$RATE_START"} ${STORE_USERS:+"$STORE_USERS"}
 [[ "$RERUNS" =~ ^[0-9]+$ ]] || die "--reruns takes a whole number"
 [[ -z "$RUN_TIME" || "$RUN_TIME" =~ ^[1-9][0-9]*(s|m|min)?$ ]] || die "--run-time: a duration such as 300s"
+[[ -z "$WARMUP" || "$WARMUP" =~ ^[0-9]+(s|m|min)?$ ]] || die "--warmup: a duration such as 300s"
 ((USERS <= 10000000 && ROUNDS <= 20 && RERUNS <= 10)) ||
     die "settings out of range (users <= 10000000, rounds <= 20, reruns <= 10)"
 # The store: --users (at least 200 x rate, the kit's rule) or a declared one.
@@ -83,6 +87,7 @@ fi
 # The phases every run of both systems gets.
 PHASE_FLAGS=(--profile "$PROFILE")
 if [[ -n "$RUN_TIME" ]]; then PHASE_FLAGS+=(--run-time "$RUN_TIME"); fi
+if [[ -n "$WARMUP" ]]; then PHASE_FLAGS+=(--warmup "$WARMUP"); fi
 [[ "$PROFILE" =~ ^[a-z0-9_-]+$ ]] || die "--profile: a profile name such as quick"
 
 [[ "$(id -u)" == 0 ]] || die "run as root: Postfix's and Dovecot's masters start as root"
@@ -355,7 +360,7 @@ EOF
     fi
     echo "- $USERS users user1..user$USERS@$DOMAIN with the harness's default password, {$DV_SCHEME}"
     echo "  (--scheme $SCHEME) on both systems; mail for"
-    echo "  @$REMOTE_DOMAIN goes to the harness's mail sink. Profile \`$PROFILE\`${RUN_TIME:+, measurement $RUN_TIME per level}${RATE_START:+, find-max starting at $RATE_START MPM}."
+    echo "  @$REMOTE_DOMAIN goes to the harness's mail sink. Profile \`$PROFILE\`${WARMUP:+, warm-up $WARMUP}${RUN_TIME:+, measurement $RUN_TIME per level}${RATE_START:+, find-max starting at $RATE_START MPM}."
     echo "- stoa: the harness's built-in server (\`stoa bench mail\` without --smtp/--pop3 starts its own and"
     echo "  creates the users and initial mailboxes itself)."
     echo "- Postfix + Dovecot (\`$PD_SOFTWARE\`): \`bench/mail-sut.sh start\` (see bench/README.md), then"
