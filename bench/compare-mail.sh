@@ -182,9 +182,9 @@ rerun_knee() {
 run_stoa() {
     local r="$1" name args
     name="$(run_name stoa "$r")"
-    args=(--find-max "${STORE_FLAG[@]}" "${PHASE_FLAGS[@]}" --seed "$SEED" --password-scheme "$SCHEME")
-    if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
     if [[ -z "$KNEE" ]]; then
+        args=(--find-max "${STORE_FLAG[@]}" "${PHASE_FLAGS[@]}" --seed "$SEED" --password-scheme "$SCHEME")
+        if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
         log "round $r: stoa (the harness's built-in server), find-max"
         run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
         RUNS+=("stoa|$r|$name|$HARNESS_RC|find-max")
@@ -236,23 +236,20 @@ pd_rerun_prepare() {
 run_postfix_dovecot() {
     local r="$1" name
     name="$(run_name postfix-dovecot "$r")"
-    if [[ -n "$KNEE" ]]; then
-        # No search: each re-run gets its fresh filled SUT.
-        rerun_knee postfix-dovecot "$r" "$name" pd_rerun_prepare
-        save_sut_files "$name-last"
-        sut_stop
-        return 0
+    # With --knee there is no search: each re-run below gets its own fresh filled SUT.
+    HARNESS_RC=0
+    if [[ -z "$KNEE" ]]; then
+        pd_fresh "$r" "$name"
+        if ((HARNESS_RC == 0)); then
+            log "round $r: Postfix + Dovecot, find-max"
+            local search=(--find-max "${PHASE_FLAGS[@]}" --seed "$SEED")
+            if [[ -n "$RATE_START" ]]; then search+=(--rate "$RATE_START"); fi
+            run_harness postfix-dovecot "$r" "$name" "${PD_ARGS[@]}" "${search[@]}" --out "$OUT/$name"
+        fi
+        RUNS+=("postfix-dovecot|$r|$name|$HARNESS_RC|find-max")
+        # The configuration as the search ran it, before a re-run replaces the SUT.
+        save_sut_files "$name"
     fi
-    pd_fresh "$r" "$name"
-    if ((HARNESS_RC == 0)); then
-        log "round $r: Postfix + Dovecot, find-max"
-        local search=(--find-max "${PHASE_FLAGS[@]}" --seed "$SEED")
-        if [[ -n "$RATE_START" ]]; then search+=(--rate "$RATE_START"); fi
-        run_harness postfix-dovecot "$r" "$name" "${PD_ARGS[@]}" "${search[@]}" --out "$OUT/$name"
-    fi
-    RUNS+=("postfix-dovecot|$r|$name|$HARNESS_RC|find-max")
-    # The configuration as the search ran it, before a re-run replaces the SUT.
-    save_sut_files "$name"
     if ((HARNESS_RC == 0)); then rerun_knee postfix-dovecot "$r" "$name" pd_rerun_prepare; fi
     save_sut_files "$name-last"
     sut_stop
