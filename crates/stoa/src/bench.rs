@@ -70,16 +70,31 @@ fn ab_options(args: &BenchAbArgs) -> anyhow::Result<stoa_bench::ab::Options> {
             _ => anyhow::bail!("{flag} {t}: with --mail, the SMTP and POP3 addresses as SMTP,POP3"),
         }
     };
+    // A side's harness flags: its target's, then its own (--a-flags).
+    let side_args = |t: &Option<String>,
+                     t_flag: &str,
+                     own: &Option<String>,
+                     own_flag: &str|
+     -> anyhow::Result<Vec<String>> {
+        let mut out = target(t, t_flag)?;
+        if let Some(own) = own {
+            let words = shlex::split(own).with_context(|| {
+                format!("{own_flag} {own:?}: unbalanced quotes or a trailing backslash")
+            })?;
+            out.extend(words);
+        }
+        Ok(out)
+    };
     Ok(ab::Options {
         kind,
         a: ab::Side {
             label: args.a_label.clone(),
-            harness_args: target(&args.a_target, "--a-target")?,
+            harness_args: side_args(&args.a_target, "--a-target", &args.a_flags, "--a-flags")?,
             setup: args.a_setup.clone(),
         },
         b: ab::Side {
             label: args.b_label.clone(),
-            harness_args: target(&args.b_target, "--b-target")?,
+            harness_args: side_args(&args.b_target, "--b-target", &args.b_flags, "--b-flags")?,
             setup: args.b_setup.clone(),
         },
         metric: match args.metric.as_str() {

@@ -165,6 +165,16 @@ pub(crate) struct BenchAbArgs {
     #[arg(long, value_name = "CMD")]
     pub(crate) b_setup: Option<String>,
 
+    /// Harness flags for A's measurements only, as one shell-quoted string
+    /// (`--a-flags "--server-pid 1234 --sink-listen 127.0.0.1:2526"`): what
+    /// belongs to A's server and not to B's.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub(crate) a_flags: Option<String>,
+
+    /// Harness flags for B's measurements only, as --a-flags.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub(crate) b_flags: Option<String>,
+
     /// A's name in the output and the archive.
     #[arg(long, value_name = "TEXT", default_value = "A")]
     pub(crate) a_label: String,
@@ -174,7 +184,7 @@ pub(crate) struct BenchAbArgs {
     pub(crate) b_label: String,
 
     /// The figure compared: `cpu` (server CPU per operation at a fixed load;
-    /// cheap, and an external server needs `-- --server-pid PID`),
+    /// cheap, and an external server needs `--a-flags "--server-pid PID"`),
     /// `throughput`, or `score` (a --find-max per measurement, started near
     /// the side's last score).
     #[arg(long, value_name = "METRIC", default_value = "cpu", value_parser = ["cpu", "throughput", "score"])]

@@ -316,8 +316,10 @@ fn ab_sees_a_slowed_server_as_worse() {
             "--no-archive",
             "--a-target",
             &direct,
-            "--b-target",
-            &slow,
+            // B's target as B's own harness flags: had they reached A too,
+            // both sides would be slowed and no side worse.
+            "--b-flags",
+            &format!("--target '{slow}'"),
             "--a-label",
             "direct",
             "--b-label",
