@@ -257,6 +257,7 @@ fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
         store_seed: args.store_seed,
         server_software: args.server_software.clone(),
         server_pid: args.server_pid.clone(),
+        server_set: args.server_set.clone(),
         tiers: parse_all(&args.tier, "--tier")?,
         tier_notes: parse_all(&args.tier_note, "--tier-note")?,
         tier_counts: parse_all(&args.tier_count, "--tier-count")?,

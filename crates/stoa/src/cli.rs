@@ -538,6 +538,14 @@ pub(crate) struct BenchMailArgs {
     #[arg(long, value_name = "PID")]
     pub(crate) server_pid: Vec<u32>,
 
+    /// A setting of the built-in server's configuration, `TABLE.KEY=VALUE` with
+    /// a TOML value (`smtp.max_deliveries=100`, `directory.cache_ttl="0s"`),
+    /// repeatable; the report's server name lists them. Not the keys the
+    /// harness itself sets (listeners, mail_dir, domains, relay_host,
+    /// trusted_networks).
+    #[arg(long, value_name = "TABLE.KEY=VALUE", conflicts_with = "smtp")]
+    pub(crate) server_set: Vec<String>,
+
     /// One tier of a system of several processes on this machine: its role, its
     /// processes, and `@smtp`/`@pop3` for the tier that answers --smtp/--pop3
     /// (`"POP proxy=1234@pop3"`, `"MMP=10+11+12"`). The report's System

@@ -73,6 +73,23 @@ fn attempts(row: &Value) -> u64 {
 }
 
 #[test]
+fn a_server_setting_that_does_not_take_stops_the_run() {
+    for (set, says) in [
+        // The server would warn and ignore it: the run would measure another
+        // configuration than the one asked for.
+        ("smtp.no_such_key=1", "does not know a key"),
+        (
+            "pop3.listen=[\"0.0.0.0:110\"]",
+            "the harness sets pop3.listen itself",
+        ),
+    ] {
+        let run = bench_mail(&["--store-users", "100", "--rate", "10", "--server-set", set]);
+        assert!(!run.success, "{set}: the run went on");
+        assert!(run.stderr.contains(says), "{set}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn quick_run_against_the_builtin_server() {
     let out = tempfile::tempdir().expect("tempdir");
     let dir = out.path().join("report");
@@ -102,10 +119,22 @@ fn quick_run_against_the_builtin_server() {
         "11",
         "--password-scheme",
         "SHA512-crypt",
+        // A setting of the built-in server's, named in the report.
+        "--server-set",
+        "smtp.max_deliveries=3",
         "--out",
         dir_text,
     ]);
     assert!(run.success, "the run failed; stderr:\n{}", run.stderr);
+    assert!(
+        run.stdout.contains(concat!(
+            "Stoa ",
+            env!("CARGO_PKG_VERSION"),
+            " (built-in; smtp.max_deliveries=3)"
+        )),
+        "{}",
+        run.stdout
+    );
     // The generated users' scheme, in the report (logins passed: they verified).
     assert!(
         run.stdout

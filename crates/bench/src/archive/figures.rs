@@ -83,7 +83,25 @@ fn mail(r: &Value) -> Figures {
         )
     });
     let window = level.and_then(|l| l["window_secs"].as_f64());
-    let cpu = level.and_then(|l| l["server_cpu_secs"].as_f64());
+    // The server's CPU per session as the report's process table has it: the
+    // process tree's exact total over the measurement window (the built-in
+    // server, or --server-pid and every descendant: Postfix's and Dovecot's
+    // workers) over the window's finished sessions. Not `server_cpu_secs`,
+    // which covers the whole level (warm-up and cool-down too) and only the
+    // --server-pid processes and their reaped children.
+    let cpu = level.and_then(|l| l["server_processes"]["total_cpu_secs"].as_f64());
+    let finished = level.and_then(|l| {
+        let c = &l["counters"];
+        [
+            "smtp_session",
+            "smtp_disconnect",
+            "pop_session",
+            "pop_disconnect",
+        ]
+        .iter()
+        .map(|k| c[*k].as_f64())
+        .sum::<Option<f64>>()
+    });
     Figures {
         score: r["established_mpm"].as_f64(),
         throughput: sessions
@@ -91,7 +109,7 @@ fn mail(r: &Value) -> Figures {
             .filter(|&(_, w)| w > 0.0)
             .map(|(s, w)| s / w),
         server_cpu: cpu
-            .zip(sessions)
+            .zip(finished)
             .filter(|&(_, s)| s > 0.0)
             .map(|(c, s)| c * 1000.0 / s),
         compliant: r["compliant"].as_bool().unwrap_or(false),
@@ -132,14 +150,24 @@ mod tests {
             "levels": [
                 {"load_percent": 80, "window_secs": 60.0, "server_cpu_secs": 1.0,
                  "sessions_started": {"smtp": {"started": 1.0}}},
-                {"load_percent": 100, "window_secs": 100.0, "server_cpu_secs": 30.0,
+                // server_cpu_secs (the whole level, the masters only) is not
+                // the figure: the window's process tree is.
+                {"load_percent": 100, "window_secs": 100.0, "server_cpu_secs": 3.0,
+                 "server_processes": {"total_cpu_secs": 28.5},
+                 "counters": {"smtp_session": 5900, "smtp_disconnect": 100,
+                              "pop_session": 3490, "pop_disconnect": 10},
                  "sessions_started": {"user_smtp": {"started": 6000.0}, "initial_pop": {"started": 4000.0}}},
             ],
         });
         let f = Figures::of(Kind::Mail, &r);
         assert_eq!(f.score, Some(3600.0));
         assert_eq!(f.throughput, Some(100.0));
+        // 28.5 s over 9,500 finished sessions.
         assert_eq!(f.server_cpu, Some(3.0));
         assert!(!f.compliant);
+        // A level without the process tree has no CPU per session.
+        let mut old = r.clone();
+        old["levels"][1]["server_processes"] = Value::Null;
+        assert_eq!(Figures::of(Kind::Mail, &old).server_cpu, None);
     }
 }

@@ -302,7 +302,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
                 password: &args.password,
                 scheme: args.password_scheme,
             };
-            let b = server::BuiltIn::start(&exe, &users, sink_addr).await?;
+            let b = server::BuiltIn::start(&exe, &users, sink_addr, &args.server_set).await?;
             (b.smtp, b.pop3, Some(b))
         }
     };
@@ -372,7 +372,12 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         if external {
             "unnamed server".to_owned()
         } else {
-            format!("Stoa {} (built-in)", env!("CARGO_PKG_VERSION"))
+            let version = env!("CARGO_PKG_VERSION");
+            if args.server_set.is_empty() {
+                format!("Stoa {version} (built-in)")
+            } else {
+                format!("Stoa {version} (built-in; {})", args.server_set.join(", "))
+            }
         }
     });
     let run = MailRun {

@@ -89,6 +89,9 @@ pub struct Options {
     pub tier_counts: Vec<TierCount>,
     /// Where result.txt, result.json and result.html go.
     pub out: Option<PathBuf>,
+    /// Settings of the built-in server's configuration (`--server-set
+    /// TABLE.KEY=VALUE`), each value TOML.
+    pub server_set: Vec<String>,
     /// The `stoa` binary the built-in server runs as `stoa serve`; `None`:
     /// this process's executable.
     pub server_exe: Option<PathBuf>,
@@ -160,6 +163,7 @@ impl Options {
             tier_notes: Vec::new(),
             tier_counts: Vec::new(),
             out: None,
+            server_set: Vec::new(),
             server_exe: None,
             archive: crate::archive::Keep {
                 off: true,

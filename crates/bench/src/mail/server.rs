@@ -68,6 +68,59 @@ pub(crate) fn create_users(mail_dir: &Path, users: &Users<'_>) -> anyhow::Result
     Ok(())
 }
 
+/// The keys of the built-in configuration the run depends on, which
+/// `--server-set` may not change.
+const HARNESS_KEYS: &[&str] = &[
+    "smtp.mail_dir",
+    "smtp.listen",
+    "smtp.domains",
+    "smtp.trusted_networks",
+    "smtp.relay_host",
+    "pop3.mail_dir",
+    "pop3.listen",
+];
+
+/// `text` (a TOML configuration) with each `TABLE.KEY=VALUE` of `settings` set:
+/// the value as TOML (`100`, `true`, `"0s"`, `["a", "b"]`), or, when it is not
+/// TOML, as a string (`directory.cache_ttl=0s`). The server checks the keys.
+pub(crate) fn with_settings(text: &str, settings: &[String]) -> anyhow::Result<String> {
+    if settings.is_empty() {
+        return Ok(text.to_owned());
+    }
+    let mut doc: toml::Table = text
+        .parse()
+        .context("the built-in server's configuration is not TOML")?;
+    for set in settings {
+        let (path, value) = set
+            .split_once('=')
+            .with_context(|| format!("--server-set {set}: expected TABLE.KEY=VALUE"))?;
+        let path = path.trim();
+        let names: Vec<&str> = path.split('.').map(str::trim).collect();
+        if names.len() < 2 || names.iter().any(|n| n.is_empty()) {
+            bail!("--server-set {set}: the key is TABLE.KEY (smtp.max_deliveries)");
+        }
+        if HARNESS_KEYS.contains(&path) {
+            bail!("--server-set {set}: the harness sets {path} itself");
+        }
+        let value = match format!("v = {value}").parse::<toml::Table>() {
+            Ok(mut t) => t.remove("v").context("a parsed value")?,
+            Err(_) => toml::Value::String(value.trim().to_owned()),
+        };
+        let (key, tables) = names.split_last().context("a key")?;
+        let mut table = &mut doc;
+        for name in tables {
+            let entry = table
+                .entry((*name).to_owned())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            table = entry
+                .as_table_mut()
+                .with_context(|| format!("--server-set {set}: {name} is not a table"))?;
+        }
+        table.insert((*key).to_owned(), value);
+    }
+    toml::to_string(&doc).context("cannot write the built-in server's configuration")
+}
+
 impl BuiltIn {
     /// The server's process id, while it runs.
     pub(crate) fn pid(&self) -> Option<u32> {
@@ -75,11 +128,12 @@ impl BuiltIn {
     }
 
     /// Starts `stoa serve` with the `users` accounts, relaying other domains to
-    /// `sink`.
+    /// `sink`, its configuration changed by `settings` (`--server-set`).
     pub(crate) async fn start(
         exe: &Path,
         users: &Users<'_>,
         sink: SocketAddr,
+        settings: &[String],
     ) -> anyhow::Result<BuiltIn> {
         let dir = tempfile::Builder::new()
             .prefix("stoa-bench-mail-")
@@ -127,6 +181,7 @@ impl BuiltIn {
             scheme.name(),
             scheme == Scheme::Plain
         );
+        let text = with_settings(&text, settings)?;
         std::fs::write(&config, text)
             .with_context(|| format!("cannot write {}", config.display()))?;
         let mut child = Command::new(exe)
@@ -151,6 +206,12 @@ impl BuiltIn {
                 smtp = Some(a.parse().context("bad SMTP address")?);
             } else if let Some(a) = line.strip_prefix("stoa: listening on pop3://") {
                 pop3 = Some(a.parse().context("bad POP3 address")?);
+            } else if line.contains("unknown key, ignored") {
+                // The server warns and goes on; a run whose --server-set did
+                // not take would measure the wrong configuration.
+                bail!(
+                    "stoa serve does not know a key of the built-in configuration ({line}); check --server-set"
+                );
             } else if log.len() < 50 {
                 log.push(line);
             }
@@ -206,5 +267,57 @@ impl BuiltIn {
 impl Drop for BuiltIn {
     fn drop(&mut self) {
         crate::web::terminate(&self.child);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str =
+        "[smtp]\nlisten = [\"127.0.0.1:0\"]\n\n[pop3]\nallow_plaintext_auth = true\n";
+
+    fn set(settings: &[&str]) -> anyhow::Result<toml::Table> {
+        let owned: Vec<String> = settings.iter().map(|s| (*s).to_owned()).collect();
+        Ok(with_settings(BASE, &owned)?.parse()?)
+    }
+
+    #[test]
+    fn settings_land_in_their_tables_as_toml_values() {
+        let doc = set(&[
+            "smtp.max_deliveries=100",
+            "pop3.allow_plaintext_auth = false",
+            "directory.cache_ttl=0s",
+            "queue.retry.first=\"5m\"",
+        ])
+        .expect("valid settings");
+        assert_eq!(doc["smtp"]["max_deliveries"].as_integer(), Some(100));
+        assert_eq!(doc["smtp"]["listen"][0].as_str(), Some("127.0.0.1:0"));
+        assert_eq!(doc["pop3"]["allow_plaintext_auth"].as_bool(), Some(false));
+        // Not TOML: a string.
+        assert_eq!(doc["directory"]["cache_ttl"].as_str(), Some("0s"));
+        assert_eq!(doc["queue"]["retry"]["first"].as_str(), Some("5m"));
+    }
+
+    #[test]
+    fn bad_settings_are_refused_before_the_server_starts() {
+        for (bad, says) in [
+            ("smtp.max_deliveries", "TABLE.KEY=VALUE"),
+            ("max_deliveries=1", "TABLE.KEY"),
+            ("smtp..x=1", "TABLE.KEY"),
+            (
+                "smtp.listen=[\"0.0.0.0:25\"]",
+                "the harness sets smtp.listen",
+            ),
+            ("smtp.listen.x=1", "listen is not a table"),
+        ] {
+            let err = set(&[bad]).expect_err(bad).to_string();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn no_settings_leave_the_text_as_it_is() {
+        assert_eq!(with_settings(BASE, &[]).expect("unchanged"), BASE);
     }
 }

@@ -834,7 +834,11 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
     ];
     lines.extend(agents::cpu(level));
     lines.extend([
-        format!("Server CPU: {}", cpu(level.server_cpu)),
+        format!(
+            "Server CPU, whole level, the server processes' own time (not their workers'; \
+             the window's process tree is below): {}",
+            cpu(level.server_cpu)
+        ),
         format!(
             "Machine CPU, every process (the harness's included): {}",
             cpu(level.machine_cpu)
