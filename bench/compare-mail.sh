@@ -22,6 +22,8 @@
 # probes, the least the Delivery Time row is judged on, only above ~1,900 msgs/min),
 # --warmup the load before it (the quick profile's 10 s; the kit's is 300 s, and a
 # server that caches password checks, as stoa does, starts each fresh re-run cold).
+# Before every harness run the disk is settled (sync, no I/O in flight; the README's
+# background section says how long it took and the load average then).
 #
 # Stoa: the harness's built-in server (it starts its own). Postfix + Dovecot: a
 # private instance from bench/mail-sut.sh (virtual(8) Maildirs read by Dovecot's
@@ -120,6 +122,9 @@ RUNS=()          # "server|round|dir|exit status|kind" (kind: find-max or rerun)
 run_harness() {
     local server="$1" round="$2" name="$3"
     shift 3
+    # An earlier run's store (8 GB at 100,000 accounts), written or deleted, must
+    # not be written back during this one.
+    settle_disk "before $name"
     show_cmd stoa bench mail "$@" | sed "s/^/[$server, round $round] /" >>"$COMMANDS"
     HARNESS_RC=0
     timeout --kill-after=30 "$RUN_TIMEOUT" "$STOA_BIN" bench mail "$@" \

@@ -508,6 +508,23 @@ wait_idle() {
     done
 }
 
+# settle_disk LABEL: writes the dirty pages to disk (sync, at most 10 min) and waits
+# (at most 60 s) until no whole disk has I/O in flight, so that the writeback of an
+# earlier run (a store filled or deleted) does not fall into the next one; logs how
+# long it took with the load average, and appends that to BACKGROUND_NOTES.
+settle_disk() {
+    local label="$1" start=$SECONDS inflight i
+    timeout 600 sync || log "!!! sync did not finish within 600 s ($label)"
+    for ((i = 0; i < 60; i++)); do
+        # /proc/diskstats field 12: I/Os in progress; whole disks only (vda, sda, nvme0n1).
+        inflight="$(awk '$3 ~ /^(([shv]|xv)d[a-z]+|nvme[0-9]+n[0-9]+)$/ { s += $12 } END { print s + 0 }' /proc/diskstats)"
+        ((inflight == 0)) && break
+        sleep 1
+    done
+    BACKGROUND_NOTES+=("$label: disk settled in $((SECONDS - start)) s ($(awk '/^Dirty:/ { print $2 }' /proc/meminfo) kB dirty after; load average $(cut -d' ' -f1-3 /proc/loadavg))")
+    log "${BACKGROUND_NOTES[-1]}"
+}
+
 # Markdown list of the background-load checks.
 describe_background() {
     local n

@@ -82,7 +82,7 @@ const CHOICES: [&str; 11] = [
     "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
     "Modem sessions (90 % of user SMTP and POP sessions) send and receive at 6,000 B/s throughout; remote-MTA sessions run at full speed.",
     "The retry pool (7.5 % of the accounts) is drawn per run; a repeated check takes a pool mailbox not checked for 300 s, or is skipped and counted as \"Retry Pool Exhausted\".",
-    "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates. A store declared smaller (--store-users) takes the rate's streams over fewer mailboxes, each receiving and checked more often, with a retry pool of 7.5 % of the 200 × rate accounts the kit would have (at most 90 % of the store), so that re-checks keep the kit's interval.",
+    "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates. A store declared smaller (--store-users) takes the rate's streams over fewer mailboxes, each receiving and checked more often, with a retry pool of 7.5 % of the 200 × rate accounts the kit would have (at most 90 % of the store), so that re-checks keep the kit's interval. Before the first level the harness writes this machine's dirty pages to disk (sync(2)), so that no run's load starts while its fill is still being written back.",
 ];
 
 /// Runs `stoa bench mail`: the sink, the store (filled and checked), the load
@@ -478,6 +478,18 @@ async fn prepare_store(
     }
     let store = check_store(engine, args).await;
     print_store_check(&store);
+    // The fill's writes still in the page cache would be written back during
+    // the first level, on the disk a server on this machine shares: flushed
+    // now, every run (the built-in server filled just now, an external one by
+    // --init-only earlier) starts its load from the same clean state.
+    let started = std::time::Instant::now();
+    tokio::task::spawn_blocking(rustix::fs::sync)
+        .await
+        .context("sync(2) panicked")?;
+    eprintln!(
+        "stoa bench: dirty pages written to disk (sync) in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(store)
 }
 
