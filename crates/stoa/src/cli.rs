@@ -542,7 +542,7 @@ pub(crate) struct BenchMailArgs {
     /// a TOML value (`smtp.max_deliveries=100`, `directory.cache_ttl="0s"`),
     /// repeatable; the report's server name lists them. Not the keys the
     /// harness itself sets (listeners, mail_dir, domains, relay_host,
-    /// trusted_networks).
+    /// trusted_networks, the password scheme: --password-scheme).
     #[arg(long, value_name = "TABLE.KEY=VALUE", conflicts_with = "smtp")]
     pub(crate) server_set: Vec<String>,
 

@@ -78,6 +78,9 @@ const HARNESS_KEYS: &[&str] = &[
     "smtp.relay_host",
     "pop3.mail_dir",
     "pop3.listen",
+    // The report names the scheme --password-scheme gave.
+    "directory.password_scheme",
+    "directory.allow_plain_passwords",
 ];
 
 /// `text` (a TOML configuration) with each `TABLE.KEY=VALUE` of `settings` set:
@@ -94,12 +97,12 @@ pub(crate) fn with_settings(text: &str, settings: &[String]) -> anyhow::Result<S
         let (path, value) = set
             .split_once('=')
             .with_context(|| format!("--server-set {set}: expected TABLE.KEY=VALUE"))?;
-        let path = path.trim();
         let names: Vec<&str> = path.split('.').map(str::trim).collect();
         if names.len() < 2 || names.iter().any(|n| n.is_empty()) {
             bail!("--server-set {set}: the key is TABLE.KEY (smtp.max_deliveries)");
         }
-        if HARNESS_KEYS.contains(&path) {
+        let path = names.join(".");
+        if HARNESS_KEYS.contains(&path.as_str()) {
             bail!("--server-set {set}: the harness sets {path} itself");
         }
         let value = match format!("v = {value}").parse::<toml::Table>() {
@@ -310,6 +313,11 @@ mod tests {
                 "the harness sets smtp.listen",
             ),
             ("smtp.listen.x=1", "listen is not a table"),
+            (
+                " smtp . relay_host =\"x:25\"",
+                "the harness sets smtp.relay_host",
+            ),
+            ("directory.password_scheme=\"plain\"", "the harness sets"),
         ] {
             let err = set(&[bad]).expect_err(bad).to_string();
             assert!(err.contains(says), "{bad}: {err}");
