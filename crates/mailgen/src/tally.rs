@@ -347,6 +347,17 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// SMTP sessions that ended: completed, or broken off by the client on
+    /// purpose (the deliberate disconnects).
+    pub fn smtp_ended(&self) -> u64 {
+        self.smtp_session + self.smtp_disconnect
+    }
+
+    /// POP3 sessions that ended, as [`Counters::smtp_ended`].
+    pub fn pop_ended(&self) -> u64 {
+        self.pop_session + self.pop_disconnect
+    }
+
     /// The counter a failed step of `function` adds to: a connection that
     /// could not be made, or was closed before the greeting, is a connect
     /// error; any other unexpected reply or close a protocol error; silence a

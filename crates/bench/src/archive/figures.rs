@@ -89,19 +89,9 @@ fn mail(r: &Value) -> Figures {
     // workers) over the window's finished sessions. Not `server_cpu_secs`,
     // which covers the whole level (warm-up and cool-down too) and only the
     // --server-pid processes and their reaped children.
-    let cpu = level.and_then(|l| l["server_processes"]["total_cpu_secs"].as_f64());
-    let finished = level.and_then(|l| {
-        let c = &l["counters"];
-        [
-            "smtp_session",
-            "smtp_disconnect",
-            "pop_session",
-            "pop_disconnect",
-        ]
-        .iter()
-        .map(|k| c[*k].as_f64())
-        .sum::<Option<f64>>()
-    });
+    let processes = level.map(|l| &l["server_processes"]);
+    let cpu = processes.and_then(|p| p["total_cpu_secs"].as_f64());
+    let finished = processes.and_then(|p| p["sessions"].as_f64());
     Figures {
         score: r["established_mpm"].as_f64(),
         throughput: sessions
@@ -153,9 +143,7 @@ mod tests {
                 // server_cpu_secs (the whole level, the masters only) is not
                 // the figure: the window's process tree is.
                 {"load_percent": 100, "window_secs": 100.0, "server_cpu_secs": 3.0,
-                 "server_processes": {"total_cpu_secs": 28.5},
-                 "counters": {"smtp_session": 5900, "smtp_disconnect": 100,
-                              "pop_session": 3490, "pop_disconnect": 10},
+                 "server_processes": {"total_cpu_secs": 28.5, "sessions": 9500},
                  "sessions_started": {"user_smtp": {"started": 6000.0}, "initial_pop": {"started": 4000.0}}},
             ],
         });

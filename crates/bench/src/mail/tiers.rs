@@ -486,10 +486,10 @@ impl Window {
         for (level, tier) in levels.iter_mut().zip(&tiers.tiers) {
             match tier.spec.front {
                 Some(Front::Smtp) => {
-                    level.sessions = Some(c.smtp_session + c.smtp_disconnect);
+                    level.sessions = Some(c.smtp_ended());
                     level.messages = Some(tally.data_up.count);
                 }
-                Some(Front::Pop3) => level.sessions = Some(c.pop_session + c.pop_disconnect),
+                Some(Front::Pop3) => level.sessions = Some(c.pop_ended()),
                 None => {}
             }
         }

@@ -105,6 +105,8 @@ fn level_json(l: &LevelResult) -> Value {
         "agents_cpu_secs": l.agents_cpu.map(|d| d.as_secs_f64()),
         "server_processes": l.server_processes.as_ref().map(|p| json!({
             "total_cpu_secs": p.total.as_secs_f64(),
+            // What the report's "ms per session" divides by.
+            "sessions": t.counters.smtp_ended() + t.counters.pop_ended(),
             "not_attributed_cpu_secs": p.not_attributed.as_secs_f64(),
             "programs": p.programs.iter().map(|g| json!({
                 "program": g.name,

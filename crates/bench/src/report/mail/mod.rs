@@ -856,7 +856,7 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
 fn server_processes(doc: &mut Document, p: &crate::proctree::TreeCpu, tally: &LevelTally) {
     let window = tally.window_secs.max(1e-9);
     let c = &tally.counters;
-    let sessions = c.smtp_session + c.smtp_disconnect + c.pop_session + c.pop_disconnect;
+    let sessions = c.smtp_ended() + c.pop_ended();
     let mut t = Table::new(&[
         "Server process",
         "Processes",
