@@ -59,13 +59,7 @@ if [[ "$A" == postfix-dovecot || "$B" == postfix-dovecot ]]; then NEED_PD=1; fi
 if [[ -n "$NEED_PD" ]]; then
     [[ "$(id -u)" == 0 ]] || die "run as root: Postfix's and Dovecot's masters start as root"
 fi
-MAIL_SUT="$BENCH_DIR/mail-sut.sh"
-SUT_DIR=""
-sut_stop() {
-    [[ -n "$SUT_DIR" ]] || return 0
-    "$MAIL_SUT" stop --dir "$SUT_DIR" || log "!!! stopping the Postfix + Dovecot SUT failed"
-    SUT_DIR=""
-}
+# The SUT (lib/mail.sh's sut_start), under BENCH_TMP.
 bench_on_exit sut_stop
 bench_setup
 bench_begin ab-mail
@@ -74,18 +68,10 @@ bench_begin ab-mail
 # sink, fill journal and masters (the CPU by program covers every process they start).
 PD_TARGET=""
 PD_FLAGS=""
-PD_SOFTWARE=""
 if [[ -n "$NEED_PD" ]]; then
-    SUT_DIR="$BENCH_TMP/sut"
     SINK="127.0.0.1:$(free_port)"
     log "starting Postfix + Dovecot for $STORE_USERS users ($SCHEME)"
-    "$MAIL_SUT" start --dir "$SUT_DIR" --users "$STORE_USERS" --domain "$DOMAIN" --remote-domain "$REMOTE_DOMAIN" \
-        --sink "$SINK" --stoa "$STOA_BIN" --scheme "$SCHEME" >"$OUT/pd-sut.txt" 2>"$OUT/pd-sut.log" ||
-        die "bench/mail-sut.sh start failed: $(tail -n 3 "$OUT/pd-sut.log")"
-    # SMTP_ADDR, POP3_ADDR, POSTFIX_PID, DOVECOT_PID, the versions (written by mail-sut.sh).
-    # shellcheck disable=SC1091
-    source "$SUT_DIR/sut.env"
-    PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
+    sut_start "$BENCH_TMP/sut" "$STORE_USERS" "$SCHEME" "$SINK" "$OUT/pd-sut"
     JOURNAL="$BENCH_TMP/init-pd.journal"
     log "filling Postfix + Dovecot's store (init-only)"
     "$STOA_BIN" bench mail --init-only --smtp "$SMTP_ADDR" --pop3 "$POP3_ADDR" --sink-listen "$SINK" \

@@ -94,17 +94,8 @@ if [[ -n "$WARMUP" ]]; then PHASE_FLAGS+=(--warmup "$WARMUP"); fi
 
 [[ "$(id -u)" == 0 ]] || die "run as root: Postfix's and Dovecot's masters start as root"
 ensure_commands python3:python3 timeout:coreutils git:git
-MAIL_SUT="$BENCH_DIR/mail-sut.sh"
 [[ -x "$MAIL_SUT" ]] || die "$MAIL_SUT is missing or not executable"
-
-# The SUT directory (under BENCH_TMP) and whether a SUT runs from it now.
-SUT_DIR=""
-SUT_UP=""
-sut_stop() {
-    [[ -n "$SUT_UP" ]] || return 0
-    SUT_UP=""
-    "$MAIL_SUT" stop --dir "$SUT_DIR" || log "!!! stopping the Postfix + Dovecot SUT failed"
-}
+# The SUT (lib/mail.sh's sut_start), under BENCH_TMP.
 bench_on_exit sut_stop
 bench_setup
 "$STOA_BIN" bench mail --help >/dev/null 2>&1 ||
@@ -197,7 +188,6 @@ run_stoa() {
     rerun_knee stoa "$r" "$name" "" "${STORE_FLAG[@]}" --password-scheme "$SCHEME"
 }
 
-PD_SOFTWARE=""
 PD_ARGS=()
 RERUN_ARGS=()
 # pd_fresh ROUND NAME: a fresh Postfix + Dovecot (bench/mail-sut.sh start empties
@@ -206,21 +196,12 @@ RERUN_ARGS=()
 # masters for the CPU by program), and HARNESS_RC, the fill's exit status.
 pd_fresh() {
     local r="$1" name="$2" sink_port
-    sut_stop
-    SUT_DIR="$BENCH_TMP/sut"
     sink_port="$(free_port)"
     log "round $r: starting Postfix + Dovecot for $USERS users ($name)"
-    show_cmd bench/mail-sut.sh start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" \
+    show_cmd bench/mail-sut.sh start --dir "$BENCH_TMP/sut" --users "$USERS" --domain "$DOMAIN" \
         --remote-domain "$REMOTE_DOMAIN" --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" --scheme "$SCHEME" |
         sed "s/^/[postfix-dovecot, round $r] /" >>"$COMMANDS"
-    SUT_UP=1
-    "$MAIL_SUT" start --dir "$SUT_DIR" --users "$USERS" --domain "$DOMAIN" --remote-domain "$REMOTE_DOMAIN" \
-        --sink "127.0.0.1:$sink_port" --stoa "$STOA_BIN" --scheme "$SCHEME" >"$OUT/$name-sut.txt" 2>"$OUT/$name-sut.log" ||
-        die "bench/mail-sut.sh start failed: $(tail -n 3 "$OUT/$name-sut.log")"
-    # SMTP_ADDR, POP3_ADDR, POSTFIX_VERSION, DOVECOT_VERSION, ... (written by mail-sut.sh).
-    # shellcheck disable=SC1091
-    source "$SUT_DIR/sut.env"
-    PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
+    sut_start "$BENCH_TMP/sut" "$USERS" "$SCHEME" "127.0.0.1:$sink_port" "$OUT/$name-sut"
     log "Postfix + Dovecot: SMTP $SMTP_ADDR, POP3 $POP3_ADDR, sink 127.0.0.1:$sink_port"
     # One fill journal per store: each starts empty, and an earlier store's journal
     # would make the harness skip its fill.

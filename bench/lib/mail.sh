@@ -359,3 +359,37 @@ scheme_cost() {
         exit
     }'
 }
+
+# --- the Postfix + Dovecot system under test (bench/mail-sut.sh) ---------------------------
+
+# For compare-mail.sh and ab-mail.sh: one SUT at a time, in SUT_DIR while SUT_UP.
+MAIL_SUT="$BENCH_DIR/mail-sut.sh"
+SUT_DIR=""
+SUT_UP=""
+PD_SOFTWARE=""
+
+# sut_start DIR USERS SCHEME SINK LOG: a fresh SUT from mail-sut.sh (which empties
+# DIR) for USERS accounts with SCHEME hashes in DOMAIN, relaying REMOTE_DOMAIN to
+# SINK; its output in LOG.txt and LOG.log. Sources DIR/sut.env (SMTP_ADDR,
+# POP3_ADDR, POSTFIX_PID, DOVECOT_PID, the versions) and sets PD_SOFTWARE. Stops
+# the SUT before, dies if the new one does not start; the caller registers
+# sut_stop with bench_on_exit.
+sut_start() {
+    local dir="$1" users="$2" scheme="$3" sink="$4" out="$5"
+    sut_stop
+    SUT_DIR="$dir"
+    SUT_UP=1
+    "$MAIL_SUT" start --dir "$dir" --users "$users" --domain "$DOMAIN" --remote-domain "$REMOTE_DOMAIN" \
+        --sink "$sink" --stoa "$STOA_BIN" --scheme "$scheme" >"$out.txt" 2>"$out.log" ||
+        die "bench/mail-sut.sh start failed: $(tail -n 3 "$out.log")"
+    # shellcheck disable=SC1091 # written by mail-sut.sh start
+    source "$dir/sut.env"
+    PD_SOFTWARE="Postfix $POSTFIX_VERSION + Dovecot ${DOVECOT_VERSION%% *}"
+}
+
+# Stops the SUT sut_start started, if it runs (SUT_DIR stays for its files).
+sut_stop() {
+    [[ -n "$SUT_UP" ]] || return 0
+    SUT_UP=""
+    "$MAIL_SUT" stop --dir "$SUT_DIR" || log "!!! stopping the Postfix + Dovecot SUT failed"
+}
