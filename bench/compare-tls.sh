@@ -9,6 +9,12 @@
 #   - `stoa bench web --static-only --find-max` over HTTPS against each.
 #
 #   bench/compare-tls.sh [--rounds N] [--duration SECS] [--clients N] [--findmax-limit N] [--no-findmax]
+#                        [--server-cpus LIST] [--harness-cpus LIST] [--no-pin]
+#
+# For the find-max only, each server is pinned to the same CPU(s) (default 0)
+# and the harness to the others, and a trial whose harness used more than 70 %
+# of its cores is marked harness-bound (see bench/findmax-nginx.sh); the wrk
+# and handshake rows run unpinned, as before.
 #
 # Results go to bench-results/<date>-<host>-tls/.
 set -euo pipefail
@@ -25,11 +31,14 @@ FINDMAX=1
 FINDMAX_LIMIT=3200
 FINDMAX_START=200
 FINDMAX_RUN=30
+PIN=1
+SERVER_CPUS=""
+HARNESS_CPUS=""
 bench_cmdline "$@"
 parse_args "--rounds=ROUNDS --duration=DURATION --clients=CLIENTS --findmax-limit=FINDMAX_LIMIT
-    --no-findmax=FINDMAX=0" "$@"
+    --no-findmax=FINDMAX=0 --server-cpus=SERVER_CPUS --harness-cpus=HARNESS_CPUS --no-pin=PIN=0" "$@"
 
-ensure_commands nginx:nginx wrk:wrk openssl:openssl python3:python3 timeout:coreutils git:git
+ensure_commands nginx:nginx wrk:wrk openssl:openssl python3:python3 timeout:coreutils git:git taskset:util-linux
 bench_setup
 bench_begin tls
 
@@ -130,25 +139,24 @@ check_background "after the rounds (servers idle)"
 python3 "$BENCH_DIR/summarize.py" "$RAW" nginx stoa | tee "$OUT/summary.txt"
 
 if ((FINDMAX)); then
+    default_pinning
+    if ((PIN)); then
+        pin_tree "$SERVER_CPUS" "$STOA_PID"
+        pin_tree "$SERVER_CPUS" "$NGINX_PID"
+    fi
+    mapfile -t PIN_ARGS < <(harness_pin_args)
+    declare -A FM_PIDS=([stoa]="--server-pid $STOA_PID" [nginx]="$(printf -- '--server-pid %s ' $(nginx_workers "$NGINX_PID"))")
     for s in stoa nginx; do
         log "find-max over HTTPS against $s"
+        # shellcheck disable=SC2086 # FM_PIDS holds flag words
         "$STOA_BIN" bench web --target "https://127.0.0.1:${PORT[$s]}" --tls-ca "$CERT" --static-only --find-max \
             --find-max-limit "$FINDMAX_LIMIT" --connections "$FINDMAX_START" --run-time "${FINDMAX_RUN}s" \
-            --out "$OUT/findmax-$s" >"$OUT/findmax-$s.txt" 2>"$OUT/findmax-$s.log" ||
+            "${PIN_ARGS[@]}" ${FM_PIDS[$s]} --out "$OUT/findmax-$s" >"$OUT/findmax-$s.txt" 2>"$OUT/findmax-$s.log" ||
             die "harness failed against $s: $(tail -n 3 "$OUT/findmax-$s.log")"
     done
-    python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
-import json, sys
-out = sys.argv[1]
-score = {}
-print()
-for s in ("stoa", "nginx"):
-    d = json.load(open(f"{out}/findmax-{s}/report.json"))
-    score[s] = d["score"] or 0
-    trials = ", ".join(f"{t['connections']}:{'ok' if t['passed'] else 'fail'}" for t in d["find_max"])
-    print(f"find-max HTTPS {s:6} conforming connections: {score[s]:6}   trials {trials}")
-print(f"find-max ratio stoa/nginx: {score['stoa'] / score['nginx']:.3f}" if score["nginx"] else "nginx: no passing trial")
-PY
+    echo | tee -a "$OUT/summary.txt"
+    python3 "$BENCH_DIR/lib/findmax_summary.py" "find-max HTTPS" stoa="$OUT/findmax-stoa" nginx="$OUT/findmax-nginx" |
+        tee -a "$OUT/summary.txt"
 fi
 save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
 {
@@ -168,6 +176,7 @@ save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
     echo "  the share actually resumed)."
     echo "- find-max: \`stoa bench web --target https://… --static-only --find-max --connections $FINDMAX_START"
     echo "  --run-time ${FINDMAX_RUN}s --find-max-limit $FINDMAX_LIMIT\` (half the new connections may resume)."
+    ((FINDMAX)) && pinning_readme
     describe_background
     readme_summary "Summary (ratio = stoa/nginx)"
 } >"$OUT/README.md"

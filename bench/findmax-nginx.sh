@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # `stoa bench web --find-max --static-only` against stoa serve and nginx, each
 # with one worker, on the same file set: the most conforming 400 kbit/s
-# connections each sustains on this machine (harness and server share it).
+# connections each sustains on this machine.
 #
 #   bench/findmax-nginx.sh [--start N] [--run-time SECS] [--limit N]
+#                          [--server-cpus LIST] [--harness-cpus LIST] [--no-pin]
+#
+# Each server is pinned to the same CPU(s) (default 0) and the harness to the
+# others (default: the rest), so the two never compete for a core; after each
+# trial the harness's share of its own cores is checked, and a trial over 70 %
+# is marked harness-bound, never taken as the server's score (--no-pin: all
+# share the machine, as before).
 #
 # The file set is written for the largest load the search may reach (it grows
 # with the load, 4.88 MB per directory), in a temp directory. Results (both
@@ -16,10 +23,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 START=200
 RUN_TIME=60
 LIMIT_CONNS=6400
+PIN=1
+SERVER_CPUS=""
+HARNESS_CPUS=""
 bench_cmdline "$@"
-parse_args "--start=START --run-time=RUN_TIME --limit=LIMIT_CONNS" "$@"
+parse_args "--start=START --run-time=RUN_TIME --limit=LIMIT_CONNS --server-cpus=SERVER_CPUS
+    --harness-cpus=HARNESS_CPUS --no-pin=PIN=0" "$@"
 
-ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git
+ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
 bench_setup
 bench_begin findmax
 
@@ -36,32 +47,38 @@ start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --acces
 STOA_ADDR="127.0.0.1:$STOA_PORT"
 nginx_up "$BENCH_TMP/nginx" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
 log "stoa on $STOA_ADDR, nginx on 127.0.0.1:$NGINX_PORT"
+default_pinning
+mapfile -t NGINX_WORKERS < <(nginx_workers "$NGINX_PID")
+if ((PIN)); then
+    pin_tree "$SERVER_CPUS" "$STOA_PID"
+    pin_tree "$SERVER_CPUS" "$NGINX_PID"
+fi
+mapfile -t PIN_ARGS < <(harness_pin_args)
 
 for server in stoa nginx; do
-    if [[ $server == stoa ]]; then url="http://$STOA_ADDR"; else url="http://127.0.0.1:$NGINX_PORT"; fi
+    if [[ $server == stoa ]]; then
+        url="http://$STOA_ADDR"
+        pids=(--server-pid "$STOA_PID")
+    else
+        url="http://127.0.0.1:$NGINX_PORT"
+        pids=()
+        for p in "${NGINX_WORKERS[@]}"; do pids+=(--server-pid "$p"); done
+    fi
     log "find-max against $server"
     "$STOA_BIN" bench web --target "$url" --static-only --find-max --find-max-limit "$MAX_CONNS" --connections "$START" \
-        --run-time "${RUN_TIME}s" --out "$OUT/$server" >"$OUT/$server.txt" 2>"$OUT/$server.log" ||
+        --run-time "${RUN_TIME}s" "${PIN_ARGS[@]}" "${pids[@]}" --out "$OUT/$server" \
+        >"$OUT/$server.txt" 2>"$OUT/$server.log" ||
         die "harness failed against $server: $(tail -n 3 "$OUT/$server.log")"
 done
 
-python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
-import json, sys
-out = sys.argv[1]
-score = {}
-for s in ("stoa", "nginx"):
-    d = json.load(open(f"{out}/{s}/report.json"))
-    score[s] = d["score"] or 0
-    trials = ", ".join(f"{t['connections']}:{'ok' if t['passed'] else 'fail'}" for t in d["find_max"])
-    print(f"{s:6} most conforming connections: {score[s]:6}   trials {trials}")
-print(f"\nratio stoa/nginx: {score['stoa'] / score['nginx']:.3f}" if score["nginx"] else "\nnginx: no passing trial")
-PY
+python3 "$BENCH_DIR/lib/findmax_summary.py" find-max stoa="$OUT/stoa" nginx="$OUT/nginx" | tee "$OUT/summary.txt"
 {
     readme_header "find-max, static-only: stoa vs nginx (1 worker each)" Command
     readme_section Setup
     echo "- File set for $MAX_CONNS connections; both servers serve the same directory, access log off."
     echo "- \`stoa bench web --static-only --find-max --connections $START --run-time ${RUN_TIME}s\` against each;"
-    echo "  the harness runs on one thread and shares the machine with the server."
+    echo "  the harness runs on one thread; \`--server-pid\` gives each trial's server CPU (nginx: its worker)."
+    pinning_readme
     echo "- A trial passes when every connection is valid and at least 95 % conform (320 kbit/s)."
     readme_summary
 } >"$OUT/README.md"

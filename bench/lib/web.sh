@@ -113,6 +113,54 @@ nginx_up() {
     start_nginx "$dir" "$NGINX_PORT"
 }
 
+# --- pinning -----------------------------------------------------------------------
+
+# default_pinning: unless --server-cpus / --harness-cpus set them (or --no-pin
+# cleared PIN), SERVER_CPUS=0 and HARNESS_CPUS=the other CPUs, so that each
+# server has one core and the harness the rest. On a one-CPU machine nothing is
+# pinned (PIN=0).
+default_pinning() {
+    local n
+    n="$(nproc --all 2>/dev/null || echo 1)"
+    if ((n < 2)); then
+        ((PIN == 0)) || log "one CPU: nothing pinned"
+        PIN=0
+    fi
+    ((PIN)) || { SERVER_CPUS=""; HARNESS_CPUS=""; return 0; }
+    [[ -n "$SERVER_CPUS" ]] || SERVER_CPUS=0
+    if [[ -z "$HARNESS_CPUS" ]]; then
+        if ((n == 2)); then HARNESS_CPUS=1; else HARNESS_CPUS="1-$((n - 1))"; fi
+    fi
+    log "pinning: servers on CPU(s) $SERVER_CPUS, harness on CPU(s) $HARNESS_CPUS"
+}
+
+# pin_tree CPUS PID: pins PID, every thread of it and each of its children (an
+# nginx master's workers) to CPUS (taskset's list syntax).
+pin_tree() {
+    local cpus="$1" pid="$2" p
+    for p in "$pid" $(child_pids "$pid"); do
+        taskset -a -c -p "$cpus" "$p" >/dev/null 2>&1 || die "taskset -a -c -p $cpus $p failed"
+    done
+}
+
+# harness_pin_args: the `stoa bench web` flags that pin the harness (none with PIN=0).
+harness_pin_args() {
+    ((PIN)) && [[ -n "$HARNESS_CPUS" ]] && printf '%s\n' --harness-cpus "$HARNESS_CPUS"
+    return 0
+}
+
+# pinning_readme: the README lines saying where each ran and how a trial is judged.
+pinning_readme() {
+    if ((PIN)); then
+        echo "- Pinned: each server (all its threads and processes, \`taskset -a -c -p\`) on CPU(s) $SERVER_CPUS,"
+        echo "  the harness on CPU(s) $HARNESS_CPUS (\`--harness-cpus\`). A trial whose harness used more than 70 % of"
+        echo "  its cores over the iteration is marked harness-bound: its result may be the harness's limit, and a"
+        echo "  score it reached or ended is reported as a lower bound, not as the server's."
+    else
+        echo "- Not pinned (\`--no-pin\`, or one CPU): the harness and the server share the machine's CPUs."
+    fi
+}
+
 # --- stoa serve ------------------------------------------------------------------
 
 # start_stoa LOGFILE ARGS... -> sets STOA_PID and STOA_PORT. Listens on 127.0.0.1:0

@@ -25,6 +25,8 @@
 //!   it measured ([`archive::Keep`], `--archive`, `--label`), and the pages of
 //!   `stoa bench results` and `stoa bench compare`; `stats` holds the
 //!   intervals those comparisons print.
+//! - [`cpus`]: `--harness-cpus` and `--server-cpus`, the harness's and the
+//!   built-in server's CPUs ([`cpus::CpuList`]).
 //!
 //! It does not parse command lines or configuration files, write the file set
 //! (the binary's `stoa fileset` does, through [`web::FilesetWriter`]), or serve:
@@ -48,6 +50,7 @@ pub mod ab;
 pub mod agent;
 pub mod archive;
 mod compliance;
+pub mod cpus;
 pub mod directory;
 pub mod mail;
 mod proctree;

@@ -376,6 +376,17 @@ pub(crate) struct BenchWebArgs {
     #[arg(long, value_name = "PID")]
     pub(crate) server_pid: Vec<u32>,
 
+    /// Run the harness on these CPUs only (a `taskset -c` list: `1`, `2-3`,
+    /// `0,2`); the report then judges its CPU share against them and calls a
+    /// trial where it passed 70 % harness-bound.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) harness_cpus: Option<stoa_bench::cpus::CpuList>,
+
+    /// Run the built-in server on these CPUs only (a `taskset -c` list); pin an
+    /// external server with `taskset -c LIST` when starting it.
+    #[arg(long, value_name = "LIST", conflicts_with = "target")]
+    pub(crate) server_cpus: Option<stoa_bench::cpus::CpuList>,
+
     /// Write report.txt, report.json and report.html here.
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
@@ -537,6 +548,17 @@ pub(crate) struct BenchMailArgs {
     /// machine; the built-in server is measured without it).
     #[arg(long, value_name = "PID")]
     pub(crate) server_pid: Vec<u32>,
+
+    /// Run the harness on these CPUs only (a `taskset -c` list: `1`, `2-3`,
+    /// `0,2`); the report then judges its CPU share against them and calls a
+    /// trial where it passed 70 % harness-bound.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) harness_cpus: Option<stoa_bench::cpus::CpuList>,
+
+    /// Run the built-in server on these CPUs only (a `taskset -c` list); pin an
+    /// external server with `taskset -c LIST` when starting it.
+    #[arg(long, value_name = "LIST", conflicts_with = "smtp")]
+    pub(crate) server_cpus: Option<stoa_bench::cpus::CpuList>,
 
     /// A setting of the built-in server's configuration, `TABLE.KEY=VALUE` with
     /// a TOML value (`smtp.max_deliveries=100`, `directory.cache_ttl="0s"`),

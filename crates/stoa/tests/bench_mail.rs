@@ -203,6 +203,23 @@ fn quick_run_against_the_builtin_server() {
         processes["total_cpu_secs"].as_f64().expect("total") > 0.0,
         "{processes}"
     );
+    // The harness's own CPU over the same window, on its cores, beside it.
+    let harness = &level["harness_window"];
+    assert!(
+        harness["cpu_secs"].as_f64().expect("harness CPU") > 0.0,
+        "{harness}"
+    );
+    assert!(harness["cores"].as_u64().expect("cores") >= 1, "{harness}");
+    assert_eq!(harness["harness_bound"], false, "a light load: {harness}");
+    assert_eq!(json["harness_bound"], false);
+    assert!(json["placement"]["machine_cpus"].as_u64().expect("CPUs") >= 1);
+    assert!(
+        run.stdout
+            .contains("- Harness CPU over the measurement window: ")
+            && run.stdout.contains("the harness (not the server)"),
+        "{}",
+        run.stdout
+    );
     // Remote mail went through the server's queue to the harness's sink.
     let remote = detail_row(&json, 0, "Remote Message Delivery");
     assert!(attempts(remote) > 0, "no remote recipients: {remote}");

@@ -1331,3 +1331,94 @@ fn tls_run_against_the_built_in_server() {
     assert!(full > 0, "no handshake at all");
     assert_eq!(resumed, 0, "--tls-resume 0 resumed {resumed} sessions");
 }
+
+// ---------------------------------------------------------------------------
+// Pinning: --harness-cpus, --server-cpus
+// ---------------------------------------------------------------------------
+
+/// The CPUs this test process may run on, from `/proc/self/status`.
+fn allowed_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list")
+        .trim()
+        .to_owned();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().expect("CPU"), b.parse().expect("CPU"));
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().expect("CPU")),
+        }
+    }
+    cpus
+}
+
+#[test]
+fn pinned_harness_and_built_in_server_run_where_they_were_put() {
+    let cpus = allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("skipped: this test needs two CPUs to pin to, it may use {cpus:?}");
+        return;
+    }
+    let (server_cpu, harness_cpu) = (cpus[0].to_string(), cpus[1].to_string());
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    let run = bench(
+        &[
+            "--static-only",
+            "--connections",
+            "4",
+            "--run-time",
+            "5s",
+            "--server-cpus",
+            &server_cpu,
+            "--harness-cpus",
+            &harness_cpu,
+            "--out",
+            out.to_str().expect("UTF-8 path"),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("pinned run");
+    let report = read_report(&out);
+    // Read back from the kernel: the server's process and this harness.
+    assert_eq!(report["placement"]["server_cpus"], server_cpu, "{report}");
+    assert_eq!(report["placement"]["harness_cpus"], harness_cpu, "{report}");
+    let harness = &only_iteration(&report)["harness"];
+    assert_eq!(harness["cores"], 1, "one load thread on one CPU: {harness}");
+    let share = f64_of(harness, "share_of_its_cores");
+    assert!(share > 0.0 && share < 0.7, "4 paced connections: {harness}");
+    assert_eq!(report["harness_bound"], false);
+    let text = std::fs::read_to_string(out.join("report.txt")).expect("report.txt");
+    assert!(
+        text.contains(&format!("CPU {harness_cpu} (pinned)"))
+            && text.contains(&format!("CPU {server_cpu} (pinned)"))
+            && text.contains("not harness-bound"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cpu_lists_that_cannot_be_used_are_refused_before_the_run() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let cache = tmp.path().join("cache");
+    for (args, want) in [
+        (&["--server-cpus", "0-"][..], "bad CPU list"),
+        (&["--harness-cpus", "5000"][..], "out of range"),
+        (
+            &["--server-cpus", "0", "--target", "http://127.0.0.1:9/"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let run = bench(args, &cache, ABORT_TIMEOUT);
+        assert!(!run.status.success(), "{args:?} ran");
+        assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+    }
+}

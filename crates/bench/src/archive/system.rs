@@ -115,7 +115,7 @@ impl System {
         System {
             hostname: read_value(Path::new("/proc/sys/kernel/hostname")).unwrap_or_default(),
             cpu_model: cpu_model(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default()),
-            cores: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+            cores: crate::cpus::machine_cores() as u32,
             memory_mib: memory_mib(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default()),
             kernel: [
                 read_value(Path::new("/proc/sys/kernel/osrelease")),

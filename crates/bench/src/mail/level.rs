@@ -49,6 +49,7 @@ pub(super) async fn run_level(
     let started = Instant::now();
     let window = Window::start(&s.tiers, plan.warmup, plan.run);
     let processes = processes_in_window(server_pids, plan.warmup, plan.run);
+    let harness_window = harness_in_window(plan.warmup, plan.run);
     let (tally, generators, agents_cpu) = match agents {
         None => (engine.run_level(&plan, &live).await, Vec::new(), None),
         Some(a) => {
@@ -71,6 +72,7 @@ pub(super) async fn run_level(
         _ => None,
     };
     let harness_cpu = diff(harness0, cpu_of(&self_pid));
+    let harness_window_cpu = harness_window.await.ok().flatten();
     let server_cpu = diff(server0, cpu_of(server_pids));
     let machine_cpu = diff(machine0, machine_busy());
     let verdict = qos::verdict(&tally);
@@ -98,12 +100,26 @@ pub(super) async fn run_level(
         verdict,
         wall,
         harness_cpu,
+        harness_window_cpu,
         server_cpu,
         machine_cpu,
         generators,
         agents_cpu,
         tiers,
         server_processes,
+    })
+}
+
+/// This process's CPU time over the measurement window, `warmup` to
+/// `warmup + run` from now: the harness's share beside the server's.
+fn harness_in_window(warmup: Duration, run: Duration) -> tokio::task::JoinHandle<Option<Duration>> {
+    let me = [std::process::id()];
+    let t0 = tokio::time::Instant::now();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(t0 + warmup).await;
+        let before = cpu_of(&me)?;
+        tokio::time::sleep_until(t0 + warmup + run).await;
+        Some(cpu_of(&me)?.saturating_sub(before))
     })
 }
 

@@ -89,6 +89,11 @@ const CHOICES: [&str; 11] = [
 /// levels (or the `--find-max` search) and the reports.
 pub fn run(args: &Options) -> anyhow::Result<()> {
     args.archive.check()?;
+    if args.smtp.is_some() && args.server_cpus.is_some() {
+        bail!("--server-cpus pins the built-in server; start an external one with taskset -c LIST");
+    }
+    // Before the runtime's threads start: they inherit the pinning.
+    crate::cpus::pin_harness(args.harness_cpus.as_ref(), args.server_cpus.as_ref())?;
     // Thousands of sessions need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -302,7 +307,14 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
                 password: &args.password,
                 scheme: args.password_scheme,
             };
-            let b = server::BuiltIn::start(&exe, &users, sink_addr, &args.server_set).await?;
+            let b = server::BuiltIn::start(
+                &exe,
+                &users,
+                sink_addr,
+                &args.server_set,
+                args.server_cpus.as_ref(),
+            )
+            .await?;
             (b.smtp, b.pop3, Some(b))
         }
     };
@@ -337,9 +349,22 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         Some(b) => b.pid().into_iter().collect(),
         None => args.server_pid.clone(),
     };
+    let placement = crate::cpus::Placement::measure(&server_pids);
+    eprintln!(
+        "stoa bench: harness on {}, server on {}",
+        placement.harness_words(),
+        placement.server_words()
+    );
     let (mpm, levels, search) = if args.find_max {
-        let (best, trials, results) =
-            find_max(&engine, &s, &server_pids, &mut server, agents.as_mut()).await?;
+        let (best, trials, results) = find_max(
+            &engine,
+            &s,
+            &server_pids,
+            &mut server,
+            agents.as_mut(),
+            (&placement, args.threads),
+        )
+        .await?;
         (best.unwrap_or(0.0), results, trials)
     } else {
         let mut levels = Vec::new();
@@ -406,6 +431,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         started,
         choices: CHOICES.to_vec(),
         tiers: s.tiers.summary(),
+        placement,
     };
     // Read while the built-in server still runs.
     let processes = crate::archive::command_lines(&server_pids);
@@ -575,6 +601,7 @@ async fn find_max(
     server_pids: &[u32],
     server: &mut Option<server::BuiltIn>,
     mut agents: Option<&mut crate::agent::mail::Agents>,
+    (placement, threads): (&crate::cpus::Placement, u32),
 ) -> anyhow::Result<(Option<f64>, Vec<Trial>, Vec<LevelResult>)> {
     let cap = s.rate_cap;
     let round = |r: f64| {
@@ -612,6 +639,7 @@ async fn find_max(
             passed: r.verdict.passed,
             failures: r.verdict.failures.clone(),
             unjudged: r.verdict.unjudged.clone(),
+            harness: run::harness_load(placement, threads, &r),
         });
         if no_failure {
             best = Some(rate);

@@ -81,6 +81,10 @@ pub struct Options {
     pub server_software: Option<String>,
     /// Processes of an external server whose CPU time the report shows.
     pub server_pid: Vec<u32>,
+    /// The CPUs the harness runs on (`--harness-cpus`); `None`: any.
+    pub harness_cpus: Option<crate::cpus::CpuList>,
+    /// The CPUs the built-in server runs on (`--server-cpus`); `None`: any.
+    pub server_cpus: Option<crate::cpus::CpuList>,
     /// The system's tiers (`--tier`): processes by role, measured per level.
     pub tiers: Vec<TierSpec>,
     /// A line of description per tier (`--tier-note`).
@@ -159,6 +163,8 @@ impl Options {
             store_seed: 2001,
             server_software: None,
             server_pid: Vec::new(),
+            harness_cpus: None,
+            server_cpus: None,
             tiers: Vec::new(),
             tier_notes: Vec::new(),
             tier_counts: Vec::new(),

@@ -40,6 +40,8 @@ pub(crate) struct LevelResult {
     pub(crate) wall: Duration,
     /// CPU time the harness used during the level.
     pub(crate) harness_cpu: Option<Duration>,
+    /// CPU time the harness (this process) used over the measurement window.
+    pub(crate) harness_window_cpu: Option<Duration>,
     /// CPU time the server's processes used during the level, when known.
     pub(crate) server_cpu: Option<Duration>,
     /// CPU time the whole machine was busy during the level (every process, the
@@ -71,6 +73,8 @@ pub(crate) struct Trial {
     pub(crate) failures: Vec<String>,
     /// The rows with too small a sample to judge (too few probes).
     pub(crate) unjudged: Vec<String>,
+    /// How busy the harness was on its cores over the measurement window.
+    pub(crate) harness: Option<crate::cpus::HarnessLoad>,
 }
 
 /// The store check made before the run (§1.11, §3.1).
@@ -152,9 +156,18 @@ pub(crate) struct MailRun {
     pub(crate) choices: Vec<&'static str>,
     /// The system's tiers (`--tier`), with their peak memory at the end.
     pub(crate) tiers: Vec<TierInfo>,
+    /// The CPUs the harness and the server ran on.
+    #[serde(skip)]
+    pub(crate) placement: crate::cpus::Placement,
 }
 
 impl MailRun {
+    /// How busy the harness was on its cores over `level`'s measurement
+    /// window, when measured.
+    pub(crate) fn harness_load(&self, level: &LevelResult) -> Option<crate::cpus::HarnessLoad> {
+        harness_load(&self.placement, self.threads, level)
+    }
+
     /// The 100 % level, if it ran.
     pub(crate) fn full_level(&self) -> Option<&LevelResult> {
         self.levels.iter().find(|l| (l.load - 1.0).abs() < 1e-9)
@@ -165,4 +178,18 @@ impl MailRun {
     pub(crate) fn passed(&self) -> bool {
         self.full_level().is_some_and(|l| l.verdict.passed)
     }
+}
+
+/// How busy the harness was on the cores `threads` load threads can use
+/// over `level`'s measurement window, when measured.
+pub(crate) fn harness_load(
+    placement: &crate::cpus::Placement,
+    threads: u32,
+    level: &LevelResult,
+) -> Option<crate::cpus::HarnessLoad> {
+    let cpu = level.harness_window_cpu?;
+    let window = Duration::from_secs_f64(level.tally.window_secs.max(0.0));
+    (!window.is_zero()).then(|| {
+        crate::cpus::HarnessLoad::new(cpu, window, placement.harness_cores(threads as usize))
+    })
 }

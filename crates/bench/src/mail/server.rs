@@ -131,12 +131,14 @@ impl BuiltIn {
     }
 
     /// Starts `stoa serve` with the `users` accounts, relaying other domains to
-    /// `sink`, its configuration changed by `settings` (`--server-set`).
+    /// `sink`, its configuration changed by `settings` (`--server-set`), on
+    /// `cpus` when given (`--server-cpus`).
     pub(crate) async fn start(
         exe: &Path,
         users: &Users<'_>,
         sink: SocketAddr,
         settings: &[String],
+        cpus: Option<&crate::cpus::CpuList>,
     ) -> anyhow::Result<BuiltIn> {
         let dir = tempfile::Builder::new()
             .prefix("stoa-bench-mail-")
@@ -187,15 +189,16 @@ impl BuiltIn {
         let text = with_settings(&text, settings)?;
         std::fs::write(&config, text)
             .with_context(|| format!("cannot write {}", config.display()))?;
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .arg("serve")
             .arg("--config")
             .arg(&config)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        let mut child = crate::cpus::start_pinned(cpus, || command.spawn())?
             .context("cannot start stoa serve")?;
         let stderr = child.stderr.take().context("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();

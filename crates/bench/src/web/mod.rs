@@ -143,6 +143,25 @@ pub(crate) struct Run {
     pub(crate) iterations: Vec<IterationResult>,
     /// The trials of `--find-max`: connections, conforming, percent, passed.
     pub(crate) search: Vec<Trial>,
+    /// The CPUs the harness and the server ran on.
+    pub(crate) placement: crate::cpus::Placement,
+}
+
+impl Run {
+    /// The cores the harness could keep busy: its load threads on this
+    /// machine's CPUs it may use, or on every agent.
+    pub(crate) fn harness_cores(&self) -> usize {
+        harness_cores(&self.args, &self.placement)
+    }
+}
+
+fn harness_cores(args: &Options, placement: &crate::cpus::Placement) -> usize {
+    let threads = args.threads as usize;
+    if args.agents.is_empty() {
+        placement.harness_cores(threads)
+    } else {
+        threads.max(1) * args.agents.len()
+    }
 }
 
 /// One trial of `--find-max`.
@@ -152,6 +171,8 @@ pub(crate) struct Trial {
     pub(crate) conforming: u32,
     pub(crate) percent_conform: f64,
     pub(crate) passed: bool,
+    /// How busy the harness was on its cores over the trial.
+    pub(crate) harness: crate::cpus::HarnessLoad,
 }
 
 /// Most trials of a search: enough to double from 100 to ~25,000 and bisect.
@@ -168,6 +189,7 @@ async fn find_max(
     targets: &Targets,
     server: Option<&server::BuiltIn>,
     server_pids: &[u32],
+    placement: &crate::cpus::Placement,
 ) -> anyhow::Result<(Option<IterationResult>, Vec<Trial>)> {
     let (mut lo, mut hi): (u32, Option<u32>) = (0, None);
     let mut n = args.connections;
@@ -191,17 +213,24 @@ async fn find_max(
             && result.iteration.valid == n
             && result.audit.is_empty()
             && result.client_errors(&args.agents).is_empty();
+        let harness = crate::cpus::HarnessLoad::new(
+            result.tally.cpu,
+            result.wall,
+            harness_cores(args, placement),
+        );
         trials.push(Trial {
             connections: n,
             conforming: result.iteration.conforming,
             percent_conform: result.iteration.percent_conform,
             passed,
+            harness,
         });
         eprintln!(
-            "stoa bench: find-max: {}: {:.1} % conforming, {}",
+            "stoa bench: find-max: {}: {:.1} % conforming, {}; harness {}",
             crate::report::count(u64::from(n), "connection"),
             result.iteration.percent_conform,
-            if passed { "passed" } else { "failed" }
+            if passed { "passed" } else { "failed" },
+            harness.words()
         );
         if passed {
             lo = n;
@@ -227,6 +256,8 @@ async fn find_max(
 /// search) and the reports. `write_fileset` makes the built-in target's file set.
 pub fn run(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Result<()> {
     args.archive.check()?;
+    // Before any thread of the run starts: they inherit the pinning.
+    crate::cpus::pin_harness(args.harness_cpus.as_ref(), args.server_cpus.as_ref())?;
     // Thousands of connections need thousands of descriptors.
     stoa_netkit::limits::raise_nofile();
     // One thread: paced generators are light (thousands fit on one core), and the
@@ -288,6 +319,12 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         Some(s) => s.pid().into_iter().collect(),
         None => args.server_pid.clone(),
     };
+    let placement = crate::cpus::Placement::measure(&server_pids);
+    eprintln!(
+        "stoa bench: harness on {}, server on {}",
+        placement.harness_words(),
+        placement.server_words()
+    );
     eprintln!("stoa bench: validating every request type against {addr}");
     let validation = control::Validation::new(args.connections, directories, args.static_only);
     let server_software = control::validate(&ep, &targets, &validation)
@@ -297,8 +334,16 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
     let mut iterations = Vec::new();
     let mut search = Vec::new();
     if args.find_max {
-        let (best, trials) =
-            find_max(args, &profile, &ep, &targets, server.as_ref(), &server_pids).await?;
+        let (best, trials) = find_max(
+            args,
+            &profile,
+            &ep,
+            &targets,
+            server.as_ref(),
+            &server_pids,
+            &placement,
+        )
+        .await?;
         search = trials;
         iterations.extend(best);
     } else {
@@ -331,6 +376,7 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
             .map_or(directories, |i| fileset::directories(i.iteration.requested)),
         iterations,
         search,
+        placement,
     };
     crate::report::web::emit(&run)?;
     crate::archive::keep_run(
@@ -439,6 +485,9 @@ async fn connect(
         Some(_) if args.tls => {
             anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
         }
+        Some(_) if args.server_cpus.is_some() => anyhow::bail!(
+            "--server-cpus pins the built-in server; start an external one with taskset -c LIST"
+        ),
         Some(url) => {
             let t = parse_target(url)?;
             let tls = t.tls.then(|| tls_plan(args, &t.host)).transpose()?;
@@ -454,7 +503,13 @@ async fn connect(
                 exe: args.server_exe.clone(),
                 write_fileset: Arc::clone(write_fileset),
             };
-            let s = server::BuiltIn::start(wiring, args.connections, args.tls).await?;
+            let s = server::BuiltIn::start(
+                wiring,
+                args.connections,
+                args.tls,
+                args.server_cpus.as_ref(),
+            )
+            .await?;
             let tls = s.cert_pem.clone().map(|pem| stoa_loadgen::TlsPlan {
                 server_name: "localhost".into(),
                 resume_ratio: args.tls_resume,

@@ -59,6 +59,10 @@ pub struct Options {
     pub agents: Vec<String>,
     /// Processes of an external server whose CPU time the report shows.
     pub server_pid: Vec<u32>,
+    /// The CPUs the harness runs on (`--harness-cpus`); `None`: any.
+    pub harness_cpus: Option<crate::cpus::CpuList>,
+    /// The CPUs the built-in server runs on (`--server-cpus`); `None`: any.
+    pub server_cpus: Option<crate::cpus::CpuList>,
     /// Where report.txt, report.json and report.html go.
     pub out: Option<PathBuf>,
     /// The dynamic API's entry point on the server.
@@ -103,6 +107,8 @@ impl Options {
             threads: 1,
             agents: Vec::new(),
             server_pid: Vec::new(),
+            harness_cpus: None,
+            server_cpus: None,
             out: None,
             dynamic_path: "/web99".into(),
             cgi_path: "/cgi-bin/web99".into(),

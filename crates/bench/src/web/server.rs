@@ -93,11 +93,13 @@ impl BuiltIn {
     }
 
     /// Makes sure the file set for `connections` exists, then starts the server
-    /// (over HTTPS with a fresh self-signed certificate when `tls`).
+    /// (over HTTPS with a fresh self-signed certificate when `tls`), on `cpus`
+    /// when given (`--server-cpus`).
     pub(crate) async fn start(
         wiring: Wiring,
         connections: u32,
         tls: bool,
+        cpus: Option<&crate::cpus::CpuList>,
     ) -> anyhow::Result<BuiltIn> {
         let dir = cache_dir();
         let (www, cgi, state) = (dir.join("www"), dir.join("cgi-bin"), dir.join("state"));
@@ -118,7 +120,7 @@ impl BuiltIn {
             command.args(["--listen", "127.0.0.1:0"]);
         }
         let scheme = if tls { "https" } else { "http" };
-        let mut child = command
+        command
             .arg("--docroot")
             .arg(&www)
             .arg("--web99-state")
@@ -128,8 +130,8 @@ impl BuiltIn {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
+            .kill_on_drop(true);
+        let mut child = crate::cpus::start_pinned(cpus, || command.spawn())?
             .context("cannot start stoa serve")?;
         let stderr = child.stderr.take().context("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();

@@ -144,6 +144,12 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "levels": run.levels.iter().map(|l| {
             let mut v = level_json(l);
             v["tiers"] = super::system::level_tiers_json(run, l);
+            v["harness_window"] = run.harness_load(l).map_or(Value::Null, |h| json!({
+                "cpu_secs": l.harness_window_cpu.map(|d| d.as_secs_f64()),
+                "cores": h.cores,
+                "share_of_its_cores": h.share,
+                "harness_bound": h.bound(),
+            }));
             v
         }).collect::<Vec<_>>(),
         "tiers": super::system::tiers_json(run),
@@ -165,6 +171,15 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "choices": run.choices,
         "seed": run.seed,
         "threads": run.threads,
+        "harness_bound": !super::harness_bound(run).is_empty(),
+        "harness_bound_detail": super::harness_bound(run),
+        "harness_bound_share": crate::cpus::HARNESS_BOUND_SHARE,
+        "placement": {
+            "machine_cpus": run.placement.machine,
+            "harness_cpus": run.placement.harness.as_ref().map(ToString::to_string),
+            "server_cpus": run.placement.server.as_ref().map(ToString::to_string),
+            "server_cpus_known": run.placement.server_known,
+        },
         "agents": run.agents,
         "probe_share": run.probe_share,
         "started": run.started,

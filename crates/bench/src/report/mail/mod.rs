@@ -282,6 +282,16 @@ fn document(run: &MailRun, charts: bool) -> Document {
         _ => Some(established(run).is_some()),
     };
     doc.push(Block::Para(equivalence(run)));
+    let bound = harness_bound(run);
+    if !bound.is_empty() {
+        doc.push(Block::Para(format!(
+            "HARNESS-BOUND: the harness used more than {:.0} % of its cores over a measurement \
+             window ({}), so a result there may be the harness's limit, not the server's; it is \
+             not the server's score.",
+            crate::cpus::HARNESS_BOUND_SHARE * 100.0,
+            bound.join("; ")
+        )));
+    }
     if !run.deviations.is_empty() {
         doc.push(Block::Deviations {
             title: BOX_TITLE.to_owned(),
@@ -297,7 +307,7 @@ fn document(run: &MailRun, charts: bool) -> Document {
     }
     find_max(&mut doc, run, charts);
     for level in &run.levels {
-        detail(&mut doc, level, charts);
+        detail(&mut doc, run, level, charts);
     }
     doc.push(Block::Heading(1, "Notes".into()));
     let mut notes: Vec<String> = run.choices.iter().map(|c| (*c).to_owned()).collect();
@@ -308,6 +318,37 @@ fn document(run: &MailRun, charts: bool) -> Document {
     ));
     doc.push(Block::List(notes));
     doc
+}
+
+/// The levels and find-max trials whose harness was busier than
+/// [`crate::cpus::HARNESS_BOUND_SHARE`] of its cores over the measurement
+/// window, in words; empty when none was.
+pub(crate) fn harness_bound(run: &MailRun) -> Vec<String> {
+    let words = |what: String, l: crate::cpus::HarnessLoad| {
+        format!(
+            "{what}: {:.1} % of its {}",
+            l.share * 100.0,
+            super::count(l.cores as u64, "core")
+        )
+    };
+    let trials = run.search.iter().enumerate().filter_map(|(i, t)| {
+        let l = t.harness.filter(crate::cpus::HarnessLoad::bound)?;
+        Some(words(
+            format!("find-max trial {} at {} msgs/min", i + 1, mpm(t.mpm)),
+            l,
+        ))
+    });
+    let levels = run.levels.iter().filter_map(|level| {
+        let l = run
+            .harness_load(level)
+            .filter(crate::cpus::HarnessLoad::bound)?;
+        Some(words(format!("{} level", load_label(level.load)), l))
+    });
+    if run.search.is_empty() {
+        levels.collect()
+    } else {
+        trials.collect()
+    }
 }
 
 /// The store check made before the run.
@@ -374,6 +415,8 @@ fn run_block(doc: &mut Document, run: &MailRun) {
         ("Claimed msgs/min", mpm(run.mpm)),
         ("Seed", run.seed.to_string()),
         ("Load threads", run.threads.to_string()),
+        ("Harness CPUs", run.placement.harness_words()),
+        ("Server CPUs", run.placement.server_words()),
         ("Load generators", agents::generators(run)),
         ("SMTP", run.smtp.clone()),
         ("POP3", run.pop3.clone()),
@@ -528,11 +571,24 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
         return;
     }
     doc.push(Block::Heading(1, "Find-max Trials".into()));
-    let mut t = Table::new(&["Trial", "msgs/min", "Result", "Failures"]);
+    let mut t = Table::new(&["Trial", "msgs/min", "Harness", "Result", "Failures"]);
     for (i, trial) in run.search.iter().enumerate() {
         t.row(vec![
             Cell::from((i + 1).to_string()),
             Cell::from(mpm(trial.mpm)),
+            Cell {
+                text: trial.harness.map_or_else(
+                    || "-".to_owned(),
+                    |l| {
+                        format!(
+                            "{}{}",
+                            pct(l.share * 100.0),
+                            if l.bound() { " (bound)" } else { "" }
+                        )
+                    },
+                ),
+                fail: trial.harness.is_some_and(|l| l.bound()),
+            },
             Cell {
                 text: match (trial.passed, trial.failures.is_empty()) {
                     (true, _) => "passed",
@@ -604,7 +660,7 @@ fn search_result(run: &MailRun) -> String {
 }
 
 /// One level's detailed results.
-fn detail(doc: &mut Document, level: &LevelResult, charts: bool) {
+fn detail(doc: &mut Document, run: &MailRun, level: &LevelResult, charts: bool) {
     let tally = &level.tally;
     let label = load_label(level.load);
     doc.push(Block::Heading(
@@ -637,7 +693,7 @@ fn detail(doc: &mut Document, level: &LevelResult, charts: bool) {
     }
     doc.push(Block::Table(t));
     doc.push(Block::List(deliveries(tally)));
-    harness(doc, level, &label);
+    harness(doc, run, level, &label);
 }
 
 /// The users and message rate attempted and achieved.
@@ -782,7 +838,7 @@ fn deliveries(tally: &LevelTally) -> Vec<String> {
 }
 
 /// The harness's side of a level: the streams it offered and the CPU used.
-fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
+fn harness(doc: &mut Document, run: &MailRun, level: &LevelResult, label: &str) {
     let tally = &level.tally;
     doc.push(Block::Heading(2, format!("Harness -- {label} Load")));
     let window = tally.window_secs;
@@ -832,6 +888,19 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
         ),
         format!("Harness CPU: {}", cpu(level.harness_cpu)),
     ];
+    let sessions = tally.counters.smtp_ended() + tally.counters.pop_ended();
+    if let (Some(c), Some(load)) = (level.harness_window_cpu, run.harness_load(level)) {
+        lines.push(format!(
+            "Harness CPU over the measurement window: {}, {} ms per SMTP or POP session; {}",
+            secs(c),
+            if sessions > 0 {
+                num(c.as_secs_f64() * 1000.0 / sessions as f64, 2)
+            } else {
+                "-".into()
+            },
+            load.words()
+        ));
+    }
     lines.extend(agents::cpu(level));
     lines.extend([
         format!(
@@ -847,13 +916,18 @@ fn harness(doc: &mut Document, level: &LevelResult, label: &str) {
     ]);
     doc.push(Block::List(lines));
     if let Some(p) = &level.server_processes {
-        server_processes(doc, p, tally);
+        server_processes(doc, p, tally, level.harness_window_cpu);
     }
 }
 
 /// The server's process tree over the measurement window, by program: where
 /// a system of many processes spends its CPU.
-fn server_processes(doc: &mut Document, p: &crate::proctree::TreeCpu, tally: &LevelTally) {
+fn server_processes(
+    doc: &mut Document,
+    p: &crate::proctree::TreeCpu,
+    tally: &LevelTally,
+    harness: Option<Duration>,
+) {
     let window = tally.window_secs.max(1e-9);
     let c = &tally.counters;
     let sessions = c.smtp_ended() + c.pop_ended();
@@ -889,6 +963,9 @@ fn server_processes(doc: &mut Document, p: &crate::proctree::TreeCpu, tally: &Le
         );
     }
     row(&mut t, "all server processes".into(), "-".into(), p.total);
+    if let Some(h) = harness {
+        row(&mut t, "the harness (not the server)".into(), "1".into(), h);
+    }
     doc.push(Block::Table(t));
     doc.push(Block::Para(format!(
         "Server processes: the --server-pid processes and their descendants over the \

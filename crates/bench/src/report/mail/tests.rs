@@ -87,6 +87,7 @@ fn level(load: f64, slow_pop: usize) -> LevelResult {
         verdict,
         wall: Duration::from_secs(90),
         harness_cpu: Some(Duration::from_millis(1_500)),
+        harness_window_cpu: Some(Duration::from_secs(12)),
         server_cpu: None,
         machine_cpu: None,
         generators: Vec::new(),
@@ -119,6 +120,12 @@ fn sample() -> MailRun {
         },
         levels: vec![level(0.8, 0), level(1.0, 1), level(1.2, 5)],
         search: Vec::new(),
+        placement: crate::cpus::Placement {
+            machine: 2,
+            harness: "1".parse().ok(),
+            server: "0".parse().ok(),
+            server_known: true,
+        },
         store: Some(StoreCheck {
             mailboxes: 1_000,
             messages: 3_412,
@@ -230,18 +237,25 @@ fn json_carries_every_figure() {
             passed: true,
             failures: Vec::new(),
             unjudged: Vec::new(),
+            harness: None,
         },
         Trial {
             mpm: 60.0,
             passed: false,
             failures: vec!["POP Connect 50.00% < 95%".into()],
             unjudged: Vec::new(),
+            harness: Some(crate::cpus::HarnessLoad::new(
+                Duration::from_secs(54),
+                Duration::from_secs(60),
+                1,
+            )),
         },
         Trial {
             mpm: 45.0,
             passed: true,
             failures: Vec::new(),
             unjudged: Vec::new(),
+            harness: None,
         },
     ];
     let j = to_json(&run);
@@ -254,6 +268,44 @@ fn json_carries_every_figure() {
     assert!(t.contains("Best passing: 45 msgs/min, the store's capacity (6,000 accounts / 200)"));
     assert_eq!(j["find_max"]["at_capacity"], true);
     assert!(html(&run).contains("Find-max trials"));
+    // The failed trial's harness used 90 % of its one core: harness-bound.
+    assert!(
+        t.contains(
+            "\nHARNESS-BOUND: the harness used more than 70 % of its cores over a measurement \
+             window (find-max trial 2 at 60 msgs/min: 90.0 % of its 1 core)"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("90.00% (bound)"), "{t}");
+    assert_eq!(j["harness_bound"], true);
+    assert_eq!(j["find_max"]["trials"][1]["harness"]["cores"], 1);
+}
+
+#[test]
+fn the_harness_cpu_over_the_window_is_beside_the_servers() {
+    let run = sample();
+    let t = text(&run);
+    assert!(!t.contains("HARNESS-BOUND"), "{t}");
+    assert!(t.contains("Harness CPUs      CPU 1 (pinned)\n"), "{t}");
+    assert!(t.contains("Server CPUs       CPU 0 (pinned)\n"), "{t}");
+    // 12 s over the 60 s window on the one pinned core.
+    assert!(
+        t.contains("- Harness CPU over the measurement window: 12.0 s, ")
+            && t.contains("; 20.0 % of its 1 core: not harness-bound (at most 70 %)\n"),
+        "{t}"
+    );
+    let j = to_json(&run);
+    assert_eq!(j["harness_bound"], false);
+    assert_eq!(j["placement"]["server_cpus"], "0");
+    assert_eq!(j["levels"][1]["harness_window"]["cores"], 1);
+    assert!(
+        (j["levels"][1]["harness_window"]["share_of_its_cores"]
+            .as_f64()
+            .expect("share")
+            - 0.2)
+            .abs()
+            < 1e-9
+    );
 }
 
 #[test]
@@ -276,6 +328,7 @@ fn every_table_lines_up_under_its_headings() {
         passed: false,
         failures: vec!["POP Connect 50.00% < 95%".into()],
         unjudged: Vec::new(),
+        harness: None,
     }];
     let doc = document(&run, false);
     let t = text(&run);

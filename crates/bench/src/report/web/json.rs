@@ -4,7 +4,7 @@
 use serde_json::json;
 use stoa_web99::fileset;
 
-use super::{benchmark, efficiency_of, median, notice, problems};
+use super::{benchmark, efficiency_of, harness_bound, median, notice, problems};
 use crate::web::{Run, compliance, http_label};
 
 /// Every figure of the run.
@@ -16,7 +16,7 @@ pub(super) fn to_json(run: &Run) -> serde_json::Value {
         .iter()
         .map(|r| {
             let it = &r.iteration;
-            let e = efficiency_of(r);
+            let e = efficiency_of(run, r);
             let harness = json!({
                 "wall_s": r.wall.as_secs_f64(),
                 "ops_all_phases": e.ops,
@@ -25,6 +25,9 @@ pub(super) fn to_json(run: &Run) -> serde_json::Value {
                 "cpu_us_per_op": e.harness_us_per_op,
                 "server_cpu_us_per_op": e.server_us_per_op,
                 "connections_per_core_estimate": e.connections_per_core,
+                "cores": e.load.cores,
+                "share_of_its_cores": e.load.share,
+                "harness_bound": e.load.bound(),
                 "threads": run.args.threads,
                 "agents": run.args.agents,
             });
@@ -80,7 +83,18 @@ pub(super) fn to_json(run: &Run) -> serde_json::Value {
         "find_max": run.search.iter().map(|s| json!({
             "connections": s.connections, "conforming": s.conforming,
             "percent_conform": s.percent_conform, "passed": s.passed,
+            "harness_cores": s.harness.cores, "harness_share_of_its_cores": s.harness.share,
+            "harness_bound": s.harness.bound(),
         })).collect::<Vec<_>>(),
+        "harness_bound": !harness_bound(run).is_empty(),
+        "harness_bound_detail": harness_bound(run),
+        "harness_bound_share": crate::cpus::HARNESS_BOUND_SHARE,
+        "placement": {
+            "machine_cpus": run.placement.machine,
+            "harness_cpus": run.placement.harness.as_ref().map(ToString::to_string),
+            "server_cpus": run.placement.server.as_ref().map(ToString::to_string),
+            "server_cpus_known": run.placement.server_known,
+        },
         "directories": run.directories,
         "fileset_mb": fileset::fileset_mb(run.directories),
         "http_version": http_label(run.args.http),

@@ -21,6 +21,7 @@ use super::svg::Marks;
 use super::text::Layout;
 use super::{count, html, svg, text};
 use crate::compliance::{BOX_TITLE, Deviation, NON_COMPLIANT};
+use crate::cpus::HarnessLoad;
 use crate::web::{IterationResult, Run, compliance, http_label};
 
 /// The notice every report carries.
@@ -203,6 +204,15 @@ fn headline(run: &Run, score: u32, compliant: bool, valid: bool) -> String {
     if !valid {
         line.push_str("  (INVALID TEST: see Errors)");
     }
+    let bound = harness_bound(run);
+    if !bound.is_empty() {
+        line.push_str(&format!(
+            "\nHARNESS-BOUND: the harness used more than {:.0} % of its cores ({}), so this figure \
+             may be the harness's limit, not the server's; it is not the server's score.",
+            crate::cpus::HARNESS_BOUND_SHARE * 100.0,
+            bound.join("; ")
+        ));
+    }
     if !run.args.find_max {
         let n = requested(run);
         line.push_str(&format!(
@@ -290,7 +300,7 @@ fn system(doc: &mut Document, run: &Run) {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".into());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::cpus::machine_cores();
     let memory = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -397,6 +407,7 @@ fn search(doc: &mut Document, run: &Run) {
         "Conforming",
         "Percent Conform",
         "Result",
+        "Harness of its cores",
     ]);
     for (i, s) in run.search.iter().enumerate() {
         t.row(cells([
@@ -405,6 +416,15 @@ fn search(doc: &mut Document, run: &Run) {
             s.conforming.to_string(),
             format!("{:.1}%", s.percent_conform),
             if s.passed { "passed" } else { "failed" }.to_owned(),
+            format!(
+                "{:.1}%{}",
+                s.harness.share * 100.0,
+                if s.harness.bound() {
+                    " (harness-bound)"
+                } else {
+                    ""
+                }
+            ),
         ]));
     }
     doc.table(t);
@@ -554,9 +574,11 @@ struct Efficiency {
     server_us_per_op: Option<f64>,
     /// Connections one harness core would drive at this per-connection cost.
     connections_per_core: Option<f64>,
+    /// Its share of the cores it could use, and the harness-bound verdict.
+    load: HarnessLoad,
 }
 
-fn efficiency_of(r: &IterationResult) -> Efficiency {
+fn efficiency_of(run: &Run, r: &IterationResult) -> Efficiency {
     let ops: u64 = r.tally.timeline.iter().sum();
     let cpu = r.tally.cpu.as_secs_f64();
     let share = cpu / r.wall.as_secs_f64().max(1e-9);
@@ -568,11 +590,12 @@ fn efficiency_of(r: &IterationResult) -> Efficiency {
         harness_us_per_op: per_op(r.tally.cpu),
         server_us_per_op: r.server_cpu.map(per_op),
         connections_per_core: (share > 0.0).then(|| f64::from(r.iteration.requested) / share),
+        load: HarnessLoad::new(r.tally.cpu, r.wall, run.harness_cores()),
     }
 }
 
 fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
-    let e = efficiency_of(r);
+    let e = efficiency_of(run, r);
     let where_ = if run.args.agents.is_empty() {
         format!(
             "{} in this process",
@@ -623,7 +646,47 @@ fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
             format!("≈ {n:.0} (linear estimate from this load)"),
         );
     }
+    if run.args.agents.is_empty() {
+        row("Harness CPUs", run.placement.harness_words());
+        row("Server CPUs", run.placement.server_words());
+    }
+    row("Harness load", e.load.words());
     doc.table(t);
+}
+
+/// The harness-bound trials and iterations, in words: a result the harness
+/// may have set is never the server's score (issue 16). Empty when none was.
+fn harness_bound(run: &Run) -> Vec<String> {
+    let mut out: Vec<String> = run
+        .search
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.harness.bound())
+        .map(|(i, t)| {
+            format!(
+                "find-max trial {} ({} connections, {}): the harness used {:.1} % of its {}",
+                i + 1,
+                t.connections,
+                if t.passed { "passed" } else { "failed" },
+                t.harness.share * 100.0,
+                count(t.harness.cores as u64, "core")
+            )
+        })
+        .collect();
+    if run.search.is_empty() {
+        out.extend(run.iterations.iter().enumerate().filter_map(|(i, r)| {
+            let e = efficiency_of(run, r);
+            e.load.bound().then(|| {
+                format!(
+                    "iteration {}: the harness used {:.1} % of its {}",
+                    i + 1,
+                    e.load.share * 100.0,
+                    count(e.load.cores as u64, "core")
+                )
+            })
+        }));
+    }
+    out
 }
 
 /// The median iteration's operation-time percentiles, on a log scale: they

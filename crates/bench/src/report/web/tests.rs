@@ -7,6 +7,7 @@ use stoa_web99::metrics::{ClassStats, GeneratorStats, Iteration, Validity};
 use stoa_web99::workload::HttpVersion;
 
 use super::text::Layout;
+use crate::cpus::{HarnessLoad, Placement};
 use crate::web::{IterationResult, Options, Profile, ProfileName, QUICK, Run, Trial};
 
 fn gens(n: u32, seed: f64) -> Vec<GeneratorStats> {
@@ -90,11 +91,23 @@ fn options(static_only: bool, agents: bool) -> Options {
             vec![]
         },
         server_pid: vec![],
+        harness_cpus: None,
+        server_cpus: None,
         out: None,
         dynamic_path: "/web99".into(),
         cgi_path: "/cgi-bin/web99".into(),
         server_exe: None,
         archive: crate::archive::Keep::default(),
+    }
+}
+
+/// The harness pinned to CPU 1 of 2, the server to CPU 0.
+fn placement() -> Placement {
+    Placement {
+        machine: 2,
+        harness: "1".parse().ok(),
+        server: "0".parse().ok(),
+        server_known: true,
     }
 }
 
@@ -117,6 +130,7 @@ fn runs() -> Vec<Run> {
             directories: 26,
             iterations: vec![iteration(10, 0.0, Validity::Class3Optional, false)],
             search: vec![],
+            placement: placement(),
         },
         Run {
             args: options(true, true),
@@ -148,14 +162,17 @@ fn runs() -> Vec<Run> {
                     conforming: 10,
                     percent_conform: 100.0,
                     passed: true,
+                    harness: HarnessLoad::new(Duration::from_secs(30), Duration::from_secs(100), 1),
                 },
                 Trial {
                     connections: 20,
                     conforming: 3,
                     percent_conform: 15.0,
                     passed: false,
+                    harness: HarnessLoad::new(Duration::from_secs(90), Duration::from_secs(100), 1),
                 },
             ],
+            placement: placement(),
         },
         Run {
             args: options(false, false),
@@ -166,6 +183,7 @@ fn runs() -> Vec<Run> {
             directories: 26,
             iterations: vec![],
             search: vec![],
+            placement: placement(),
         },
     ]
 }
@@ -233,6 +251,29 @@ fn text_keeps_the_published_layout() {
     assert!(t.contains("(INVALID TEST: see Errors)"));
     assert!(t.contains("\nErrors\n\niteration 1: "));
 
+    assert!(
+        t.contains("\nHARNESS-BOUND: the harness used more than 70 % of its cores (find-max trial 2 (20 connections, failed): the harness used 90.0 % of its 1 core)"),
+        "{t}"
+    );
+    assert!(t.contains("15.0%  failed  90.0% (harness-bound)\n"), "{t}");
+    let j = super::json(&runs[1]);
+    assert_eq!(j["harness_bound"], true);
+    assert_eq!(j["placement"]["harness_cpus"], "1");
+    assert_eq!(j["find_max"][1]["harness_bound"], true);
+    assert_eq!(j["find_max"][0]["harness_bound"], false);
+
+    let t = text_of(&runs[0]);
+    assert!(!t.contains("HARNESS-BOUND"), "{t}");
+    assert!(t.contains("not harness-bound"), "{t}");
+    assert!(
+        t.contains("\nHarness CPUs                  CPU 1 (pinned)\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("\nServer CPUs                   CPU 0 (pinned)\n"),
+        "{t}"
+    );
+
     let t = text_of(&runs[2]);
     assert!(t.contains("SPECweb99-style = 0 (non-compliant)\n"));
     assert!(!t.contains("Class details"));
@@ -289,10 +330,14 @@ fn json_keeps_its_keys() {
             "directories",
             "fileset_mb",
             "find_max",
+            "harness_bound",
+            "harness_bound_detail",
+            "harness_bound_share",
             "http_version",
             "iterations",
             "median_iteration",
             "notice",
+            "placement",
             "problems",
             "profile",
             "requested_connections",
