@@ -6,7 +6,7 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use stoa_web99::metrics::{BLOCK, CONFORM_BYTES_PER_SEC, GeneratorStats, RatedReceive};
+use stoa_web99::metrics::{CONFORM_BYTES_PER_SEC, GeneratorStats, RatedReceive};
 use stoa_web99::workload::{self, Entry, RequestType, SpecRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -18,6 +18,11 @@ use crate::{Live, Plan, Tally};
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest response head accepted.
 const MAX_HEAD: usize = 16 * 1024;
+/// Most bytes taken from the socket in one read. Whatever one read returns is
+/// accounted as the kit's one-MSS blocks ([`RatedReceive::read`]), so the size
+/// only sets how many system calls a response costs the harness: a 64 KiB read
+/// drains what loopback delivers in one segment.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Times of one run, relative to its start.
 #[derive(Debug, Clone, Copy)]
@@ -45,16 +50,9 @@ pub(crate) async fn run(
     connector: &Connector,
 ) -> GeneratorStats {
     let mut g = Generator::new(plan, index, shard, live, connector);
-    let end = tokio::time::Instant::from_std(clock.base + clock.end);
     while clock.base.elapsed() < clock.end && !live.stopped() {
         let entry = g.next_entry();
-        // An operation still running when the ramp-down ends is abandoned: it
-        // could not be counted anyway, and a class-3 file at 400 kbit/s would
-        // hold the run open for seconds more.
-        if tokio::time::timeout_at(end, g.operation(entry, &clock))
-            .await
-            .is_err()
-        {
+        if g.operation(entry, &clock).await == Step::Abandoned {
             break;
         }
     }
@@ -86,6 +84,17 @@ struct Generator<'p> {
     conforming: bool,
     buf: Vec<u8>,
     request: Vec<u8>,
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Finished (well or not) and tallied.
+    Done,
+    /// Still running when the ramp-down ended: it could not be counted
+    /// anyway, and a class-3 file at 400 kbit/s would hold the run open for
+    /// seconds more.
+    Abandoned,
 }
 
 /// A complete response; its bytes are in the generator's buffer.
@@ -143,8 +152,12 @@ impl<'p> Generator<'p> {
     }
 
     /// One operation: (re)connect if needed, send, receive paced, check, sleep.
-    async fn operation(&mut self, entry: Entry, clock: &Clock) {
+    /// One timer covers both the operation's timeout and the end of the run,
+    /// a second one the pacing sleep.
+    async fn operation(&mut self, entry: Entry, clock: &Clock) -> Step {
         let started = Instant::now();
+        let end = clock.base + clock.end;
+        let timeout = started + OP_TIMEOUT;
         let mut rated = RatedReceive::start(clock.ms(started));
         if entry.kind == RequestType::Post {
             // Every POST sent, in any phase: the Reset before the warm-up empties
@@ -153,19 +166,29 @@ impl<'p> Generator<'p> {
             self.shard.borrow_mut().posts[class] += 1;
             self.stats.classes[class].post += 1;
         }
+        let deadline = tokio::time::Instant::from_std(timeout.min(end));
         let result =
-            tokio::time::timeout(OP_TIMEOUT, self.exchange(entry, &mut rated, clock)).await;
+            tokio::time::timeout_at(deadline, self.exchange(entry, &mut rated, clock)).await;
         let outcome = match result {
             Ok(Ok(resp)) => self.judge(entry, &resp),
             Ok(Err(e)) => Err(e),
+            Err(_) if end <= timeout => {
+                self.conn = None;
+                return Step::Abandoned;
+            }
             Err(_) => Err("timeout"),
         };
         if outcome.is_err() {
             self.conn = None;
         }
-        let (sleep, op_ms) = rated.finish(clock.ms(Instant::now()));
+        let now = Instant::now();
+        let (sleep, op_ms) = rated.finish(clock.ms(now));
         if sleep > 0.0 && !self.plan.closed_loop {
-            tokio::time::sleep(Duration::from_secs_f64(sleep / 1000.0)).await;
+            let wake = now + Duration::from_secs_f64(sleep / 1000.0);
+            if wake > end {
+                return Step::Abandoned;
+            }
+            tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
         }
         let finished = Instant::now();
         self.live.ops.fetch_add(1, Ordering::Relaxed);
@@ -173,7 +196,7 @@ impl<'p> Generator<'p> {
         let mut shard = self.shard.borrow_mut();
         shard.timeline_op(finished.duration_since(clock.base));
         if !counts {
-            return;
+            return Step::Done;
         }
         let stats = &mut self.stats.classes[usize::from(entry.file.class)];
         match outcome {
@@ -188,6 +211,7 @@ impl<'p> Generator<'p> {
         }
         drop(shard);
         self.update_live();
+        Step::Done
     }
 
     /// Keeps `Live`'s measured and conforming counts in step with this generator.
@@ -284,13 +308,7 @@ impl<'p> Generator<'p> {
             .flush()
             .await
             .map_err(|_| Reuse::ClosedBeforeAnswer)?;
-        // Paced: the kit's one-MSS blocks. Closed loop: read what is there.
-        let block = if self.plan.closed_loop {
-            64 * 1024
-        } else {
-            BLOCK
-        };
-        let resp = read_response(stream, &mut self.buf, block, rated, clock).await?;
+        let resp = read_response(stream, &mut self.buf, rated, clock).await?;
         self.left_on_conn = self.left_on_conn.saturating_sub(1);
         if self.left_on_conn == 0 || resp.close {
             self.conn = None;
@@ -336,28 +354,28 @@ impl Reuse {
     }
 }
 
-/// Reads one response into `data`, at most `block` bytes per read, crediting
-/// each read to the rated receive.
+/// Reads one response into `data`: each read takes what the socket holds (at
+/// most [`READ_CHUNK`], and never past the response once its length is known)
+/// and is credited to the rated receive as the kit's blocks.
 async fn read_response(
     stream: &mut Stream,
     data: &mut Vec<u8>,
-    block: usize,
     rated: &mut RatedReceive,
     clock: &Clock,
 ) -> Result<Response, Reuse> {
     data.clear();
     let mut framing: Option<(u16, usize, usize, bool)> = None; // status, body start, total, close
     loop {
-        if let Some((_, _, total, _)) = framing
-            && data.len() >= total
-        {
-            break;
-        }
+        let want = match framing {
+            Some((_, _, total, _)) if data.len() >= total => break,
+            Some((_, _, total, _)) => (total - data.len()).min(READ_CHUNK),
+            None => READ_CHUNK,
+        };
         let start = data.len();
-        data.reserve(block);
-        // Read into the spare capacity, at most one block, without zeroing it.
+        data.reserve(want);
+        // Read into the spare capacity without zeroing it.
         let read = stream
-            .read_buf(&mut bytes::BufMut::limit(&mut *data, block))
+            .read_buf(&mut bytes::BufMut::limit(&mut *data, want))
             .await;
         let n = match read {
             Ok(0) if start == 0 => return Err(Reuse::ClosedBeforeAnswer),
@@ -366,7 +384,7 @@ async fn read_response(
             Err(e) if start == 0 && is_reset(&e) => return Err(Reuse::ClosedBeforeAnswer),
             Err(_) => return Err(Reuse::Failed("read error")),
         };
-        rated.block(n, clock.ms(Instant::now()));
+        rated.read(n, clock.ms(Instant::now()));
         if framing.is_none() {
             framing = head_framing(data)?;
         }
@@ -427,3 +445,6 @@ fn head_framing(data: &[u8]) -> Result<Option<(u16, usize, usize, bool)>, Reuse>
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod fidelity;

@@ -62,6 +62,24 @@ impl RatedReceive {
         self.bytes += len as u64;
     }
 
+    /// One read of `len` bytes at `now`, accounted as the kit's client would
+    /// have read the same bytes: consecutive blocks of [`BLOCK`] bytes (the
+    /// last one shorter), all at `now`. A reader that takes everything the
+    /// socket holds in one call and a reader of one block per call whose reads
+    /// of bytes already there cost no time credit exactly the same sleep: each
+    /// block's contribution to the operation time is the longer of its line
+    /// time and the gap since the block before it, and within one read the
+    /// gaps are zero (the one-block reader's few microseconds between calls
+    /// are shorter than any block's line time, 20 µs for one byte).
+    pub fn read(&mut self, len: usize, now: f64) {
+        let mut left = len;
+        while left > 0 {
+            let block = left.min(BLOCK);
+            self.block(block, now);
+            left -= block;
+        }
+    }
+
     /// The operation's last byte arrived at `now`: how long to sleep, and the
     /// operation time (receive time plus the sleep).
     pub fn finish(&self, now: f64) -> (f64, f64) {

@@ -21,6 +21,26 @@ fn a_fast_server_is_paced_to_the_line() {
 }
 
 #[test]
+fn one_read_is_its_blocks_at_one_time() {
+    // 10,000 bytes in one read at 3 ms after 1,460 at 1 ms: the same as six
+    // full blocks and one of 1,240, all at 3 ms.
+    let mut by_read = RatedReceive::start(0.0);
+    by_read.block(BLOCK, 1.0);
+    by_read.read(10_000, 3.0);
+    let mut by_block = RatedReceive::start(0.0);
+    by_block.block(BLOCK, 1.0);
+    for len in [BLOCK, BLOCK, BLOCK, BLOCK, BLOCK, BLOCK, 1_240] {
+        by_block.block(len, 3.0);
+    }
+    assert_eq!(by_read, by_block);
+    assert_eq!(by_read.bytes(), 11_460);
+    // An empty read changes nothing.
+    let before = by_read;
+    by_read.read(0, 9.0);
+    assert_eq!(by_read, before);
+}
+
+#[test]
 fn late_blocks_earn_no_credit() {
     // One block per 40 ms: slower than the line (29.2 ms a block): no sleep.
     let mut r = RatedReceive::start(0.0);
