@@ -28,12 +28,27 @@ pub(crate) struct Expect<'a> {
 pub(crate) type Failure = &'static str;
 
 /// Checks a 200 response's body and headers; returns the ad a CAD answer chose.
+#[cfg(test)]
 pub(crate) fn check(e: &Expect<'_>, body: &[u8]) -> Result<Option<u32>, Failure> {
-    let file_bytes = match e.kind {
-        RequestType::Static => body,
-        _ => unwrap_page(e, body)?,
+    check_prefix(e, body, body.len())
+}
+
+/// [`check`] on the first bytes of a body of `len` bytes: every check the
+/// kit's client makes reads the body's start (the dynamic wrapper, the
+/// file's header line) and its length, none the bytes after. `prefix` holds
+/// at least the first [`crate::generator::KEEP_BODY`] bytes (or the whole
+/// body); a wrapper or header line that does not end within it fails as
+/// malformed.
+pub(crate) fn check_prefix(
+    e: &Expect<'_>,
+    prefix: &[u8],
+    len: usize,
+) -> Result<Option<u32>, Failure> {
+    let (file_bytes, file_len) = match e.kind {
+        RequestType::Static => (prefix, len),
+        _ => unwrap_page(e, prefix, len)?,
     };
-    check_file(e.file, file_bytes)?;
+    check_file(e.file, file_bytes, file_len)?;
     match e.kind {
         RequestType::Cad => check_cad(e).map(Some),
         RequestType::Post => check_my_cookie(e).map(|()| None),
@@ -41,8 +56,13 @@ pub(crate) fn check(e: &Expect<'_>, body: &[u8]) -> Result<Option<u32>, Failure>
     }
 }
 
-/// The file inside a dynamic page, after checking the wrapper.
-fn unwrap_page<'b>(e: &Expect<'_>, body: &'b [u8]) -> Result<&'b [u8], Failure> {
+/// The file inside a dynamic page of `len` bytes beginning with `body`, after
+/// checking the wrapper: its first bytes and its length.
+fn unwrap_page<'b>(
+    e: &Expect<'_>,
+    body: &'b [u8],
+    len: usize,
+) -> Result<(&'b [u8], usize), Failure> {
     if !body.starts_with(b"<html>\n") {
         return Err("bad html");
     }
@@ -58,14 +78,17 @@ fn unwrap_page<'b>(e: &Expect<'_>, body: &'b [u8]) -> Result<&'b [u8], Failure> 
             return Err("bad QUERY");
         }
     }
-    let rest = &body[wrapper.len()..];
-    if rest.len() < TRAILER.len() {
+    let rest = len - wrapper.len();
+    if rest < TRAILER.len() {
         return Err("bad length");
     }
-    Ok(&rest[..rest.len() - TRAILER.len()])
+    let file_len = rest - TRAILER.len();
+    let file = &body[wrapper.len()..];
+    Ok((&file[..file.len().min(file_len)], file_len))
 }
 
-fn check_file(id: FileId, bytes: &[u8]) -> Result<(), Failure> {
+/// A file of `len` bytes beginning with `bytes`.
+fn check_file(id: FileId, bytes: &[u8], len: usize) -> Result<(), Failure> {
     let header = header_line(id);
     let line_end = memchr::memchr(b'\n', bytes).ok_or("bad size line")?;
     let line = std::str::from_utf8(&bytes[..line_end]).map_err(|_| "bad size line")?;
@@ -80,7 +103,7 @@ fn check_file(id: FileId, bytes: &[u8]) -> Result<(), Failure> {
     if fields.next() != Some(header.trim_end().rsplit(' ').next().unwrap_or_default()) {
         return Err("bad url name");
     }
-    if bytes.len() as u64 != id.size() {
+    if len as u64 != id.size() {
         return Err("bad length");
     }
     Ok(())

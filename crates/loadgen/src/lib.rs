@@ -294,14 +294,15 @@ fn run_thread(
             return tally;
         }
     };
+    let shared = Rc::new(generator::Local::new(plan.directories));
     let generators = local.block_on(&runtime, async {
         let tasks: Vec<_> = (thread..plan.connections)
             .step_by(threads as usize)
             .map(|i| {
                 let (plan, shard, live) = (Arc::clone(plan), Rc::clone(&shard), Arc::clone(live));
-                let connector = Rc::clone(&connector);
+                let (connector, shared) = (Rc::clone(&connector), Rc::clone(&shared));
                 tokio::task::spawn_local(async move {
-                    generator::run(&plan, i, clock, &shard, &live, &connector).await
+                    generator::run(&plan, i, clock, &shard, &live, &connector, &shared).await
                 })
             })
             .collect();

@@ -128,3 +128,46 @@ fn cad_cookies() {
     );
     assert_eq!(cad(b"my_cookie=1"), Err("missing found_cookie"));
 }
+
+/// The generator keeps only a body's first bytes: every verdict on a class-3
+/// file and its dynamic page is the same from the first `KEEP_BODY` bytes and
+/// the length as from the whole body.
+#[test]
+fn a_prefix_and_the_length_judge_as_the_whole_body() {
+    let big = FileId {
+        dir: 0,
+        class: 3,
+        num: 4,
+    };
+    let mut body = Vec::new();
+    fileset::generate(big, 1, &mut body);
+    assert!(body.len() > 10 * crate::generator::KEEP_BODY);
+    let mut e = expect(RequestType::Static, &[]);
+    e.file = big;
+    let keep = crate::generator::KEEP_BODY;
+    for len in [body.len(), body.len() - 1, body.len() + 1] {
+        let whole = if len <= body.len() {
+            body[..len].to_vec()
+        } else {
+            let mut b = body.clone();
+            b.push(b'x');
+            b
+        };
+        assert_eq!(
+            check_prefix(&e, &whole[..keep], len),
+            check(&e, &whole),
+            "{len} bytes"
+        );
+    }
+    let mut page =
+        wrapper_head("stoa", "127.0.0.1", "/web99", "/file_set/dir00000/class3_4").into_bytes();
+    page.extend_from_slice(&body);
+    page.extend_from_slice(TRAILER);
+    e.kind = RequestType::Dynamic;
+    assert_eq!(check(&e, &page), Ok(None));
+    assert_eq!(check_prefix(&e, &page[..keep], page.len()), Ok(None));
+    assert_eq!(
+        check_prefix(&e, &page[..keep], page.len() - 1),
+        Err("bad length")
+    );
+}

@@ -15,7 +15,7 @@ use stoa_web99::metrics::{BLOCK, ClassStats, RatedReceive};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{Clock, read_response};
+use super::{Clock, Local, read_response};
 use crate::transport::Stream;
 
 /// How the server writes one response.
@@ -165,11 +165,13 @@ fn live_engine() -> Vec<(f64, f64, u64)> {
         let server = tokio::spawn(serve(listener));
         let mut ops = Vec::new();
         let mut buf = Vec::new();
+        let local = Local::new(1);
         for _ in SCHEDULE {
             let mut rated = RatedReceive::start(clock.ms(Instant::now()));
             let conn = TcpStream::connect(addr).await.expect("connect");
             let mut stream = Stream::Plain(conn);
-            let read = read_response(&mut stream, &mut buf, &mut rated, &clock).await;
+            let read =
+                read_response(&mut stream, &mut buf, &local.scratch, &mut rated, &clock).await;
             assert!(read.is_ok(), "the engine read the response");
             let (sleep, time) = rated.finish(clock.ms(Instant::now()));
             ops.push((sleep, time, rated.bytes()));

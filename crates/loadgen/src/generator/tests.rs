@@ -154,7 +154,8 @@ fn every_request_of_a_keep_alive_connection_says_keep_alive() {
     let plan = plan(addr);
     let (shard, live) = (RefCell::new(Tally::default()), Live::default());
     let connector = Connector::new(None).expect("plain connector");
-    let mut g = Generator::new(&plan, 0, &shard, &live, &connector);
+    let local = Local::new(plan.directories);
+    let mut g = Generator::new(&plan, 0, &shard, &live, &connector, &local);
     let (seed, n) = keep_alive_seed();
     g.rng = SpecRng::new(seed);
     let clock = clock();
@@ -192,7 +193,8 @@ fn a_single_request_connection_does_not_ask_for_keep_alive() {
     let plan = plan(addr);
     let (shard, live) = (RefCell::new(Tally::default()), Live::default());
     let connector = Connector::new(None).expect("plain connector");
-    let mut g = Generator::new(&plan, 0, &shard, &live, &connector);
+    let local = Local::new(plan.directories);
+    let mut g = Generator::new(&plan, 0, &shard, &live, &connector, &local);
     let seed = (0..1000)
         .map(|g| crate::generator_seed(0, g))
         .find(|&s| workload::requests_for_connection(&mut SpecRng::new(s)) == 1)
@@ -223,7 +225,8 @@ fn posts_are_counted_per_class() {
     let plan = plan(addr);
     let (shard, live) = (RefCell::new(Tally::default()), Live::default());
     let connector = Connector::new(None).expect("plain connector");
-    let mut g = Generator::new(&plan, 0, &shard, &live, &connector);
+    let local = Local::new(plan.directories);
+    let mut g = Generator::new(&plan, 0, &shard, &live, &connector, &local);
     // A clock whose run phase is over: the POST is not measured, still counted.
     let mut clock = clock();
     clock.run_end = Duration::ZERO;

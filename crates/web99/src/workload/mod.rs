@@ -188,29 +188,55 @@ pub fn class_counts(size: usize) -> [usize; 4] {
 /// A shuffled deck: exact class proportions; file, directory and type drawn per
 /// entry (class first, then file, directory, type, as the client does).
 pub fn deck(size: usize, directories: u32, rng: &mut SpecRng) -> Vec<Entry> {
-    let files = Zipf::new(FILE_ORDER.len(), 1.0);
-    let dirs = Zipf::new(directories.max(1) as usize, 1.0);
-    let mut entries = Vec::with_capacity(size);
-    for (class, &count) in class_counts(size).iter().enumerate() {
-        for _ in 0..count {
-            let num = FILE_ORDER[files.sample(rng)];
-            let dir = dirs.sample(rng) as u32;
-            let kind = RequestType::from_uniform(rng.next_f64());
-            entries.push(Entry {
-                file: FileId {
-                    dir,
-                    class: class as u8,
-                    num,
-                },
-                kind,
-            });
+    let mut entries = Vec::new();
+    Dealer::new(directories).deal(size, rng, &mut entries);
+    entries
+}
+
+/// Deals decks over one file set: the two Zipf tables (files within a class,
+/// directories) built once, not for every deck: building the directory
+/// table costs two `powf` per directory, and a paced load generator deals a
+/// new deck every few minutes. The same draws from `rng` as [`deck`], so the
+/// same decks.
+#[derive(Debug, Clone)]
+pub struct Dealer {
+    files: Zipf,
+    dirs: Zipf,
+}
+
+impl Dealer {
+    /// For a file set of `directories` directories.
+    pub fn new(directories: u32) -> Dealer {
+        Dealer {
+            files: Zipf::new(FILE_ORDER.len(), 1.0),
+            dirs: Zipf::new(directories.max(1) as usize, 1.0),
         }
     }
-    for i in (1..entries.len()).rev() {
-        let j = rng.below(i + 1);
-        entries.swap(i, j);
+
+    /// Replaces `entries` with a shuffled deck of `size` entries.
+    pub fn deal(&self, size: usize, rng: &mut SpecRng, entries: &mut Vec<Entry>) {
+        entries.clear();
+        entries.reserve(size);
+        for (class, &count) in class_counts(size).iter().enumerate() {
+            for _ in 0..count {
+                let num = FILE_ORDER[self.files.sample(rng)];
+                let dir = self.dirs.sample(rng) as u32;
+                let kind = RequestType::from_uniform(rng.next_f64());
+                entries.push(Entry {
+                    file: FileId {
+                        dir,
+                        class: class as u8,
+                        num,
+                    },
+                    kind,
+                });
+            }
+        }
+        for i in (1..entries.len()).rev() {
+            let j = rng.below(i + 1);
+            entries.swap(i, j);
+        }
     }
-    entries
 }
 
 /// Share of new connections that are keep-alive: `pct / (RPK × (1 − pct) + pct)`,
