@@ -393,7 +393,8 @@ impl Reuse {
 /// [`READ_CHUNK`], and never past the response once its length is known)
 /// into the thread's `scratch`, is credited to the rated receive as the kit's
 /// blocks, and leaves its first bytes in `data`: the head and the first
-/// [`KEEP_BODY`] bytes of the body.
+/// [`KEEP_BODY`] bytes of the body. Once those are in, plain TCP reads are
+/// counted without being copied ([`Stream::poll_discard`]).
 async fn read_response(
     stream: &mut Stream,
     data: &mut Vec<u8>,
@@ -416,6 +417,9 @@ async fn read_response(
         };
         let read = std::future::poll_fn(|cx| {
             let mut scratch = scratch.borrow_mut();
+            if data.len() >= keep {
+                return stream.poll_discard(cx, &mut scratch[..want]);
+            }
             let mut buf = ReadBuf::new(&mut scratch[..want]);
             match Pin::new(&mut *stream).poll_read(cx, &mut buf) {
                 Poll::Ready(Ok(())) => {

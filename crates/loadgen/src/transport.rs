@@ -352,6 +352,56 @@ impl Stream {
     }
 }
 
+impl Stream {
+    /// Reads up to `scratch.len()` bytes the caller does not keep; the count.
+    /// Plain TCP drops them in the kernel (`recv` with `MSG_TRUNC`: counted,
+    /// never copied); TLS decrypts them into `scratch`.
+    pub(crate) fn poll_discard(
+        &mut self,
+        cx: &mut Context<'_>,
+        scratch: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let tcp: &TcpStream = match self {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(s) => {
+                let mut buf = ReadBuf::new(scratch);
+                return match Pin::new(s.as_mut()).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) => Poll::Ready(Ok(buf.filled().len())),
+                    Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                    Poll::Pending => Poll::Pending,
+                };
+            }
+        };
+        let want = scratch.len();
+        loop {
+            match tcp.poll_read_ready(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+            let mut short = None;
+            let read = tcp.try_io(tokio::io::Interest::READABLE, || {
+                let (_, n) =
+                    rustix::net::recv(&*tcp, &mut *scratch, rustix::net::RecvFlags::TRUNC)?;
+                if n > 0 && n < want {
+                    // As tokio's own reads do: a short read drained the
+                    // socket, so readiness is cleared now rather than by
+                    // one more call that would find nothing.
+                    short = Some(n);
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(n)
+            });
+            match (read, short) {
+                (_, Some(n)) => return Poll::Ready(Ok(n)),
+                (Ok(n), None) => return Poll::Ready(Ok(n)),
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (Err(e), None) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
