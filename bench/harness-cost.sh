@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# What the harness costs: `stoa bench web --static-only` at several loads against
-# stoa serve and nginx (one worker each, same file set), with the harness's CPU
-# per operation beside the server's (`--server-pid`), the harness's share of one
-# core, and the linear estimate of connections per harness core. One closed-loop
-# row (64 connections, no pacing) shows the cost per operation when the harness
-# runs flat out, as wrk does.
+# What the harness costs: `stoa bench web --static-only` at several paced loads
+# against stoa serve and nginx (one worker each, same file set), with the
+# harness's CPU per operation beside the server's (`--server-pid`), each split
+# into user and kernel time, the harness's share of its core, and the linear
+# estimate of paced connections per harness core. One closed-loop row (64
+# connections, no pacing) shows the cost per operation when the harness runs
+# flat out, as wrk does.
 #
-#   bench/harness-cost.sh [--loads "800 3200 6400"] [--run-time SECS]
+#   bench/harness-cost.sh [--loads "1600 3200 6400"] [--run-time SECS] [--rounds 3]
+#                         [--server-cpus LIST] [--harness-cpus LIST] [--no-pin]
+#
+# Both servers are pinned to the same CPU(s) (default 0) and the harness to the
+# others (default: the rest), so each one's CPU is its own; --no-pin lets them
+# share. Rounds interleave the servers (the order alternates by round); the
+# summary gives medians over the rounds and each ratio's range.
 #
 # Results go to bench-results/<date>-<host>-harness-cost/.
 set -euo pipefail
@@ -14,19 +21,24 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-LOADS="800 3200 6400"
+LOADS="1600 3200 6400"
 RUN_TIME=30
+ROUNDS=3
+PIN=1
+SERVER_CPUS=""
+HARNESS_CPUS=""
 bench_cmdline "$@"
-parse_args "--loads=LOADS --run-time=RUN_TIME" "$@"
+parse_args "--loads=LOADS --run-time=RUN_TIME --rounds=ROUNDS --server-cpus=SERVER_CPUS
+    --harness-cpus=HARNESS_CPUS --no-pin=PIN=0" "$@"
 
-ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git
+ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
 bench_setup
 bench_begin harness-cost
 
 LIMIT="$(ulimit -n)"
 MAX=0
 for n in $LOADS; do ((n > MAX)) && MAX=$n; done
-((2 * MAX + 100 <= LIMIT)) || die "open-file limit $LIMIT too low for $MAX connections"
+((MAX + 100 <= LIMIT)) || die "open-file limit $LIMIT too low for $MAX connections"
 DOCROOT="$BENCH_TMP/www"
 log "writing the file set for $MAX connections"
 "$STOA_BIN" fileset --connections "$MAX" --dir "$DOCROOT" >"$OUT/fileset.txt"
@@ -35,56 +47,74 @@ start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --acces
     --keepalive-timeout 75s --max-connections "$LIMIT"
 nginx_up "$BENCH_TMP/nginx" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
 mapfile -t NGINX_WORKERS < <(nginx_workers "$NGINX_PID")
+default_pinning
+if ((PIN)); then
+    pin_tree "$SERVER_CPUS" "$STOA_PID"
+    pin_tree "$SERVER_CPUS" "$NGINX_PID"
+fi
+mapfile -t PIN_ARGS < <(harness_pin_args)
+
+# user_sys PID...: "UTIME STIME" clock ticks summed over the PIDs.
+user_sys() {
+    local u=0 s=0 rest a pid
+    for pid in "$@"; do
+        rest="$(cat "/proc/$pid/stat" 2>/dev/null)" || continue
+        rest="${rest##*) }"
+        read -r -a a <<<"$rest"
+        u=$((u + a[11])) s=$((s + a[12]))
+    done
+    echo "$u $s"
+}
 
 run_one() { # server connections label extra-args...
-    local server="$1" n="$2" label="$3" url pids=()
+    local server="$1" n="$2" label="$3" url pids=() spids=() before after
     shift 3
     if [[ $server == stoa ]]; then
         url="http://127.0.0.1:$STOA_PORT"
-        pids=(--server-pid "$STOA_PID")
+        spids=("$STOA_PID")
     else
         url="http://127.0.0.1:$NGINX_PORT"
-        pids=(--server-pid "$NGINX_PID")
-        for p in "${NGINX_WORKERS[@]}"; do pids+=(--server-pid "$p"); done
+        spids=("$NGINX_PID" "${NGINX_WORKERS[@]}")
     fi
+    for p in "${spids[@]}"; do pids+=(--server-pid "$p"); done
     log "$server, $label"
-    "$STOA_BIN" bench web --target "$url" --static-only --connections "$n" --run-time "${RUN_TIME}s" \
-        "${pids[@]}" "$@" --out "$OUT/$server-$label" >"$OUT/$server-$label.txt" 2>"$OUT/$server-$label.log" ||
+    before="$(user_sys "${spids[@]}")"
+    # The harness's own user and system time over the whole command.
+    /usr/bin/time -f "%U %S" -o "$OUT/$server-$label.time" \
+        "$STOA_BIN" bench web --target "$url" --static-only --connections "$n" --run-time "${RUN_TIME}s" \
+        "${PIN_ARGS[@]}" "${pids[@]}" "$@" --out "$OUT/$server-$label" \
+        >"$OUT/$server-$label.txt" 2>"$OUT/$server-$label.log" ||
         die "harness failed against $server: $(tail -n 3 "$OUT/$server-$label.log")"
+    after="$(user_sys "${spids[@]}")"
+    echo "$before $after $(getconf CLK_TCK)" >"$OUT/$server-$label.server-ticks"
 }
 
-for n in $LOADS; do
-    for server in stoa nginx; do run_one "$server" "$n" "$n"; done
+for ((r = 1; r <= ROUNDS; r++)); do
+    if ((r % 2)); then order="stoa nginx"; else order="nginx stoa"; fi
+    for n in $LOADS; do
+        for server in $order; do run_one "$server" "$n" "$n-r$r"; done
+    done
 done
 for server in stoa nginx; do run_one "$server" 64 closed-64 --closed-loop; done
 check_background "after the runs (servers idle)"
 
-python3 - "$OUT" $LOADS <<'PY' | tee "$OUT/summary.txt"
-import json, sys
-out, loads = sys.argv[1], sys.argv[2:]
-print(f"{'server':6} {'load':>10} {'ops/s':>9} {'conf%':>6} {'harness µs/op':>14} {'server µs/op':>13} "
-      f"{'h/s':>5} {'harness core':>13} {'conns/core est.':>16}")
-for label in loads + ["closed-64"]:
-    for s in ("stoa", "nginx"):
-        d = json.load(open(f"{out}/{s}-{label}/report.json"))
-        it = d["iterations"][0]
-        h = it["harness"]
-        srv = h["server_cpu_us_per_op"] or 0
-        est = h["connections_per_core_estimate"] or 0
-        conf = "-" if label.startswith("closed") else f"{it['percent_conform']:.1f}"
-        print(f"{s:6} {label:>10} {it['ops_per_sec']:9.0f} {conf:>6} {h['cpu_us_per_op']:14.1f} {srv:13.1f} "
-              f"{h['cpu_us_per_op'] / srv if srv else 0:5.2f} {100 * h['core_share']:12.1f}% "
-              f"{'-' if label.startswith('closed') else f'{est:.0f}':>16}")
-PY
+python3 "$BENCH_DIR/lib/harness_cost_summary.py" "$OUT" "$ROUNDS" $LOADS | tee "$OUT/summary.txt"
 {
     readme_header "Harness cost: CPU per operation of \`stoa bench web\` beside the server's" Command
     readme_section Setup
     echo "- File set for $MAX connections; stoa serve and nginx with 1 worker, access log off, same directory."
     echo "- \`stoa bench web --static-only --connections N --run-time ${RUN_TIME}s --server-pid …\` (harness on one"
-    echo "  load thread) at each load, then \`--closed-loop\` with 64 connections. Harness and server share the 2 cores."
-    echo "- CPU: the harness's own process CPU over its generators' run (all phases); the server's from"
-    echo "  /proc/PID/stat (nginx: master and worker). µs/op divides by every operation finished in all phases."
+    echo "  load thread) at each load, $ROUNDS interleaved rounds (the servers' order alternates), then"
+    echo "  \`--closed-loop\` with 64 connections once."
+    pinning_readme
+    echo "- CPU: the harness's own process CPU over its generators' run (all phases), as its report gives it;"
+    echo "  the server's from /proc/PID/stat over the same run (nginx: master and worker). µs/op divides by every"
+    echo "  operation finished in all phases. The user/kernel split: the harness's over the whole command"
+    echo "  (\`/usr/bin/time\`, validation included), the server's over the run."
     echo "- conns/core est.: connections ÷ the harness's share of one core, a linear extrapolation."
+    echo "- On loopback the kernel's receive work for a segment runs on the sending CPU: the harness's kernel"
+    echo "  time includes the server side's processing of the SYNs, requests, ACKs and FINs the harness sends,"
+    echo "  and the server's includes the harness side's processing of the responses."
     describe_background
     readme_summary
 } >"$OUT/README.md"
