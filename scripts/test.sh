@@ -29,6 +29,10 @@ declare -A needs=(
   [ldapsearch]=ldap-utils
   # `systemd-analyze verify contrib/stoa.service` (crates/stoa/tests/production.rs).
   [systemd-analyze]=systemd
+  # The real decoders of crates/stoa/tests/compression.rs.
+  [gzip]=gzip
+  [brotli]=brotli
+  [zstd]=zstd
 )
 missing=()
 for cmd in "${!needs[@]}"; do

@@ -17,11 +17,13 @@
 //! - [`target`]: request-target decoding (percent-decoding once, dot-segment removal
 //!   that never climbs above `/`).
 //! - [`precondition`]: `Range`, `If-None-Match` and `If-Modified-Since` evaluation.
+//! - [`accept_encoding`]: `Accept-Encoding` weights and the best coding on offer.
 //!
 //! # What it does not do
 //!
 //! No I/O, no timeouts (the caller owns the clock), no routing, no file access.
 
+pub mod accept_encoding;
 pub mod chunked;
 pub mod date;
 mod error;

@@ -35,6 +35,17 @@ pub(crate) enum Command {
     Mailbox(MailboxCommand),
     /// Write (or verify) the SPECweb99 file set under a document root.
     Fileset(FilesetArgs),
+    /// Write precompressed siblings (FILE.gz, FILE.br, FILE.zst) of the text
+    /// files beneath a directory, for `[web.compression] precompressed`.
+    ///
+    /// The files are those of the default `[web.compression] types` (HTML,
+    /// CSS, JavaScript, JSON, XML, SVG, …): the ones the server looks for
+    /// siblings of.
+    ///
+    /// Siblings no older than their file are kept; one that would be no
+    /// smaller is not written (and a stale one is removed). Each sibling gets
+    /// its file's permissions and is renamed into place whole.
+    Compress(CompressArgs),
     /// Act as the SPECweb99 CGI program (run by the web server, not by hand).
     #[command(name = "web99-cgi")]
     Web99Cgi,
@@ -702,6 +713,35 @@ fn parse_percent(s: &str) -> Result<f64, String> {
             "{s:?} is not a percentage above 0 and below 100, such as 1%"
         )),
     }
+}
+
+/// `stoa compress`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CompressArgs {
+    /// The directory (a document root) to walk.
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: PathBuf,
+
+    /// The codings to write, comma-separated: gzip, br, zstd.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "gzip,br,zstd",
+          value_parser = parse_coding)]
+    pub(crate) codings: Vec<stoa_http_proto::accept_encoding::Coding>,
+
+    /// Leave files smaller than this alone (bytes).
+    #[arg(long, value_name = "BYTES", default_value_t = 256)]
+    pub(crate) min_length: u64,
+
+    /// Rewrite siblings that are up to date.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+fn parse_coding(s: &str) -> Result<stoa_http_proto::accept_encoding::Coding, String> {
+    use stoa_http_proto::accept_encoding::Coding;
+    Coding::ALL
+        .into_iter()
+        .find(|c| c.token().eq_ignore_ascii_case(s.trim()))
+        .ok_or_else(|| format!("{s:?} is not a coding: gzip, br or zstd"))
 }
 
 /// `stoa fileset`.

@@ -22,6 +22,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod bench;
 mod check_config;
 mod cli;
+mod compress;
 mod config;
 mod fileset;
 mod man;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         cli::Command::User(command) => user::run(command),
         cli::Command::Mailbox(command) => user::mailbox(command),
         cli::Command::Fileset(args) => fileset::run(args),
+        cli::Command::Compress(args) => compress::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),
         cli::Command::Bench(command) => bench::run(command),
     };

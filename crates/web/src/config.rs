@@ -35,6 +35,8 @@ pub struct Config {
     pub limits: Limits,
     /// Open-file and content cache.
     pub cache: CacheConfig,
+    /// `Content-Encoding`: precompressed siblings and compression on the fly.
+    pub compression: CompressionConfig,
     /// How long SIGTERM waits for in-flight requests before dropping them.
     pub shutdown_grace: Duration,
     /// The SPECweb99 dynamic API, when enabled.
@@ -211,6 +213,7 @@ impl Config {
             log_format: LogFormat::Common,
             limits: Limits::default(),
             cache: CacheConfig::default(),
+            compression: CompressionConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             web99: None,
             cgi: None,
@@ -359,5 +362,86 @@ impl Default for CacheConfig {
             max_memory_file: 32 * 1024,
             memory_budget: 64 * 1024 * 1024,
         }
+    }
+}
+
+/// How responses are compressed for clients that send `Accept-Encoding`. A
+/// request without that header is answered exactly as with compression off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompressionConfig {
+    /// Serve `file.br`, `file.zst` or `file.gz` beside `file` (what `stoa
+    /// compress` writes), with `file`'s media type, when the client takes that
+    /// coding and the sibling is a regular file no older than `file`.
+    pub precompressed: bool,
+    /// Compress files of [`CompressionConfig::types`] with gzip or brotli when
+    /// no sibling serves, keeping the result in a per-worker cache.
+    pub on_the_fly: bool,
+    /// gzip level on the fly, 1 (fastest) to 9 (smallest).
+    pub gzip_level: u32,
+    /// brotli quality on the fly, 0 (fastest) to 11 (smallest).
+    pub brotli_level: u32,
+    /// Files smaller than this are sent as they are (on the fly only).
+    pub min_length: u64,
+    /// Files larger than this are not compressed on the fly (their siblings
+    /// still serve): compressing them would hold the worker too long.
+    pub max_length: u64,
+    /// Memory for compressed bodies per worker.
+    pub cache_size: usize,
+    /// Media types compressed on the fly: exact (`text/html`) or a whole
+    /// top-level type (`text/*`).
+    pub types: Vec<String>,
+}
+
+/// The media types compressed on the fly by default: text formats, which
+/// shrink several times; images, audio, video and archives are already
+/// compressed.
+pub const DEFAULT_COMPRESSIBLE_TYPES: &[&str] = &[
+    "text/*",
+    "application/javascript",
+    "application/json",
+    "application/manifest+json",
+    "application/xml",
+    "application/xhtml+xml",
+    "application/rss+xml",
+    "application/atom+xml",
+    "application/wasm",
+    "image/svg+xml",
+    "image/x-icon",
+    "font/ttf",
+    "font/otf",
+];
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        CompressionConfig {
+            precompressed: true,
+            on_the_fly: true,
+            gzip_level: 6,
+            brotli_level: 5,
+            min_length: 256,
+            max_length: 1024 * 1024,
+            cache_size: 16 * 1024 * 1024,
+            types: DEFAULT_COMPRESSIBLE_TYPES
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
+        }
+    }
+}
+
+impl CompressionConfig {
+    /// Whether any response may be encoded.
+    pub fn any(&self) -> bool {
+        self.precompressed || self.on_the_fly
+    }
+
+    /// Whether files of `media_type` (no parameters) are compressed on the fly.
+    pub fn compressible(&self, media_type: &str) -> bool {
+        self.types.iter().any(|t| match t.strip_suffix("/*") {
+            Some(top) => media_type
+                .strip_prefix(top)
+                .is_some_and(|rest| rest.starts_with('/')),
+            None => t.eq_ignore_ascii_case(media_type),
+        })
     }
 }

@@ -435,6 +435,7 @@ impl Conn {
             client: &self.client,
             socket: &self.stream,
             cache: &mut local.cache,
+            encoder: &mut local.encoder,
             date: local.date.http(),
             out: &mut self.out,
             now,

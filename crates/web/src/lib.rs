@@ -25,6 +25,10 @@
 //! - `static_files.rs`: GET/HEAD of files, conditionals, ranges, directories,
 //!   error pages, directory listings.
 //! - `cache.rs`: the per-worker open-file cache (`openat2(RESOLVE_BENEATH)`).
+//! - `encoding.rs`: `Content-Encoding`: gzip and brotli on the fly with a
+//!   per-worker cache of the results, and the lines of an encoded response
+//!   (precompressed siblings are chosen in `static_files`).
+//! - [`precompress`]: writing those siblings (`stoa compress DIR`).
 //! - `response.rs`: response heads and generated status pages.
 //! - `web99/`: the SPECweb99 dynamic API (`--web99`): dynamic and custom-ad GETs,
 //!   POSTs with a durable post.log, Reset and Fetch, behind one entry point.
@@ -47,10 +51,12 @@ mod cgi;
 pub mod config;
 mod conn;
 mod dispatch;
+mod encoding;
 mod idle;
 mod local;
 pub mod metrics;
 mod output;
+pub mod precompress;
 mod response;
 mod server;
 mod static_files;

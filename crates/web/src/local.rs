@@ -14,6 +14,7 @@ use stoa_http_proto::date::DateCache;
 
 use crate::access_log::LogBuffer;
 use crate::cache::FileCache;
+use crate::encoding::Encoder;
 use crate::idle::IdleSet;
 use crate::output::Output;
 use crate::server::Shared;
@@ -34,6 +35,7 @@ pub(crate) struct Local {
     server: u64,
     pub(crate) date: DateCache,
     pub(crate) cache: FileCache,
+    pub(crate) encoder: Encoder,
     pub(crate) log: LogBuffer,
     buffers: Vec<Vec<u8>>,
     outputs: Vec<Output>,
@@ -57,6 +59,7 @@ pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
                 server: shared.id,
                 date: DateCache::new(),
                 cache: FileCache::new(shared.config.cache),
+                encoder: Encoder::new(shared.config.compression.clone()),
                 log: LogBuffer::default(),
                 buffers: Vec::new(),
                 outputs: Vec::new(),

@@ -153,6 +153,9 @@ pub struct RequestHead<'b, 'h> {
     pub keep_alive: bool,
     /// `Expect: 100-continue` was sent.
     pub expect_continue: bool,
+    /// At least one `Accept-Encoding` field was sent (its values are in
+    /// [`RequestHead::headers`]; [`crate::accept_encoding`] reads them).
+    pub accept_encoding: bool,
     /// Length of the head in the buffer, the blank line included.
     pub len: usize,
 }
@@ -163,6 +166,14 @@ impl RequestHead<'_, '_> {
         self.headers
             .iter()
             .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    }
+
+    /// The values of every field called `name` (any case), in order.
+    pub fn headers_named<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s [u8]> + 's {
+        self.headers
+            .iter()
+            .filter(move |h| h.name.eq_ignore_ascii_case(name))
             .map(|h| h.value)
     }
 }
@@ -229,6 +240,7 @@ pub fn parse_request<'b, 'h>(
             fields.keep_alive && !fields.close
         },
         expect_continue: fields.expect_continue,
+        accept_encoding: fields.accept_encoding,
         len,
     }))
 }
@@ -322,6 +334,7 @@ struct Fields<'b> {
     close: bool,
     keep_alive: bool,
     expect_continue: bool,
+    accept_encoding: bool,
 }
 
 impl<'b> Fields<'b> {
@@ -363,6 +376,8 @@ impl<'b> Fields<'b> {
                     return Err(Error::UnsupportedExpectation);
                 }
                 f.expect_continue = true;
+            } else if name.eq_ignore_ascii_case(b"accept-encoding") {
+                f.accept_encoding = true;
             }
         }
         Ok(f)

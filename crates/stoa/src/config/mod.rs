@@ -25,6 +25,7 @@ use toml::{Table, Value};
 use crate::cli::ServeArgs;
 
 mod auth_throttle;
+mod compression;
 mod directory;
 mod lmtp;
 mod mail;
@@ -530,6 +531,7 @@ const WEB_KEYS: &[&str] = &[
     "shutdown_grace",
     "limits",
     "cache",
+    "compression",
 ];
 
 fn read_file(
@@ -585,6 +587,9 @@ fn read_web(t: &Table, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>
     }
     if let Some(cache) = r.table(t, P, "cache") {
         read_cache(cache, &mut web.cache, r);
+    }
+    if let Some(c) = r.table(t, P, "compression") {
+        compression::read(c, &mut web.compression, r);
     }
 }
 

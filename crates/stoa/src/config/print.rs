@@ -141,6 +141,17 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
     doc.set("max_memory_file", size(c.max_memory_file));
     doc.set("memory_budget", size(c.memory_budget));
 
+    let c = &web.compression;
+    doc.table("web.compression");
+    doc.set("precompressed", c.precompressed);
+    doc.set("on_the_fly", c.on_the_fly);
+    doc.set("gzip_level", int(c.gzip_level));
+    doc.set("brotli_level", int(c.brotli_level));
+    doc.set("min_length", size(c.min_length));
+    doc.set("max_length", size(c.max_length));
+    doc.set("cache_size", size(c.cache_size));
+    doc.set("types", strings(&c.types));
+
     for addr in &web.listen {
         doc.array_table("listener");
         doc.set("address", addr.to_string());

@@ -918,3 +918,43 @@ fn site_mistakes_are_named() {
         );
     }
 }
+
+#[test]
+fn web_compression_keys() {
+    let file = format!(
+        "[web]\ndocroot = \"{}\"\n\n[web.compression]\non_the_fly = false\ngzip_level = 9\n\
+         brotli_level = 0\nmin_length = \"1KiB\"\nmax_length = \"64KiB\"\ncache_size = \"1MiB\"\n\
+         types = [\"Text/HTML\", \"application/*\"]\n",
+        tmp_docroot()
+    );
+    let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");
+    let c = &loaded.web.compression;
+    assert!(c.precompressed, "the default stays");
+    assert!(!c.on_the_fly);
+    assert_eq!((c.gzip_level, c.brotli_level), (9, 0));
+    assert_eq!(
+        (c.min_length, c.max_length, c.cache_size),
+        (1024, 65536, 1 << 20)
+    );
+    assert_eq!(c.types, ["text/html", "application/*"]);
+    assert!(c.compressible("application/json"));
+    assert!(!c.compressible("text/css"));
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+
+    let file = format!(
+        "[web]\ndocroot = \"{}\"\n\n[web.compression]\ngzip_level = 0\nbrotli_level = 12\n\
+         min_length = 100\nmax_length = 10\ntypes = [\"*/*\"]\nprecompressed = \"yes\"\n",
+        tmp_docroot()
+    );
+    let errors = load_with(Some(&file), ServeArgs::default()).expect_err("invalid");
+    let all = errors.join("\n");
+    for needle in [
+        "web.compression.gzip_level: 0",
+        "web.compression.brotli_level: 12",
+        "web.compression.min_length (100) is above max_length (10)",
+        "web.compression.types: \"*/*\"",
+        "web.compression.precompressed: expected true or false",
+    ] {
+        assert!(all.contains(needle), "{needle} missing from:\n{all}");
+    }
+}

@@ -46,7 +46,7 @@ pub(crate) enum Kind {
 }
 
 /// A servable file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct FileInfo {
     pub(crate) file: Arc<File>,
     pub(crate) len: u64,
@@ -55,6 +55,8 @@ pub(crate) struct FileInfo {
     pub(crate) etag: Box<[u8]>,
     /// `Content-Type`, `Last-Modified`, `ETag` and `Accept-Ranges` lines, CRLF-ended.
     pub(crate) header_lines: Box<[u8]>,
+    /// The media type of `Content-Type`, from the name's extension.
+    pub(crate) media_type: &'static str,
     /// The contents, when small enough to keep in memory.
     pub(crate) content: Option<Bytes>,
 }
@@ -204,8 +206,10 @@ impl FileCache {
         let etag = format!("\"{mtime:x}-{len:x}\"")
             .into_bytes()
             .into_boxed_slice();
+        let media_type = content_type(served_name(path));
         FileInfo {
-            header_lines: header_lines(path, mtime, &etag),
+            header_lines: header_lines(media_type, mtime, &etag),
+            media_type,
             file: Arc::new(file),
             len,
             mtime,
@@ -232,12 +236,16 @@ fn read_all(file: &File, len: u64) -> Option<Bytes> {
     Some(Bytes::from(buf))
 }
 
-fn header_lines(path: &[u8], mtime: u64, etag: &[u8]) -> Box<[u8]> {
-    // A path ending in `/` was answered with the directory's index.
-    let served = if path.ends_with(b"/") { INDEX } else { path };
+/// The name whose extension gives a path's media type: the directory's index
+/// for a path ending in `/`.
+fn served_name(path: &[u8]) -> &[u8] {
+    if path.ends_with(b"/") { INDEX } else { path }
+}
+
+fn header_lines(media_type: &str, mtime: u64, etag: &[u8]) -> Box<[u8]> {
     let mut lines = Vec::with_capacity(160);
     lines.extend_from_slice(b"Content-Type: ");
-    lines.extend_from_slice(content_type(served).as_bytes());
+    lines.extend_from_slice(media_type.as_bytes());
     lines.extend_from_slice(b"\r\nLast-Modified: ");
     stoa_http_proto::date::write_http_date(&mut lines, mtime);
     lines.extend_from_slice(b"\r\nETag: ");
@@ -261,7 +269,7 @@ pub(crate) fn content_type(path: &[u8]) -> &'static str {
 }
 
 /// The file served for a directory path ending in `/`.
-const INDEX: &[u8] = b"index.html";
+pub(crate) const INDEX: &[u8] = b"index.html";
 
 enum Opened {
     File(File, Stat),

@@ -35,6 +35,7 @@ use crate::access_log;
 use crate::cache::FileCache;
 use crate::cgi::{self, Cgi};
 use crate::config::{Config, LogFormat};
+use crate::encoding::Encoder;
 use crate::metrics;
 use crate::output::Output;
 use crate::response::{Refusal, Reply};
@@ -174,6 +175,8 @@ pub(crate) struct Cx<'a> {
     pub(crate) socket: &'a TcpStream,
     /// The worker's open-file cache.
     pub(crate) cache: &'a mut FileCache,
+    /// The worker's compression on the fly.
+    pub(crate) encoder: &'a mut Encoder,
     /// The worker's cached `Date` value.
     pub(crate) date: &'a [u8],
     /// Where the answer is queued.
@@ -295,6 +298,7 @@ fn answer_static(
     let reply = reply(head, keep_alive, cx);
     let mut files = Files {
         cache: cx.cache,
+        encoder: cx.encoder,
         site: cx.site.host(),
         now: cx.now,
     };

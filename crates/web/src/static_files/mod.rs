@@ -15,11 +15,13 @@
 
 use std::time::Instant;
 
+use stoa_http_proto::accept_encoding::{Accepted, Coding};
 use stoa_http_proto::precondition::{ByteRange, if_none_match, if_range, parse_range};
 use stoa_http_proto::target::Target;
 use stoa_http_proto::{Method, RequestHead};
 
-use crate::cache::{FileCache, FileInfo, Kind};
+use crate::cache::{FileCache, FileInfo, INDEX, Kind};
+use crate::encoding::{self, Encoder};
 use crate::output::{Body, Output};
 use crate::response::{Refusal, Reply};
 use crate::vhost::VirtualHost;
@@ -30,6 +32,8 @@ mod listing;
 pub(crate) struct Files<'a> {
     /// The worker's open-file cache.
     pub(crate) cache: &'a mut FileCache,
+    /// The worker's compression on the fly.
+    pub(crate) encoder: &'a mut Encoder,
     /// The site: the document root every path is opened beneath, its error
     /// pages, whether directories are listed.
     pub(crate) site: &'a VirtualHost,
@@ -47,7 +51,11 @@ pub(crate) fn serve(
     let site = files.site;
     let entry = (files.cache).lookup(site.index, &site.docroot, &target.path, files.now);
     match &entry.kind {
-        Kind::File(info) => send_file(head, reply, out, info),
+        Kind::File(info) if !head.accept_encoding => send_file(head, reply, out, info, false),
+        Kind::File(info) => {
+            let info = owned(info);
+            negotiate(head, reply, out, files, &target.path, &info)
+        }
         Kind::Directory => {
             let mut location = b"Location: ".to_vec();
             encode_path(&mut location, &target.path);
@@ -132,15 +140,100 @@ fn content_type_line(lines: &[u8]) -> &[u8] {
     }
 }
 
+/// Answers a request with `Accept-Encoding` for `original` (at `path`): for a
+/// file of a compressible type, the best coding the client takes that a precompressed
+/// sibling or compression on the fly can give, in the client's order of
+/// preference, else the file as it is. `Vary: Accept-Encoding` goes on every
+/// response whose choice depended on the header (an encoded one, or the
+/// identity of a file that could have been compressed).
+#[cold]
+#[inline(never)]
+fn negotiate(
+    head: &RequestHead<'_, '_>,
+    reply: &Reply<'_>,
+    out: &mut Output,
+    files: &mut Files<'_>,
+    path: &[u8],
+    original: &FileInfo,
+) -> u16 {
+    if !files.encoder.applies(original) {
+        return send_file(head, reply, out, original, false);
+    }
+    let accepted = Accepted::parse(head.headers_named("Accept-Encoding"));
+    let precompressed = files.encoder.config().precompressed;
+    let mut vary = false;
+    for coding in accepted.ranked() {
+        if precompressed && let Some(variant) = sibling(files, path, coding, original) {
+            return send_file(head, reply, out, &variant, true);
+        }
+        if files.encoder.can_compress(coding, original) {
+            vary = true;
+            let site = files.site.index;
+            if let Some(variant) = files.encoder.compress(site, path, coding, original) {
+                return send_file(head, reply, out, &variant, true);
+            }
+        }
+    }
+    let vary = vary || precompressed || files.encoder.can_compress(Coding::Gzip, original);
+    send_file(head, reply, out, original, vary)
+}
+
+/// `original` (at `path`) as its precompressed sibling for `coding`
+/// (`path.br`, or `index.html.br` for a directory): a regular file no older
+/// than the original.
+fn sibling(
+    files: &mut Files<'_>,
+    path: &[u8],
+    coding: Coding,
+    original: &FileInfo,
+) -> Option<FileInfo> {
+    let ext = coding.extension().as_bytes();
+    let mut name = Vec::with_capacity(path.len() + INDEX.len() + ext.len());
+    name.extend_from_slice(path);
+    if path.ends_with(b"/") {
+        name.extend_from_slice(INDEX);
+    }
+    name.extend_from_slice(ext);
+    let site = files.site;
+    match &files
+        .cache
+        .lookup(site.index, &site.docroot, &name, files.now)
+        .kind
+    {
+        Kind::File(s) if s.mtime >= original.mtime => {
+            Some(encoding::precompressed(original, coding, s))
+        }
+        _ => None,
+    }
+}
+
+/// A cached file's description, owned, so that the cache can be looked up
+/// again (for a sibling) while it is used. Out of line: only requests with
+/// `Accept-Encoding` take it.
+#[cold]
+#[inline(never)]
+fn owned(info: &FileInfo) -> FileInfo {
+    info.clone()
+}
+
+/// The `Vary` line of a response chosen by `Accept-Encoding`.
+const VARY: &[u8] = b"Vary: Accept-Encoding\r\n";
+
+/// Sends `info` (the file, or one of its encoded representations), with
+/// [`VARY`] when `vary`.
 fn send_file(
     head: &RequestHead<'_, '_>,
     reply: &Reply<'_>,
     out: &mut Output,
     info: &FileInfo,
+    vary: bool,
 ) -> u16 {
     if not_modified(head, info) {
-        let (start, w) = reply.begin(out, 304);
-        let w = w.header("ETag", &info.etag);
+        let (start, mut w) = reply.begin(out, 304);
+        w = w.header("ETag", &info.etag);
+        if vary {
+            w = w.raw(VARY);
+        }
         reply.end(w);
         reply.send(out, 304, start, Body::Empty);
         return 304;
@@ -159,7 +252,11 @@ fn send_file(
         }
     };
     let (head_start, w) = reply.begin(out, status);
-    let mut w = w.raw(&info.header_lines).content_length(end - start);
+    let mut w = w.raw(&info.header_lines);
+    if vary {
+        w = w.raw(VARY);
+    }
+    w = w.content_length(end - start);
     if status == 206 {
         let value = format!("bytes {start}-{}/{}", end - 1, info.len);
         w = w.header("Content-Range", value.as_bytes());
