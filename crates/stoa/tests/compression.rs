@@ -11,7 +11,7 @@ mod common;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::{Server, Site, fetch};
@@ -30,31 +30,17 @@ fn css() -> Vec<u8> {
     text
 }
 
-/// `program -d -c` of `input`: the real decoder's output.
+/// `program -d -c` of `input`: the real decoder's output (bounded in time).
 fn decode(program: &str, input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new(program)
-        .args(["-d", "-c"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {program} (scripts/test.sh installs the Debian package): {e}")
-        });
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().expect("decoder output");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("write to decoder");
+    let mut command = Command::new(program);
+    command.args(["-d", "-c"]);
+    let done = stoa_testkit::run(&mut command, input, Duration::from_secs(30));
     assert!(
-        out.status.success(),
-        "{program} -d failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        done.status.success(),
+        "{program} -d failed (scripts/test.sh installs it): {}",
+        done.stderr
     );
-    out.stdout
+    done.stdout.into_bytes()
 }
 
 fn start(site: &Site, args: &[&str]) -> Server {

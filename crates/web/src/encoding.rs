@@ -16,14 +16,14 @@
 //! (`"5f3a-1c00-br5"`), so it differs from the identity's and from every other
 //! coding's, and changes with the bytes.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 
 use bytes::Bytes;
 use lru::LruCache;
 use stoa_http_proto::accept_encoding::Coding;
 
-use crate::cache::FileInfo;
+use crate::cache::{FileInfo, header_lines};
 use crate::config::CompressionConfig;
 
 /// Most compressed bodies kept per worker, whatever their size.
@@ -156,32 +156,47 @@ impl Encoder {
     }
 }
 
-/// `source` compressed with `coding` at `level` (gzip 1–9, brotli 0–11, zstd
-/// 1–22), as one whole stream: what `stoa compress` writes, too.
+/// `source` compressed with `coding` at `level` into memory (see [`encode`]).
 pub(crate) fn compress(coding: Coding, level: u32, source: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(source.len() / 2 + 64);
+    let out = Vec::with_capacity(source.len() / 2 + 64);
+    encode(coding, level, &mut &source[..], out, source.len())
+}
+
+/// Everything `source` reads, compressed with `coding` at `level` (gzip 1–9,
+/// brotli 0–11, zstd 1–22) as one whole stream into `out`, which is handed
+/// back; `size_hint` is the source's length, if known. Compression on the fly
+/// and `stoa compress` both use it.
+pub(crate) fn encode<W: Write>(
+    coding: Coding,
+    level: u32,
+    source: &mut impl Read,
+    mut out: W,
+    size_hint: usize,
+) -> std::io::Result<W> {
     match coding {
         Coding::Gzip => {
             // No name and no time in the header: the same bytes every time.
             let mut e = flate2::GzBuilder::new()
                 .mtime(0)
-                .write(&mut out, flate2::Compression::new(level.min(9)));
-            e.write_all(source)?;
-            e.finish()?;
+                .write(out, flate2::Compression::new(level.min(9)));
+            std::io::copy(source, &mut e)?;
+            e.finish()
         }
         Coding::Brotli => {
             let params = brotli::enc::BrotliEncoderParams {
                 quality: level.min(11) as i32,
-                size_hint: source.len(),
+                size_hint,
                 ..Default::default()
             };
-            brotli::BrotliCompress(&mut &source[..], &mut out, &params)?;
+            brotli::BrotliCompress(source, &mut out, &params)?;
+            Ok(out)
         }
         Coding::Zstd => {
-            out = zstd::bulk::compress(source, level.clamp(1, 22) as i32)?;
+            let mut e = zstd::stream::Encoder::new(out, level.clamp(1, 22) as i32)?;
+            std::io::copy(source, &mut e)?;
+            e.finish()
         }
     }
-    Ok(out)
 }
 
 /// The two-letter name of a coding in an encoded entity tag.
@@ -234,19 +249,14 @@ fn tagged(etag: &[u8], suffix: &str) -> Box<[u8]> {
     out.into_boxed_slice()
 }
 
-/// The header lines of an encoded representation: those of the original with
-/// its entity tag replaced and `Content-Encoding` added.
+/// The header lines of an encoded representation: the file cache's lines for
+/// the original's type and time with the encoded entity tag, and
+/// `Content-Encoding`.
 fn lines(original: &FileInfo, etag: &[u8], coding: Coding) -> Box<[u8]> {
-    let mut l = Vec::with_capacity(original.header_lines.len() + 48);
-    l.extend_from_slice(b"Content-Type: ");
-    l.extend_from_slice(original.media_type.as_bytes());
-    l.extend_from_slice(b"\r\nLast-Modified: ");
-    stoa_http_proto::date::write_http_date(&mut l, original.mtime);
-    l.extend_from_slice(b"\r\nETag: ");
-    l.extend_from_slice(etag);
-    l.extend_from_slice(b"\r\nContent-Encoding: ");
+    let mut l = header_lines(original.media_type, original.mtime, etag).into_vec();
+    l.extend_from_slice(b"Content-Encoding: ");
     l.extend_from_slice(coding.token().as_bytes());
-    l.extend_from_slice(b"\r\nAccept-Ranges: bytes\r\n");
+    l.extend_from_slice(b"\r\n");
     l.into_boxed_slice()
 }
 

@@ -23,6 +23,7 @@ use stoa_http_proto::accept_encoding::Coding;
 
 use crate::cache::content_type;
 use crate::config::CompressionConfig;
+use crate::encoding::encode;
 
 /// What [`compress_tree`] does.
 #[derive(Debug, Clone)]
@@ -186,31 +187,13 @@ fn write_sibling(
         out.set_permissions(fs::Permissions::from_mode(
             meta.permissions().mode() & 0o7777,
         ))?;
-        let out = BufWriter::new(out);
-        let out = match coding {
-            Coding::Gzip => {
-                let mut e = flate2::GzBuilder::new()
-                    .mtime(0)
-                    .write(out, flate2::Compression::best());
-                io::copy(&mut source, &mut e)?;
-                e.finish()?
-            }
-            Coding::Brotli => {
-                let params = brotli::enc::BrotliEncoderParams {
-                    quality: 11,
-                    size_hint: usize::try_from(meta.len()).unwrap_or(usize::MAX),
-                    ..Default::default()
-                };
-                let mut out = out;
-                brotli::BrotliCompress(&mut source, &mut out, &params)?;
-                out
-            }
-            Coding::Zstd => {
-                let mut e = zstd::stream::Encoder::new(out, 19)?;
-                io::copy(&mut source, &mut e)?;
-                e.finish()?
-            }
+        let level = match coding {
+            Coding::Gzip => 9,
+            Coding::Brotli => 11,
+            Coding::Zstd => 19,
         };
+        let size_hint = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+        let out = encode(coding, level, &mut source, BufWriter::new(out), size_hint)?;
         let out = out.into_inner().map_err(io::IntoInnerError::into_error)?;
         let len = out.metadata()?.len();
         if len >= meta.len() {

@@ -6,7 +6,7 @@
 //! as if both were off.
 
 use stoa_web::config::CompressionConfig;
-use toml::{Table, Value};
+use toml::Table;
 
 use super::Report;
 
@@ -26,8 +26,8 @@ const KEYS: &[&str] = &[
 
 pub(super) fn read(t: &Table, c: &mut CompressionConfig, r: &mut Report) {
     r.known_keys(t, P, KEYS);
-    boolean(t, "precompressed", &mut c.precompressed, r);
-    boolean(t, "on_the_fly", &mut c.on_the_fly, r);
+    r.boolean_into(t, P, "precompressed", &mut c.precompressed);
+    r.boolean_into(t, P, "on_the_fly", &mut c.on_the_fly);
     r.integer_into(t, P, "gzip_level", &mut c.gzip_level);
     r.integer_into(t, P, "brotli_level", &mut c.brotli_level);
     r.size(t, P, "min_length", &mut c.min_length);
@@ -54,16 +54,6 @@ pub(super) fn read(t: &Table, c: &mut CompressionConfig, r: &mut Report) {
             c.min_length, c.max_length
         ),
     );
-}
-
-fn boolean(t: &Table, key: &str, into: &mut bool, r: &mut Report) {
-    match t.get(key) {
-        None => {}
-        Some(Value::Boolean(b)) => *into = *b,
-        Some(other) => r
-            .errors
-            .push(format!("{P}{key}: expected true or false, found {other}")),
-    }
 }
 
 /// A media type (`text/html`) or a whole top-level type (`text/*`), lower case.

@@ -86,6 +86,17 @@ impl Report {
         }
     }
 
+    /// `true` or `false`; anything else is reported and `into` left as it is.
+    pub(super) fn boolean_into(&mut self, t: &Table, path: &str, key: &str, into: &mut bool) {
+        match t.get(key) {
+            None => {}
+            Some(Value::Boolean(b)) => *into = *b,
+            Some(other) => self.errors.push(format!(
+                "{path}{key}: expected true or false, found {other}"
+            )),
+        }
+    }
+
     /// A value given as a string and parsed with `parse`.
     pub(super) fn parsed<T>(
         &mut self,

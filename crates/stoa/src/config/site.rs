@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use stoa_web::config::{CgiMount, SiteConfig};
-use toml::{Table, Value};
+use toml::Table;
 
 use super::Report;
 
@@ -63,9 +63,9 @@ fn read_site(t: &Table, p: &str, base: Option<&Path>, r: &mut Report) -> Option<
     }
     let mut site = SiteConfig::new(rebase(PathBuf::from(docroot.unwrap_or_default())));
     site.names = r.parsed_list(t, p, "names", parse_name);
-    site.default = boolean(t, p, "default", r);
-    site.web99 = boolean(t, p, "web99", r);
-    site.autoindex = boolean(t, p, "autoindex", r);
+    r.boolean_into(t, p, "default", &mut site.default);
+    r.boolean_into(t, p, "web99", &mut site.web99);
+    r.boolean_into(t, p, "autoindex", &mut site.autoindex);
     if let Some(v) = t.get("tls")
         && let Some(certs) = super::read_certs(v, &format!("{p}tls"), r)
     {
@@ -93,18 +93,6 @@ fn read_site(t: &Table, p: &str, base: Option<&Path>, r: &mut Report) -> Option<
         site.error_pages = read_error_pages(pages, &format!("{p}error_pages."), r);
     }
     Some(site)
-}
-
-fn boolean(t: &Table, p: &str, key: &str, r: &mut Report) -> bool {
-    match t.get(key) {
-        None => false,
-        Some(Value::Boolean(b)) => *b,
-        Some(other) => {
-            r.errors
-                .push(format!("{p}{key}: expected true or false, found {other}"));
-            false
-        }
-    }
 }
 
 /// `{ 404 = "/errors/404.html", … }`: a status from 400 to 599 → a path

@@ -242,7 +242,9 @@ fn served_name(path: &[u8]) -> &[u8] {
     if path.ends_with(b"/") { INDEX } else { path }
 }
 
-fn header_lines(media_type: &str, mtime: u64, etag: &[u8]) -> Box<[u8]> {
+/// `Content-Type`, `Last-Modified`, `ETag` and `Accept-Ranges` lines, CRLF-ended
+/// (an encoded representation's too, `Content-Encoding` added after them).
+pub(crate) fn header_lines(media_type: &str, mtime: u64, etag: &[u8]) -> Box<[u8]> {
     let mut lines = Vec::with_capacity(160);
     lines.extend_from_slice(b"Content-Type: ");
     lines.extend_from_slice(media_type.as_bytes());

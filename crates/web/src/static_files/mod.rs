@@ -51,7 +51,9 @@ pub(crate) fn serve(
     let site = files.site;
     let entry = (files.cache).lookup(site.index, &site.docroot, &target.path, files.now);
     match &entry.kind {
-        Kind::File(info) if !head.accept_encoding => send_file(head, reply, out, info, false),
+        Kind::File(info) if !(head.accept_encoding && files.encoder.applies(info)) => {
+            send_file(head, reply, out, info, false)
+        }
         Kind::File(info) => {
             let info = owned(info);
             negotiate(head, reply, out, files, &target.path, &info)
@@ -140,8 +142,8 @@ fn content_type_line(lines: &[u8]) -> &[u8] {
     }
 }
 
-/// Answers a request with `Accept-Encoding` for `original` (at `path`): for a
-/// file of a compressible type, the best coding the client takes that a precompressed
+/// Answers a request with `Accept-Encoding` for `original` (at `path`, of a
+/// compressible type): the best coding the client takes that a precompressed
 /// sibling or compression on the fly can give, in the client's order of
 /// preference, else the file as it is. `Vary: Accept-Encoding` goes on every
 /// response whose choice depended on the header (an encoded one, or the
@@ -156,9 +158,6 @@ fn negotiate(
     path: &[u8],
     original: &FileInfo,
 ) -> u16 {
-    if !files.encoder.applies(original) {
-        return send_file(head, reply, out, original, false);
-    }
     let accepted = Accepted::parse(head.headers_named("Accept-Encoding"));
     let precompressed = files.encoder.config().precompressed;
     let mut vary = false;
