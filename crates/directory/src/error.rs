@@ -77,6 +77,10 @@ pub enum Error {
     /// a temporary failure, never an unknown user. See [`Error::is_temporary`].
     #[error("directory server unavailable: {0}")]
     Unavailable(String),
+    /// A check on a blocking thread did not finish (it panicked, or the runtime
+    /// is shutting down).
+    #[error("the password check did not finish: {0}")]
+    Interrupted(String),
     /// The directory's settings are unusable (every problem, joined).
     #[error("invalid directory configuration: {0}")]
     InvalidConfig(String),

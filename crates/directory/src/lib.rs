@@ -15,6 +15,9 @@
 //!   them) and the embedded one makes.
 //! - [`password`]: argon2id hashing with a configurable [`PasswordCost`], and the
 //!   bounded [`password::VerifyCache`] of successful checks.
+//! - [`verifier`]: [`Verifier`], password checks for async servers: remembered successes answered
+//!   on the spot, the rest queued in line (first come, first served) for a bounded
+//!   number of blocking threads.
 //! - [`metrics`]: this process's cache hits and misses and LDAP failures.
 //! - [`address`]: how addresses and domains are normalised into directory keys.
 //!
@@ -48,6 +51,7 @@ pub mod ldap;
 pub mod metrics;
 pub mod password;
 pub mod scheme;
+pub mod verifier;
 
 use std::fmt;
 
@@ -56,6 +60,7 @@ pub use error::{Error, Result};
 pub use ldap::{LdapDirectory, LdapOptions};
 pub use password::PasswordCost;
 pub use scheme::Scheme;
+pub use verifier::Verifier;
 
 /// A host name as `mailHost` values, `this_host` and the servers' store-host
 /// lists compare it: no surrounding spaces, no trailing dot, lowercase.
@@ -108,7 +113,9 @@ pub enum Resolution {
 /// The directory as the servers see it.
 ///
 /// Calls may block: password checks run argon2 (tens of milliseconds), and a network
-/// backend waits for its server. Async servers call them through `spawn_blocking`.
+/// backend waits for its server. Async servers call them through `spawn_blocking`,
+/// and check passwords through a [`Verifier`], which answers remembered successes
+/// without a thread and keeps the other checks from filling the blocking pool.
 /// Addresses are taken in any case and with an optional trailing dot on the domain;
 /// an address the directory cannot hold is simply not found.
 pub trait Directory: Send + Sync {
@@ -126,4 +133,21 @@ pub trait Directory: Send + Sync {
     /// The user, if `login` (a user's address) and `password` are right. An unknown
     /// login and a wrong password give the same answer in about the same time.
     fn verify_password(&self, login: &str, password: &str) -> Result<Option<User>>;
+
+    /// The user, if `login` and `password` are a success this directory remembers
+    /// ([`password::VerifyCache`]) and can tell without blocking: no hash run, no
+    /// network, a few microseconds. `None` says nothing either way; only
+    /// [`Directory::verify_password`] refuses. The default remembers nothing.
+    fn verify_cached(&self, login: &str, password: &str) -> Option<User> {
+        let _ = (login, password);
+        None
+    }
+
+    /// How many [`Directory::verify_password`] calls are worth running at once
+    /// ([`Verifier`] queues the rest without holding threads). The default, two per
+    /// core, keeps every argon2 slot (one per core) busy with the next check
+    /// already waiting at it.
+    fn concurrent_checks(&self) -> usize {
+        2 * verifier::cores()
+    }
 }

@@ -244,7 +244,7 @@ pub(crate) fn argon2_slot() -> Slot {
             spare: Vec::new(),
         }),
         freed: std::sync::Condvar::new(),
-        max: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        max: crate::verifier::cores(),
     });
     let mut state = slots
         .state
@@ -438,7 +438,7 @@ mod tests {
 
     #[test]
     fn slots_keep_at_most_one_buffer_each() {
-        let max = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let max = crate::verifier::cores();
         let phc = hash_password("pw", &PasswordCost::MINIMUM).expect("hash");
         std::thread::scope(|scope| {
             for _ in 0..max * 3 {
@@ -497,7 +497,7 @@ mod tests {
     #[test]
     fn argon2_runs_at_most_one_per_core() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let max = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let max = crate::verifier::cores();
         let (now, peak) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let hash = hash_password("pw", &PasswordCost::MINIMUM).expect("hash");
         std::thread::scope(|scope| {

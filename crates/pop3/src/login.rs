@@ -1,6 +1,8 @@
 //! The answer to a login ([`stoa_pop3_proto::Event::Auth`]): the per-address
-//! throttle, the password check through the directory and the mailbox lock in the
-//! store, both on a blocking thread, and the listing the session numbers from.
+//! throttle, the password check through the directory's [`stoa_directory::Verifier`]
+//! (a remembered success on the spot, other checks in line for a bounded number of
+//! blocking threads), the mailbox lock in the store on a blocking thread, and the
+//! listing the session numbers from.
 //!
 //! Every way of getting the credentials wrong (unknown user, wrong password, a PLAIN
 //! authorization identity that is not the user, an address past the throttle's
@@ -11,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use stoa_directory::{Directory, User};
+use stoa_directory::User;
 use stoa_mailstore::{MailStore, MailboxSession, StoreError};
 use stoa_pop3_proto::{Credentials, Entry, Listing, LoginDecision};
 
@@ -25,22 +27,6 @@ pub(crate) enum Auth {
     Decided(LoginDecision),
     /// The proxy logged the user in at the store host: relay from now on.
     Proxied(LoggedIn),
-}
-
-/// What the blocking part of a login found.
-enum Login {
-    /// The password is right and the mailbox is locked.
-    Opened(User, MailboxSession),
-    /// Unknown user or wrong password.
-    BadCredentials,
-    /// Another session holds the mailbox.
-    InUse,
-    /// The mailbox lives on another host (LDAP `mailHost`).
-    Elsewhere(String),
-    /// The directory failed.
-    Directory(stoa_directory::Error),
-    /// The store failed.
-    Store(StoreError),
 }
 
 impl Conn {
@@ -88,22 +74,14 @@ impl Conn {
     async fn proxy_login(&mut self, proxy: &Proxy, credentials: Credentials) -> Auth {
         let peer = self.peer;
         let Credentials { user, password, .. } = credentials;
-        let directory = Arc::clone(&self.shared.directory);
-        let (login, secret) = (user.clone(), password.clone());
-        let checked =
-            tokio::task::spawn_blocking(move || directory.verify_password(&login, &secret)).await;
-        let found = match checked {
-            Ok(Ok(Some(found))) => found,
-            Ok(Ok(None)) => {
+        let found = match self.shared.verifier.verify(&user, &password).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
                 tracing::info!("{peer}: login as {user:?} failed");
                 return Auth::Decided(self.failed());
             }
-            Ok(Err(e)) => {
-                tracing::error!("{peer}: password check for {user:?} failed: {e}");
-                return Auth::Decided(LoginDecision::TemporaryFailure);
-            }
             Err(e) => {
-                tracing::error!("{peer}: login task failed: {e}");
+                tracing::error!("{peer}: password check for {user:?} failed: {e}");
                 return Auth::Decided(LoginDecision::TemporaryFailure);
             }
         };
@@ -139,39 +117,34 @@ impl Conn {
     ) -> LoginDecision {
         let Credentials { user, password, .. } = credentials;
         let peer = self.peer;
-        let directory = Arc::clone(&self.shared.directory);
-        let login = user.clone();
-        let checked = tokio::task::spawn_blocking(move || {
-            check(directory.as_ref(), &store, &login, &password)
-        })
-        .await;
-        let found = match checked {
-            Ok(found) => found,
+        let found = match self.shared.verifier.verify(&user, &password).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                tracing::info!("{peer}: login as {user:?} failed");
+                return self.failed();
+            }
             Err(e) => {
-                tracing::error!("{peer}: login task failed: {e}");
+                tracing::error!("{peer}: password check for {user:?} failed: {e}");
                 return LoginDecision::TemporaryFailure;
             }
         };
-        match found {
-            Login::Opened(user, mailbox) => self.opened(&user, mailbox),
-            Login::BadCredentials => {
-                tracing::info!("{peer}: login as {user:?} failed");
-                self.failed()
-            }
-            Login::InUse => {
+        if let Some(host) = &found.mail_host {
+            tracing::warn!("{peer}: {user}: the mailbox is on {host}, not here");
+            return LoginDecision::PermanentFailure;
+        }
+        let mailbox = found.mailbox;
+        match tokio::task::spawn_blocking(move || store.open_mailbox(mailbox)).await {
+            Ok(Ok(mailbox)) => self.opened(&found, mailbox),
+            Ok(Err(StoreError::Locked(_))) => {
                 tracing::info!("{peer}: {user}: mailbox in use by another session");
                 LoginDecision::InUse
             }
-            Login::Elsewhere(host) => {
-                tracing::warn!("{peer}: {user}: the mailbox is on {host}, not here");
-                LoginDecision::PermanentFailure
-            }
-            Login::Directory(e) => {
-                tracing::error!("{peer}: password check for {user:?} failed: {e}");
+            Ok(Err(e)) => {
+                tracing::error!("{peer}: {user}: cannot open the mailbox: {e}");
                 LoginDecision::TemporaryFailure
             }
-            Login::Store(e) => {
-                tracing::error!("{peer}: {user}: cannot open the mailbox: {e}");
+            Err(e) => {
+                tracing::error!("{peer}: login task failed: {e}");
                 LoginDecision::TemporaryFailure
             }
         }
@@ -214,22 +187,5 @@ impl Conn {
                 LoginDecision::TemporaryFailure
             }
         }
-    }
-}
-
-/// The blocking part: argon2 in the directory, then the lock and the listing.
-fn check(directory: &dyn Directory, store: &MailStore, login: &str, password: &str) -> Login {
-    let user = match directory.verify_password(login, password) {
-        Ok(Some(user)) => user,
-        Ok(None) => return Login::BadCredentials,
-        Err(e) => return Login::Directory(e),
-    };
-    if let Some(host) = &user.mail_host {
-        return Login::Elsewhere(host.clone());
-    }
-    match store.open_mailbox(user.mailbox) {
-        Ok(mailbox) => Login::Opened(user, mailbox),
-        Err(StoreError::Locked(_)) => Login::InUse,
-        Err(e) => Login::Store(e),
     }
 }

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stoa_directory::Directory;
+use stoa_directory::{Directory, Verifier};
 use stoa_mailstore::MailStore;
 use stoa_netkit::server::{
     Accepted, BoxError, ClientCounts, Endpoint, Handler, Listeners, RuntimeModel, Service,
@@ -142,7 +142,7 @@ impl Server {
             throttle,
             clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
-            directory,
+            verifier: Verifier::new(directory),
             backend,
             tls,
             session,

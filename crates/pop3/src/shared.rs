@@ -3,7 +3,7 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use stoa_directory::Directory;
+use stoa_directory::Verifier;
 use stoa_mailstore::MailStore;
 use stoa_netkit::server::ClientCounts;
 use stoa_netkit::throttle::Throttle;
@@ -15,7 +15,8 @@ use crate::proxy::Proxy;
 /// State shared by every worker and connection.
 pub(crate) struct Shared {
     pub(crate) config: Config,
-    pub(crate) directory: Arc<dyn Directory>,
+    /// Password checks through the directory.
+    pub(crate) verifier: Verifier,
     /// Where logged-in sessions go: the mail store here, or a store host.
     pub(crate) backend: Backend,
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,

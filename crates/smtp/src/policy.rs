@@ -310,25 +310,17 @@ impl Conn {
             tracing::info!("{}: AUTH as {username:?} for another identity", self.peer);
             return self.auth_failed();
         }
-        let directory = Arc::clone(&self.shared.directory);
-        let login = username.clone();
-        let checked =
-            tokio::task::spawn_blocking(move || directory.verify_password(&login, &password)).await;
-        match checked {
-            Ok(Ok(Some(user))) => {
+        match self.shared.verifier.verify(&username, &password).await {
+            Ok(Some(user)) => {
                 tracing::info!("{}: authenticated as {}", self.peer, user.address);
                 Decision::Accept
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 tracing::info!("{}: authentication failed for {username:?}", self.peer);
                 self.auth_failed()
             }
-            Ok(Err(e)) => {
-                tracing::error!("{}: password check failed: {e}", self.peer);
-                reject(Reject::Temporary, temporary_auth_failure())
-            }
             Err(e) => {
-                tracing::error!("{}: password check task failed: {e}", self.peer);
+                tracing::error!("{}: password check failed: {e}", self.peer);
                 reject(Reject::Temporary, temporary_auth_failure())
             }
         }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stoa_directory::Directory;
+use stoa_directory::{Directory, Verifier};
 use stoa_netkit::server::{BoxError, Endpoint, Listeners, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::throttle::Throttle;
@@ -136,6 +136,7 @@ impl Server {
             .collect();
         let shared = Arc::new(Shared {
             config,
+            verifier: Verifier::new(Arc::clone(&directory)),
             directory,
             queue: Arc::clone(runner.queue()),
             notify: runner.notifier(),

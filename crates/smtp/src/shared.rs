@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use stoa_directory::Directory;
+use stoa_directory::{Directory, Verifier};
 use stoa_netkit::throttle::Throttle;
 use stoa_smtp_proto::session::Config as SessionConfig;
 
@@ -15,6 +15,8 @@ use crate::queue::Queue;
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) directory: Arc<dyn Directory>,
+    /// AUTH's password checks through `directory`.
+    pub(crate) verifier: Verifier,
     pub(crate) queue: Arc<Queue>,
     pub(crate) notify: Notifier,
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,

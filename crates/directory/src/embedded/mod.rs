@@ -521,6 +521,16 @@ impl Directory for EmbeddedDirectory {
         })
     }
 
+    fn verify_cached(&self, login: &str, password: &str) -> Option<User> {
+        let s = self.snapshot();
+        let login = normalize_address(login).ok()?;
+        let (login, record) = s.users.get_key_value(login.as_str())?;
+        let stored = record.password.as_deref()?;
+        self.cache
+            .hit(login, password, stored, Instant::now())
+            .then(|| to_user(login, record))
+    }
+
     fn verify_password(&self, login: &str, password: &str) -> Result<Option<User>> {
         let s = self.snapshot();
         let found = normalize_address(login).ok().and_then(|login| {

@@ -318,6 +318,30 @@ impl Directory for LdapDirectory {
         })
     }
 
+    /// A remembered success against a remembered entry: the same keys as
+    /// `verify_local` (each `userPassword` value) and `verify_bind` (the DN).
+    fn verify_cached(&self, login: &str, password: &str) -> Option<User> {
+        let login = normalize_address(login).ok()?;
+        let now = Instant::now();
+        let found = self.users.get(&login, now)??;
+        let address = &found.user.address;
+        let hit = match self.options.auth {
+            AuthMode::Local => found
+                .passwords
+                .iter()
+                .any(|v| self.verified.hit(address, password, v, now)),
+            AuthMode::Bind => {
+                !password.is_empty() && self.verified.hit(address, password, &found.dn, now)
+            }
+        };
+        hit.then(|| found.user.clone())
+    }
+
+    /// The LDAP connections, and a core's worth of hashing besides.
+    fn concurrent_checks(&self) -> usize {
+        self.options.pool_size + crate::verifier::cores()
+    }
+
     fn verify_password(&self, login: &str, password: &str) -> Result<Option<User>> {
         let Ok(login) = normalize_address(login) else {
             return self.check(login, password, None);
