@@ -98,11 +98,6 @@ impl Verifier {
         }
     }
 
-    /// The directory checked.
-    pub fn directory(&self) -> &Arc<dyn Directory> {
-        &self.directory
-    }
-
     /// The user, if `login` and `password` are right: what
     /// [`Directory::verify_password`] answers, without blocking the caller's thread.
     /// Needs a tokio runtime.

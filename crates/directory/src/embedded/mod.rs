@@ -475,6 +475,13 @@ struct Walk {
     mailboxes: HashSet<u64>,
 }
 
+/// The user `login` names, its key and its stored password, if it has one.
+fn with_password<'a>(s: &'a Snapshot, login: &str) -> Option<(&'a str, &'a UserRecord, &'a str)> {
+    let login = normalize_address(login).ok()?;
+    let (key, record) = s.users.get_key_value(login.as_str())?;
+    Some((key, record, record.password.as_deref()?))
+}
+
 fn to_user(address: &str, record: &UserRecord) -> User {
     User {
         address: address.to_owned(),
@@ -523,9 +530,7 @@ impl Directory for EmbeddedDirectory {
 
     fn verify_cached(&self, login: &str, password: &str) -> Option<User> {
         let s = self.snapshot();
-        let login = normalize_address(login).ok()?;
-        let (login, record) = s.users.get_key_value(login.as_str())?;
-        let stored = record.password.as_deref()?;
+        let (login, record, stored) = with_password(&s, login)?;
         self.cache
             .hit(login, password, stored, Instant::now())
             .then(|| to_user(login, record))
@@ -533,11 +538,7 @@ impl Directory for EmbeddedDirectory {
 
     fn verify_password(&self, login: &str, password: &str) -> Result<Option<User>> {
         let s = self.snapshot();
-        let found = normalize_address(login).ok().and_then(|login| {
-            let (key, record) = s.users.get_key_value(login.as_str())?;
-            Some((key, record, record.password.as_deref()?))
-        });
-        let Some((login, record, stored)) = found else {
+        let Some((login, record, stored)) = with_password(&s, login) else {
             // Same work as a wrong password, same answer.
             let _ = scheme::verify(password, &self.decoy_hash, true);
             return Ok(None);

@@ -229,17 +229,28 @@ impl LdapDirectory {
     }
 
     /// A local check of `password` against the entry's `userPassword` values.
+    /// Whether a success of `password` for `found` is remembered, under the keys
+    /// `verify_local` (each `userPassword` value) and `verify_bind` (the DN) insert.
+    fn remembered(&self, found: &Found, password: &str, now: Instant) -> bool {
+        let address = &found.user.address;
+        match self.options.auth {
+            AuthMode::Local => found
+                .passwords
+                .iter()
+                .any(|v| self.verified.hit(address, password, v, now)),
+            AuthMode::Bind => {
+                !password.is_empty() && self.verified.hit(address, password, &found.dn, now)
+            }
+        }
+    }
+
     fn verify_local(&self, login: &str, password: &str, found: &Found) -> bool {
         let now = Instant::now();
-        let values = found.passwords.iter();
-        if values
-            .clone()
-            .any(|v| self.verified.hit(login, password, v, now))
-        {
+        if self.remembered(found, password, now) {
             return true;
         }
         let mut argon2_checked = false;
-        for value in values {
+        for value in found.passwords.iter() {
             let Some(scheme) = scheme::scheme_of(value) else {
                 continue;
             };
@@ -318,23 +329,13 @@ impl Directory for LdapDirectory {
         })
     }
 
-    /// A remembered success against a remembered entry: the same keys as
-    /// `verify_local` (each `userPassword` value) and `verify_bind` (the DN).
+    /// A remembered success against a remembered entry ([`LdapDirectory::remembered`]).
     fn verify_cached(&self, login: &str, password: &str) -> Option<User> {
         let login = normalize_address(login).ok()?;
         let now = Instant::now();
         let found = self.users.get(&login, now)??;
-        let address = &found.user.address;
-        let hit = match self.options.auth {
-            AuthMode::Local => found
-                .passwords
-                .iter()
-                .any(|v| self.verified.hit(address, password, v, now)),
-            AuthMode::Bind => {
-                !password.is_empty() && self.verified.hit(address, password, &found.dn, now)
-            }
-        };
-        hit.then(|| found.user.clone())
+        self.remembered(&found, password, now)
+            .then(|| found.user.clone())
     }
 
     /// The LDAP connections, and a core's worth of hashing besides.
