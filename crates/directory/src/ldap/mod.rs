@@ -329,7 +329,7 @@ impl Directory for LdapDirectory {
         })
     }
 
-    /// A remembered success against a remembered entry ([`LdapDirectory::remembered`]).
+    /// A remembered success against a remembered entry (see `remembered`).
     fn verify_cached(&self, login: &str, password: &str) -> Option<User> {
         let login = normalize_address(login).ok()?;
         let now = Instant::now();
