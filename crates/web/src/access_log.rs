@@ -259,12 +259,23 @@ const SEPARATOR: u8 = 0;
 /// Saves what the log line needs from a request before its buffer is reused: the
 /// escaped request line and, for the combined format, the quoted referer and user
 /// agent.
-pub(crate) fn capture_request(out: &mut Vec<u8>, head: &RequestHead<'_, '_>, format: LogFormat) {
+pub(crate) fn capture_request(
+    out: &mut Vec<u8>,
+    head: &RequestHead<'_, '_>,
+    format: LogFormat,
+    http2: bool,
+) {
     escape_into(out, head.method_token.as_bytes());
     out.push(b' ');
     escape_into(out, head.target);
     out.push(b' ');
-    out.extend_from_slice(head.version.as_str().as_bytes());
+    // An HTTP/2 request reaches the handlers as an HTTP/1.1 head (crate::h2);
+    // the log names the protocol the client spoke, as nginx's does.
+    let version = match http2 {
+        true => "HTTP/2.0",
+        false => head.version.as_str(),
+    };
+    out.extend_from_slice(version.as_bytes());
     if format == LogFormat::Combined {
         out.push(SEPARATOR);
         capture_quoted(out, head.header("Referer"));
@@ -360,7 +371,7 @@ mod tests {
         let ip: IpAddr = "127.0.0.1".parse().expect("ip");
 
         let mut text = Vec::new();
-        capture_request(&mut text, &head, LogFormat::Common);
+        capture_request(&mut text, &head, LogFormat::Common, false);
         let mut line = Vec::new();
         write_line(&mut line, ip, date, &text, 200, 1234);
         assert_eq!(
@@ -369,7 +380,7 @@ mod tests {
         );
 
         let mut text = Vec::new();
-        capture_request(&mut text, &head, LogFormat::Combined);
+        capture_request(&mut text, &head, LogFormat::Combined, false);
         let mut line = Vec::new();
         write_line(&mut line, ip, date, &text, 304, 0);
         assert_eq!(

@@ -39,6 +39,8 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// How long SIGTERM waits for in-flight requests before dropping them.
     pub shutdown_grace: Duration,
+    /// HTTP/2 on the HTTPS listeners: offered by ALPN (`h2`) before HTTP/1.1.
+    pub http2: bool,
     /// The SPECweb99 dynamic API, when enabled.
     pub web99: Option<Web99Config>,
     /// CGI scripts, when any directory is mounted. With [`Config::sites`], its
@@ -215,6 +217,7 @@ impl Config {
             cache: CacheConfig::default(),
             compression: CompressionConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            http2: true,
             web99: None,
             cgi: None,
             sites: Vec::new(),
@@ -311,6 +314,9 @@ pub struct Limits {
     pub linger_timeout: Duration,
     /// Idle limit while lingering.
     pub linger_idle: Duration,
+    /// HTTP/2: most streams a client may have open at once on one connection
+    /// (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    pub h2_max_streams: u32,
 }
 
 impl Default for Limits {
@@ -331,6 +337,7 @@ impl Default for Limits {
             max_pipeline: 64,
             linger_timeout: Duration::from_secs(30),
             linger_idle: Duration::from_secs(5),
+            h2_max_streams: 128,
         }
     }
 }

@@ -69,6 +69,18 @@ pub(crate) struct Queued {
     pub(crate) log: Option<Range<usize>>,
 }
 
+/// What [`Output::peek`] hands out.
+#[derive(Debug)]
+pub(crate) enum Chunk {
+    Bytes(Bytes),
+    /// `len` bytes of a file from `offset`.
+    File {
+        fd: Arc<File>,
+        offset: u64,
+        len: u64,
+    },
+}
+
 /// A file to send with `sendfile`.
 pub(crate) struct FileSlice<'a> {
     pub(crate) fd: &'a Arc<File>,
@@ -275,6 +287,28 @@ impl Output {
     }
 
     /// The responses queued since the queue was last cleared.
+    /// Up to `max` bytes at the cursor, without advancing it: memory as shared
+    /// bytes (heads copied, cached bodies shared), a file as its range for the
+    /// caller to read. For a writer that frames the bytes itself (HTTP/2);
+    /// `None` once everything is written.
+    pub(crate) fn peek(&self, max: usize) -> Option<Chunk> {
+        let seg = self.segments.get(self.cursor)?;
+        let skip = self.cursor_offset;
+        let take = (seg.len() - skip).min(max as u64);
+        let (start, end) = (skip as usize, (skip + take) as usize);
+        Some(match seg {
+            Segment::Heads(r) => Chunk::Bytes(Bytes::copy_from_slice(
+                &self.heads[r.start + start..r.start + end],
+            )),
+            Segment::Body(b) => Chunk::Bytes(b.slice(start..end)),
+            Segment::File { fd, offset, .. } => Chunk::File {
+                fd: Arc::clone(fd),
+                offset: offset + skip,
+                len: take,
+            },
+        })
+    }
+
     pub(crate) fn queued(&self) -> &[Queued] {
         &self.queued
     }

@@ -122,7 +122,8 @@ pub(crate) struct Shared {
     /// The sites, at least one; [`Shared::names`] picks one per request.
     pub(crate) sites: Box<[VirtualHost]>,
     pub(crate) names: Names,
-    /// The largest dynamic request body any site accepts (web99's POSTs).
+    /// The largest dynamic request body any site accepts (web99's POSTs, CGI's
+    /// bodies).
     pub(crate) max_dynamic_body: usize,
     pub(crate) log: Option<LogSink>,
     /// Set on shutdown: idle connections end.
@@ -208,18 +209,19 @@ impl Server {
             .map_err(|(addr, source)| Error::Listen { addr, source })?;
         let mut tls_addrs = Vec::new();
         if !config.tls_listen.is_empty() {
-            let by_site =
-                tls::site_configs(&site_configs).map_err(|(site, errors)| Error::SiteTls {
+            let alpn = tls::alpn(config.http2);
+            let by_site = tls::site_configs(&site_configs, alpn).map_err(|(site, errors)| {
+                Error::SiteTls {
                     site: site_name(&site_configs[site], site),
                     errors,
-                })?;
+                }
+            })?;
             for l in &config.tls_listen {
-                let configs = tls::Configs::new(&l.certs, &by_site, names.default_site()).map_err(
-                    |errors| Error::Tls {
+                let configs = tls::Configs::new(&l.certs, &by_site, names.default_site(), alpn)
+                    .map_err(|errors| Error::Tls {
                         addr: l.addr,
                         errors,
-                    },
-                )?;
+                    })?;
                 let bound = listeners
                     .bind(l.addr, Scheme::Https(Arc::new(configs)))
                     .map_err(|source| Error::Listen {
@@ -240,12 +242,15 @@ impl Server {
             .iter()
             .any(|s| !s.cgi.is_empty())
             .then(|| Cgi::new(&config.cgi.clone().unwrap_or_default()));
+        // A dynamic request's body is gathered whole in the read buffer: room
+        // for the largest a web99 POST or a CGI script may take.
         let max_dynamic_body = sites
             .iter()
             .filter_map(|s| s.web99.as_ref())
-            .map(|w| w.config.max_post_body as usize)
+            .map(|w| w.config.max_post_body)
+            .chain(cgi.as_ref().map(|c| c.config.max_body))
             .max()
-            .unwrap_or(0);
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             sites: sites.into_boxed_slice(),

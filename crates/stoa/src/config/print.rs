@@ -112,6 +112,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
         },
     );
     doc.set("shutdown_grace", duration(web.shutdown_grace));
+    doc.set("http2", web.http2);
 
     let l = &web.limits;
     doc.table("web.limits");
@@ -133,6 +134,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
     doc.set("max_pipeline", int(l.max_pipeline));
     doc.set("linger_timeout", duration(l.linger_timeout));
     doc.set("linger_idle", duration(l.linger_idle));
+    doc.set("h2_max_streams", int(l.h2_max_streams));
 
     let c = &web.cache;
     doc.table("web.cache");
