@@ -240,6 +240,30 @@ fn sni_picks_the_certificate_and_must_agree_with_host() {
 }
 
 #[test]
+fn a_cgi_script_of_a_site_other_than_the_default_runs() {
+    let sites = Sites::new();
+    let cgi = sites.dir.path().join("w-cgi");
+    let script = cgi.join("hello");
+    stoa_testkit::write_file(
+        &script,
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nfrom w\\n'\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The last site (*.w.test) mounts the scripts; the default (b.test) has none.
+    sites.write_config(&format!(
+        "cgi = {{ \"/cgi-bin/\" = \"{}\" }}\n",
+        cgi.display()
+    ));
+    let _server = sites.start(&[]);
+    assert_eq!(
+        body_for(&sites, "x.w.test", "/cgi-bin/hello"),
+        (200, "from w\n".to_owned())
+    );
+    assert_eq!(body_for(&sites, "b.test", "/cgi-bin/hello").0, 404);
+}
+
+#[test]
 fn error_pages_keep_their_status() {
     let sites = Sites::new();
     let _server = sites.start(&[]);
