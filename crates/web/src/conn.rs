@@ -145,20 +145,27 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
 }
 
 /// Counts and logs every response queued on `out` (as far as its bytes were
-/// written) for the client at `ip`, and empties the queue.
+/// written) for the client at `ip`, each in its site's log, and empties the
+/// queue.
 pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAddr) {
     metrics::count_batch(out.queued(), out.written());
-    let Some(sink) = &shared.log else {
+    if shared.logs.is_empty() {
         out.reset();
         return;
-    };
+    }
     local::with(shared, |local| {
         let now = Instant::now();
-        let Local { date, log, .. } = local;
+        let Local { date, logs, .. } = local;
         out.drain_written(|q, text, body_bytes| {
-            log.append(sink, now, |line| {
-                access_log::write_line(line, ip, date.clf(), text, q.status, body_bytes);
-            });
+            // No log text: the request's site does not log.
+            let Some(sink) = q.log.as_ref().map(|l| l.sink) else {
+                return;
+            };
+            if let (Some(buffer), Some(to)) = (logs.get_mut(sink), shared.logs.get(sink)) {
+                buffer.append(to, now, |line| {
+                    access_log::write_line(line, ip, date.clf(), text, q.status, body_bytes);
+                });
+            }
         });
     });
 }

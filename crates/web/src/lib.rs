@@ -37,8 +37,9 @@
 //!   POSTs with a durable post.log, Reset and Fetch, behind one entry point.
 //! - `cgi/`: CGI/1.1 scripts, one process per request, in their own process group,
 //!   with a timeout and a cap on concurrent scripts.
-//! - `access_log.rs`: Common/combined log lines, batched to a writer thread.
-//! - `local.rs`: the per-thread state (caches, pools, log buffer).
+//! - `access_log.rs`: Common/combined log lines, batched to one writer thread per
+//!   log (the server's, a site's own).
+//! - `local.rs`: the per-thread state (caches, pools, log buffers).
 //! - [`metrics`]: this process's request, byte and CGI counters, sharded per thread.
 //! - [`config`]: the plain configuration structs.
 //!

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::access_log::LogText;
 use crate::metrics::Method;
 
 /// Most iovecs per `sendmsg` (Linux allows 1024; hyper uses 64 too).
@@ -65,8 +66,9 @@ pub(crate) struct Queued {
     /// Bytes of body.
     pub(crate) body_len: u64,
     /// The access-log text of the request (escaped request line, referer, user
-    /// agent), as a range of [`Output::log_text`]; `None` when logging is off.
-    pub(crate) log: Option<Range<usize>>,
+    /// agent), as a range of [`Output::log_text`], and the log it goes to;
+    /// `None` when the request's site does not log.
+    pub(crate) log: Option<LogText>,
 }
 
 /// What [`Output::peek`] hands out.
@@ -125,7 +127,7 @@ impl Output {
         (status, method): (u16, Method),
         head: Range<usize>,
         body: Body,
-        log: Option<Range<usize>>,
+        log: Option<LogText>,
     ) {
         let head_len = (head.end - head.start) as u64;
         self.push_heads(head);
@@ -344,7 +346,7 @@ impl Output {
             let total = q.head_len + q.body_len;
             let sent = written.min(total);
             written -= sent;
-            let text = q.log.clone().map_or(&[][..], |r| &self.log_text[r]);
+            let text = (q.log.as_ref()).map_or(&[][..], |l| &self.log_text[l.text.clone()]);
             each(q, text, sent.saturating_sub(q.head_len));
         }
         self.reset();

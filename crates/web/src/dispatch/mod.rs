@@ -18,7 +18,6 @@ mod body;
 mod route;
 
 use std::net::SocketAddr;
-use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -31,7 +30,7 @@ use body::Gathered;
 pub(crate) use body::{Discard, Gathering};
 pub(crate) use route::{Dynamic, Route, route};
 
-use crate::access_log;
+use crate::access_log::{self, LogText};
 use crate::cache::FileCache;
 use crate::cgi::{self, Cgi};
 use crate::config::{Config, LogFormat};
@@ -141,9 +140,9 @@ impl<'s> Site<'s> {
         &self.host.cgi
     }
 
-    /// The access log is on: each request's log text is captured.
+    /// This site's access log is on: each request's log text is captured.
     fn logging(self) -> bool {
-        self.shared.log.is_some()
+        self.host.log.is_some()
     }
 
     /// Set on shutdown and at a reload's hand-over: answers carry
@@ -489,19 +488,21 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
     }
 }
 
-/// Saves the access-log text of a request, when the log is on.
+/// Saves the access-log text of a request, when `site`'s log is on; its line
+/// goes to that log.
 pub(crate) fn capture_log(
     out: &mut Output,
     site: Site<'_>,
     capture: impl FnOnce(&mut Vec<u8>, LogFormat),
-) -> Option<Range<usize>> {
-    if !site.logging() {
-        return None;
-    }
+) -> Option<LogText> {
+    let sink = site.host.log?;
     let text = out.log_text_mut();
     let start = text.len();
     capture(text, site.config().log_format);
-    Some(start..text.len())
+    Some(LogText {
+        sink,
+        text: start..text.len(),
+    })
 }
 
 #[cfg(test)]
