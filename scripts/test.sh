@@ -46,6 +46,11 @@ done
 python3 -c 'import prometheus_client' 2>/dev/null \
   || /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null \
   || missing+=(python3-prometheus-client)
+# hyperframe and hpack, which crates/stoa/tests/http2.rs builds its HTTP/2 attack
+# frames with (Debian's python3-h2 brings both, for /usr/bin/python3).
+/usr/bin/python3 -c 'import hpack, hyperframe' 2>/dev/null \
+  || python3 -c 'import hpack, hyperframe' 2>/dev/null \
+  || missing+=(python3-h2)
 # Dovecot's LMTP server, as a store host behind Stoa's MTA
 # (crates/stoa/tests/routing.rs starts its own `dovecot -F` in a temporary
 # directory).

@@ -99,6 +99,8 @@ struct Generator<'p> {
     deck: Vec<Entry>,
     next: usize,
     conn: Option<Stream>,
+    /// The HTTP/2 connection, in place of `conn`, with `--http 2`.
+    h2: Option<http2::Session>,
     /// Requests still to send on `conn`.
     left_on_conn: u32,
     /// `conn` carries more than one request: every request on it says so, the
@@ -160,6 +162,7 @@ impl<'p> Generator<'p> {
             deck: Vec::new(),
             next: 0,
             conn: None,
+            h2: None,
             left_on_conn: 0,
             keep_alive: false,
             last_ad: (user_id - 10_000) % stoa_web99::ads::ADS,
@@ -208,13 +211,13 @@ impl<'p> Generator<'p> {
             Ok(Ok(resp)) => self.judge(entry, &resp),
             Ok(Err(e)) => Err(e),
             Err(_) if end <= timeout => {
-                self.conn = None;
+                self.drop_conn();
                 return Step::Abandoned;
             }
             Err(_) => Err("timeout"),
         };
         if outcome.is_err() {
-            self.conn = None;
+            self.drop_conn();
         }
         let now = Instant::now();
         let (sleep, op_ms) = rated.finish(clock.ms(now));
@@ -281,11 +284,11 @@ impl<'p> Generator<'p> {
         rated: &mut RatedReceive,
         clock: &Clock,
     ) -> Result<Response, &'static str> {
-        let reused = self.conn.is_some();
+        let reused = self.conn.is_some() || self.h2.is_some();
         match self.try_exchange(entry, rated, clock).await {
             Err(Reuse::ClosedBeforeAnswer) if reused => {
                 // "server closed Keep-Alive connection, opening a new one"
-                self.conn = None;
+                self.drop_conn();
                 self.try_exchange(entry, rated, clock)
                     .await
                     .map_err(Reuse::kind)
@@ -294,45 +297,53 @@ impl<'p> Generator<'p> {
         }
     }
 
+    /// Forgets the connection (it closes when dropped).
+    fn drop_conn(&mut self) {
+        self.conn = None;
+        self.h2 = None;
+    }
+
+    /// A new connection, its TLS handshake counted, and the number of requests
+    /// the kit's keep-alive pattern gives it.
+    async fn connect(&mut self) -> Result<Stream, Reuse> {
+        let (stream, handshake) = self
+            .connector
+            .connect(self.plan.addr, &mut self.tls_rng)
+            .await
+            .map_err(|e| {
+                Reuse::Failed(match e {
+                    ConnectError::Tcp(_) => "connect",
+                    ConnectError::Tls(_) => "TLS handshake",
+                })
+            })?;
+        match handshake {
+            Handshake::None => {}
+            Handshake::Full => self.shard.borrow_mut().handshakes[0] += 1,
+            Handshake::Resumed => self.shard.borrow_mut().handshakes[1] += 1,
+        }
+        self.left_on_conn = if self.plan.closed_loop {
+            u32::MAX
+        } else {
+            workload::requests_for_connection(&mut self.rng)
+        };
+        self.keep_alive = self.left_on_conn > 1;
+        Ok(stream)
+    }
+
     async fn try_exchange(
         &mut self,
         entry: Entry,
         rated: &mut RatedReceive,
         clock: &Clock,
     ) -> Result<Response, Reuse> {
-        if self.conn.is_none() {
-            let (stream, handshake) = self
-                .connector
-                .connect(self.plan.addr, &mut self.tls_rng)
-                .await
-                .map_err(|e| {
-                    Reuse::Failed(match e {
-                        ConnectError::Tcp(_) => "connect",
-                        ConnectError::Tls(_) => "TLS handshake",
-                    })
-                })?;
-            match handshake {
-                Handshake::None => {}
-                Handshake::Full => self.shard.borrow_mut().handshakes[0] += 1,
-                Handshake::Resumed => self.shard.borrow_mut().handshakes[1] += 1,
-            }
-            self.conn = Some(stream);
-            self.left_on_conn = if self.plan.closed_loop {
-                u32::MAX
-            } else {
-                workload::requests_for_connection(&mut self.rng)
-            };
-            self.keep_alive = self.left_on_conn > 1;
+        if self.connector.http2() {
+            return self.try_exchange_h2(entry, rated, clock).await;
         }
-        self.request.clear();
-        workload::format_request(
-            &entry,
-            &self.plan.targets,
-            self.keep_alive,
-            self.user_id,
-            self.last_ad,
-            &mut self.request,
-        );
+        if self.conn.is_none() {
+            let stream = self.connect().await?;
+            self.conn = Some(stream);
+        }
+        self.format_request(entry);
         let stream = self.conn.as_mut().ok_or(Reuse::Failed("connect"))?;
         stream
             .write_all(&self.request)
@@ -349,6 +360,40 @@ impl<'p> Generator<'p> {
             self.conn = None;
         }
         Ok(resp)
+    }
+
+    /// [`Generator::try_exchange`] over HTTP/2 ([`http2`]).
+    async fn try_exchange_h2(
+        &mut self,
+        entry: Entry,
+        rated: &mut RatedReceive,
+        clock: &Clock,
+    ) -> Result<Response, Reuse> {
+        if self.h2.is_none() {
+            let stream = self.connect().await?;
+            self.h2 = Some(http2::Session::start(stream).await?);
+        }
+        self.format_request(entry);
+        let session = self.h2.as_mut().ok_or(Reuse::Failed("connect"))?;
+        let resp = http2::exchange(session, &self.request, &mut self.buf, rated, clock).await?;
+        self.left_on_conn = self.left_on_conn.saturating_sub(1);
+        if self.left_on_conn == 0 {
+            self.h2 = None;
+        }
+        Ok(resp)
+    }
+
+    /// The kit's request for `entry`, into `self.request`.
+    fn format_request(&mut self, entry: Entry) {
+        self.request.clear();
+        workload::format_request(
+            &entry,
+            &self.plan.targets,
+            self.keep_alive,
+            self.user_id,
+            self.last_ad,
+            &mut self.request,
+        );
     }
 
     fn judge(&mut self, entry: Entry, resp: &Response) -> Result<(), &'static str> {
@@ -500,6 +545,8 @@ fn head_framing(data: &[u8]) -> Result<Option<(u16, usize, usize, bool)>, Reuse>
     };
     Ok(Some((status, body_start, body_start + length, close)))
 }
+
+mod http2;
 
 #[cfg(test)]
 mod tests;

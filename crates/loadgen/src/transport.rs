@@ -36,6 +36,10 @@ pub struct TlsPlan {
     /// Accept any certificate (`--tls-insecure`): for servers with a
     /// certificate no root vouches for. Signatures are still checked.
     pub insecure: bool,
+    /// Speak HTTP/2 (`--http 2`): ALPN offers `h2` only; against a server
+    /// that does not choose it, every operation fails at the HTTP/2 preface.
+    #[serde(default)]
+    pub http2: bool,
 }
 
 /// Why a TLS client configuration cannot be built.
@@ -82,6 +86,7 @@ pub struct Connector {
 struct Tls {
     name: ServerName<'static>,
     resume_ratio: f64,
+    http2: bool,
     resuming: tokio_rustls::TlsConnector,
     fresh: tokio_rustls::TlsConnector,
 }
@@ -112,6 +117,7 @@ impl Connector {
             tls: Some(Tls {
                 name,
                 resume_ratio: plan.resume_ratio.clamp(0.0, 1.0),
+                http2: plan.http2,
                 resuming: tokio_rustls::TlsConnector::from(Arc::new(resuming)),
                 fresh: tokio_rustls::TlsConnector::from(Arc::new(fresh)),
             }),
@@ -154,6 +160,11 @@ impl Connector {
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
     }
+
+    /// Speaks HTTP/2 ([`TlsPlan::http2`]).
+    pub fn http2(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.http2)
+    }
 }
 
 fn client_config(plan: &TlsPlan) -> Result<ClientConfig, TlsSetupError> {
@@ -193,7 +204,10 @@ fn client_config(plan: &TlsPlan) -> Result<ClientConfig, TlsSetupError> {
             .map_err(|e| TlsSetupError::Ca(e.to_string()))?;
         builder.with_webpki_verifier(verifier).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = match plan.http2 {
+        true => vec![b"h2".to_vec()],
+        false => vec![b"http/1.1".to_vec()],
+    };
     Ok(config)
 }
 
@@ -497,6 +511,7 @@ i2lZGMZMzJq4Tw==\n\
             resume_ratio: 0.5,
             ca_pem: ca.map(str::to_owned),
             insecure: false,
+            http2: false,
         };
         assert!(matches!(
             Connector::new(Some(&plan("not a name!", None))),

@@ -183,6 +183,7 @@ fn web_options(args: &BenchWebArgs) -> anyhow::Result<web::Options> {
         tls_resume: args.tls_resume,
         tls_ca: args.tls_ca.clone(),
         tls_insecure: args.tls_insecure,
+        http2: args.http == "2",
         connections: args.connections,
         profile: if args.profile == "standard" {
             web::ProfileName::Standard

@@ -344,8 +344,10 @@ pub(crate) struct BenchWebArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) iterations: Option<u32>,
 
-    /// HTTP version of the whole run.
-    #[arg(long, value_name = "VERSION", default_value = "1.1", value_parser = ["1.0", "1.1"])]
+    /// HTTP version of the whole run: 1.0 or 1.1 (the kit's), or 2 (HTTPS only:
+    /// the same requests and connections as HTTP/2 streams, one at a time on
+    /// each connection; a non-compliant run).
+    #[arg(long, value_name = "VERSION", default_value = "1.1", value_parser = ["1.0", "1.1", "2"])]
     pub(crate) http: String,
 
     /// Only static GETs, for servers without the dynamic API (the report says so).

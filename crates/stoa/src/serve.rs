@@ -377,7 +377,8 @@ fn notify(states: &[sd_notify::NotifyState<'_>]) {
 
 /// What the servers use after a switch of user ([`privilege::check_access`]),
 /// and the paths that they may create at start ([`privilege::missing`]): the
-/// mail directory, the web99 state directory, the access log.
+/// mail directory, the web99 state directory, the access logs (the server's and
+/// the sites').
 fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
     let (mut needs, mut managed) = (Vec::new(), Vec::new());
     if let Some(web) = &loaded.web {
@@ -386,10 +387,12 @@ fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
             for m in &site.cgi {
                 needs.push(Need::read("the CGI directory", &m.dir));
             }
-        }
-        if let stoa_web::config::AccessLogTarget::File(log) = &web.access_log {
-            needs.push(Need::write("the access log (reopened on SIGHUP)", log));
-            managed.push(log.clone());
+            if let stoa_web::config::AccessLogTarget::File(log) = web.access_log_of(&site)
+                && !managed.contains(log)
+            {
+                needs.push(Need::write("the access log (reopened on SIGHUP)", log));
+                managed.push(log.clone());
+            }
         }
         if let Some(w) = &web.web99 {
             needs.push(Need::write("the web99 state directory", &w.state_dir));

@@ -370,6 +370,91 @@ fn write_fileset(connections: u32, docroot: &Path) {
 }
 
 #[test]
+fn http2_run_against_a_tls_server() {
+    let tmp = tempfile::tempdir().expect("temporary directory");
+    let docroot = tmp.path().join("docroot");
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("out");
+    let log = tmp.path().join("access.log");
+    write_fileset(4, &docroot);
+    let (cert, key) = common::tls_pair(tmp.path(), "localhost");
+    let path = |p: &Path| p.to_str().expect("UTF-8 path").to_owned();
+    let mut server = Server::start(
+        &docroot,
+        &[
+            "--tls-listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &path(&cert),
+            "--tls-key",
+            &path(&key),
+            "--access-log",
+            &path(&log),
+        ],
+    );
+    let target = format!("https://localhost:{}", server.tls_addrs[0].port());
+
+    // HTTP/2 is over TLS only.
+    let refused = bench(
+        &["--http", "2", "--static-only", "--connections", "2"],
+        &cache,
+        ABORT_TIMEOUT,
+    );
+    assert!(!refused.status.success());
+    assert!(
+        refused.stderr.contains("--http 2 needs HTTPS"),
+        "{}",
+        refused.stderr
+    );
+
+    let run = bench(
+        &[
+            "--target",
+            &target,
+            "--tls-ca",
+            &path(&cert),
+            "--http",
+            "2",
+            "--static-only",
+            "--connections",
+            "4",
+            "--run-time",
+            "10s",
+            "--out",
+            &path(&out),
+        ],
+        &cache,
+        BENCH_TIMEOUT,
+    );
+    run.assert_success("HTTP/2 run");
+    let report = read_report(&out);
+    let it = only_iteration(&report);
+    assert_iteration_consistent(&report, it, 4);
+    let errors = errors_of(it);
+    assert!(
+        errors.is_empty(),
+        "failed operations over HTTP/2: {errors:?}"
+    );
+    assert!(
+        run.stdout.contains("HTTP/2 (--http 2)"),
+        "the non-compliance box must name HTTP/2:\n{}",
+        run.stdout
+    );
+    // The generators spoke HTTP/2; the manager's validation, HTTP/1.1.
+    server.stop_with(rustix::process::Signal::TERM);
+    let lines = std::fs::read_to_string(&log).expect("the access log");
+    let h2 = lines
+        .lines()
+        .filter(|l| l.contains(" HTTP/2.0\" 200 "))
+        .count();
+    assert!(h2 > 10, "{h2} HTTP/2 requests in the log:\n{lines}");
+    assert!(
+        lines.contains(" HTTP/1.1\" 200 "),
+        "no validation request:\n{lines}"
+    );
+}
+
+#[test]
 fn static_only_against_a_plain_server() {
     let tmp = tempfile::tempdir().expect("temporary directory");
     let docroot = tmp.path().join("docroot");

@@ -78,7 +78,9 @@ fn curl_fetches_files_and_keeps_the_connection_alive() {
         https_url(&server, "localhost", "/big.bin"),
     );
     let mut args = tls.clone();
+    // HTTP/1.1's keep-alive (HTTP/2, which curl would pick, is crates/stoa/tests/http2.rs).
     args.extend([
+        "--http1.1",
         "--verbose",
         "--output",
         "/dev/null",

@@ -4,8 +4,8 @@
 //! HTTP/1.0 without `Host`), by SNI (the site's certificate, the listener's for a
 //! site without one, the default site's for no or an unknown name), an SNI/Host
 //! mismatch (421), error pages with their status, directory listings with
-//! escaped names, `stoa check-config` printing the sites, and a reload that adds
-//! a site.
+//! escaped names, per-site access logs (and their reopening on SIGHUP), `stoa
+//! check-config` printing the sites, and a reload that adds a site.
 
 mod common;
 
@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use rustix::process::Signal;
 use stoa_testkit::tls::TestCert;
 
-use common::{READY_TIMEOUT, Server, ServerBuilder, curl, fetch, raw_request, run_stoa};
+use common::{READY_TIMEOUT, Server, ServerBuilder, curl, fetch, raw_conn, raw_request, run_stoa};
 
 /// A loopback address nobody listens on now (the configuration names its ports).
 fn free_addr() -> SocketAddr {
@@ -65,8 +66,19 @@ impl Sites {
         sites
     }
 
+    /// The configuration, `extra` appended (to the last site's table).
     fn write_config(&self, extra: &str) {
+        self.write_config_with("", "", extra);
+    }
+
+    /// The configuration with `web` as the `[web]` table's lines (none when
+    /// empty), `a_keys` added to site `a.test`'s table and `extra` appended.
+    fn write_config_with(&self, web: &str, a_keys: &str, extra: &str) {
         let d = self.dir.path().display();
+        let web = match web {
+            "" => String::new(),
+            lines => format!("[web]\n{lines}\n"),
+        };
         let pair = |c: &TestCert| {
             format!(
                 "{{ cert = \"{}\", key = \"{}\" }}",
@@ -75,10 +87,11 @@ impl Sites {
             )
         };
         let toml = format!(
-            "[[listener]]\naddress = \"{http}\"\n\n\
+            "{web}[[listener]]\naddress = \"{http}\"\n\n\
              [[listener]]\naddress = \"{https}\"\ntls = {listener}\n\n\
              [[site]]\nnames = [\"a.test\", \"www.a.test\"]\ndocroot = \"{d}/a\"\ntls = {a}\n\
-             error_pages = {{ 404 = \"/errors/404.html\", 403 = \"/errors/missing.html\" }}\n\n\
+             error_pages = {{ 404 = \"/errors/404.html\", 403 = \"/errors/missing.html\" }}\n\
+             {a_keys}\n\
              [[site]]\nnames = [\"b.test\"]\ndefault = true\ndocroot = \"{d}/b\"\ntls = {b}\n\
              autoindex = true\n\n\
              [[site]]\nnames = [\"*.w.test\"]\ndocroot = \"{d}/w\"\n\n{extra}",
@@ -240,6 +253,238 @@ fn sni_picks_the_certificate_and_must_agree_with_host() {
 }
 
 #[test]
+fn a_cgi_script_of_a_site_other_than_the_default_runs() {
+    let sites = Sites::new();
+    let cgi = sites.dir.path().join("w-cgi");
+    let script = cgi.join("hello");
+    stoa_testkit::write_file(
+        &script,
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nfrom w\\n'\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The last site (*.w.test) mounts the scripts; the default (b.test) has none.
+    sites.write_config(&format!(
+        "cgi = {{ \"/cgi-bin/\" = \"{}\" }}\n",
+        cgi.display()
+    ));
+    let _server = sites.start(&[]);
+    assert_eq!(
+        body_for(&sites, "x.w.test", "/cgi-bin/hello"),
+        (200, "from w\n".to_owned())
+    );
+    assert_eq!(body_for(&sites, "b.test", "/cgi-bin/hello").0, 404);
+}
+
+/// How long a line may take to reach its log file (each worker hands its
+/// lines over once a second).
+const LOG_WAIT: Duration = Duration::from_secs(10);
+
+/// The request targets logged in the file at `path`, sorted (none when it
+/// does not exist).
+fn logged_targets(path: &Path) -> Vec<String> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8(bytes).expect("the access log is ASCII");
+    let mut targets: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let request = line.split('"').nth(1).unwrap_or_default();
+            request.split(' ').nth(1).unwrap_or_default().to_owned()
+        })
+        .collect();
+    targets.sort();
+    targets
+}
+
+/// `targets`, sorted as [`logged_targets`] returns them.
+fn sorted(targets: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = targets.iter().map(|t| (*t).to_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn each_site_writes_its_own_access_log() {
+    let sites = Sites::new();
+    let d = sites.dir.path();
+    std::fs::create_dir_all(d.join("logs")).expect("mkdir");
+    let server_log = d.join("server.log");
+    let a_log = d.join("logs/a.log");
+    let w_log = d.join("logs/w.log");
+    // a.test: a file relative to the configuration; b.test (the default): the
+    // server's log; *.w.test: a file of its own; off.test: none, though the
+    // server logs.
+    sites.write_config_with(
+        &format!("access_log = \"{}\"", server_log.display()),
+        "access_log = \"logs/a.log\"\n",
+        &format!(
+            "access_log = \"{}\"\n\n[[site]]\nnames = [\"off.test\"]\ndocroot = \"{}/w\"\n\
+             access_log = \"off\"\n",
+            w_log.display(),
+            d.display()
+        ),
+    );
+    let mut server = sites.start(&[]);
+    for (name, path) in [
+        ("a.test", "/?a"),
+        ("www.a.test", "/?www-a"),
+        ("b.test", "/?b"),
+        ("unknown.test", "/?unknown"),
+        ("x.w.test", "/?w"),
+        ("off.test", "/?off"),
+    ] {
+        assert_eq!(body_for(&sites, name, path).0, 200, "{name}");
+    }
+    // Two sites on one connection: each line goes to its own site's log.
+    let mut conn = raw_conn(sites.http);
+    conn.send(
+        b"GET /?pipelined-a HTTP/1.1\r\nHost: a.test\r\n\r\n\
+          GET /?pipelined-w HTTP/1.1\r\nHost: x.w.test\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(conn.read_response(false).status, 200);
+    assert_eq!(conn.read_response(false).status, 200);
+    drop(conn);
+    // Answered before a site is chosen: the default site's log.
+    let bad_host = raw_request(sites.http, b"GET /?bad-host HTTP/1.1\r\nHost: a b\r\n\r\n");
+    assert_eq!(bad_host.status, 400);
+    let malformed = raw_request(
+        sites.http,
+        b"GET /?malformed\x01 HTTP/1.1\r\nHost: a.test\r\n\r\n",
+    );
+    assert_eq!(malformed.status, 400);
+    // HTTP/2 over TLS: the site's log as well.
+    let port = sites.https.port();
+    let f = fetch(
+        &format!("https://a.test:{port}/?h2"),
+        &[
+            "--resolve",
+            &format!("a.test:{port}:127.0.0.1"),
+            "--cacert",
+            sites.a.cert.to_str().expect("UTF-8 path"),
+            "--http2",
+        ],
+    );
+    assert_eq!((f.code, &f.body[..]), (200, &b"site a\n"[..]));
+
+    // Shutdown writes every line of every log out.
+    let status = server.stop_with(Signal::TERM);
+    assert!(status.success(), "exit {status}:\n{}", server.stderr_text());
+    assert_eq!(
+        logged_targets(&a_log),
+        sorted(&["/?a", "/?www-a", "/?pipelined-a", "/?h2"])
+    );
+    assert_eq!(logged_targets(&w_log), sorted(&["/?w", "/?pipelined-w"]));
+    assert_eq!(
+        logged_targets(&server_log),
+        sorted(&["/?b", "/?unknown", "/?bad-host", "/?malformed\\x01"])
+    );
+    let h2 = std::fs::read_to_string(&a_log).expect("read a.log");
+    assert!(h2.contains("\"GET /?h2 HTTP/2.0\" 200 7"), "{h2}");
+}
+
+#[test]
+fn sighup_reopens_every_site_log() {
+    let sites = Sites::new();
+    let d = sites.dir.path();
+    let server_log = d.join("server.log");
+    let a_log = d.join("a.log");
+    sites.write_config_with(
+        &format!("access_log = \"{}\"", server_log.display()),
+        &format!("access_log = \"{}\"\n", a_log.display()),
+        "",
+    );
+    let mut server = sites.start(&[]);
+    // Whether the file at `path` has a line of `site` with `tag` (any tag: "").
+    let has = |path: &Path, site: &str, tag: &str| {
+        let prefix = format!("/?{site}-{tag}");
+        logged_targets(path).iter().any(|t| t.starts_with(&prefix))
+    };
+    // Requests `/?a-TAG-n` of a.test and `/?b-TAG-n` of b.test, n counting up,
+    // until one of each is in the files now named `a_log` and `server_log` (a
+    // connection accepted just before a reload's hand-over, or a line handed
+    // over just before a reopen, still goes to the file the log had before).
+    let logged_anew = |tag: &str| {
+        let mut n = 0;
+        stoa_testkit::wait_until(LOG_WAIT, || {
+            n += 1;
+            for site in ["a", "b"] {
+                let request =
+                    format!("GET /?{site}-{tag}-{n} HTTP/1.1\r\nHost: {site}.test\r\n\r\n");
+                assert_eq!(raw_request(sites.http, request.as_bytes()).status, 200);
+            }
+            has(&a_log, "a", tag) && has(&server_log, "b", tag)
+        })
+    };
+    let rotated = |log: &Path, suffix: &str| {
+        let mut name = log.to_owned().into_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let rotate = |suffix: &str| {
+        for log in [&a_log, &server_log] {
+            std::fs::rename(log, rotated(log, suffix)).expect("rotate a log");
+        }
+    };
+    assert!(
+        logged_anew("first"),
+        "the first lines never reached the logs"
+    );
+
+    // A reload opens every file anew.
+    rotate(".1");
+    server.signal(Signal::HUP);
+    assert!(
+        server.wait_for_stderr(LOG_WAIT, |lines| lines
+            .iter()
+            .any(|l| l.contains("reload: the new configuration is in service"))),
+        "no reload:\n{}",
+        server.stderr_text()
+    );
+    assert!(
+        logged_anew("reloaded"),
+        "after a reload, the lines never reached new files:\n{}",
+        server.stderr_text()
+    );
+
+    // A refused reload reopens every file of the running servers.
+    rotate(".2");
+    let mut broken = std::fs::read_to_string(&sites.config).expect("read");
+    broken.push_str("[[site]]\nnames = \"not a list\"\n");
+    std::fs::write(&sites.config, broken).expect("write");
+    server.signal(Signal::HUP);
+    assert!(
+        server.wait_for_stderr(LOG_WAIT, |lines| lines
+            .iter()
+            .any(|l| l.contains("reload refused"))),
+        "the broken configuration was not refused:\n{}",
+        server.stderr_text()
+    );
+    assert!(
+        logged_anew("refused"),
+        "after a refused reload, the lines never reached new files:\n{}",
+        server.stderr_text()
+    );
+
+    let status = server.stop_with(Signal::TERM);
+    assert!(status.success(), "exit {status}:\n{}", server.stderr_text());
+    // Each file has its own site's lines, from its own time (lines handed
+    // over around a rotation may be in either file).
+    for (log, site, other) in [(&a_log, "a", "b"), (&server_log, "b", "a")] {
+        let (first, second) = (rotated(log, ".1"), rotated(log, ".2"));
+        assert!(has(&first, site, "first-") && !has(&first, site, "refused-"));
+        assert!(has(&second, site, "reloaded-") && !has(&second, site, "first-"));
+        assert!(has(log, site, "refused-") && !has(log, site, "first-"));
+        for file in [&first, &second, log] {
+            assert!(
+                !has(file, other, ""),
+                "{} has lines of {other}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn error_pages_keep_their_status() {
     let sites = Sites::new();
     let _server = sites.start(&[]);
@@ -310,6 +555,11 @@ fn directory_listings_escape_names() {
 #[test]
 fn check_config_prints_the_sites() {
     let sites = Sites::new();
+    sites.write_config_with(
+        "",
+        "access_log = \"logs/a.log\"\n",
+        "access_log = \"off\"\n",
+    );
     let config = sites.config.to_str().expect("UTF-8 path");
     let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
     command.args(["check-config", "--config", config]);
@@ -329,6 +579,22 @@ fn check_config_prints_the_sites() {
         "{out}"
     );
     assert!(out.contains("autoindex = true"), "{out}");
+    // A site's log file is relative to the configuration file; a site without
+    // one says whose it uses.
+    let a_log = sites.dir.path().join("logs/a.log");
+    assert!(
+        out.contains(&format!("access_log = \"{}\"", a_log.display())),
+        "{out}"
+    );
+    assert!(
+        out.contains("# access_log: the server's ([web] access_log)"),
+        "{out}"
+    );
+    let w_site = out
+        .split("names = [\"*.w.test\"]")
+        .nth(1)
+        .expect("the site");
+    assert!(w_site.contains("access_log = \"off\""), "{out}");
     // What it prints reads back to the same.
     let printed = sites.dir.path().join("printed.toml");
     std::fs::write(&printed, &out).expect("write");
@@ -343,7 +609,7 @@ fn check_config_prints_the_sites() {
     // Mistakes are named.
     sites.write_config(
         "[[site]]\nnames = [\"a.test\", \"c.test:80\"]\ndocroot = \"/nonexistent\"\ndefault = true\n\
-         error_pages = { 200 = \"/x.html\" }\n",
+         error_pages = { 200 = \"/x.html\" }\naccess_log = \"\"\n",
     );
     let (status, stderr) = run_stoa(
         &["check-config", "--config", config],
@@ -356,6 +622,7 @@ fn check_config_prints_the_sites() {
         "site: default = true on more than one site (sites [1, 3])",
         "site[3].docroot: /nonexistent is not a directory",
         "site[3].error_pages.200: not an error status (400 to 599)",
+        "site[3].access_log: empty; use a file name, \"-\" or \"off\"",
     ] {
         assert!(stderr.contains(error), "missing {error:?} in:\n{stderr}");
     }

@@ -1,11 +1,13 @@
 //! The access log: Common Log Format (or combined), written after each response,
 //! off the hot path.
 //!
-//! Each worker appends finished lines to its own buffer ([`LogBuffer`]); full buffers
-//! (and, once a second, partial ones) are handed to one writer thread over a bounded
-//! channel. The writer owns the file, so SIGHUP's reopen never races a write. When
-//! the channel is full the batch is dropped and counted instead of stalling the
-//! event loop (the count is reported in the error log).
+//! A server has one writer thread per distinct target (a file, standard output):
+//! the server's log and each site's own. Each worker appends finished lines to its
+//! own buffer for that target ([`LogBuffer`]); full buffers (and, once a second,
+//! partial ones) are handed to the target's writer over a bounded channel. The
+//! writer owns the file, so SIGHUP's reopen never races a write. When the channel
+//! is full the batch is dropped and counted instead of stalling the event loop (the
+//! count is reported in the error log).
 //!
 //! Every byte taken from the request is escaped: bytes below 0x20, from 0x7f, `"`
 //! and `\` become `\xHH`, as nginx does, so a request cannot split or forge lines.
@@ -13,6 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::IpAddr;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -61,17 +64,28 @@ impl std::fmt::Debug for Message {
     }
 }
 
-/// Reopens the access log file (for SIGHUP after logrotate moved it).
+/// A request's saved log text and the access log its line goes to.
+#[derive(Debug, Clone)]
+pub(crate) struct LogText {
+    /// Which of the server's logs: an index into `Shared::logs` (and into each
+    /// worker's buffers).
+    pub(crate) sink: usize,
+    /// The text, a range of the connection's `Output::log_text`.
+    pub(crate) text: Range<usize>,
+}
+
+/// Reopens the access-log files (for SIGHUP after logrotate moved them).
 #[derive(Debug, Clone)]
 pub struct LogReopener {
-    sink: Option<LogSink>,
+    /// Every writer of the server: its own log's and the sites'.
+    sinks: Box<[LogSink]>,
 }
 
 impl LogReopener {
-    /// Asks the writer to reopen its file. Does nothing when the log is off or goes
-    /// to standard output.
+    /// Asks every writer to reopen its file. Does nothing for a log that goes to
+    /// standard output, nor when no log is on.
     pub fn reopen(&self) {
-        if let Some(sink) = &self.sink {
+        for sink in &self.sinks {
             // A full channel means the writer is busy; reopening can wait for the
             // next SIGHUP rather than block the signal handler's task.
             let _ = sink.tx.try_send(Message::Reopen);
@@ -84,16 +98,21 @@ impl LogReopener {
 pub(crate) struct AccessLog {
     sink: LogSink,
     thread: JoinHandle<()>,
+    /// The file's path, or `-`, for messages.
+    name: String,
 }
 
 impl AccessLog {
     /// Opens the target and starts the writer. Opening errors surface here, at
     /// start-up, not at the first request.
     pub(crate) fn start(target: &AccessLogTarget) -> io::Result<Option<AccessLog>> {
-        let out = match target {
+        let (out, name) = match target {
             AccessLogTarget::Off => return Ok(None),
-            AccessLogTarget::Stdout => Output::Stdout(io::stdout()),
-            AccessLogTarget::File(path) => Output::File(open(path)?, path.clone()),
+            AccessLogTarget::Stdout => (Output::Stdout(io::stdout()), "-".to_owned()),
+            AccessLogTarget::File(path) => (
+                Output::File(open(path)?, path.clone()),
+                path.display().to_string(),
+            ),
         };
         let (tx, rx) = sync_channel(CHANNEL_BATCHES);
         let spare = Arc::new(Mutex::new(Vec::new()));
@@ -108,17 +127,13 @@ impl AccessLog {
                 spare,
             },
             thread,
+            name,
         }))
     }
 
+    /// The sending side, for the workers.
     pub(crate) fn sink(&self) -> LogSink {
         self.sink.clone()
-    }
-
-    pub(crate) fn reopener(&self) -> LogReopener {
-        LogReopener {
-            sink: Some(self.sink.clone()),
-        }
     }
 
     /// Waits until every batch sent so far is written, then stops the writer. Call
@@ -126,19 +141,25 @@ impl AccessLog {
     pub(crate) fn finish(self) {
         let dropped = self.sink.dropped.load(Ordering::Relaxed);
         if dropped > 0 {
-            tracing::warn!("access log: {dropped} batches dropped because the writer fell behind");
+            tracing::warn!(
+                "access log {}: {dropped} batches dropped because the writer fell behind",
+                self.name
+            );
         }
         // A blocking send is right here: shutdown waits for the log to be written.
         let _ = self.sink.tx.send(Message::Stop);
         if self.thread.join().is_err() {
-            tracing::error!("access log writer panicked");
+            tracing::error!("access log {}: the writer panicked", self.name);
         }
     }
 }
 
 impl LogReopener {
-    pub(crate) fn none() -> LogReopener {
-        LogReopener { sink: None }
+    /// The reopener of every writer in `logs`.
+    pub(crate) fn of(logs: &[AccessLog]) -> LogReopener {
+        LogReopener {
+            sinks: logs.iter().map(AccessLog::sink).collect(),
+        }
     }
 }
 
@@ -259,12 +280,23 @@ const SEPARATOR: u8 = 0;
 /// Saves what the log line needs from a request before its buffer is reused: the
 /// escaped request line and, for the combined format, the quoted referer and user
 /// agent.
-pub(crate) fn capture_request(out: &mut Vec<u8>, head: &RequestHead<'_, '_>, format: LogFormat) {
+pub(crate) fn capture_request(
+    out: &mut Vec<u8>,
+    head: &RequestHead<'_, '_>,
+    format: LogFormat,
+    http2: bool,
+) {
     escape_into(out, head.method_token.as_bytes());
     out.push(b' ');
     escape_into(out, head.target);
     out.push(b' ');
-    out.extend_from_slice(head.version.as_str().as_bytes());
+    // An HTTP/2 request reaches the handlers as an HTTP/1.1 head (crate::h2);
+    // the log names the protocol the client spoke, as nginx's does.
+    let version = match http2 {
+        true => "HTTP/2.0",
+        false => head.version.as_str(),
+    };
+    out.extend_from_slice(version.as_bytes());
     if format == LogFormat::Combined {
         out.push(SEPARATOR);
         capture_quoted(out, head.header("Referer"));
@@ -360,7 +392,7 @@ mod tests {
         let ip: IpAddr = "127.0.0.1".parse().expect("ip");
 
         let mut text = Vec::new();
-        capture_request(&mut text, &head, LogFormat::Common);
+        capture_request(&mut text, &head, LogFormat::Common, false);
         let mut line = Vec::new();
         write_line(&mut line, ip, date, &text, 200, 1234);
         assert_eq!(
@@ -369,7 +401,7 @@ mod tests {
         );
 
         let mut text = Vec::new();
-        capture_request(&mut text, &head, LogFormat::Combined);
+        capture_request(&mut text, &head, LogFormat::Combined, false);
         let mut line = Vec::new();
         write_line(&mut line, ip, date, &text, 304, 0);
         assert_eq!(

@@ -27,9 +27,11 @@ pub struct Config {
     /// Event-loop model. [`RuntimeModel::PerCore`] is the default and the one Stoa is
     /// tuned for; the other exists so the choice can be re-measured (ARCHITECTURE.md).
     pub runtime: RuntimeModel,
-    /// Where the access log goes.
+    /// Where the access log goes: the log of every site without its own
+    /// ([`SiteConfig::access_log`]).
     pub access_log: AccessLogTarget,
-    /// Common Log Format or the combined format (with referer and user agent).
+    /// Common Log Format or the combined format (with referer and user agent),
+    /// for every site's log.
     pub log_format: LogFormat,
     /// Limits and timeouts.
     pub limits: Limits,
@@ -39,6 +41,8 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// How long SIGTERM waits for in-flight requests before dropping them.
     pub shutdown_grace: Duration,
+    /// HTTP/2 on the HTTPS listeners: offered by ALPN (`h2`) before HTTP/1.1.
+    pub http2: bool,
     /// The SPECweb99 dynamic API, when enabled.
     pub web99: Option<Web99Config>,
     /// CGI scripts, when any directory is mounted. With [`Config::sites`], its
@@ -68,6 +72,8 @@ pub struct SiteConfig {
     /// Directory whose regular files are served for this site.
     pub docroot: PathBuf,
     /// This site's access log; `None`: the server's ([`Config::access_log`]).
+    /// Sites naming the same target share one writer; [`AccessLogTarget::Off`]
+    /// logs nothing for this site, whatever the server's log.
     pub access_log: Option<AccessLogTarget>,
     /// Certificates sent on every HTTPS listener to clients whose SNI names this
     /// site (chosen among them by their names, as a listener's are); empty: the
@@ -215,6 +221,7 @@ impl Config {
             cache: CacheConfig::default(),
             compression: CompressionConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            http2: true,
             web99: None,
             cgi: None,
             sites: Vec::new(),
@@ -232,6 +239,12 @@ impl Config {
         site.web99 = self.web99.is_some();
         site.cgi = self.cgi.iter().flat_map(|c| c.mounts.clone()).collect();
         vec![site]
+    }
+
+    /// Where `site`'s access-log lines go: its own log, else the server's
+    /// ([`Config::access_log`]).
+    pub fn access_log_of<'a>(&'a self, site: &'a SiteConfig) -> &'a AccessLogTarget {
+        site.access_log.as_ref().unwrap_or(&self.access_log)
     }
 }
 
@@ -311,6 +324,9 @@ pub struct Limits {
     pub linger_timeout: Duration,
     /// Idle limit while lingering.
     pub linger_idle: Duration,
+    /// HTTP/2: most streams a client may have open at once on one connection
+    /// (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    pub h2_max_streams: u32,
 }
 
 impl Default for Limits {
@@ -331,6 +347,7 @@ impl Default for Limits {
             max_pipeline: 64,
             linger_timeout: Duration::from_secs(30),
             linger_idle: Duration::from_secs(5),
+            h2_max_streams: 128,
         }
     }
 }

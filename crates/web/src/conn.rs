@@ -92,6 +92,7 @@ pub(crate) async fn serve(
             served: origin.served,
             born: origin.born,
             sni: origin.sni,
+            http2: false,
         },
         shared,
         buf: Vec::new(),
@@ -141,6 +142,32 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
         }),
         Err(e) => tracing::debug!("{peer}: cannot park: {e}"),
     }
+}
+
+/// Counts and logs every response queued on `out` (as far as its bytes were
+/// written) for the client at `ip`, each in its site's log, and empties the
+/// queue.
+pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAddr) {
+    metrics::count_batch(out.queued(), out.written());
+    if shared.logs.is_empty() {
+        out.reset();
+        return;
+    }
+    local::with(shared, |local| {
+        let now = Instant::now();
+        let Local { date, logs, .. } = local;
+        out.drain_written(|q, text, body_bytes| {
+            // No log text: the request's site does not log.
+            let Some(sink) = q.log.as_ref().map(|l| l.sink) else {
+                return;
+            };
+            if let (Some(buffer), Some(to)) = (logs.get_mut(sink), shared.logs.get(sink)) {
+                buffer.append(to, now, |line| {
+                    access_log::write_line(line, ip, date.clf(), text, q.status, body_bytes);
+                });
+            }
+        });
+    });
 }
 
 /// How a connection task ends.
@@ -433,7 +460,7 @@ impl Conn {
         let mut cx = Cx {
             site,
             client: &self.client,
-            socket: &self.stream,
+            here: dispatch::Here::Socket(&self.stream),
             cache: &mut local.cache,
             encoder: &mut local.encoder,
             date: local.date.http(),
@@ -583,22 +610,7 @@ impl Conn {
     /// Logs every response of the batch just written (or cut short) and empties
     /// the queue.
     fn log_batch(&mut self) {
-        metrics::count_batch(self.out.queued(), self.out.written());
-        let shared = Arc::clone(&self.shared);
-        let Some(sink) = &shared.log else {
-            self.out.reset();
-            return;
-        };
-        let ip = self.client.peer.ip();
-        local::with(&shared, |local| {
-            let now = Instant::now();
-            let Local { date, log, .. } = local;
-            self.out.drain_written(|q, text, body_bytes| {
-                log.append(sink, now, |line| {
-                    access_log::write_line(line, ip, date.clf(), text, q.status, body_bytes);
-                });
-            });
-        });
+        log_written(&self.shared, &mut self.out, self.client.peer.ip());
     }
 
     /// Reads more input for `step`, within that phase's deadline.

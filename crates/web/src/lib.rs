@@ -1,4 +1,4 @@
-//! Stoa's HTTP/1.0 and HTTP/1.1 server.
+//! Stoa's HTTP/1.0, HTTP/1.1 and HTTP/2 server.
 //!
 //! It serves static files, over HTTP and HTTPS (rustls), the way TUX and Zeus did: one event loop per core, each with
 //! its own `SO_REUSEPORT` listener, no hand-off between threads, small files from
@@ -17,6 +17,9 @@
 //!   an idle keep-alive connection costs under a hundred bytes.
 //! - `output.rs`: the write queue that turns a batch of responses into few
 //!   system calls.
+//! - `h2/`: HTTP/2 over TLS (ALPN `h2`, the h2 crate): each request translated
+//!   into an HTTP/1.1 head for the same handlers, each answer back into HTTP/2,
+//!   with the limits the protocol's known attacks need.
 //! - `tls.rs`: HTTPS: the handshake (bounded per worker, inside the head deadline),
 //!   decryption into the read buffer, encryption of the write queue in batches
 //!   (files read into a buffer: no `sendfile` over TLS).
@@ -34,8 +37,9 @@
 //!   POSTs with a durable post.log, Reset and Fetch, behind one entry point.
 //! - `cgi/`: CGI/1.1 scripts, one process per request, in their own process group,
 //!   with a timeout and a cap on concurrent scripts.
-//! - `access_log.rs`: Common/combined log lines, batched to a writer thread.
-//! - `local.rs`: the per-thread state (caches, pools, log buffer).
+//! - `access_log.rs`: Common/combined log lines, batched to one writer thread per
+//!   log (the server's, a site's own).
+//! - `local.rs`: the per-thread state (caches, pools, log buffers).
 //! - [`metrics`]: this process's request, byte and CGI counters, sharded per thread.
 //! - [`config`]: the plain configuration structs.
 //!
@@ -52,6 +56,7 @@ pub mod config;
 mod conn;
 mod dispatch;
 mod encoding;
+mod h2;
 mod idle;
 mod local;
 pub mod metrics;

@@ -1,5 +1,5 @@
-//! Per-thread worker state: the date cache, the file cache, the access-log buffer,
-//! a pool of read buffers and the TLS scratch buffer.
+//! Per-thread worker state: the date cache, the file cache, the access-log buffers
+//! (one per log), a pool of read buffers and the TLS scratch buffer.
 //!
 //! It lives in a thread-local rather than in the connection tasks so that the tasks
 //! stay `Send` (the same connection code runs on the per-core runtimes and, for
@@ -36,7 +36,8 @@ pub(crate) struct Local {
     pub(crate) date: DateCache,
     pub(crate) cache: FileCache,
     pub(crate) encoder: Encoder,
-    pub(crate) log: LogBuffer,
+    /// One buffer per access log, in the order of `Shared::logs`.
+    pub(crate) logs: Box<[LogBuffer]>,
     buffers: Vec<Vec<u8>>,
     outputs: Vec<Output>,
     /// File bytes on their way into TLS records (allocated on first use).
@@ -60,7 +61,7 @@ pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
                 date: DateCache::new(),
                 cache: FileCache::new(shared.config.cache),
                 encoder: Encoder::new(shared.config.compression.clone()),
-                log: LogBuffer::default(),
+                logs: (shared.logs.iter()).map(|_| LogBuffer::default()).collect(),
                 buffers: Vec::new(),
                 outputs: Vec::new(),
                 tls_scratch: Vec::new(),
@@ -117,19 +118,26 @@ impl Local {
         &mut self.tls_scratch
     }
 
-    /// Hands the access-log buffer over if its lines are old enough.
-    pub(crate) fn flush_log_if_stale(&mut self, shared: &Shared, now: Instant) {
-        if let Some(sink) = &shared.log
-            && self.log.is_stale(now)
-        {
-            self.log.flush(sink);
+    /// Hands every access-log buffer over to its writer.
+    pub(crate) fn flush_logs(&mut self, shared: &Shared) {
+        for (buffer, sink) in self.logs.iter_mut().zip(&shared.logs) {
+            buffer.flush(sink);
+        }
+    }
+
+    /// Hands over each access-log buffer whose lines are old enough.
+    pub(crate) fn flush_logs_if_stale(&mut self, shared: &Shared, now: Instant) {
+        for (buffer, sink) in self.logs.iter_mut().zip(&shared.logs) {
+            if buffer.is_stale(now) {
+                buffer.flush(sink);
+            }
         }
     }
 }
 
-/// Flushes this thread's access-log buffer (worker exit, idle ticks).
-pub(crate) fn flush_log(shared: &Shared) {
-    if let Some(sink) = &shared.log {
-        with(shared, |local| local.log.flush(sink));
+/// Flushes this thread's access-log buffers (worker exit).
+pub(crate) fn flush_logs(shared: &Shared) {
+    if !shared.logs.is_empty() {
+        with(shared, |local| local.flush_logs(shared));
     }
 }

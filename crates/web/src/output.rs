@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::access_log::LogText;
 use crate::metrics::Method;
 
 /// Most iovecs per `sendmsg` (Linux allows 1024; hyper uses 64 too).
@@ -65,8 +66,21 @@ pub(crate) struct Queued {
     /// Bytes of body.
     pub(crate) body_len: u64,
     /// The access-log text of the request (escaped request line, referer, user
-    /// agent), as a range of [`Output::log_text`]; `None` when logging is off.
-    pub(crate) log: Option<Range<usize>>,
+    /// agent), as a range of [`Output::log_text`], and the log it goes to;
+    /// `None` when the request's site does not log.
+    pub(crate) log: Option<LogText>,
+}
+
+/// What [`Output::peek`] hands out.
+#[derive(Debug)]
+pub(crate) enum Chunk {
+    Bytes(Bytes),
+    /// `len` bytes of a file from `offset`.
+    File {
+        fd: Arc<File>,
+        offset: u64,
+        len: u64,
+    },
 }
 
 /// A file to send with `sendfile`.
@@ -113,7 +127,7 @@ impl Output {
         (status, method): (u16, Method),
         head: Range<usize>,
         body: Body,
-        log: Option<Range<usize>>,
+        log: Option<LogText>,
     ) {
         let head_len = (head.end - head.start) as u64;
         self.push_heads(head);
@@ -275,6 +289,28 @@ impl Output {
     }
 
     /// The responses queued since the queue was last cleared.
+    /// Up to `max` bytes at the cursor, without advancing it: memory as shared
+    /// bytes (heads copied, cached bodies shared), a file as its range for the
+    /// caller to read. For a writer that frames the bytes itself (HTTP/2);
+    /// `None` once everything is written.
+    pub(crate) fn peek(&self, max: usize) -> Option<Chunk> {
+        let seg = self.segments.get(self.cursor)?;
+        let skip = self.cursor_offset;
+        let take = (seg.len() - skip).min(max as u64);
+        let (start, end) = (skip as usize, (skip + take) as usize);
+        Some(match seg {
+            Segment::Heads(r) => Chunk::Bytes(Bytes::copy_from_slice(
+                &self.heads[r.start + start..r.start + end],
+            )),
+            Segment::Body(b) => Chunk::Bytes(b.slice(start..end)),
+            Segment::File { fd, offset, .. } => Chunk::File {
+                fd: Arc::clone(fd),
+                offset: offset + skip,
+                len: take,
+            },
+        })
+    }
+
     pub(crate) fn queued(&self) -> &[Queued] {
         &self.queued
     }
@@ -310,7 +346,7 @@ impl Output {
             let total = q.head_len + q.body_len;
             let sent = written.min(total);
             written -= sent;
-            let text = q.log.clone().map_or(&[][..], |r| &self.log_text[r]);
+            let text = (q.log.as_ref()).map_or(&[][..], |l| &self.log_text[l.text.clone()]);
             each(q, text, sent.saturating_sub(q.head_len));
         }
         self.reset();

@@ -6,11 +6,10 @@
 //! answer that waits (for the web99 state thread, a CGI script) keeps its `Reply`
 //! [`Reply::undated`] across the wait and dates it when it is sent.
 
-use std::ops::Range;
-
 use stoa_http_proto::Version;
 use stoa_http_proto::response::HeadWriter;
 
+use crate::access_log::LogText;
 use crate::metrics::Method;
 use crate::output::{Body, Output};
 
@@ -35,8 +34,8 @@ pub(crate) struct Reply<'a> {
     pub(crate) head_only: bool,
     /// The request's method, as counted.
     pub(crate) method: Method,
-    /// The request's access-log text.
-    pub(crate) log: Option<Range<usize>>,
+    /// The request's access-log text and the log it goes to.
+    pub(crate) log: Option<LogText>,
 }
 
 impl Reply<'_> {

@@ -14,7 +14,7 @@ use tokio::task::AbortHandle;
 
 use crate::access_log::{AccessLog, LogReopener, LogSink};
 use crate::cgi::Cgi;
-use crate::config::{Config, SiteConfig};
+use crate::config::{AccessLogTarget, Config, SiteConfig};
 use crate::idle::IdleSet;
 use crate::tls::{self, Acceptor};
 use crate::vhost::{Names, VirtualHost};
@@ -58,7 +58,7 @@ pub enum Error {
         /// What is wrong with its files.
         errors: Vec<stoa_netkit::tls::Error>,
     },
-    /// The access log cannot be opened.
+    /// An access log (the server's or a site's) cannot be opened.
     #[error("access log {}: {source}", path.display())]
     AccessLog {
         /// The configured file (`-` for standard output).
@@ -122,9 +122,13 @@ pub(crate) struct Shared {
     /// The sites, at least one; [`Shared::names`] picks one per request.
     pub(crate) sites: Box<[VirtualHost]>,
     pub(crate) names: Names,
-    /// The largest dynamic request body any site accepts (web99's POSTs).
+    /// The largest dynamic request body any site accepts (web99's POSTs, CGI's
+    /// bodies).
     pub(crate) max_dynamic_body: usize,
-    pub(crate) log: Option<LogSink>,
+    /// The access logs' writers, one per distinct target the sites write to;
+    /// each site names its own by index ([`VirtualHost::log`]). Empty when no
+    /// site logs.
+    pub(crate) logs: Box<[LogSink]>,
     /// Set on shutdown: idle connections end.
     pub(crate) draining: AtomicBool,
     /// Set on shutdown and at a reload's hand-over: answers carry
@@ -151,6 +155,7 @@ impl Shared {
     pub(crate) fn for_tests(config: Config) -> Shared {
         let site = VirtualHost {
             index: 0,
+            log: None,
             docroot: rustix::fs::open(".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
                 .expect("open the current directory"),
             docroot_path: PathBuf::from("."),
@@ -164,7 +169,7 @@ impl Shared {
             names: Names::new(&config.effective_sites()),
             sites: Box::new([site]),
             max_dynamic_body: 0,
-            log: None,
+            logs: Box::new([]),
             config,
             draining: AtomicBool::new(false),
             closing: AtomicBool::new(false),
@@ -181,14 +186,15 @@ pub struct Server {
     listeners: Listeners<Scheme>,
     addrs: Vec<SocketAddr>,
     tls_addrs: Vec<SocketAddr>,
-    log: Option<AccessLog>,
+    /// The access logs' writer threads, in the order of [`Shared::logs`].
+    logs: Vec<AccessLog>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Server {
-    /// Opens the document root and the access log and binds every listener, so
-    /// that every start-up error surfaces here.
+    /// Opens the document roots and the access logs and binds every listener,
+    /// so that every start-up error surfaces here.
     pub fn bind(config: Config) -> Result<Server, Error> {
         // The default site first: it is the one a request starts from
         // (`Site::of`), and site 0 has the file cache's plain keys.
@@ -197,9 +203,10 @@ impl Server {
         let mut default_site = site_configs.remove(default);
         default_site.default = true;
         site_configs.insert(0, default_site);
+        let (logs, site_logs) = start_logs(&config, &site_configs)?;
         let mut sites = Vec::with_capacity(site_configs.len());
-        for (index, site) in site_configs.iter().enumerate() {
-            sites.push(open_site(index, site, &config)?);
+        for (index, (site, log)) in site_configs.iter().zip(site_logs).enumerate() {
+            sites.push(open_site(index, site, log, &config)?);
         }
         let names = Names::new(&site_configs);
         let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
@@ -208,18 +215,19 @@ impl Server {
             .map_err(|(addr, source)| Error::Listen { addr, source })?;
         let mut tls_addrs = Vec::new();
         if !config.tls_listen.is_empty() {
-            let by_site =
-                tls::site_configs(&site_configs).map_err(|(site, errors)| Error::SiteTls {
+            let alpn = tls::alpn(config.http2);
+            let by_site = tls::site_configs(&site_configs, alpn).map_err(|(site, errors)| {
+                Error::SiteTls {
                     site: site_name(&site_configs[site], site),
                     errors,
-                })?;
+                }
+            })?;
             for l in &config.tls_listen {
-                let configs = tls::Configs::new(&l.certs, &by_site, names.default_site()).map_err(
-                    |errors| Error::Tls {
+                let configs = tls::Configs::new(&l.certs, &by_site, names.default_site(), alpn)
+                    .map_err(|errors| Error::Tls {
                         addr: l.addr,
                         errors,
-                    },
-                )?;
+                    })?;
                 let bound = listeners
                     .bind(l.addr, Scheme::Https(Arc::new(configs)))
                     .map_err(|source| Error::Listen {
@@ -229,29 +237,25 @@ impl Server {
                 tls_addrs.push(bound);
             }
         }
-        let log = AccessLog::start(&config.access_log).map_err(|source| Error::AccessLog {
-            path: match &config.access_log {
-                crate::config::AccessLogTarget::File(path) => path.clone(),
-                _ => PathBuf::from("-"),
-            },
-            source,
-        })?;
         let cgi = sites
             .iter()
             .any(|s| !s.cgi.is_empty())
             .then(|| Cgi::new(&config.cgi.clone().unwrap_or_default()));
+        // A dynamic request's body is gathered whole in the read buffer: room
+        // for the largest a web99 POST or a CGI script may take.
         let max_dynamic_body = sites
             .iter()
             .filter_map(|s| s.web99.as_ref())
-            .map(|w| w.config.max_post_body as usize)
+            .map(|w| w.config.max_post_body)
+            .chain(cgi.as_ref().map(|c| c.config.max_body))
             .max()
-            .unwrap_or(0);
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
         let shared = Arc::new(Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             sites: sites.into_boxed_slice(),
             names,
             max_dynamic_body,
-            log: log.as_ref().map(AccessLog::sink),
+            logs: logs.iter().map(AccessLog::sink).collect(),
             config,
             draining: AtomicBool::new(false),
             closing: AtomicBool::new(false),
@@ -263,7 +267,7 @@ impl Server {
             listeners,
             addrs,
             tls_addrs,
-            log,
+            logs,
         })
     }
 
@@ -277,28 +281,27 @@ impl Server {
         &self.tls_addrs
     }
 
-    /// A handle that reopens the access log (for SIGHUP).
+    /// A handle that reopens every access-log file, the server's and the
+    /// sites' (for SIGHUP).
     pub fn log_reopener(&self) -> LogReopener {
-        self.log
-            .as_ref()
-            .map_or_else(LogReopener::none, AccessLog::reopener)
+        LogReopener::of(&self.logs)
     }
 
     /// Serves until `shutdown` fires, then drains: stops accepting, lets requests in
     /// flight finish (up to the configured grace), closes idle connections, and
-    /// writes out the access log. Blocks the calling thread.
+    /// writes out the access logs. Blocks the calling thread.
     pub fn run(self, shutdown: Shutdown) -> Result<(), Error> {
         let Server {
             shared,
             listeners,
-            log,
+            logs,
             ..
         } = self;
         let model = shared.config.runtime;
         let result =
             stoa_netkit::server::run(&shared, listeners, model, shutdown).map_err(Error::Workers);
         drop(shared);
-        if let Some(log) = log {
+        for log in logs {
             log.finish();
         }
         result
@@ -378,7 +381,7 @@ impl Handler for Shared {
         if let Some(own) = &worker.own {
             own.tick.abort();
             own.parking.abort();
-            local::flush_log(self);
+            local::flush_logs(self);
         }
     }
 
@@ -387,11 +390,11 @@ impl Handler for Shared {
     }
 
     fn on_thread_park(&self) {
-        local::with(self, |l| l.flush_log_if_stale(self, Instant::now()));
+        local::with(self, |l| l.flush_logs_if_stale(self, Instant::now()));
     }
 
     fn on_thread_stop(&self) {
-        local::flush_log(self);
+        local::flush_logs(self);
     }
 }
 
@@ -419,8 +422,48 @@ fn site_name(site: &SiteConfig, index: usize) -> String {
         .unwrap_or_else(|| format!("site[{index}]"))
 }
 
-/// Opens a site's document root and starts its dynamic API.
-fn open_site(index: usize, site: &SiteConfig, config: &Config) -> Result<VirtualHost, Error> {
+/// Starts one access-log writer per distinct target of `sites` (a site without
+/// its own log writes to the server's); returns the writers and each site's
+/// index among them (`None`: the site does not log). Sites naming the same file
+/// share its writer; the server's log is started only when a site uses it.
+fn start_logs(
+    config: &Config,
+    sites: &[SiteConfig],
+) -> Result<(Vec<AccessLog>, Vec<Option<usize>>), Error> {
+    let mut targets: Vec<&AccessLogTarget> = Vec::new();
+    let mut logs = Vec::new();
+    let mut of_site = Vec::with_capacity(sites.len());
+    for site in sites {
+        let target = config.access_log_of(site);
+        if let Some(i) = targets.iter().position(|t| *t == target) {
+            of_site.push(Some(i));
+            continue;
+        }
+        let started = AccessLog::start(target).map_err(|source| Error::AccessLog {
+            path: match target {
+                AccessLogTarget::File(path) => path.clone(),
+                AccessLogTarget::Stdout | AccessLogTarget::Off => PathBuf::from("-"),
+            },
+            source,
+        })?;
+        // `None`: the target is off, and nothing is started for it.
+        of_site.push(started.map(|log| {
+            targets.push(target);
+            logs.push(log);
+            logs.len() - 1
+        }));
+    }
+    Ok((logs, of_site))
+}
+
+/// Opens a site's document root and starts its dynamic API; its lines go to
+/// the access log of index `log` ([`Shared::logs`]).
+fn open_site(
+    index: usize,
+    site: &SiteConfig,
+    log: Option<usize>,
+    config: &Config,
+) -> Result<VirtualHost, Error> {
     let docroot = rustix::fs::open(
         &site.docroot,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -445,6 +488,7 @@ fn open_site(index: usize, site: &SiteConfig, config: &Config) -> Result<Virtual
     error_pages.sort();
     Ok(VirtualHost {
         index,
+        log,
         docroot,
         docroot_path: site.docroot.clone(),
         web99,
@@ -454,7 +498,7 @@ fn open_site(index: usize, site: &SiteConfig, config: &Config) -> Result<Virtual
     })
 }
 
-/// Once a second: move the cached dates on and hand the access-log buffer over.
+/// Once a second: move the cached dates on and hand the access-log buffers over.
 async fn tick(shared: Arc<Shared>) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -462,9 +506,43 @@ async fn tick(shared: Arc<Shared>) {
         every.tick().await;
         local::with(&shared, |l| {
             l.tick();
-            if let Some(sink) = &shared.log {
-                l.log.flush(sink);
-            }
+            l.flush_logs(&shared);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_writer_per_distinct_log() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (shared, own) = (dir.path().join("shared.log"), dir.path().join("own.log"));
+        let mut config = Config::new(".".into(), Vec::new());
+        config.access_log = AccessLogTarget::File(shared.clone());
+        let site = |log: Option<AccessLogTarget>| {
+            let mut s = SiteConfig::new(".".into());
+            s.access_log = log;
+            s
+        };
+        let sites = [
+            site(Some(AccessLogTarget::File(own.clone()))),
+            site(None),
+            site(Some(AccessLogTarget::Off)),
+            // The same file, named otherwise: the same writer.
+            site(Some(AccessLogTarget::File(dir.path().join("./own.log")))),
+            site(Some(AccessLogTarget::File(shared))),
+        ];
+        let (logs, of_site) = start_logs(&config, &sites).expect("start the logs");
+        assert_eq!(logs.len(), 2);
+        assert_eq!(of_site, [Some(0), Some(1), None, Some(0), Some(1)]);
+        for log in logs {
+            log.finish();
+        }
+        // Nothing is started when every site is off.
+        config.access_log = AccessLogTarget::Off;
+        let (logs, of_site) = start_logs(&config, &[site(None)]).expect("no logs");
+        assert!(logs.is_empty() && of_site == [None]);
     }
 }

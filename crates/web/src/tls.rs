@@ -27,13 +27,15 @@
 //! HTTPS connection stays in its task until the keep-alive timeout.
 
 use std::io::{self, IoSlice, Read as _};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Poll, ready};
 
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
 use rustls::server::AcceptedAlert;
 use rustls::{ServerConfig, ServerConnection};
 use stoa_netkit::metrics::Handshake;
-use tokio::io::Interest;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -42,8 +44,17 @@ use crate::local::{self, TLS_BATCH};
 use crate::output::{MAX_IOVECS, Output};
 use crate::server::Shared;
 
-/// The protocol offered by ALPN: HTTP/1.1 only (HTTP/1.0 clients send no ALPN).
-pub(crate) const ALPN: &[&[u8]] = &[b"http/1.1"];
+/// The protocols offered by ALPN, in the server's order of preference: HTTP/2
+/// first unless `[web] http2 = false` (HTTP/1.0 clients send no ALPN, and a
+/// client offering neither gets HTTP/1.1 with no ALPN answer).
+pub(crate) fn alpn(http2: bool) -> &'static [&'static [u8]] {
+    const BOTH: &[&[u8]] = &[b"h2", b"http/1.1"];
+    const HTTP1: &[&[u8]] = &[b"http/1.1"];
+    match http2 {
+        true => BOTH,
+        false => HTTP1,
+    }
+}
 
 /// A TLS listener in one worker: its configurations and the worker's handshake
 /// slots (shared by the worker's TLS listeners).
@@ -73,6 +84,7 @@ pub(crate) type SiteConfigs = Vec<Option<Arc<ServerConfig>>>;
 /// listeners; the error names the site (its index) whose files are wrong.
 pub(crate) fn site_configs(
     sites: &[crate::config::SiteConfig],
+    alpn: &[&[u8]],
 ) -> Result<SiteConfigs, (usize, Vec<stoa_netkit::tls::Error>)> {
     sites
         .iter()
@@ -81,7 +93,7 @@ pub(crate) fn site_configs(
             if site.tls.is_empty() {
                 return Ok(None);
             }
-            stoa_netkit::tls::server_config(&site.tls, ALPN)
+            stoa_netkit::tls::server_config(&site.tls, alpn)
                 .map(Some)
                 .map_err(|e| (i, e))
         })
@@ -95,10 +107,11 @@ impl Configs {
         certs: &[stoa_netkit::tls::CertKeyFiles],
         by_site: &[Option<Arc<ServerConfig>>],
         default: usize,
+        alpn: &[&[u8]],
     ) -> Result<Configs, Vec<stoa_netkit::tls::Error>> {
         let listener = match by_site.get(default).cloned().flatten() {
             Some(default) if certs.is_empty() => default,
-            _ => stoa_netkit::tls::server_config(certs, ALPN)?,
+            _ => stoa_netkit::tls::server_config(certs, alpn)?,
         };
         Ok(Configs {
             by_site: by_site.into(),
@@ -164,7 +177,16 @@ pub(crate) async fn serve(
     match shaken {
         Ok(Ok((session, sni))) => {
             let origin = Origin { sni, ..origin };
-            conn::serve(stream, origin, shared, permit, Some(session)).await;
+            if session.conn.alpn_protocol() == Some(b"h2") {
+                let io = Io {
+                    stream,
+                    session,
+                    shut: false,
+                };
+                crate::h2::serve(io, origin, shared, permit).await;
+            } else {
+                conn::serve(stream, origin, shared, permit, Some(session)).await;
+            }
         }
         Ok(Err(e)) => tracing::debug!("{}: TLS handshake failed: {e}", origin.peer),
         Err(_) => tracing::debug!("{}: TLS handshake timed out", origin.peer),
@@ -382,6 +404,109 @@ pub(crate) async fn flush(
             return Ok(());
         }
         batch = local::with(shared, |l| session.encrypt(out, l.tls_scratch()))?;
+    }
+}
+
+/// An established TLS connection as a byte stream for a framing layer that does
+/// its own buffering (HTTP/2, through the h2 crate): reads decrypt what has
+/// arrived, writes encrypt and send at once. Writes push back (`Pending`) while
+/// rustls still holds TLS bytes the socket did not take, so what is buffered
+/// beyond the socket stays within one write.
+#[derive(Debug)]
+pub(crate) struct Io {
+    stream: TcpStream,
+    session: Box<Session>,
+    /// `close_notify` was queued by `poll_shutdown`.
+    shut: bool,
+}
+
+impl Io {
+    /// This end's address (a CGI script's `SERVER_PORT`).
+    pub(crate) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.stream.local_addr()
+    }
+
+    /// Writes what rustls holds; `Pending` (with the waker registered) while the
+    /// socket is full.
+    fn poll_send(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            match self.session.send_pending(&self.stream, false) {
+                Ok(()) => return Poll::Ready(Ok(())),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.stream.poll_write_ready(cx))?;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            match this.session.conn.reader().read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The peer closed without `close_notify`: the end of input all the same.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Poll::Ready(Ok(())),
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            let direct = false;
+            match this.session.conn.read_tls(&mut Socket {
+                stream: &this.stream,
+                direct,
+            }) {
+                Ok(_) => this.session.process(&this.stream)?,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(this.stream.poll_read_ready(cx))?;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_send(cx))?;
+        let n = io::Write::write(&mut this.session.conn.writer(), buf)?;
+        // Sent now if the socket takes it; otherwise the next write or flush waits.
+        match this.session.send_pending(&this.stream, false) {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => Poll::Ready(Err(e)),
+            _ => Poll::Ready(Ok(n)),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_send(cx)
+    }
+
+    fn poll_shutdown(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.shut {
+            this.shut = true;
+            this.session.closing = true;
+            this.session.conn.send_close_notify();
+        }
+        ready!(this.poll_send(cx))?;
+        let _ = rustix::net::shutdown(&this.stream, rustix::net::Shutdown::Write);
+        Poll::Ready(Ok(()))
     }
 }
 

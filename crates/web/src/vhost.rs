@@ -6,7 +6,8 @@
 //! then the default site. Names are compared ASCII case-insensitively, without
 //! the port and without one trailing dot (`Example.COM.:8080` is
 //! `example.com`). [`VirtualHost`] is one site's running state: its document
-//! root opened once, its dynamic API, its CGI mounts, its error pages.
+//! root opened once, its access log, its dynamic API, its CGI mounts, its error
+//! pages.
 //!
 //! A server with one site (every configuration without `[[site]]`) never looks
 //! a name up: dispatch checks the site count first, one comparison per request.
@@ -98,8 +99,11 @@ fn normalise(name: &[u8]) -> Vec<u8> {
 /// One site's running state.
 #[derive(Debug)]
 pub(crate) struct VirtualHost {
-    /// The site's index: its share of the file cache, its access log's buffer.
+    /// The site's index: its share of the file cache.
     pub(crate) index: usize,
+    /// Which of the server's access logs this site's lines go to, an index into
+    /// `Shared::logs`; `None`: the site does not log.
+    pub(crate) log: Option<usize>,
     /// The document root, opened once; every file is opened beneath it.
     pub(crate) docroot: OwnedFd,
     /// The document root's path (CGI's `DOCUMENT_ROOT`).

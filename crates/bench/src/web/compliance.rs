@@ -100,6 +100,12 @@ pub(crate) fn deviations(args: &Options, profile: &Profile) -> Vec<Deviation> {
              keep-alive connections (web99.md §4.3, §5.1)",
         ),
         rule(
+            "http2",
+            args.http2,
+            "HTTP/2 (--http 2): the kit's requests, one stream at a time on each connection",
+            "the kit sends HTTP/1.0 and HTTP/1.1 requests (web99.md §4.4)",
+        ),
+        rule(
             "tls_cipher",
             https,
             "HTTPS with today's TLS suites",
@@ -131,8 +137,8 @@ pub(crate) fn kit_run() -> String {
     format!(
         "The kit's run: stoa bench web --profile standard ({} warm-up, then {n} iterations of \
          {} measured and {} ramp-down with {} ramp-up between them: about {} h {:02} min), \
-         without --run-time, --iterations under {n}, --static-only, --closed-loop, --find-max \
-         or HTTPS.",
+         without --run-time, --iterations under {n}, --static-only, --closed-loop, --find-max, \
+         --http 2 or HTTPS.",
         seconds(KIT.warmup),
         seconds(KIT.run),
         seconds(KIT.rampdown),

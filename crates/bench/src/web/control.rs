@@ -53,7 +53,10 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     pub(crate) fn new(addr: SocketAddr, tls: Option<TlsPlan>) -> anyhow::Result<Endpoint> {
-        let connector = Connector::new(tls.as_ref()).context("TLS client setup")?;
+        // The manager's own requests (validation, Reset, Fetch) speak HTTP/1.1
+        // even when the generators speak HTTP/2.
+        let http1 = tls.clone().map(|t| TlsPlan { http2: false, ..t });
+        let connector = Connector::new(http1.as_ref()).context("TLS client setup")?;
         Ok(Endpoint {
             addr,
             connector,

@@ -481,6 +481,16 @@ async fn connect(
     args: &Options,
     write_fileset: &FilesetWriter,
 ) -> anyhow::Result<(control::Endpoint, String, String, Option<server::BuiltIn>)> {
+    let https = args.tls
+        || args
+            .target
+            .as_deref()
+            .is_some_and(|t| t.starts_with("https://"));
+    if args.http2 && !https {
+        anyhow::bail!(
+            "--http 2 needs HTTPS (--tls, or an https:// target): HTTP/2 is offered over TLS only"
+        );
+    }
     match &args.target {
         Some(_) if args.tls => {
             anyhow::bail!("--tls is for the built-in target; give the server as an https:// URL")
@@ -515,6 +525,7 @@ async fn connect(
                 resume_ratio: args.tls_resume,
                 ca_pem: Some(pem),
                 insecure: false,
+                http2: args.http2,
             });
             let ep = control::Endpoint::new(s.addr, tls)?;
             Ok((ep, String::new(), s.addr.to_string(), Some(s)))
@@ -602,6 +613,7 @@ fn tls_plan(args: &Options, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan>
         resume_ratio: args.tls_resume,
         ca_pem,
         insecure: args.tls_insecure,
+        http2: args.http2,
     })
 }
 

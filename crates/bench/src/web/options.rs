@@ -33,6 +33,8 @@ pub struct Options {
     pub tls_ca: Option<PathBuf>,
     /// Accept any certificate from an https target.
     pub tls_insecure: bool,
+    /// Speak HTTP/2 (`--http 2`; HTTPS only): a non-compliant run.
+    pub http2: bool,
     /// Simultaneous connections (load generators).
     pub connections: u32,
     /// Phase lengths.
@@ -94,6 +96,7 @@ impl Options {
             tls_resume: 0.5,
             tls_ca: None,
             tls_insecure: false,
+            http2: false,
             connections: 100,
             profile: ProfileName::Quick,
             run_time: None,

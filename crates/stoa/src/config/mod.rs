@@ -529,6 +529,7 @@ const WEB_KEYS: &[&str] = &[
     "access_log",
     "log_format",
     "shutdown_grace",
+    "http2",
     "limits",
     "cache",
     "compression",
@@ -582,6 +583,7 @@ fn read_web(t: &Table, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>
     r.parsed(t, P, "access_log", parse_access_log, &mut web.access_log);
     r.parsed(t, P, "log_format", parse_log_format, &mut web.log_format);
     r.duration(t, P, "shutdown_grace", &mut web.shutdown_grace);
+    r.boolean_into(t, P, "http2", &mut web.http2);
     if let Some(limits) = r.table(t, P, "limits") {
         read_limits(limits, &mut web.limits, r);
     }
@@ -725,6 +727,7 @@ const LIMITS_KEYS: &[&str] = &[
     "max_pipeline",
     "linger_timeout",
     "linger_idle",
+    "h2_max_streams",
 ];
 
 fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
@@ -748,6 +751,7 @@ fn read_limits(t: &Table, l: &mut stoa_web::config::Limits, r: &mut Report) {
     r.integer_into(t, P, "max_pipeline", &mut l.max_pipeline);
     r.duration(t, P, "linger_timeout", &mut l.linger_timeout);
     r.duration(t, P, "linger_idle", &mut l.linger_idle);
+    r.integer_into(t, P, "h2_max_streams", &mut l.h2_max_streams);
 }
 
 fn read_cache(t: &Table, c: &mut stoa_web::config::CacheConfig, r: &mut Report) {
@@ -1091,6 +1095,10 @@ fn check_limits(l: &stoa_web::config::Limits, r: &mut Report) {
         (
             l.max_pipeline >= 1,
             "web.limits.max_pipeline: must be at least 1",
+        ),
+        (
+            l.h2_max_streams >= 1,
+            "web.limits.h2_max_streams: must be at least 1",
         ),
     ] {
         r.check(ok, error);

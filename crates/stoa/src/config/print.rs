@@ -96,14 +96,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
             RuntimeModel::MultiThread => "multi-thread",
         },
     );
-    doc.set(
-        "access_log",
-        match &web.access_log {
-            AccessLogTarget::Off => Value::from("off"),
-            AccessLogTarget::Stdout => Value::from("-"),
-            AccessLogTarget::File(file) => path(file),
-        },
-    );
+    doc.set("access_log", access_log(&web.access_log));
     doc.set(
         "log_format",
         match web.log_format {
@@ -112,6 +105,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
         },
     );
     doc.set("shutdown_grace", duration(web.shutdown_grace));
+    doc.set("http2", web.http2);
 
     let l = &web.limits;
     doc.table("web.limits");
@@ -133,6 +127,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
     doc.set("max_pipeline", int(l.max_pipeline));
     doc.set("linger_timeout", duration(l.linger_timeout));
     doc.set("linger_idle", duration(l.linger_idle));
+    doc.set("h2_max_streams", int(l.h2_max_streams));
 
     let c = &web.cache;
     doc.table("web.cache");
@@ -199,6 +194,10 @@ fn site_section(doc: &mut Doc, site: &stoa_web::config::SiteConfig) {
     doc.set("names", strings(&site.names));
     doc.set("default", site.default);
     doc.set("docroot", path(&site.docroot));
+    match &site.access_log {
+        Some(target) => doc.set("access_log", access_log(target)),
+        None => doc.comment("access_log: the server's ([web] access_log)"),
+    }
     if site.tls.is_empty() {
         doc.comment("tls: none (the HTTPS listeners' certificates)");
     } else {
@@ -451,6 +450,15 @@ impl Doc {
 fn path(p: &Path) -> Value {
     let p = std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
     Value::from(p.to_string_lossy().into_owned())
+}
+
+/// An access log as its key takes it: a file, `-` or `off`.
+fn access_log(target: &AccessLogTarget) -> Value {
+    match target {
+        AccessLogTarget::Off => Value::from("off"),
+        AccessLogTarget::Stdout => Value::from("-"),
+        AccessLogTarget::File(file) => path(file),
+    }
 }
 
 /// A count: integers in TOML are `i64`.

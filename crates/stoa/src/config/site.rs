@@ -1,8 +1,9 @@
 //! `[[site]]`: the web server's virtual hosts.
 //!
 //! `[web]` keeps what the server shares (listeners, workers, limits, cache, the
-//! access log); each site carries what differs per host name: `names`,
-//! `default`, `docroot`, `tls`, `web99`, `cgi`, `error_pages`, `autoindex`.
+//! log format, and the access log of sites without their own); each site
+//! carries what differs per host name: `names`, `default`, `docroot`,
+//! `access_log`, `tls`, `web99`, `cgi`, `error_pages`, `autoindex`.
 //! Without `[[site]]`, `[web] docroot` (or `--docroot`) is the one implicit
 //! site, exactly as before sites existed. Both at once is an error rather than
 //! a guess: a `[web] docroot` beside sites could be a forgotten line or meant as
@@ -10,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stoa_web::config::{CgiMount, SiteConfig};
+use stoa_web::config::{AccessLogTarget, CgiMount, SiteConfig};
 use toml::Table;
 
 use super::Report;
@@ -20,6 +21,7 @@ const SITE_KEYS: &[&str] = &[
     "names",
     "default",
     "docroot",
+    "access_log",
     "tls",
     "web99",
     "cgi",
@@ -66,6 +68,18 @@ fn read_site(t: &Table, p: &str, base: Option<&Path>, r: &mut Report) -> Option<
     r.boolean_into(t, p, "default", &mut site.default);
     r.boolean_into(t, p, "web99", &mut site.web99);
     r.boolean_into(t, p, "autoindex", &mut site.autoindex);
+    // As `[web] access_log`; a file is relative to the configuration file, as
+    // the docroot is.
+    r.parsed(
+        t,
+        p,
+        "access_log",
+        |text| super::parse_access_log(text).map(Some),
+        &mut site.access_log,
+    );
+    if let Some(AccessLogTarget::File(path)) = &mut site.access_log {
+        *path = rebase(std::mem::take(path));
+    }
     if let Some(v) = t.get("tls")
         && let Some(certs) = super::read_certs(v, &format!("{p}tls"), r)
     {

@@ -861,14 +861,16 @@ fn sites_are_read_with_their_keys() {
     let file = format!(
         "[[site]]\nnames = [\"A.example\", \"*.b.example\"]\ndocroot = \"{root}\"\n\
          error_pages = {{ 404 = \"/errors/404.html\", 503 = \"/e/503.html\" }}\n\
-         autoindex = true\ncgi = {{ \"/cgi-bin/\" = \"{root}\" }}\n\n\
+         autoindex = true\ncgi = {{ \"/cgi-bin/\" = \"{root}\" }}\naccess_log = \"logs/a.log\"\n\n\
          [[site]]\nnames = [\"127.0.0.1\", \"[::1]\"]\ndocroot = \"{root}\"\ndefault = true\n\
-         web99 = true\n"
+         web99 = true\naccess_log = \"off\"\n\n\
+         [[site]]\nnames = [\"c.example\"]\ndocroot = \"{root}\"\naccess_log = \"-\"\n\n\
+         [[site]]\nnames = [\"d.example\"]\ndocroot = \"{root}\"\n"
     );
     let web = load_with(Some(&file), ServeArgs::default())
         .expect("valid")
         .web;
-    assert_eq!(web.sites.len(), 2);
+    assert_eq!(web.sites.len(), 4);
     let (a, b) = (&web.sites[0], &web.sites[1]);
     assert_eq!(a.names, ["a.example", "*.b.example"]);
     assert_eq!(
@@ -881,6 +883,15 @@ fn sites_are_read_with_their_keys() {
     assert!(a.autoindex && !a.default && !a.web99);
     assert_eq!(a.cgi.len(), 1);
     assert!(b.default && b.web99 && !b.autoindex);
+    // A log file is relative to the configuration file; without the key, the
+    // server's log.
+    assert_eq!(
+        a.access_log,
+        Some(AccessLogTarget::File("/etc/stoa/logs/a.log".into()))
+    );
+    assert_eq!(b.access_log, Some(AccessLogTarget::Off));
+    assert_eq!(web.sites[2].access_log, Some(AccessLogTarget::Stdout));
+    assert_eq!(web.sites[3].access_log, None);
     // The dynamic API's settings are the defaults, for the site that serves it.
     assert!(web.web99.is_some());
     assert_eq!(web.listen.len(), 1, "the default listener");
@@ -893,8 +904,8 @@ fn site_mistakes_are_named() {
         "[web]\ndocroot = \"{root}\"\n[cgi.mounts]\n\"/cgi-bin/\" = \"{root}\"\n[web99]\n\n\
          [[site]]\nnames = [\"a.example:8080\", \"a.*.example\", \"*\", \"x y\"]\n\
          error_pages = {{ 301 = \"/x\", 404 = \"errors/404.html\", 500 = 5 }}\nautoindex = \"yes\"\n\n\
-         [[site]]\nnames = [\"b.example\"]\ndocroot = \"{root}\"\n\n\
-         [[site]]\nnames = [\"B.example.\"]\ndocroot = \"{root}\"\nbogus = 1\n"
+         [[site]]\nnames = [\"b.example\"]\ndocroot = \"{root}\"\naccess_log = \"\"\n\n\
+         [[site]]\nnames = [\"B.example.\"]\ndocroot = \"{root}\"\nbogus = 1\naccess_log = false\n"
     );
     let errors = load_with(Some(&file), ServeArgs::default()).expect_err("invalid");
     for want in [
@@ -908,6 +919,8 @@ fn site_mistakes_are_named() {
         "site[0].error_pages.500: expected a path, found 5",
         "site[0].autoindex: expected true or false, found \"yes\"",
         "site[2].names: \"b.example\" is already a name of site[1]",
+        "site[1].access_log: empty; use a file name, \"-\" or \"off\"",
+        "site[2].access_log: expected a string, found boolean",
         "web.docroot (or --docroot) and [[site]]",
         "cgi.mounts (or --cgi-dir) and [[site]]",
         "[web99] (or --web99) and [[site]]",

@@ -304,6 +304,9 @@ async fn execute(
     })?;
     crate::metrics::count_cgi_run();
     let pid = child.id();
+    // Until the script has ended, dropping this future (its HTTP/2 stream was
+    // reset) or running out of time kills the script's whole group.
+    let group = KillGroup(pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)));
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let max = cgi.config.max_output;
     let name_owned = name.to_owned();
@@ -334,13 +337,29 @@ async fn execute(
         output
     };
     match tokio::time::timeout(cgi.config.timeout, talk).await {
-        Ok(output) => Ok(output),
-        Err(_) => {
-            if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-                // The whole group: the script and anything it started.
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            Err((504, "the script took too long"))
+        Ok(output) => {
+            group.disarm();
+            Ok(output)
+        }
+        // `group` is dropped: the script and anything it started are killed.
+        Err(_) => Err((504, "the script took too long")),
+    }
+}
+
+/// A script's process group, killed (`SIGKILL`) when this is dropped armed.
+struct KillGroup(Option<rustix::process::Pid>);
+
+impl KillGroup {
+    /// The script ended: nothing to kill.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
     }
 }

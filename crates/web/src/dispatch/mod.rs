@@ -18,7 +18,6 @@ mod body;
 mod route;
 
 use std::net::SocketAddr;
-use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -31,7 +30,7 @@ use body::Gathered;
 pub(crate) use body::{Discard, Gathering};
 pub(crate) use route::{Dynamic, Route, route};
 
-use crate::access_log;
+use crate::access_log::{self, LogText};
 use crate::cache::FileCache;
 use crate::cgi::{self, Cgi};
 use crate::config::{Config, LogFormat};
@@ -141,9 +140,9 @@ impl<'s> Site<'s> {
         &self.host.cgi
     }
 
-    /// The access log is on: each request's log text is captured.
+    /// This site's access log is on: each request's log text is captured.
     fn logging(self) -> bool {
-        self.shared.log.is_some()
+        self.host.log.is_some()
     }
 
     /// Set on shutdown and at a reload's hand-over: answers carry
@@ -164,6 +163,9 @@ pub(crate) struct Client {
     pub(crate) born: Instant,
     /// The site a TLS client's SNI named, if it sent one.
     pub(crate) sni: Option<u32>,
+    /// Requests come over HTTP/2 (the access log says `HTTP/2.0`), each
+    /// translated into an HTTP/1.1 head by [`crate::h2`].
+    pub(crate) http2: bool,
 }
 
 /// Everything [`answer`] works with besides the request.
@@ -171,8 +173,9 @@ pub(crate) struct Client {
 pub(crate) struct Cx<'a> {
     pub(crate) site: Site<'a>,
     pub(crate) client: &'a Client,
-    /// Asked for its local address only by CGI (`SERVER_PORT`).
-    pub(crate) socket: &'a TcpStream,
+    /// This end's address, asked for only by CGI (`SERVER_PORT`): looked up on
+    /// the socket when needed, or known already (HTTP/2).
+    pub(crate) here: Here<'a>,
     /// The worker's open-file cache.
     pub(crate) cache: &'a mut FileCache,
     /// The worker's compression on the fly.
@@ -182,6 +185,24 @@ pub(crate) struct Cx<'a> {
     /// Where the answer is queued.
     pub(crate) out: &'a mut Output,
     pub(crate) now: Instant,
+}
+
+/// Where this end's address comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Here<'a> {
+    /// Asked of the socket (a system call) when needed.
+    Socket(&'a TcpStream),
+    /// Looked up once for the connection.
+    Known(SocketAddr),
+}
+
+impl Here<'_> {
+    fn addr(self) -> Option<SocketAddr> {
+        match self {
+            Here::Socket(socket) => socket.local_addr().ok(),
+            Here::Known(addr) => Some(addr),
+        }
+    }
 }
 
 /// What became of a request.
@@ -231,7 +252,9 @@ impl Waiting {
         match self {
             Waiting::Web99(p) => Ready::Web99(p.wait().await),
             Waiting::Cgi(p) => {
-                let cgi = site.cgi().expect(
+                // The server's gateway: the site waited from need not be the
+                // one whose mount started the script.
+                let cgi = site.shared.cgi.as_ref().expect(
                     "invariant: a CGI wait comes from a CGI route, which needs the gateway",
                 );
                 Ready::Cgi(p.wait(cgi).await)
@@ -417,7 +440,7 @@ fn handle_cgi(
         body,
         mount,
         rest,
-        local: cx.socket.local_addr().unwrap_or(peer),
+        local: cx.here.addr().unwrap_or(peer),
         peer,
     };
     let (mounts, docroot) = (cx.site.cgi_mounts(), &cx.site.host().docroot_path);
@@ -450,7 +473,7 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
     // Checked here, where it inlines: the log is usually off.
     let log = if cx.site.logging() {
         capture_log(cx.out, cx.site, |text, format| {
-            access_log::capture_request(text, head, format);
+            access_log::capture_request(text, head, format, cx.client.http2);
         })
     } else {
         None
@@ -465,19 +488,21 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
     }
 }
 
-/// Saves the access-log text of a request, when the log is on.
+/// Saves the access-log text of a request, when `site`'s log is on; its line
+/// goes to that log.
 pub(crate) fn capture_log(
     out: &mut Output,
     site: Site<'_>,
     capture: impl FnOnce(&mut Vec<u8>, LogFormat),
-) -> Option<Range<usize>> {
-    if !site.logging() {
-        return None;
-    }
+) -> Option<LogText> {
+    let sink = site.host.log?;
     let text = out.log_text_mut();
     let start = text.len();
     capture(text, site.config().log_format);
-    Some(start..text.len())
+    Some(LogText {
+        sink,
+        text: start..text.len(),
+    })
 }
 
 #[cfg(test)]

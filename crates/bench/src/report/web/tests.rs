@@ -70,6 +70,7 @@ fn options(static_only: bool, agents: bool) -> Options {
         tls_resume: 0.5,
         tls_ca: None,
         tls_insecure: false,
+        http2: false,
         connections: 10,
         profile: ProfileName::Quick,
         run_time: None,
@@ -143,6 +144,7 @@ fn runs() -> Vec<Run> {
                     resume_ratio: 0.5,
                     ca_pem: None,
                     insecure: false,
+                    http2: false,
                 },
                 TlsParameters {
                     protocol: "TLSv1_3".into(),

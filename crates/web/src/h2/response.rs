@@ -1,0 +1,160 @@
+//! The answer queued on an [`Output`] as an HTTP/2 response: the status and
+//! fields of its HTTP/1.1 head, without the connection-specific ones, then its
+//! body as DATA frames, as fast as the client's flow-control window and the
+//! socket allow.
+
+use std::future::poll_fn;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::SendStream;
+use h2::server::SendResponse;
+
+use crate::output::{Chunk, Output};
+
+/// Most bytes handed to h2 at once: one read of a file, a few DATA frames.
+const MAX_CHUNK: usize = crate::local::TLS_BATCH;
+
+/// Most fields in a response head we wrote (a static file's has about ten).
+const MAX_FIELDS: usize = 64;
+
+/// Fields that belong to an HTTP/1 connection, never sent over HTTP/2
+/// (RFC 9113 §8.2.2).
+const CONNECTION_FIELDS: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Why a response could not be sent.
+#[derive(Debug)]
+pub(super) enum Failed {
+    /// The stream or the connection failed (the client's reset among others).
+    H2(h2::Error),
+    /// The client's window stayed shut for the send timeout.
+    Stalled,
+    /// A file could not be read, or the queued head was not one we can send.
+    Local(io::Error),
+}
+
+impl From<h2::Error> for Failed {
+    fn from(e: h2::Error) -> Self {
+        Failed::H2(e)
+    }
+}
+
+/// Sends the single response queued on `out`, advancing its cursor as bytes go
+/// (so the access log counts what was sent).
+pub(super) async fn send(
+    out: &mut Output,
+    respond: &mut SendResponse<Bytes>,
+    send_timeout: Duration,
+) -> Result<(), Failed> {
+    let Some(queued) = out.queued().first() else {
+        return Err(Failed::Local(io::Error::other("no response was queued")));
+    };
+    let (head_len, body_len) = (queued.head_len as usize, queued.body_len);
+    let mut head = Vec::with_capacity(head_len);
+    while head.len() < head_len {
+        match out.peek(head_len - head.len()) {
+            Some(Chunk::Bytes(b)) => {
+                head.extend_from_slice(&b);
+                out.advance(b.len() as u64);
+            }
+            _ => return Err(Failed::Local(io::Error::other("a response head was cut"))),
+        }
+    }
+    let response = translate(&head).map_err(Failed::Local)?;
+    let mut send = respond.send_response(response, body_len == 0)?;
+    if body_len > 0 {
+        send_body(out, &mut send, send_timeout).await?;
+    }
+    Ok(())
+}
+
+/// The response of an HTTP/1.1 head.
+fn translate(head: &[u8]) -> io::Result<http::Response<()>> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+    let mut parsed = httparse::Response::new(&mut fields);
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
+    match parsed.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {}
+        _ => return Err(bad("a response head we cannot parse")),
+    }
+    let status = parsed.code.ok_or_else(|| bad("no status"))?;
+    let mut response = http::Response::builder().status(status);
+    for field in parsed.headers.iter() {
+        if CONNECTION_FIELDS
+            .iter()
+            .any(|c| field.name.eq_ignore_ascii_case(c))
+        {
+            continue;
+        }
+        response = response.header(field.name, field.value);
+    }
+    response
+        .body(())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Sends the body at `out`'s cursor: each chunk once the client's window has
+/// room for it, the last one ending the stream.
+async fn send_body(
+    out: &mut Output,
+    send: &mut SendStream<Bytes>,
+    send_timeout: Duration,
+) -> Result<(), Failed> {
+    while let Some(chunk) = out.peek(MAX_CHUNK) {
+        let want = match &chunk {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::File { len, .. } => *len as usize,
+        };
+        send.reserve_capacity(want);
+        let room = loop {
+            let capacity = poll_fn(|cx| send.poll_capacity(cx));
+            match tokio::time::timeout(send_timeout, capacity).await {
+                Err(_) => return Err(Failed::Stalled),
+                Ok(None) => return Err(Failed::Local(io::ErrorKind::BrokenPipe.into())),
+                Ok(Some(Err(e))) => return Err(Failed::H2(e)),
+                Ok(Some(Ok(0))) => continue,
+                Ok(Some(Ok(n))) => break n.min(want),
+            }
+        };
+        let data = match chunk {
+            Chunk::Bytes(b) => b.slice(..room),
+            Chunk::File { fd, offset, .. } => {
+                let mut buf = vec![0; room];
+                fd.read_exact_at(&mut buf, offset).map_err(Failed::Local)?;
+                Bytes::from(buf)
+            }
+        };
+        out.advance(room as u64);
+        send.send_data(data, out.is_done())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_fields_stay_behind() {
+        let head = b"HTTP/1.1 200 OK\r\nDate: x\r\nConnection: keep-alive\r\n\
+                     Keep-Alive: timeout=15\r\nContent-Length: 5\r\nETag: \"a\"\r\n\r\n";
+        let response = translate(head).expect("translate");
+        assert_eq!(response.status(), 200);
+        let names: Vec<_> = response.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["date", "content-length", "etag"]);
+    }
+
+    #[test]
+    fn a_broken_head_is_an_error() {
+        assert!(translate(b"HTTP/1.1 200 OK\r\nDate: x\r\n").is_err());
+        assert!(translate(b"nonsense\r\n\r\n").is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! One HTTP/2 stream: its body gathered, the request translated and answered by
+//! the HTTP/1 handlers, the answer sent and logged.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream};
+use stoa_http_proto::request::header_storage;
+use stoa_http_proto::{Status, parse_request};
+
+use super::response::{self, Failed};
+use super::{Link, request};
+use crate::access_log;
+use crate::dispatch::{self, Cx, Here, Outcome, Site, Then, Waiting};
+use crate::local;
+use crate::output::Output;
+use crate::response::Reply;
+
+/// Answers one request, then lets the connection know how it ended.
+pub(super) async fn serve(
+    request: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    link: Arc<Link>,
+) {
+    let busy = Busy::new(&link);
+    let ended = answer(request, &mut respond, &link).await;
+    if let Err(e) = &ended {
+        if e.by_client() {
+            link.resets.fetch_add(1, Ordering::Relaxed);
+        }
+        tracing::debug!("{}: HTTP/2 stream: {e}", link.client.peer);
+    }
+    drop(busy);
+}
+
+/// Counts the stream as running (the connection's idle timer) and in flight (the
+/// server's draining) while it lives.
+struct Busy<'a>(&'a Link);
+
+impl Busy<'_> {
+    fn new(link: &Link) -> Busy<'_> {
+        link.shared.busy.fetch_add(1, Ordering::Relaxed);
+        Busy(link)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.shared.busy.fetch_sub(1, Ordering::Relaxed);
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+        self.0.ended.notify_one();
+    }
+}
+
+/// What went wrong on a stream, for the connection's reset count and the log.
+#[derive(Debug)]
+enum Ended {
+    H2(h2::Error),
+    /// The client reset the stream while its answer was being made.
+    Reset(Reason),
+    Other(String),
+}
+
+impl Ended {
+    /// The client reset the stream.
+    fn by_client(&self) -> bool {
+        match self {
+            Ended::H2(e) => e.is_reset() && e.is_remote(),
+            Ended::Reset(_) => true,
+            Ended::Other(_) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::H2(e) => e.fmt(f),
+            Ended::Reset(reason) => write!(f, "reset by the client: {reason}"),
+            Ended::Other(why) => f.write_str(why),
+        }
+    }
+}
+
+async fn answer(
+    request: http::Request<RecvStream>,
+    respond: &mut SendResponse<Bytes>,
+    link: &Link,
+) -> Result<(), Ended> {
+    let shared = &link.shared;
+    let limits = shared.config.limits;
+    let (parts, mut body) = request.into_parts();
+    // As much body as any handler takes, and one byte more to tell a body that
+    // is too large: the handlers refuse it (413) from its length. One declared
+    // too large is refused from its length without reading a byte of it.
+    let most = shared
+        .max_dynamic_body
+        .max(usize::try_from(limits.max_discard_body).unwrap_or(usize::MAX));
+    let declared = (parts.headers.get(http::header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let (length, gathered) = match declared {
+        _ if body.is_end_stream() => (None, Vec::new()),
+        Some(n) if n > most as u64 => (Some(n), Vec::new()),
+        _ => {
+            let deadline = Instant::now() + limits.body_timeout;
+            match tokio::time::timeout_at(deadline.into(), gather(&mut body, most)).await {
+                Ok(Ok(bytes)) => (Some(bytes.len() as u64), bytes),
+                Ok(Err(e)) => return Err(Ended::H2(e)),
+                Err(_) => {
+                    respond.send_reset(Reason::CANCEL);
+                    return Err(Ended::Other("request body timed out".into()));
+                }
+            }
+        }
+    };
+    let mut input = match request::head(&parts, length) {
+        Ok(head) => head,
+        Err(request::Malformed(why)) => {
+            respond.send_reset(Reason::PROTOCOL_ERROR);
+            return Err(Ended::Other(why.into()));
+        }
+    };
+    input.extend_from_slice(&gathered);
+    let mut out = local::with(shared, |l| l.take_output());
+    // A reset stops the work: the answer is dropped unmade (a CGI script is
+    // killed with its future).
+    let handled = tokio::select! {
+        handled = handle(&input, &mut out, link) => handled,
+        reset = poll_fn(|cx| respond.poll_reset(cx)) => {
+            local::with(shared, |l| l.give_output(out));
+            return Err(match reset {
+                Ok(reason) => Ended::Reset(reason),
+                Err(e) => Ended::H2(e),
+            });
+        }
+    };
+    let sent = match handled {
+        Ok(()) => response::send(&mut out, respond, limits.send_timeout)
+            .await
+            .map_err(|e| match e {
+                Failed::H2(e) => Ended::H2(e),
+                Failed::Stalled => {
+                    respond.send_reset(Reason::CANCEL);
+                    Ended::Other("the client's window stayed shut".into())
+                }
+                Failed::Local(e) => {
+                    respond.send_reset(Reason::INTERNAL_ERROR);
+                    Ended::Other(e.to_string())
+                }
+            }),
+        Err(why) => {
+            respond.send_reset(Reason::INTERNAL_ERROR);
+            Err(Ended::Other(why.into()))
+        }
+    };
+    crate::conn::log_written(shared, &mut out, link.client.peer.ip());
+    local::with(shared, |l| l.give_output(out));
+    sent
+}
+
+/// Reads the request body, `most` bytes and one more at most, giving the window
+/// back as it goes.
+async fn gather(body: &mut RecvStream, most: usize) -> Result<Vec<u8>, h2::Error> {
+    let mut gathered = Vec::new();
+    while let Some(data) = body.data().await {
+        let data = data?;
+        let _ = body.flow_control().release_capacity(data.len());
+        let room = (most + 1).saturating_sub(gathered.len());
+        gathered.extend_from_slice(&data[..data.len().min(room)]);
+        if gathered.len() > most {
+            // The rest is not read: the answer (413) says why.
+            break;
+        }
+    }
+    Ok(gathered)
+}
+
+/// Parses the translated request `input` (head and body) and queues its answer on
+/// `out`, waiting for it when a handler hands back something to wait for.
+async fn handle(input: &[u8], out: &mut Output, link: &Link) -> Result<(), &'static str> {
+    let shared = &link.shared;
+    let here = Here::Known(link.here.unwrap_or(link.client.peer));
+    let waiting = local::with(shared, |local| -> Result<Option<Waiting>, &'static str> {
+        local.tick();
+        let site = Site::of(shared);
+        let mut storage = header_storage();
+        let head = match parse_request(input, &mut storage, &shared.config.limits.head) {
+            Ok(Status::Complete(head)) => head,
+            Ok(Status::Partial) => return Err("a translated head was incomplete"),
+            Err(e) => {
+                // Too long a target, too many fields, …: the HTTP/1 answer.
+                let log = dispatch::capture_log(out, site, |text, format| {
+                    access_log::capture_raw(text, input, format);
+                });
+                let reply = Reply {
+                    date: local.date.http(),
+                    keep_alive: false,
+                    version: stoa_http_proto::Version::Http11,
+                    head_only: false,
+                    method: crate::metrics::Method::Other,
+                    log,
+                };
+                reply.status_page(out, e.status(), b"");
+                return Ok(None);
+            }
+        };
+        let mut cx = Cx {
+            site,
+            client: &link.client,
+            here,
+            cache: &mut local.cache,
+            encoder: &mut local.encoder,
+            date: local.date.http(),
+            out,
+            now: Instant::now(),
+        };
+        match dispatch::answer(&head, &input[head.len..], None, &mut cx) {
+            Outcome::Answered {
+                then: Then::Wait { waiting, .. },
+                ..
+            } => Ok(Some(waiting)),
+            // Keep-alive and what to do with the rest of the input are the
+            // connection's business, and this connection is HTTP/2's.
+            Outcome::Answered { .. } | Outcome::Refused => Ok(None),
+            Outcome::Incomplete(_) => Err("a translated request's body was incomplete"),
+        }
+    })?;
+    if let Some(waiting) = waiting {
+        let ready = waiting.wait(Site::of(shared)).await;
+        local::with(shared, |l| {
+            l.tick();
+            ready.send(out, l.date.http());
+        });
+    }
+    Ok(())
+}
