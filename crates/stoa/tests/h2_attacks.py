@@ -122,6 +122,23 @@ def status_of(frame, dec):
     return None
 
 
+def first_status(frames, dec, timeout=10.0):
+    """The :status of stream 1's response; otherwise what came first instead
+    (RST_STREAM or GOAWAY and its code), or None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = frames.next(deadline - time.monotonic())
+        if frame is None:
+            return None
+        if isinstance(frame, HeadersFrame) and frame.stream_id == 1:
+            return status_of(frame, dec)
+        if isinstance(frame, GoAwayFrame) or (
+            isinstance(frame, RstStreamFrame) and frame.stream_id == 1
+        ):
+            return f"{type(frame).__name__} {frame.error_code}"
+    return None
+
+
 def until_goaway(frames, timeout=10.0):
     """The GOAWAY's error code, or None if the connection ended (or time ran
     out) without one."""
@@ -277,18 +294,8 @@ def oversize_body(host, port, _pid):
         HeadersFrame(1, block, flags=["END_HEADERS"]).serialize()
         + DataFrame(1, b"x" * 16384).serialize()
     )
-    status = None
-    deadline = time.monotonic() + 10
-    while status is None and time.monotonic() < deadline:
-        frame = frames.next(deadline - time.monotonic())
-        if frame is None:
-            break
-        if isinstance(frame, HeadersFrame) and frame.stream_id == 1:
-            status = status_of(frame, dec)
-        elif isinstance(frame, (RstStreamFrame, GoAwayFrame)):
-            print(f"oversize_body: {type(frame).__name__} {frame.error_code} first")
-            break
-    print(f"oversize_body: status {status}")
+    status = first_status(frames, dec)
+    print(f"oversize_body: {status}")
     return status == 413
 
 
@@ -323,14 +330,7 @@ def flood(host, port, pid, frame_bytes, name):
 
     dec = Decoder()
     other.sendall(request(Encoder(), 1))
-    status = None
-    deadline = time.monotonic() + 10
-    while status is None and time.monotonic() < deadline:
-        frame = other_frames.next(deadline - time.monotonic())
-        if frame is None:
-            break
-        if isinstance(frame, HeadersFrame) and frame.stream_id == 1:
-            status = status_of(frame, dec)
+    status = first_status(other_frames, dec)
     print(
         f"{name}: sent {sent} frames ({'stalled: the server stopped reading' if stalled else 'all taken'}); "
         f"server RSS grew {grown} KiB; another connection got {status}"
