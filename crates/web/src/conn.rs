@@ -37,7 +37,6 @@ use crate::dispatch::{self, Client, Cx, Discard, Gathering, Outcome, Site, Then,
 use crate::local::{self, Local};
 use crate::metrics;
 use crate::output::{MAX_SENDFILE_CHUNK, Output};
-use crate::response::Reply;
 use crate::server::Shared;
 use crate::tls;
 
@@ -503,20 +502,8 @@ impl Conn {
     /// Queues an error answer for the unparsable head at `buf[pos..]`; the
     /// connection closes after it.
     fn reject_with(&mut self, site: Site<'_>, date: &[u8], status: u16) {
-        let (buf, pos) = (&self.buf, self.pos);
-        let log = dispatch::capture_log(&mut self.out, site, |text, format| {
-            access_log::capture_raw(text, &buf[pos..], format);
-        });
+        dispatch::refuse_head(&mut self.out, site, date, &self.buf[self.pos..], status);
         self.pos = self.buf.len();
-        let reply = Reply {
-            date,
-            keep_alive: false,
-            version: stoa_http_proto::Version::Http11,
-            head_only: false,
-            method: metrics::Method::Other,
-            log,
-        };
-        reply.status_page(&mut self.out, status, b"");
     }
 
     fn reject(&mut self, status: u16) {

@@ -488,6 +488,24 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
     }
 }
 
+/// Queues the closing error answer `status` to a head that could not be parsed,
+/// `raw` (its first line is what the access log shows). Shared by HTTP/1
+/// connections and HTTP/2 streams.
+pub(crate) fn refuse_head(out: &mut Output, site: Site<'_>, date: &[u8], raw: &[u8], status: u16) {
+    let log = capture_log(out, site, |text, format| {
+        access_log::capture_raw(text, raw, format);
+    });
+    let reply = Reply {
+        date,
+        keep_alive: false,
+        version: stoa_http_proto::Version::Http11,
+        head_only: false,
+        method: metrics::Method::Other,
+        log,
+    };
+    reply.status_page(out, status, b"");
+}
+
 /// Saves the access-log text of a request, when `site`'s log is on; its line
 /// goes to that log.
 pub(crate) fn capture_log(

@@ -14,11 +14,9 @@ use stoa_http_proto::{Status, parse_request};
 
 use super::response::{self, Failed};
 use super::{Link, request};
-use crate::access_log;
 use crate::dispatch::{self, Cx, Here, Outcome, Site, Then, Waiting};
 use crate::local;
 use crate::output::Output;
-use crate::response::Reply;
 
 /// Answers one request, then lets the connection know how it ended.
 pub(super) async fn serve(
@@ -193,18 +191,7 @@ async fn handle(input: &[u8], out: &mut Output, link: &Link) -> Result<(), &'sta
             Ok(Status::Partial) => return Err("a translated head was incomplete"),
             Err(e) => {
                 // Too long a target, too many fields, …: the HTTP/1 answer.
-                let log = dispatch::capture_log(out, site, |text, format| {
-                    access_log::capture_raw(text, input, format);
-                });
-                let reply = Reply {
-                    date: local.date.http(),
-                    keep_alive: false,
-                    version: stoa_http_proto::Version::Http11,
-                    head_only: false,
-                    method: crate::metrics::Method::Other,
-                    log,
-                };
-                reply.status_page(out, e.status(), b"");
+                dispatch::refuse_head(out, site, local.date.http(), input, e.status());
                 return Ok(None);
             }
         };
