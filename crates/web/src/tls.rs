@@ -29,6 +29,7 @@
 use std::io::{self, IoSlice, Read as _};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Poll, ready};
 
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
@@ -181,6 +182,8 @@ pub(crate) async fn serve(
                 let io = Io {
                     stream,
                     session,
+                    unsent: 0,
+                    cork: Cork::default(),
                     shut: false,
                 };
                 crate::h2::serve(io, origin, shared, permit).await;
@@ -409,18 +412,54 @@ pub(crate) async fn flush(
 
 /// An established TLS connection as a byte stream for a framing layer that does
 /// its own buffering (HTTP/2, through the h2 crate): reads decrypt what has
-/// arrived, writes encrypt and send at once. Writes push back (`Pending`) while
-/// rustls still holds TLS bytes the socket did not take, so what is buffered
-/// beyond the socket stays within one write.
+/// arrived; writes encrypt into rustls and are sent on `poll_flush`, or as soon
+/// as a [`TLS_BATCH`] of them is waiting. So the frames of every stream answered
+/// between two flushes leave in one `sendmsg`, and a frame's header and payload
+/// (a vectored write) share a TLS record: measured on 1 KiB responses over h2,
+/// sending at each write cost one system call and two records per response.
+/// Writes push back (`Pending`) while a batch is waiting for a full socket, so
+/// what is buffered beyond the socket stays within one batch.
+///
+/// h2 flushes each time its connection is polled, and the connection is polled
+/// once per stream accepted; while a [`Cork`] holds, a flush of less than a batch
+/// is put off, so the answers to the streams of one read leave together.
 #[derive(Debug)]
 pub(crate) struct Io {
     stream: TcpStream,
     session: Box<Session>,
+    /// Plaintext bytes encrypted since the socket last took everything.
+    unsent: usize,
+    cork: Cork,
     /// `close_notify` was queued by `poll_shutdown`.
     shut: bool,
 }
 
+/// Puts off an [`Io`]'s flushes while it holds (see there).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Cork(Arc<AtomicBool>);
+
+impl Cork {
+    /// Holds back flushes of less than a batch until [`Cork::release`].
+    pub(crate) fn hold(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Lets flushes through again; the next one sends what was held.
+    pub(crate) fn release(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+
+    fn holds(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 impl Io {
+    /// The cork of this stream's flushes.
+    pub(crate) fn cork(&self) -> Cork {
+        self.cork.clone()
+    }
+
     /// This end's address (a CGI script's `SERVER_PORT`).
     pub(crate) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.stream.local_addr()
@@ -431,7 +470,10 @@ impl Io {
     fn poll_send(&mut self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
         loop {
             match self.session.send_pending(&self.stream, false) {
-                Ok(()) => return Poll::Ready(Ok(())),
+                Ok(()) => {
+                    self.unsent = 0;
+                    return Poll::Ready(Ok(()));
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     ready!(self.stream.poll_write_ready(cx))?;
                 }
@@ -480,18 +522,55 @@ impl AsyncWrite for Io {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[IoSlice::new(buf)])
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        ready!(this.poll_send(cx))?;
-        let n = io::Write::write(&mut this.session.conn.writer(), buf)?;
-        // Sent now if the socket takes it; otherwise the next write or flush waits.
-        match this.session.send_pending(&this.stream, false) {
-            Err(e) if e.kind() != io::ErrorKind::WouldBlock => Poll::Ready(Err(e)),
-            _ => Poll::Ready(Ok(n)),
+        if this.unsent >= TLS_BATCH {
+            ready!(this.poll_send(cx))?;
         }
+        // At most one batch more: the session has no buffer limit of its own.
+        let mut room = TLS_BATCH;
+        let mut taken = [IoSlice::new(&[]); MAX_IOVECS];
+        let mut n = 0;
+        for buf in bufs.iter().filter(|b| !b.is_empty()).take(MAX_IOVECS) {
+            let part = &buf[..buf.len().min(room)];
+            taken[n] = IoSlice::new(part);
+            n += 1;
+            room -= part.len();
+            if room == 0 {
+                break;
+            }
+        }
+        let written = io::Write::write_vectored(&mut this.session.conn.writer(), &taken[..n])?;
+        this.unsent += written;
+        // A full batch goes now if the socket takes it; otherwise the next write
+        // or the flush waits for it.
+        if this.unsent >= TLS_BATCH {
+            match this.session.send_pending(&this.stream, false) {
+                Ok(()) => this.unsent = 0,
+                Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Poll::Ready(Err(e)),
+                Err(_) => {}
+            }
+        }
+        Poll::Ready(Ok(written))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_send(cx)
+        let this = self.get_mut();
+        if this.cork.holds() {
+            return Poll::Ready(Ok(()));
+        }
+        this.poll_send(cx)
     }
 
     fn poll_shutdown(

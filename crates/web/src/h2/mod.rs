@@ -15,9 +15,14 @@
 //! protocol the client spoke (`HTTP/2.0`).
 //!
 //! One task per connection ([`serve`]) drives the h2 connection: reading,
-//! writing, accepting streams, and the timeouts. Each stream is a task of its own
-//! on the same worker ([`stream::serve`]), so a CGI script or a client slow to
-//! read holds only its stream.
+//! writing, accepting streams, and the timeouts. A request without a body whose
+//! answer is ready at once and at most [`SEND_BUFFER`] long (a file, a cached
+//! page, an error) is answered on that task ([`stream::start`]): its frames join
+//! h2's queue and leave with those of the other streams read in the same batch,
+//! in one flush. Any other stream (a request body to gather, a CGI script or a
+//! dynamic answer to wait for, a large file) becomes a task of its own on the
+//! same worker ([`stream::serve`]), so a script or a client slow to read holds
+//! only its stream.
 //!
 //! # Limits
 //!
@@ -61,6 +66,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use std::future::poll_fn;
+use std::task::{Context, Poll};
 
 use h2::Reason;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -133,6 +139,7 @@ pub(crate) async fn serve(
     let _permit = permit;
     let limits = shared.config.limits;
     let here = io.local_addr().ok();
+    let cork = io.cork();
     let mut builder = h2::server::Builder::new();
     builder
         .max_concurrent_streams(limits.h2_max_streams)
@@ -182,10 +189,22 @@ pub(crate) async fn serve(
         // client opens wait in h2's queue, and resetting them there counts
         // towards `PENDING_ACCEPT_RESETS`), but the connection is still driven.
         let full = link.open.load(Ordering::Relaxed) >= most;
-        let driven = poll_fn(|cx| match full {
+        let mut poll = |cx: &mut Context<'_>| match full {
             false => conn.poll_accept(cx),
             // Ready only when the connection has ended.
             true => conn.poll_closed(cx).map(|closed| closed.err().map(Err)),
+        };
+        // h2 flushes whenever it is polled: with the cork held, the answers
+        // queued for the streams of one read wait until none is left to accept,
+        // then a second poll flushes them together.
+        let driven = poll_fn(|cx| {
+            cork.hold();
+            let first = poll(cx);
+            cork.release();
+            match first {
+                Poll::Pending => poll(cx),
+                ready => ready,
+            }
         });
         let accepted = tokio::select! {
             accepted = driven => accepted,
@@ -216,8 +235,10 @@ pub(crate) async fn serve(
         match accepted {
             Some(Ok((request, respond))) => {
                 link.opened.fetch_add(1, Ordering::Relaxed);
-                link.open.fetch_add(1, Ordering::Relaxed);
-                tokio::spawn(stream::serve(request, respond, Arc::clone(&link)));
+                if let Some(rest) = stream::start(request, respond, &link) {
+                    link.open.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(stream::serve(rest, Arc::clone(&link)));
+                }
             }
             Some(Err(e)) => {
                 tracing::debug!("{}: HTTP/2 connection error: {e}", link.client.peer);

@@ -54,21 +54,7 @@ pub(super) async fn send(
     respond: &mut SendResponse<Bytes>,
     send_timeout: Duration,
 ) -> Result<(), Failed> {
-    let Some(queued) = out.queued().first() else {
-        return Err(Failed::Local(io::Error::other("no response was queued")));
-    };
-    let (head_len, body_len) = (queued.head_len as usize, queued.body_len);
-    let mut head = Vec::with_capacity(head_len);
-    while head.len() < head_len {
-        match out.peek(head_len - head.len()) {
-            Some(Chunk::Bytes(b)) => {
-                head.extend_from_slice(&b);
-                out.advance(b.len() as u64);
-            }
-            _ => return Err(Failed::Local(io::Error::other("a response head was cut"))),
-        }
-    }
-    let response = translate(&head).map_err(Failed::Local)?;
+    let (response, body_len) = take_head(out)?;
     let mut send = respond.send_response(response, body_len == 0)?;
     if body_len > 0 {
         send_body(out, &mut send, send_timeout).await?;
@@ -76,8 +62,67 @@ pub(super) async fn send(
     Ok(())
 }
 
-/// The response of an HTTP/1.1 head.
-fn translate(head: &[u8]) -> io::Result<http::Response<()>> {
+/// Queues the single response on `out` with h2 whole, whatever the client's
+/// window: h2 holds what the window does not take yet. For small bodies only
+/// (a stream counts against the connection's stream limit until its bytes
+/// leave, which bounds what is held).
+pub(super) fn send_now(out: &mut Output, respond: &mut SendResponse<Bytes>) -> Result<(), Failed> {
+    let (response, body_len) = take_head(out)?;
+    let mut send = respond.send_response(response, body_len == 0)?;
+    while let Some(chunk) = out.peek(MAX_CHUNK) {
+        let data = read(chunk)?;
+        out.advance(data.len() as u64);
+        send.send_data(data, out.is_done())?;
+    }
+    Ok(())
+}
+
+/// The response of the head at `out`'s cursor, which is advanced past it, and
+/// the length of the body that follows.
+fn take_head(out: &mut Output) -> Result<(http::Response<()>, u64), Failed> {
+    let Some(queued) = out.queued().first() else {
+        return Err(Failed::Local(io::Error::other("no response was queued")));
+    };
+    let (head_len, body_len) = (queued.head_len as usize, queued.body_len);
+    let cut = || Failed::Local(io::Error::other("a response head was cut"));
+    // One chunk, but for a head queued in parts.
+    let mut head = match out.peek(head_len) {
+        Some(Chunk::Bytes(b)) => b,
+        _ => return Err(cut()),
+    };
+    out.advance(head.len() as u64);
+    if head.len() < head_len {
+        let mut whole = Vec::with_capacity(head_len);
+        whole.extend_from_slice(&head);
+        while whole.len() < head_len {
+            match out.peek(head_len - whole.len()) {
+                Some(Chunk::Bytes(b)) => {
+                    whole.extend_from_slice(&b);
+                    out.advance(b.len() as u64);
+                }
+                _ => return Err(cut()),
+            }
+        }
+        head = Bytes::from(whole);
+    }
+    Ok((translate(&head).map_err(Failed::Local)?, body_len))
+}
+
+/// The bytes of `chunk`, a file's read from it.
+fn read(chunk: Chunk) -> Result<Bytes, Failed> {
+    match chunk {
+        Chunk::Bytes(b) => Ok(b),
+        Chunk::File { fd, offset, len } => {
+            let mut buf = vec![0; len as usize];
+            fd.read_exact_at(&mut buf, offset).map_err(Failed::Local)?;
+            Ok(Bytes::from(buf))
+        }
+    }
+}
+
+/// The response of an HTTP/1.1 head. Field values are slices of `head`, not
+/// copies.
+fn translate(head: &Bytes) -> io::Result<http::Response<()>> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
     let mut parsed = httparse::Response::new(&mut fields);
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
@@ -86,7 +131,10 @@ fn translate(head: &[u8]) -> io::Result<http::Response<()>> {
         _ => return Err(bad("a response head we cannot parse")),
     }
     let status = parsed.code.ok_or_else(|| bad("no status"))?;
-    let mut response = http::Response::builder().status(status);
+    let mut response = http::Response::new(());
+    *response.status_mut() =
+        http::StatusCode::from_u16(status).map_err(|_| bad("a status out of range"))?;
+    let headers = response.headers_mut();
     for field in parsed.headers.iter() {
         if CONNECTION_FIELDS
             .iter()
@@ -94,11 +142,13 @@ fn translate(head: &[u8]) -> io::Result<http::Response<()>> {
         {
             continue;
         }
-        response = response.header(field.name, field.value);
+        let name = http::HeaderName::from_bytes(field.name.as_bytes())
+            .map_err(|_| bad("a field name we cannot send"))?;
+        let value = http::HeaderValue::from_maybe_shared(head.slice_ref(field.value))
+            .map_err(|_| bad("a field value we cannot send"))?;
+        headers.append(name, value);
     }
-    response
-        .body(())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Ok(response)
 }
 
 /// Sends the body at `out`'s cursor: each chunk once the client's window has
@@ -126,11 +176,11 @@ async fn send_body(
         };
         let data = match chunk {
             Chunk::Bytes(b) => b.slice(..room),
-            Chunk::File { fd, offset, .. } => {
-                let mut buf = vec![0; room];
-                fd.read_exact_at(&mut buf, offset).map_err(Failed::Local)?;
-                Bytes::from(buf)
-            }
+            Chunk::File { fd, offset, .. } => read(Chunk::File {
+                fd,
+                offset,
+                len: room as u64,
+            })?,
         };
         out.advance(room as u64);
         send.send_data(data, out.is_done())?;
@@ -146,7 +196,7 @@ mod tests {
     fn connection_fields_stay_behind() {
         let head = b"HTTP/1.1 200 OK\r\nDate: x\r\nConnection: keep-alive\r\n\
                      Keep-Alive: timeout=15\r\nContent-Length: 5\r\nETag: \"a\"\r\n\r\n";
-        let response = translate(head).expect("translate");
+        let response = translate(&Bytes::from_static(head)).expect("translate");
         assert_eq!(response.status(), 200);
         let names: Vec<_> = response.headers().keys().map(|k| k.as_str()).collect();
         assert_eq!(names, ["date", "content-length", "etag"]);
@@ -154,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_broken_head_is_an_error() {
-        assert!(translate(b"HTTP/1.1 200 OK\r\nDate: x\r\n").is_err());
-        assert!(translate(b"nonsense\r\n\r\n").is_err());
+        assert!(translate(&Bytes::from_static(b"HTTP/1.1 200 OK\r\nDate: x\r\n")).is_err());
+        assert!(translate(&Bytes::from_static(b"nonsense\r\n\r\n")).is_err());
     }
 }

@@ -18,14 +18,94 @@ use crate::dispatch::{self, Cx, Here, Outcome, Site, Then, Waiting};
 use crate::local;
 use crate::output::Output;
 
-/// Answers one request, then lets the connection know how it ended.
-pub(super) async fn serve(
+/// Where a stream stands when the connection's task hands it to a task of its
+/// own.
+pub(super) enum Rest {
+    /// A request with a body, to be gathered first.
+    Body(http::Request<RecvStream>, SendResponse<Bytes>),
+    /// Answered, or waiting for its answer (a CGI script, a dynamic request
+    /// that waits), with more to send than the connection's task sends at once.
+    Answer {
+        respond: SendResponse<Bytes>,
+        out: Output,
+        waiting: Option<Waiting>,
+    },
+}
+
+/// The largest response body the connection's task queues at once: what h2
+/// buffers for one stream anyway ([`super::SEND_BUFFER`]).
+const AT_ONCE: u64 = super::SEND_BUFFER as u64;
+
+/// Starts answering a stream on the connection's task. A request without a body
+/// whose answer is ready and small (a file, a cached page, an error) is answered
+/// and logged here, with no task of its own: its frames join h2's send queue and
+/// leave with the next flush, together with those of the other streams read in
+/// the same batch. The rest is returned, for [`serve`] to finish.
+pub(super) fn start(
     request: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
-    link: Arc<Link>,
-) {
+    link: &Link,
+) -> Option<Rest> {
+    if !request.body().is_end_stream() {
+        return Some(Rest::Body(request, respond));
+    }
+    let shared = &link.shared;
+    let (parts, _) = request.into_parts();
+    let input = match request::head(&parts, None) {
+        Ok(head) => head,
+        Err(request::Malformed(why)) => {
+            respond.send_reset(Reason::PROTOCOL_ERROR);
+            tracing::debug!("{}: HTTP/2 stream: {why}", link.client.peer);
+            return None;
+        }
+    };
+    let mut out = local::with(shared, |l| l.take_output());
+    let ended = match handle(&input, &mut out, link) {
+        Ok(waiting @ Some(_)) => {
+            return Some(Rest::Answer {
+                respond,
+                out,
+                waiting,
+            });
+        }
+        Ok(None) if out.queued().first().is_some_and(|q| q.body_len > AT_ONCE) => {
+            return Some(Rest::Answer {
+                respond,
+                out,
+                waiting: None,
+            });
+        }
+        Ok(None) => response::send_now(&mut out, &mut respond).map_err(|e| failed(e, &mut respond)),
+        Err(why) => {
+            respond.send_reset(Reason::INTERNAL_ERROR);
+            Err(Ended::Other(why.into()))
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!("{}: HTTP/2 stream: {e}", link.client.peer);
+    }
+    crate::conn::log_written(shared, &mut out, link.client.peer.ip());
+    local::with(shared, |l| l.give_output(out));
+    None
+}
+
+/// Finishes a stream [`start`] could not answer at once, then lets the
+/// connection know how it ended.
+pub(super) async fn serve(rest: Rest, link: Arc<Link>) {
     let busy = Busy::new(&link);
-    let ended = answer(request, &mut respond, &link).await;
+    let ended = match rest {
+        Rest::Body(request, mut respond) => answer(request, &mut respond, &link).await,
+        Rest::Answer {
+            mut respond,
+            mut out,
+            waiting,
+        } => {
+            let ended = finish(&mut respond, &mut out, waiting, &link).await;
+            crate::conn::log_written(&link.shared, &mut out, link.client.peer.ip());
+            local::with(&link.shared, |l| l.give_output(out));
+            ended
+        }
+    };
     if let Err(e) = &ended {
         if e.by_client() {
             link.resets.fetch_add(1, Ordering::Relaxed);
@@ -124,32 +204,8 @@ async fn answer(
     };
     input.extend_from_slice(&gathered);
     let mut out = local::with(shared, |l| l.take_output());
-    // A reset stops the work: the answer is dropped unmade (a CGI script is
-    // killed with its future).
-    let handled = tokio::select! {
-        handled = handle(&input, &mut out, link) => handled,
-        reset = poll_fn(|cx| respond.poll_reset(cx)) => {
-            local::with(shared, |l| l.give_output(out));
-            return Err(match reset {
-                Ok(reason) => Ended::Reset(reason),
-                Err(e) => Ended::H2(e),
-            });
-        }
-    };
-    let sent = match handled {
-        Ok(()) => response::send(&mut out, respond, limits.send_timeout)
-            .await
-            .map_err(|e| match e {
-                Failed::H2(e) => Ended::H2(e),
-                Failed::Stalled => {
-                    respond.send_reset(Reason::CANCEL);
-                    Ended::Other("the client's window stayed shut".into())
-                }
-                Failed::Local(e) => {
-                    respond.send_reset(Reason::INTERNAL_ERROR);
-                    Ended::Other(e.to_string())
-                }
-            }),
+    let ended = match handle(&input, &mut out, link) {
+        Ok(waiting) => finish(respond, &mut out, waiting, link).await,
         Err(why) => {
             respond.send_reset(Reason::INTERNAL_ERROR);
             Err(Ended::Other(why.into()))
@@ -157,7 +213,53 @@ async fn answer(
     };
     crate::conn::log_written(shared, &mut out, link.client.peer.ip());
     local::with(shared, |l| l.give_output(out));
-    sent
+    ended
+}
+
+/// Waits for the answer when a handler handed back something to wait for, then
+/// sends it. A reset stops the wait: the answer is dropped unmade (a CGI script
+/// is killed with its future).
+async fn finish(
+    respond: &mut SendResponse<Bytes>,
+    out: &mut Output,
+    waiting: Option<Waiting>,
+    link: &Link,
+) -> Result<(), Ended> {
+    let shared = &link.shared;
+    if let Some(waiting) = waiting {
+        tokio::select! {
+            ready = waiting.wait(Site::of(shared)) => local::with(shared, |l| {
+                l.tick();
+                ready.send(out, l.date.http());
+            }),
+            reset = poll_fn(|cx| respond.poll_reset(cx)) => {
+                return Err(match reset {
+                    Ok(reason) => Ended::Reset(reason),
+                    Err(e) => Ended::H2(e),
+                });
+            }
+        }
+    }
+    let send_timeout = shared.config.limits.send_timeout;
+    match response::send(out, respond, send_timeout).await {
+        Ok(()) => Ok(()),
+        Err(e) => Err(failed(e, respond)),
+    }
+}
+
+/// Resets the stream as `e` requires, and says why it ended.
+fn failed(e: Failed, respond: &mut SendResponse<Bytes>) -> Ended {
+    match e {
+        Failed::H2(e) => Ended::H2(e),
+        Failed::Stalled => {
+            respond.send_reset(Reason::CANCEL);
+            Ended::Other("the client's window stayed shut".into())
+        }
+        Failed::Local(e) => {
+            respond.send_reset(Reason::INTERNAL_ERROR);
+            Ended::Other(e.to_string())
+        }
+    }
 }
 
 /// Reads the request body, `most` bytes and one more at most, giving the window
@@ -178,11 +280,11 @@ async fn gather(body: &mut RecvStream, most: usize) -> Result<Vec<u8>, h2::Error
 }
 
 /// Parses the translated request `input` (head and body) and queues its answer on
-/// `out`, waiting for it when a handler hands back something to wait for.
-async fn handle(input: &[u8], out: &mut Output, link: &Link) -> Result<(), &'static str> {
+/// `out`, or hands back what the answer waits for.
+fn handle(input: &[u8], out: &mut Output, link: &Link) -> Result<Option<Waiting>, &'static str> {
     let shared = &link.shared;
     let here = Here::Known(link.here.unwrap_or(link.client.peer));
-    let waiting = local::with(shared, |local| -> Result<Option<Waiting>, &'static str> {
+    local::with(shared, |local| {
         local.tick();
         let site = Site::of(shared);
         let mut storage = header_storage();
@@ -215,13 +317,5 @@ async fn handle(input: &[u8], out: &mut Output, link: &Link) -> Result<(), &'sta
             Outcome::Answered { .. } | Outcome::Refused => Ok(None),
             Outcome::Incomplete(_) => Err("a translated request's body was incomplete"),
         }
-    })?;
-    if let Some(waiting) = waiting {
-        let ready = waiting.wait(Site::of(shared)).await;
-        local::with(shared, |l| {
-            l.tick();
-            ready.send(out, l.date.http());
-        });
-    }
-    Ok(())
+    })
 }
