@@ -246,9 +246,11 @@ bench_begin() {
     check_background "before the run"
 }
 
+# result_dir KIND: bench-results/<date>-<host>-KIND, or $BENCH_OUT when set (a
+# second run of a kind on the same day, kept beside the first).
 result_dir() {
     local kind="$1" dir
-    dir="$REPO_ROOT/bench-results/$(date +%F)-$(hostname)-$kind"
+    dir="${BENCH_OUT:-$REPO_ROOT/bench-results/$(date +%F)-$(hostname)-$kind}"
     mkdir -p "$dir"
     echo "$dir"
 }
