@@ -51,6 +51,8 @@ python3 -c 'import prometheus_client' 2>/dev/null \
 /usr/bin/python3 -c 'import hpack, hyperframe' 2>/dev/null \
   || python3 -c 'import hpack, hyperframe' 2>/dev/null \
   || missing+=(python3-h2)
+# h2load, which crates/stoa/tests/http2.rs drives many HTTP/2 streams with.
+command -v h2load >/dev/null || missing+=(nghttp2-client)
 # Dovecot's LMTP server, as a store host behind Stoa's MTA
 # (crates/stoa/tests/routing.rs starts its own `dovecot -F` in a temporary
 # directory).

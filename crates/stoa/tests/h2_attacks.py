@@ -25,6 +25,11 @@ defence, 1 otherwise:
                       REFUSED_STREAM), the connection kept.
   oversize_body       a POST to a CGI script declaring 2 MiB, more than any
                       handler takes: answered 413 at once, before the body.
+  slow_window         not an attack: eight requests for /slow.bin (40,000
+                      bytes each) with the connection's window opened 12 KiB
+                      every 0.5 s, about 10 s in all, past the server's
+                      keep-alive timeout (the test sets 1 s): every stream
+                      ends whole, the connection kept while bytes move.
   ping_flood          100,000 PINGs without reading a byte, then
   settings_flood      100,000 SETTINGS likewise: the server's memory (PID's
                       VmRSS) grows by less than 32 MiB, and a second
@@ -46,6 +51,7 @@ from hyperframe.frame import (
     PingFrame,
     RstStreamFrame,
     SettingsFrame,
+    WindowUpdateFrame,
 )
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -348,6 +354,36 @@ def settings_flood(host, port, pid):
     return flood(host, port, pid, frame.serialize(), "settings_flood")
 
 
+def slow_window(host, port, _pid, streams=8, size=40_000):
+    conn = connect(host, port)
+    frames = Frames(conn)
+    enc = Encoder()
+    ids = [1 + 2 * i for i in range(streams)]
+    conn.sendall(b"".join(request(enc, i, "/slow.bin") for i in ids))
+    got = {i: 0 for i in ids}
+    ended = set()
+    deadline = time.monotonic() + 60
+    next_grant = time.monotonic() + 0.5
+    while len(ended) < streams and time.monotonic() < deadline:
+        frame = frames.next(max(0.01, next_grant - time.monotonic()))
+        if time.monotonic() >= next_grant:
+            conn.sendall(WindowUpdateFrame(0, window_increment=12 * 1024).serialize())
+            next_grant += 0.5
+        if frame is None:
+            if frames.closed:
+                break
+            continue
+        if isinstance(frame, (GoAwayFrame, RstStreamFrame)) and frame.error_code != 0:
+            print(f"slow_window: {type(frame).__name__} {frame.error_code}")
+            return False
+        if isinstance(frame, DataFrame) and frame.stream_id in got:
+            got[frame.stream_id] += len(frame.data)
+            if "END_STREAM" in frame.flags:
+                ended.add(frame.stream_id)
+    print(f"slow_window: bytes per stream {got}, ended {sorted(ended)}, closed {frames.closed}")
+    return len(ended) == streams and all(n == size for n in got.values())
+
+
 VECTORS = {
     "rapid_reset": rapid_reset,
     "reset_running": reset_running,
@@ -357,6 +393,7 @@ VECTORS = {
     "oversize_body": oversize_body,
     "ping_flood": ping_flood,
     "settings_flood": settings_flood,
+    "slow_window": slow_window,
 }
 
 if __name__ == "__main__":

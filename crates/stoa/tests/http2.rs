@@ -4,7 +4,8 @@
 //! size limit on bodies, the site chosen by `:authority` and the SNI/authority
 //! mismatch, the access log's `HTTP/2.0`, `[web] http2 = false`; and one test per
 //! known attack (rapid reset, CONTINUATION flood, HPACK bomb, the stream limit,
-//! PING and SETTINGS floods), each followed by a request on a new connection.
+//! PING and SETTINGS floods), each followed by a request on a new connection; and
+//! h2load (nghttp2-client) with many streams in flight at once.
 
 mod common;
 
@@ -141,6 +142,84 @@ fn curl_gets_files_ranges_conditionals_and_encodings_over_h2() {
         lines.contains("\"GET /big.bin HTTP/2.0\" 206 1000"),
         "{lines}"
     );
+}
+
+/// h2load (nghttp2-client) with 16 streams in flight on each connection, over
+/// answers sent in one flush with those of other streams (a small file, an
+/// error page) and answers with a task of their own (a file over 64 KiB): every
+/// stream completes, and the body bytes h2load received are exactly those the
+/// access log counts, each file whole.
+#[test]
+fn h2load_gets_every_stream_whole_whether_answered_at_once_or_on_its_own_task() {
+    let site = Site::new();
+    let mid: Vec<u8> = (0..20_000u32).map(|i| (i % 253) as u8).collect();
+    let big: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
+    site.write("mid.bin", &mid);
+    site.write("big.bin", &big);
+    let (server, _cert, log) = start(&site, &["--workers", "1"]);
+    let base = format!("https://127.0.0.1:{}", server.tls_addrs[0].port());
+    let urls: Vec<String> = ["/hello.txt", "/mid.bin", "/big.bin", "/nope"]
+        .iter()
+        .map(|p| format!("{base}{p}"))
+        .collect();
+    let run = stoa_testkit::run(
+        Command::new("h2load")
+            .args(["-n", "800", "-c", "2", "-m", "16", "-t", "1"])
+            .args(&urls),
+        b"",
+        Duration::from_secs(60),
+    );
+    assert!(
+        run.status.success(),
+        "h2load (nghttp2-client; scripts/test.sh installs it) failed:\n{}{}",
+        run.stdout,
+        run.stderr
+    );
+    let out = &run.stdout;
+    assert!(out.contains("Application protocol: h2"), "{out}");
+    // h2load asks for the URLs in turn and counts the 404s as failed.
+    assert!(
+        out.contains(
+            "800 total, 800 started, 800 done, 600 succeeded, 200 failed, 0 errored, 0 timeout"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("600 2xx, 0 3xx, 200 4xx, 0 5xx"), "{out}");
+    let received: u64 = out
+        .lines()
+        .find(|l| l.starts_with("traffic:"))
+        .and_then(|l| {
+            let data = l.rsplit_once(" data")?.0;
+            data.rsplit_once('(')?.1.strip_suffix(')')?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no data bytes in h2load's traffic line:\n{out}"));
+
+    let mut server = server;
+    server.stop_with(rustix::process::Signal::TERM);
+    let lines = std::fs::read_to_string(&log).expect("the access log");
+    let (mut logged, mut count) = (0u64, 0);
+    for line in lines.lines() {
+        let (path, status, size) = line
+            .split_once("\"GET ")
+            .and_then(|(_, rest)| {
+                let (path, rest) = rest.split_once(" HTTP/2.0\" ")?;
+                let mut fields = rest.split(' ');
+                Some((path, fields.next()?, fields.next()?.parse::<u64>().ok()?))
+            })
+            .unwrap_or_else(|| panic!("not an HTTP/2.0 GET line: {line}"));
+        let want = match path {
+            "/hello.txt" => ("200", HELLO.len() as u64),
+            "/mid.bin" => ("200", mid.len() as u64),
+            "/big.bin" => ("200", big.len() as u64),
+            "/nope" => ("404", size),
+            other => panic!("a request for {other}"),
+        };
+        assert_eq!((status, size), want, "{line}");
+        logged += size;
+        count += 1;
+    }
+    assert_eq!(count, 800, "one log line per stream");
+    assert_eq!(received, logged, "h2load's body bytes against the log's");
 }
 
 #[test]
@@ -301,6 +380,17 @@ fn python_with_h2() -> String {
         }
     }
     panic!("no python3 with hpack and hyperframe: install python3-h2 (scripts/test.sh does)");
+}
+
+/// Answers queued whole on the connection's task keep the connection past the
+/// keep-alive timeout while their bytes keep leaving under a window the client
+/// opens slowly.
+#[test]
+fn a_slow_window_gets_every_answer_past_the_keepalive_timeout() {
+    let site = Site::new();
+    let body: Vec<u8> = (0..40_000u32).map(|i| (i % 199) as u8).collect();
+    site.write("slow.bin", &body);
+    attack_with("slow_window", &site, &["--keepalive-timeout", "1s"], &[]);
 }
 
 #[test]

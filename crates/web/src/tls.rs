@@ -29,7 +29,7 @@
 use std::io::{self, IoSlice, Read as _};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Poll, ready};
 
 use rustix::net::{RecvFlags, SendAncillaryBuffer, SendFlags};
@@ -434,23 +434,40 @@ pub(crate) struct Io {
     shut: bool,
 }
 
-/// Puts off an [`Io`]'s flushes while it holds (see there).
+/// Puts off an [`Io`]'s flushes while it holds (see there), and counts the
+/// times the socket took everything that was waiting.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Cork(Arc<AtomicBool>);
+pub(crate) struct Cork(Arc<CorkState>);
+
+#[derive(Debug, Default)]
+struct CorkState {
+    held: AtomicBool,
+    sent: AtomicU64,
+}
 
 impl Cork {
     /// Holds back flushes of less than a batch until [`Cork::release`].
     pub(crate) fn hold(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.0.held.store(true, Ordering::Relaxed);
     }
 
     /// Lets flushes through again; the next one sends what was held.
     pub(crate) fn release(&self) {
-        self.0.store(false, Ordering::Relaxed);
+        self.0.held.store(false, Ordering::Relaxed);
+    }
+
+    /// How many times the socket has taken every byte written so far: it
+    /// changes while the client reads.
+    pub(crate) fn sent(&self) -> u64 {
+        self.0.sent.load(Ordering::Relaxed)
     }
 
     fn holds(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.held.load(Ordering::Relaxed)
+    }
+
+    fn count_sent(&self) {
+        self.0.sent.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -471,6 +488,9 @@ impl Io {
         loop {
             match self.session.send_pending(&self.stream, false) {
                 Ok(()) => {
+                    if self.unsent > 0 {
+                        self.cork.count_sent();
+                    }
                     self.unsent = 0;
                     return Poll::Ready(Ok(()));
                 }
@@ -553,7 +573,10 @@ impl AsyncWrite for Io {
         // or the flush waits for it.
         if this.unsent >= TLS_BATCH {
             match this.session.send_pending(&this.stream, false) {
-                Ok(()) => this.unsent = 0,
+                Ok(()) => {
+                    this.cork.count_sent();
+                    this.unsent = 0;
+                }
                 Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Poll::Ready(Err(e)),
                 Err(_) => {}
             }

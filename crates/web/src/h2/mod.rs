@@ -53,8 +53,10 @@
 //!   `limits.body_timeout`;
 //! - a connection with no stream open for `limits.keepalive_timeout` (the first
 //!   stream: within `limits.head_timeout` of the accept) gets GOAWAY and is
-//!   closed; a stream whose client stops reading is reset after
-//!   `limits.send_timeout` without a window update.
+//!   closed; a stream task whose client stops reading is reset after
+//!   `limits.send_timeout` without a window update. Answers queued whole on the
+//!   connection's task keep it open while the socket keeps taking bytes; once
+//!   it has taken none for `limits.send_timeout`, the keep-alive timeout runs.
 
 mod request;
 mod response;
@@ -184,6 +186,9 @@ pub(crate) async fn serve(
     // from the moment no stream is open.
     let mut idle_until = deadline;
     let mut going_away: Option<Instant> = None;
+    // When the socket last took everything written: answers queued whole on
+    // this task (see `stream::start`) are leaving while it moves.
+    let (mut sent, mut moved) = (cork.sent(), Instant::now());
     loop {
         // At the limit of running streams no stream is accepted (those the
         // client opens wait in h2's queue, and resetting them there counts
@@ -212,7 +217,14 @@ pub(crate) async fn serve(
             _ = tick.tick() => {
                 let now = Instant::now();
                 let open = link.open.load(Ordering::Relaxed);
-                if open > 0 {
+                if cork.sent() != sent {
+                    (sent, moved) = (cork.sent(), now);
+                }
+                // Streams whose answers are queued with h2 keep the connection
+                // as long as their bytes keep leaving (a stream task has its
+                // own send timeout).
+                let leaving = conn.has_streams() && now < moved + limits.send_timeout;
+                if open > 0 || leaving {
                     idle_until = now + limits.keepalive_timeout;
                 }
                 let shared = &link.shared;
@@ -226,7 +238,9 @@ pub(crate) async fn serve(
                     }
                     // A client that does not answer the GOAWAY's PING, with
                     // nothing left to send it, is not waited for.
-                    Some(since) if open == 0 && now >= since + limits.linger_idle => break,
+                    Some(since) if open == 0 && !leaving && now >= since + limits.linger_idle => {
+                        break;
+                    }
                     _ => {}
                 }
                 continue;
