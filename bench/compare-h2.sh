@@ -40,22 +40,14 @@ bench_begin h2
 
 DOCROOT="$BENCH_TMP/www"
 make_docroot "$DOCROOT"
-CERT="$BENCH_TMP/cert.pem" KEY="$BENCH_TMP/key.pem"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$KEY" -out "$CERT" \
-    -days 2 -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -addext "basicConstraints=critical,CA:FALSE" 2>/dev/null
-
+make_tls_pair "$BENCH_TMP"
 LIMIT="$(ulimit -n)"
 NGINX_DIR="$BENCH_TMP/nginx"
 NGINX_PORT="$(free_port)"
-write_nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$DOCROOT" 75s 4096 off "worker_rlimit_nofile $LIMIT;"
 # nginx's defaults for HTTP/2 are kept (128 streams, as stoa's h2_max_streams).
 # `listen ... http2` rather than `http2 on`, which nginx has only since 1.25.1
 # (Debian 12 ships 1.22); newer ones accept it with a deprecation warning.
-sed -i "s|listen 127.0.0.1:$NGINX_PORT reuseport;|listen 127.0.0.1:$NGINX_PORT reuseport ssl http2;\n        \
-ssl_certificate $CERT;\n        ssl_certificate_key $KEY;\n        \
-ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_session_cache shared:SSL:20m;|" "$NGINX_DIR/nginx.conf"
-sed -i "s|worker_connections 4096;|worker_connections $LIMIT;|" "$NGINX_DIR/nginx.conf"
+write_nginx_tls_conf "$NGINX_DIR" "$NGINX_PORT" "$DOCROOT" "ssl http2" "ssl_session_cache shared:SSL:20m;"
 # keepalive_requests (1000) also bounds the streams of an HTTP/2 connection in
 # nginx; h2load does not reconnect in a timed run (-D), so each connection would
 # stop at its thousandth request. Stoa has no such bound on HTTP/2 streams.

@@ -50,21 +50,12 @@ if ((FINDMAX)); then
 fi
 make_docroot "$DOCROOT"
 
-# One certificate for both: ECDSA P-256, an end-entity certificate for
-# localhost and 127.0.0.1.
-CERT="$BENCH_TMP/cert.pem" KEY="$BENCH_TMP/key.pem"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$KEY" -out "$CERT" \
-    -days 2 -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -addext "basicConstraints=critical,CA:FALSE" 2>/dev/null
-
+make_tls_pair "$BENCH_TMP"
 LIMIT="$(ulimit -n)"
 NGINX_DIR="$BENCH_TMP/nginx"
 NGINX_PORT="$(free_port)"
-write_nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$DOCROOT" 75s 4096 off "worker_rlimit_nofile $LIMIT;"
-sed -i "s|listen 127.0.0.1:$NGINX_PORT reuseport;|listen 127.0.0.1:$NGINX_PORT reuseport ssl;\n        \
-ssl_certificate $CERT;\n        ssl_certificate_key $KEY;\n        ssl_protocols TLSv1.2 TLSv1.3;\n        \
-ssl_session_cache shared:SSL:20m;\n        ssl_session_tickets on;|" "$NGINX_DIR/nginx.conf"
-sed -i "s|worker_connections 4096;|worker_connections $LIMIT;|" "$NGINX_DIR/nginx.conf"
+write_nginx_tls_conf "$NGINX_DIR" "$NGINX_PORT" "$DOCROOT" ssl \
+    "ssl_session_cache shared:SSL:20m;\n        ssl_session_tickets on;"
 start_nginx "$NGINX_DIR" "$NGINX_PORT"
 log "nginx (master $NGINX_PID) on https://127.0.0.1:$NGINX_PORT"
 

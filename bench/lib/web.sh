@@ -18,6 +18,17 @@ make_docroot() {
     chmod 644 "$dir"/*.bin
 }
 
+# --- TLS -------------------------------------------------------------------------
+
+# make_tls_pair DIR -> sets CERT and KEY (in DIR): one ECDSA P-256 end-entity
+# certificate for localhost and 127.0.0.1, which both servers of a comparison use.
+make_tls_pair() {
+    CERT="$1/cert.pem" KEY="$1/key.pem"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$KEY" -out "$CERT" \
+        -days 2 -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+        -addext "basicConstraints=critical,CA:FALSE" 2>/dev/null
+}
+
 # --- nginx -----------------------------------------------------------------------
 
 nginx_bin() {
@@ -73,6 +84,19 @@ http {
     }
 }
 EOF
+}
+
+# write_nginx_tls_conf DIR PORT DOCROOT LISTEN_FLAGS SSL_DIRECTIVES: write_nginx_conf
+# (access log off, keep-alive 75 s) with its listener on HTTPS: `listen ... reuseport
+# LISTEN_FLAGS` ("ssl", "ssl http2"), CERT and KEY from make_tls_pair, TLS 1.2 and
+# 1.3, then SSL_DIRECTIVES; as many connections as the open-file limit allows.
+write_nginx_tls_conf() {
+    local dir="$1" port="$2" docroot="$3" flags="$4" ssl="$5" limit
+    limit="$(ulimit -n)"
+    write_nginx_conf "$dir" "$port" "$docroot" 75s "$limit" off "worker_rlimit_nofile $limit;"
+    sed -i "s|listen 127.0.0.1:$port reuseport;|listen 127.0.0.1:$port reuseport $flags;\n        \
+ssl_certificate $CERT;\n        ssl_certificate_key $KEY;\n        ssl_protocols TLSv1.2 TLSv1.3;\n        \
+$ssl|" "$dir/nginx.conf"
 }
 
 # start_nginx CONF_DIR PORT -> sets NGINX_PID (the master)
