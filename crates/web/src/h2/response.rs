@@ -84,27 +84,13 @@ fn take_head(out: &mut Output) -> Result<(http::Response<()>, u64), Failed> {
         return Err(Failed::Local(io::Error::other("no response was queued")));
     };
     let (head_len, body_len) = (queued.head_len as usize, queued.body_len);
-    let cut = || Failed::Local(io::Error::other("a response head was cut"));
-    // One chunk, but for a head queued in parts.
-    let mut head = match out.peek(head_len) {
-        Some(Chunk::Bytes(b)) => b,
-        _ => return Err(cut()),
+    // A head is one range of the head buffer (`Output::push` joins adjacent
+    // ranges, never splits one), so it comes out whole in one chunk.
+    let head = match out.peek(head_len) {
+        Some(Chunk::Bytes(head)) if head.len() == head_len => head,
+        _ => return Err(Failed::Local(io::Error::other("a response head was cut"))),
     };
-    out.advance(head.len() as u64);
-    if head.len() < head_len {
-        let mut whole = Vec::with_capacity(head_len);
-        whole.extend_from_slice(&head);
-        while whole.len() < head_len {
-            match out.peek(head_len - whole.len()) {
-                Some(Chunk::Bytes(b)) => {
-                    whole.extend_from_slice(&b);
-                    out.advance(b.len() as u64);
-                }
-                _ => return Err(cut()),
-            }
-        }
-        head = Bytes::from(whole);
-    }
+    out.advance(head_len as u64);
     Ok((translate(&head).map_err(Failed::Local)?, body_len))
 }
 
