@@ -146,6 +146,43 @@ fn pipelined_requests_then_half_close_are_all_answered() {
     c.expect_closed();
 }
 
+/// A request that comes with the client's half-close on a kept-alive connection,
+/// both right after an answer and behind a long one: the end of input is seen as
+/// soon as the request is answered. The server drops tokio's readiness after a
+/// read that emptied the socket (`Conn::forget_readiness`); the end of input must
+/// not go with it, or the connection would stay open until it parks.
+#[test]
+fn half_close_after_a_kept_alive_request_closes_at_once() {
+    const LONG: usize = 8 << 20;
+    let fixture = common::Fixture::new();
+    fixture.write("long.bin", &pattern(LONG));
+    let config = fixture.config();
+    let s = fixture.start(config);
+    for long in [false, true] {
+        let mut c = Client::connect_small_rcvbuf(s.addr(), 4096);
+        if long {
+            // The server is still writing when the next request and the end come.
+            c.send(&get("/long.bin"));
+            assert_eq!(c.read_head_only().content_length(), Some(LONG as u64));
+        } else {
+            assert_eq!(c.get("/a.txt").body, A_TXT);
+        }
+        c.send(&get("/b.txt"));
+        c.shutdown_write();
+        if long {
+            assert!(c.read_exact_raw(LONG) == pattern(LONG));
+        }
+        assert_eq!(c.response().body, B_TXT);
+        let answered = std::time::Instant::now();
+        c.expect_closed();
+        let took = answered.elapsed();
+        assert!(
+            took < std::time::Duration::from_millis(700),
+            "closed {took:?} after the last answer (long: {long})"
+        );
+    }
+}
+
 #[test]
 fn requests_split_at_odd_boundaries_are_reassembled() {
     let s = TestServer::start();
