@@ -2,9 +2,10 @@
 //! header lines and, for small files, the contents.
 //!
 //! Like nginx's `open_file_cache`, a lookup is trusted for
-//! [`CacheConfig::revalidate`] (1 s); after that the path is opened again and compared
-//! by device, inode, size and modification time, so a replaced or edited file is
-//! picked up within a second and an unchanged one keeps its cached contents.
+//! [`CacheConfig::revalidate`] (1 s); after that the path is looked at again with one
+//! `stat` and compared by device, inode, size, modification time and mode, so a
+//! replaced or edited file is picked up within a second (and opened again) and an
+//! unchanged one keeps its descriptor and cached contents.
 //! Misses (404, 403, directories) are cached the same way, which also keeps a flood
 //! of requests for missing files from costing a system call each.
 //!
@@ -22,7 +23,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use lru::LruCache;
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, Stat};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags, Stat};
 use rustix::io::Errno;
 
 use crate::config::CacheConfig;
@@ -171,15 +172,15 @@ impl FileCache {
     }
 
     fn refresh(&mut self, key: &[u8], root: &OwnedFd, path: &[u8], now: Instant) {
-        let (opened, identity) = open(root, path);
         if let Some(old) = self.entries.get_mut(key)
-            && old.identity.is_some()
-            && old.identity == identity
+            && let Some(identity) = old.identity
+            && still(root, path, identity)
         {
             // Unchanged: keep the cached descriptor and contents.
             old.checked = now;
             return;
         }
+        let (opened, identity) = open(root, path);
         let kind = match opened {
             Opened::File(file, st) => Kind::File(self.file_info(file, &st, path)),
             Opened::Other(kind) => kind,
@@ -325,6 +326,22 @@ fn open_without_symlinks(root: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, Errno> {
     }
     // Empty path or "." : the root itself.
     rustix::fs::openat(root.as_fd(), ".", OPEN_FLAGS, Mode::empty())
+}
+
+/// Whether `path` beneath `root` still names the file of `identity`: one `stat`
+/// instead of an open, a `fstat` and a close (nginx revalidates with a `stat` too).
+/// The `stat` follows symbolic links without `RESOLVE_BENEATH`, which is safe
+/// here: a match means the path leads to the very inode the cache opened beneath
+/// the root, and what is served is that open descriptor; anything else, a path
+/// that now leaves the root included, goes through [`open`] again.
+fn still(root: &OwnedFd, path: &[u8], identity: Identity) -> bool {
+    let rel = path.strip_prefix(b"/").unwrap_or(path);
+    let st = if rel.is_empty() || rel.ends_with(b"/") {
+        rustix::fs::statat(root, [rel, INDEX].concat(), AtFlags::empty())
+    } else {
+        rustix::fs::statat(root, rel, AtFlags::empty())
+    };
+    st.is_ok_and(|st| Identity::of(&st) == identity)
 }
 
 /// Opens `path` beneath `root`: the file itself, or `index.html` for a path ending

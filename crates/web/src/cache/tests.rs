@@ -137,6 +137,38 @@ fn changes_are_seen_after_revalidation() {
     );
 }
 
+fn cached_file(c: &mut FileCache, r: &Root, path: &[u8]) -> Option<Arc<File>> {
+    match &c.lookup(0, &r.fd, path, Instant::now()).kind {
+        Kind::File(f) => Some(Arc::clone(&f.file)),
+        _ => None,
+    }
+}
+
+#[test]
+fn an_unchanged_file_keeps_its_descriptor_on_revalidation() {
+    let r = root();
+    let mut c = cache(Duration::ZERO);
+    for path in [&b"/a.txt"[..], b"/inside", b"/sub/"] {
+        let first = cached_file(&mut c, &r, path).expect("a file");
+        let again = cached_file(&mut c, &r, path).expect("still a file");
+        assert!(Arc::ptr_eq(&first, &again), "{path:?} was opened again");
+    }
+}
+
+#[test]
+fn a_file_turned_into_a_link_out_of_the_root_is_not_served() {
+    let r = root();
+    let mut c = cache(Duration::ZERO);
+    let path = r.dir.path().join("www/a.txt");
+    assert!(cached_file(&mut c, &r, b"/a.txt").is_some());
+    std::fs::remove_file(&path).expect("rm");
+    symlink("../secret", &path).expect("symlink");
+    assert_eq!(
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", Instant::now()).kind),
+        "not found"
+    );
+}
+
 #[test]
 fn trusted_within_the_revalidation_interval() {
     let r = root();
