@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::access_log;
+use crate::config::RuntimeModel;
 use crate::dispatch::{self, Client, Cx, Discard, Gathering, Outcome, Site, Then, Waiting};
 use crate::local::{self, Local};
 use crate::metrics;
@@ -78,6 +79,7 @@ pub(crate) async fn serve(
         Some(_) => origin.born,
         None => Instant::now(),
     };
+    let own_reactor = shared.config.runtime == RuntimeModel::PerCore;
     let mut conn = Conn {
         stream,
         // `tls::serve` has set `TCP_NODELAY` already, for the handshake.
@@ -100,8 +102,7 @@ pub(crate) async fn serve(
         head_started,
         phase: Phase::Fresh,
         intake: Intake::Head,
-        own_reactor: tokio::runtime::Handle::current().runtime_flavor()
-            == tokio::runtime::RuntimeFlavor::CurrentThread,
+        own_reactor,
     };
     let exit = conn.run().await;
     conn.set_busy(false);
@@ -278,8 +279,9 @@ struct Conn {
     /// only matters in the last batch, and nothing is written after it, so
     /// whether `TCP_NODELAY` was set no longer matters then.
     writing: Writing,
-    /// The worker's runtime is single-threaded, so tokio's readiness for this
-    /// socket cannot change while the task runs (see [`Conn::forget_readiness`]).
+    /// The worker's runtime is single-threaded (the per-core model), so tokio's
+    /// readiness for this socket cannot change while the task runs (see
+    /// [`Conn::forget_readiness`]).
     own_reactor: bool,
 }
 

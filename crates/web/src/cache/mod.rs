@@ -335,8 +335,8 @@ fn open_without_symlinks(root: &OwnedFd, rel: &[u8]) -> Result<OwnedFd, Errno> {
 /// the root, and what is served is that open descriptor; anything else, a path
 /// that now leaves the root included, goes through [`open`] again.
 fn still(root: &OwnedFd, path: &[u8], identity: Identity) -> bool {
-    let rel = path.strip_prefix(b"/").unwrap_or(path);
-    let st = if rel.is_empty() || rel.ends_with(b"/") {
+    let (rel, wants_dir) = relative(path);
+    let st = if wants_dir {
         rustix::fs::statat(root, [rel, INDEX].concat(), AtFlags::empty())
     } else {
         rustix::fs::statat(root, rel, AtFlags::empty())
@@ -344,11 +344,17 @@ fn still(root: &OwnedFd, path: &[u8], identity: Identity) -> bool {
     st.is_ok_and(|st| Identity::of(&st) == identity)
 }
 
+/// `path` relative to the root, and whether it names a directory (ends in `/`,
+/// or is the root itself), whose `index.html` is what is served.
+fn relative(path: &[u8]) -> (&[u8], bool) {
+    let rel = path.strip_prefix(b"/").unwrap_or(path);
+    (rel, rel.is_empty() || rel.ends_with(b"/"))
+}
+
 /// Opens `path` beneath `root`: the file itself, or `index.html` for a path ending
 /// in `/`.
 fn open(root: &OwnedFd, path: &[u8]) -> (Opened, Option<Identity>) {
-    let rel = path.strip_prefix(b"/").unwrap_or(path);
-    let wants_dir = rel.is_empty() || rel.ends_with(b"/");
+    let (rel, wants_dir) = relative(path);
     let result = if wants_dir {
         let index = [rel, INDEX].concat();
         match open_beneath(root, &index) {
