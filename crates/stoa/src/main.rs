@@ -10,14 +10,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mimalloc rather than glibc's malloc: the servers allocate and free large
-/// buffers on many threads (argon2's 19 MiB per login, multi-megabyte messages),
-/// and glibc's per-thread arenas kept them: a `stoa bench mail` run at 100
-/// msgs/min held 1.8 GB resident where 60 MB were live, and a login storm at
-/// 1,500 msgs/min grew the server to 22 GB and got it OOM-killed. mimalloc returns
-/// freed pages to the system.
+/// mimalloc (stoa-alloc's docs say why, and why a server purges at once).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: stoa_alloc::Allocator = stoa_alloc::Allocator;
 
 mod bench;
 mod check_config;

@@ -55,6 +55,9 @@ impl std::error::Error for InvalidConfig {}
 
 /// Runs the servers until SIGTERM or SIGINT, reloading on SIGHUP.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    // A server spends long stretches idle holding memory it has freed (parked
+    // connections, finished sessions): let the allocator give it back at once.
+    stoa_alloc::purge_freed_memory_at_once();
     // An invalid configuration is refused with its warnings beside its errors.
     let loaded = crate::check_config::load(args).map_err(crate::check_config::refuse)?;
     for w in &loaded.warnings {
