@@ -51,10 +51,7 @@ require_positive "--rounds and --run-time take positive integers" "$ROUNDS" "$RU
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
 ((PROFILE)) && ensure_commands perf:linux-perf
 bench_setup
-if ((PROFILE)) && ! command -v inferno-flamegraph >/dev/null; then
-    log "installing inferno (flame graphs) with cargo"
-    cargo install --locked --quiet inferno >/dev/null 2>&1 || die "cargo install inferno failed"
-fi
+((PROFILE)) && ensure_inferno
 bench_begin web99
 
 LIMIT="$(ulimit -n)"

@@ -9,11 +9,18 @@
 #
 #   bench/harness-cost.sh [--loads "1600 3200 6400"] [--run-time SECS] [--rounds 3]
 #                         [--server-cpus LIST] [--harness-cpus LIST] [--no-pin]
+#                         [--profile-load N | --no-profile]
 #
 # Both servers are pinned to the same CPU(s) (default 0) and the harness to the
 # others (default: the rest), so each one's CPU is its own; --no-pin lets them
 # share. Rounds interleave the servers (the order alternates by round); the
 # summary gives medians over the rounds and each ratio's range.
+#
+# Then one more run against stoa at --profile-load (default: the largest load)
+# with the harness under `perf record -e cpu-clock -g` for 10 s of its steady
+# phase: harness-profile.txt gives its user/kernel split, the share of its kernel
+# time that is the server end's receive work (loopback charges it to the sender),
+# and its kernel time by system call; flame-harness.svg shows the same.
 #
 # Results go to bench-results/<date>-<host>-harness-cost/.
 set -euo pipefail
@@ -27,17 +34,22 @@ ROUNDS=3
 PIN=1
 SERVER_CPUS=""
 HARNESS_CPUS=""
+PROFILE=1
+PROFILE_LOAD=""
 bench_cmdline "$@"
 parse_args "--loads=LOADS --run-time=RUN_TIME --rounds=ROUNDS --server-cpus=SERVER_CPUS
-    --harness-cpus=HARNESS_CPUS --no-pin=PIN=0" "$@"
+    --harness-cpus=HARNESS_CPUS --no-pin=PIN=0 --profile-load=PROFILE_LOAD --no-profile=PROFILE=0" "$@"
 
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
+((PROFILE)) && ensure_commands perf:linux-perf
 bench_setup
+((PROFILE)) && ensure_inferno
 bench_begin harness-cost
 
 LIMIT="$(ulimit -n)"
 MAX=0
 for n in $LOADS; do ((n > MAX)) && MAX=$n; done
+PROFILE_LOAD="${PROFILE_LOAD:-$MAX}"
 ((MAX + 100 <= LIMIT)) || die "open-file limit $LIMIT too low for $MAX connections"
 DOCROOT="$BENCH_TMP/www"
 log "writing the file set for $MAX connections"
@@ -98,6 +110,25 @@ done
 for server in stoa nginx; do run_one "$server" 64 closed-64 --closed-loop; done
 check_background "after the runs (servers idle)"
 
+# The harness under perf: the only process of the harness's run is `stoa bench web
+# ... --out $OUT/stoa-profile-N`, found by that argument once it has started.
+if ((PROFILE)); then
+    label="profile-$PROFILE_LOAD"
+    (
+        sleep $((RUN_TIME / 3 + 5))
+        harness="$(pgrep -n -f -- "--out $OUT/stoa-$label")" || exit 0
+        perf record -q -e cpu-clock -F 999 -g -p "$harness" -o "$BENCH_TMP/harness.perf" -- sleep 10 >/dev/null 2>&1
+    ) &
+    profiler=$!
+    run_one stoa "$PROFILE_LOAD" "$label"
+    wait "$profiler"
+    [[ -s $BENCH_TMP/harness.perf ]] || die "perf recorded nothing of the harness"
+    perf script -i "$BENCH_TMP/harness.perf" 2>/dev/null | inferno-collapse-perf --all >"$BENCH_TMP/harness.folded"
+    inferno-flamegraph --title "stoa bench web (the harness), $PROFILE_LOAD paced connections against stoa" \
+        <"$BENCH_TMP/harness.folded" >"$OUT/flame-harness.svg"
+    python3 "$BENCH_DIR/lib/web99_summary.py" folded "$BENCH_TMP/harness.folded" >"$OUT/harness-profile.txt"
+fi
+
 python3 "$BENCH_DIR/lib/harness_cost_summary.py" "$OUT" "$ROUNDS" $LOADS | tee "$OUT/summary.txt"
 {
     readme_header "Harness cost: CPU per operation of \`stoa bench web\` beside the server's" Command
@@ -112,10 +143,17 @@ python3 "$BENCH_DIR/lib/harness_cost_summary.py" "$OUT" "$ROUNDS" $LOADS | tee "
     echo "  operation finished in all phases. The user/kernel split: the harness's over the whole command"
     echo "  (\`/usr/bin/time\`, validation included), the server's over the run."
     echo "- conns/core est.: connections ÷ the harness's share of one core, a linear extrapolation."
+    ((PROFILE)) && echo "- Profile: one more run against stoa at $PROFILE_LOAD, \`perf record -e cpu-clock -F 999 -g\` on the harness for 10 s of the steady phase; harness-profile.txt, flame-harness.svg."
     echo "- On loopback the kernel's receive work for a segment runs on the sending CPU: the harness's kernel"
     echo "  time includes the server side's processing of the SYNs, requests, ACKs and FINs the harness sends,"
     echo "  and the server's includes the harness side's processing of the responses."
     describe_background
     readme_summary
+    if ((PROFILE)); then
+        readme_section "The harness's profile at $PROFILE_LOAD connections"
+        echo '```'
+        cat "$OUT/harness-profile.txt"
+        echo '```'
+    fi
 } >"$OUT/README.md"
 results_done

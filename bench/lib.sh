@@ -131,6 +131,14 @@ ensure_commands() {
     ((${#missing[@]} == 0)) || apt_install "${missing[@]}"
 }
 
+# ensure_inferno: the flame-graph tools (inferno-collapse-perf, inferno-flamegraph),
+# installed with cargo when missing.
+ensure_inferno() {
+    command -v inferno-flamegraph >/dev/null && return
+    log "installing inferno (flame graphs) with cargo"
+    cargo install --locked --quiet inferno >/dev/null 2>&1 || die "cargo install inferno failed"
+}
+
 build_stoa() {
     command -v cargo >/dev/null 2>&1 || die "cargo not found: install a Rust toolchain (see rust-toolchain.toml)"
     log "building stoa (release)"
