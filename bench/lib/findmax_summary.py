@@ -4,11 +4,15 @@
     findmax_summary.py LABEL NAME=REPORT_DIR...   (the first NAME is the ratio's numerator)
 
 Prints each server's most conforming connections, every trial with the
-harness's share of its own cores, and the ratio of the first server to the
-others. A trial whose harness used more than the harness-bound share (70 %)
-is marked: its result may be the harness's limit, so a score that such a
-trial ended (the trial above it failed harness-bound) or reached is
-reported as harness-bound, a lower bound for the server, never as its score.
+harness's and the server's share of their own cores, what ended the search,
+and the ratio of the first server to the others. A trial whose harness used
+more than the harness-bound share (70 %) is marked HARNESS-BOUND, one whose
+server used at least 90 % SATURATED. The verdict is the report's "limit",
+judged at the first failing trial (just above the score): "server" (its cores
+saturated, the harness's not), "neither" (a failure with CPU to spare on both
+sides) and "server-not-measured" leave the score the server's; "harness",
+"both" and "search-cap" make it a lower bound, never the server's score.
+Reports from before the limit existed fall back to "harness_bound".
 """
 import json
 import sys
@@ -34,15 +38,32 @@ def main():
                 mark += f" h{share * 100:.0f}%"
             if t.get("harness_bound"):
                 mark += " HARNESS-BOUND"
+            server = t.get("server_share_of_its_cores")
+            if server is not None:
+                mark += f" s{server * 100:.0f}%"
+            if t.get("server_saturated"):
+                mark += " SATURATED"
             trials.append(f"{t['connections']}:{mark}")
-        bound = bool(d.get("harness_bound"))
+        limit = d.get("limit")
+        if limit is None:
+            limit = "harness" if d.get("harness_bound") else "server-not-measured"
+        bound = limit in ("harness", "both", "search-cap")
         rows.append((name, score, bound))
         where = ""
         if placement.get("harness_cpus") or placement.get("server_cpus"):
             where = f"   (server CPUs {placement.get('server_cpus') or 'any'}, harness CPUs {placement.get('harness_cpus') or 'any'})"
-        verdict = "harness-bound: a lower bound, not the server's score" if bound else "the server's limit"
+        verdict = {
+            "server": "the server's limit (its cores saturated)",
+            "neither": "the server's limit (no core saturated: it missed the rules with CPU to spare)",
+            "server-not-measured": "the server's limit, unconfirmed (its CPU not measured)",
+            "harness": "harness-bound: a lower bound, not the server's score",
+            "both": "both sides out of CPU: a lower bound, not the server's score",
+            "search-cap": "no trial failed: a lower bound set by the search's limit",
+        }.get(limit, limit)
         print(f"{label} {name:6} most conforming connections: {score:6}   {verdict}{where}")
         print(f"{'':{len(label)}} {'':6} trials {', '.join(trials)}")
+        if d.get("limit_detail"):
+            print(f"{'':{len(label)}} {'':6} limit: {d['limit_detail']}")
     first, score0, bound0 = rows[0]
     for name, score, bound in rows[1:]:
         if not score:
@@ -50,7 +71,7 @@ def main():
             continue
         note = ""
         if bound0 or bound:
-            note = "  (a harness-bound score on either side: this ratio is not the servers')"
+            note = "  (a lower bound on either side: this ratio is not the servers')"
         print(f"{label} ratio {first}/{name}: {score0 / score:.3f}{note}")
 
 

@@ -394,6 +394,153 @@ impl HarnessLoad {
     }
 }
 
+/// The share of its cores at or above which the server under test had no CPU
+/// left: a trial that failed there failed at the server's own limit.
+pub const SERVER_SATURATED_SHARE: f64 = 0.90;
+
+impl Placement {
+    /// The cores the server could keep busy: its CPUs, or every CPU of the
+    /// machine when it is not pinned (an unpinned one-worker server can use
+    /// only one of them, so its share reads low: pin it to judge it).
+    pub fn server_cores(&self) -> usize {
+        self.server
+            .as_ref()
+            .map_or(self.machine, CpuList::len)
+            .max(1)
+    }
+}
+
+/// How busy the server under test was on its cores over some wall time
+/// (`--server-pid`'s processes, or the built-in server).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ServerLoad {
+    /// The cores it could use ([`Placement::server_cores`]).
+    pub cores: usize,
+    /// Its CPU time over the wall time, divided by `cores`.
+    pub share: f64,
+}
+
+impl ServerLoad {
+    /// `cpu` spent over `wall` on `cores` cores.
+    pub fn new(cpu: std::time::Duration, wall: std::time::Duration, cores: usize) -> ServerLoad {
+        let cores = cores.max(1);
+        ServerLoad {
+            cores,
+            share: cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores as f64,
+        }
+    }
+
+    /// At or above [`SERVER_SATURATED_SHARE`]: no CPU left for more work.
+    pub fn saturated(&self) -> bool {
+        self.share >= SERVER_SATURATED_SHARE
+    }
+
+    /// "97.1 % of its 1 core".
+    pub fn words(&self) -> String {
+        format!(
+            "{:.1} % of its {} {}",
+            self.share * 100.0,
+            self.cores,
+            if self.cores == 1 { "core" } else { "cores" }
+        )
+    }
+}
+
+/// What ended a `--find-max` search, judged at its lowest failing trial (the
+/// one just above the score): which side had run out of CPU there. A score is
+/// the server's only when the server, not the harness, was the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The server's cores were saturated and the harness's were not: the
+    /// score is the server's own limit.
+    Server,
+    /// The harness passed [`HARNESS_BOUND_SHARE`] and the server had CPU left:
+    /// the score is a lower bound for the server.
+    Harness,
+    /// Both sides were out of CPU: a lower bound for the server.
+    Both,
+    /// Neither was out of CPU: the server failed on response times or rates
+    /// with CPU to spare (its design, the disk, the network), or the harness
+    /// paced badly below its bound; the score is the system's, not a CPU limit.
+    Neither,
+    /// The harness had CPU left; the server's CPU was not measured (no
+    /// `--server-pid`): the score is taken as the server's, unconfirmed.
+    ServerNotMeasured,
+    /// No trial failed: the search stopped at its own cap (`--find-max-limit`,
+    /// the mail store's capacity, its trial count), so the score is a lower
+    /// bound set by the search itself.
+    SearchCap,
+}
+
+impl Limit {
+    /// The verdict on a failing trial whose harness ran at `harness` and
+    /// server at `server` (`None`: not measured). A harness past its 70 %
+    /// bound but short of saturation beside a saturated server leaves the
+    /// limit with the server: the server could not have done more.
+    pub fn of(harness: HarnessLoad, server: Option<ServerLoad>) -> Limit {
+        let harness_saturated = harness.share >= SERVER_SATURATED_SHARE;
+        match server {
+            Some(s) if s.saturated() && harness_saturated => Limit::Both,
+            Some(s) if s.saturated() => Limit::Server,
+            _ if harness.bound() => Limit::Harness,
+            Some(_) => Limit::Neither,
+            None => Limit::ServerNotMeasured,
+        }
+    }
+
+    /// Its name in the JSON reports (a contract for the scripts).
+    pub fn key(self) -> &'static str {
+        match self {
+            Limit::Server => "server",
+            Limit::Harness => "harness",
+            Limit::Both => "both",
+            Limit::Neither => "neither",
+            Limit::ServerNotMeasured => "server-not-measured",
+            Limit::SearchCap => "search-cap",
+        }
+    }
+
+    /// Whether the score is the server's own (a CPU limit of the server, or
+    /// a failure with CPU to spare on both sides), not a lower bound.
+    pub fn is_servers_score(self) -> bool {
+        matches!(
+            self,
+            Limit::Server | Limit::Neither | Limit::ServerNotMeasured
+        )
+    }
+
+    /// The verdict in words, with the failing trial's shares.
+    pub fn words(self, harness: Option<HarnessLoad>, server: Option<ServerLoad>) -> String {
+        let h = harness.map_or_else(String::new, |h| {
+            format!("the harness at {:.1} % of its cores", h.share * 100.0)
+        });
+        let s = server.map_or_else(
+            || "the server's CPU not measured".to_owned(),
+            |s| format!("the server at {}", s.words()),
+        );
+        match self {
+            Limit::Server => format!(
+                "the server's limit: at the first failing trial {s}, {h} (the server had no CPU left)"
+            ),
+            Limit::Harness => format!(
+                "the harness's limit: at the first failing trial {h}, {s}; a lower bound for the server, not its score"
+            ),
+            Limit::Both => format!(
+                "both sides out of CPU at the first failing trial ({s}, {h}); a lower bound for the server, not its score"
+            ),
+            Limit::Neither => format!(
+                "no CPU limit: at the first failing trial {s}, {h}; the server missed the response-time or rate rules with CPU to spare"
+            ),
+            Limit::ServerNotMeasured => format!(
+                "the server's limit, unconfirmed: at the first failing trial {h}, {s} (--server-pid PID to measure it)"
+            ),
+            Limit::SearchCap => {
+                "the search's own cap: no trial failed, so the score is a lower bound set by the search (its limit, the store's capacity or its trial count)".to_owned()
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,5 +679,46 @@ mod tests {
         if p.machine > 1 {
             assert_eq!(p.server, Some(one));
         }
+    }
+
+    #[test]
+    fn the_limit_is_the_side_that_ran_out_of_cpu() {
+        let h = |share| HarnessLoad { cores: 1, share };
+        let s = |share| Some(ServerLoad { cores: 1, share });
+        assert_eq!(Limit::of(h(0.40), s(0.97)), Limit::Server);
+        // Past the harness's 70 % bound but not saturated, beside a saturated
+        // server (nginx over HTTPS on 12-05: harness 79 %, server 97 %).
+        assert_eq!(Limit::of(h(0.79), s(0.97)), Limit::Server);
+        assert_eq!(Limit::of(h(0.95), s(0.95)), Limit::Both);
+        assert_eq!(Limit::of(h(0.75), s(0.60)), Limit::Harness);
+        assert_eq!(Limit::of(h(0.75), None), Limit::Harness);
+        assert_eq!(Limit::of(h(0.50), s(0.60)), Limit::Neither);
+        assert_eq!(Limit::of(h(0.50), None), Limit::ServerNotMeasured);
+        assert!(Limit::Server.is_servers_score());
+        assert!(!Limit::Harness.is_servers_score());
+        assert!(!Limit::Both.is_servers_score());
+        assert!(!Limit::SearchCap.is_servers_score());
+        let w = Limit::Server.words(Some(h(0.79)), s(0.971));
+        assert!(
+            w.contains("97.1 % of its 1 core") && w.contains("79.0 %"),
+            "{w}"
+        );
+    }
+
+    #[test]
+    fn server_share_is_of_its_own_cores() {
+        let l = ServerLoad::new(
+            std::time::Duration::from_secs(3),
+            std::time::Duration::from_secs(2),
+            2,
+        );
+        assert!((l.share - 0.75).abs() < 1e-9);
+        assert!(!l.saturated());
+        let full = ServerLoad::new(
+            std::time::Duration::from_millis(950),
+            std::time::Duration::from_secs(1),
+            1,
+        );
+        assert!(full.saturated());
     }
 }

@@ -640,6 +640,7 @@ async fn find_max(
             failures: r.verdict.failures.clone(),
             unjudged: r.verdict.unjudged.clone(),
             harness: run::harness_load(placement, threads, &r),
+            server: run::server_load(placement, &r),
         });
         if no_failure {
             best = Some(rate);

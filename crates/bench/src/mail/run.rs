@@ -75,6 +75,9 @@ pub(crate) struct Trial {
     pub(crate) unjudged: Vec<String>,
     /// How busy the harness was on its cores over the measurement window.
     pub(crate) harness: Option<crate::cpus::HarnessLoad>,
+    /// How busy the server was on its cores over the level (`None`: its CPU
+    /// was not measured: no `--server-pid`, or a server of many processes).
+    pub(crate) server: Option<crate::cpus::ServerLoad>,
 }
 
 /// The store check made before the run (§1.11, §3.1).
@@ -177,6 +180,37 @@ impl MailRun {
     /// (every row judged).
     pub(crate) fn passed(&self) -> bool {
         self.full_level().is_some_and(|l| l.verdict.passed)
+    }
+}
+
+/// How busy the server was on its cores over `level`, when its CPU was
+/// measured.
+pub(crate) fn server_load(
+    placement: &crate::cpus::Placement,
+    level: &LevelResult,
+) -> Option<crate::cpus::ServerLoad> {
+    let cpu = level.server_cpu?;
+    (!level.wall.is_zero())
+        .then(|| crate::cpus::ServerLoad::new(cpu, level.wall, placement.server_cores()))
+}
+
+impl MailRun {
+    /// What ended the `--find-max` search, and the trial that shows it (the
+    /// lowest rate with a failing row); `None` without a search, or when that
+    /// trial's harness CPU was not measured.
+    pub(crate) fn limit(&self) -> Option<(crate::cpus::Limit, Option<&Trial>)> {
+        if self.search.is_empty() {
+            return None;
+        }
+        let failed = self
+            .search
+            .iter()
+            .filter(|t| !t.failures.is_empty())
+            .min_by(|a, b| a.mpm.total_cmp(&b.mpm));
+        match failed {
+            Some(t) => Some((crate::cpus::Limit::of(t.harness?, t.server), Some(t))),
+            None => Some((crate::cpus::Limit::SearchCap, None)),
+        }
     }
 }
 

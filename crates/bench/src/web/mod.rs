@@ -173,6 +173,28 @@ pub(crate) struct Trial {
     pub(crate) passed: bool,
     /// How busy the harness was on its cores over the trial.
     pub(crate) harness: crate::cpus::HarnessLoad,
+    /// How busy the server was on its cores over the trial (`None`: its CPU
+    /// was not measured, no `--server-pid`).
+    pub(crate) server: Option<crate::cpus::ServerLoad>,
+}
+
+impl Run {
+    /// What ended the `--find-max` search, and the trial that shows it (the
+    /// lowest failing one, just above the score); `None` without a search.
+    pub(crate) fn limit(&self) -> Option<(crate::cpus::Limit, Option<&Trial>)> {
+        if self.search.is_empty() {
+            return None;
+        }
+        let failed = self
+            .search
+            .iter()
+            .filter(|t| !t.passed)
+            .min_by_key(|t| t.connections);
+        Some(match failed {
+            Some(t) => (crate::cpus::Limit::of(t.harness, t.server), Some(t)),
+            None => (crate::cpus::Limit::SearchCap, None),
+        })
+    }
 }
 
 /// Most trials of a search: enough to double from 100 to ~25,000 and bisect.
@@ -218,19 +240,24 @@ async fn find_max(
             result.wall,
             harness_cores(args, placement),
         );
+        let server_load = result
+            .server_cpu
+            .map(|cpu| crate::cpus::ServerLoad::new(cpu, result.wall, placement.server_cores()));
         trials.push(Trial {
             connections: n,
             conforming: result.iteration.conforming,
             percent_conform: result.iteration.percent_conform,
             passed,
             harness,
+            server: server_load,
         });
         eprintln!(
-            "stoa bench: find-max: {}: {:.1} % conforming, {}; harness {}",
+            "stoa bench: find-max: {}: {:.1} % conforming, {}; harness {}; server {}",
             crate::report::count(u64::from(n), "connection"),
             result.iteration.percent_conform,
             if passed { "passed" } else { "failed" },
-            harness.words()
+            harness.words(),
+            server_load.map_or_else(|| "not measured".to_owned(), |s| s.words())
         );
         if passed {
             lo = n;

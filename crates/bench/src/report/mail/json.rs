@@ -140,6 +140,10 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
             "at_capacity": !run.search.is_empty()
                 && best_mpm(run).is_some_and(|b| b >= run.capacity_mpm - 1e-6),
             "trials": run.search,
+            "limit": run.limit().map(|(l, _)| l.key()),
+            "limit_detail": run.limit().map(|(l, t)| {
+                l.words(t.and_then(|t| t.harness), t.and_then(|t| t.server))
+            }),
         },
         "levels": run.levels.iter().map(|l| {
             let mut v = level_json(l);

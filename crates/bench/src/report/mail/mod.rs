@@ -284,13 +284,20 @@ fn document(run: &MailRun, charts: bool) -> Document {
     doc.push(Block::Para(equivalence(run)));
     let bound = harness_bound(run);
     if !bound.is_empty() {
-        doc.push(Block::Para(format!(
-            "HARNESS-BOUND: the harness used more than {:.0} % of its cores over a measurement \
-             window ({}), so a result there may be the harness's limit, not the server's; it is \
-             not the server's score.",
-            crate::cpus::HARNESS_BOUND_SHARE * 100.0,
-            bound.join("; ")
-        )));
+        let share = crate::cpus::HARNESS_BOUND_SHARE * 100.0;
+        let bound = bound.join("; ");
+        doc.push(Block::Para(match run.limit() {
+            Some((l, _)) if l.is_servers_score() => format!(
+                "The harness used more than {share:.0} % of its cores over a measurement window \
+                 ({bound}); at the first failing trial it was not the limit, so the score stands \
+                 as the server's."
+            ),
+            _ => format!(
+                "HARNESS-BOUND: the harness used more than {share:.0} % of its cores over a \
+                 measurement window ({bound}), so a result there may be the harness's limit, not \
+                 the server's; it is not the server's score."
+            ),
+        }));
     }
     if !run.deviations.is_empty() {
         doc.push(Block::Deviations {
@@ -571,7 +578,9 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
         return;
     }
     doc.push(Block::Heading(1, "Find-max Trials".into()));
-    let mut t = Table::new(&["Trial", "msgs/min", "Harness", "Result", "Failures"]);
+    let mut t = Table::new(&[
+        "Trial", "msgs/min", "Harness", "Server", "Result", "Failures",
+    ]);
     for (i, trial) in run.search.iter().enumerate() {
         t.row(vec![
             Cell::from((i + 1).to_string()),
@@ -589,6 +598,16 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
                 ),
                 fail: trial.harness.is_some_and(|l| l.bound()),
             },
+            Cell::from(trial.server.map_or_else(
+                || "-".to_owned(),
+                |l| {
+                    format!(
+                        "{}{}",
+                        pct(l.share * 100.0),
+                        if l.saturated() { " (saturated)" } else { "" }
+                    )
+                },
+            )),
             Cell {
                 text: match (trial.passed, trial.failures.is_empty()) {
                     (true, _) => "passed",
@@ -611,6 +630,12 @@ fn find_max(doc: &mut Document, run: &MailRun, charts: bool) {
     }
     doc.push(Block::Table(t));
     doc.push(Block::Para(search_result(run)));
+    if let Some((limit, trial)) = run.limit() {
+        doc.push(Block::Para(format!(
+            "Limit: {}.",
+            limit.words(trial.and_then(|t| t.harness), trial.and_then(|t| t.server))
+        )));
+    }
     if charts {
         let values: Vec<(String, f64, bool)> = run
             .search

@@ -238,6 +238,7 @@ fn json_carries_every_figure() {
             failures: Vec::new(),
             unjudged: Vec::new(),
             harness: None,
+            server: None,
         },
         Trial {
             mpm: 60.0,
@@ -249,6 +250,11 @@ fn json_carries_every_figure() {
                 Duration::from_secs(60),
                 1,
             )),
+            server: Some(crate::cpus::ServerLoad::new(
+                Duration::from_secs(30),
+                Duration::from_secs(60),
+                1,
+            )),
         },
         Trial {
             mpm: 45.0,
@@ -256,6 +262,7 @@ fn json_carries_every_figure() {
             failures: Vec::new(),
             unjudged: Vec::new(),
             harness: None,
+            server: None,
         },
     ];
     let j = to_json(&run);
@@ -276,7 +283,15 @@ fn json_carries_every_figure() {
         ),
         "{t}"
     );
-    assert!(t.contains("90.00% (bound)"), "{t}");
+    assert!(t.contains("90.00% (bound)*  50.00%"), "{t}");
+    assert!(
+        t.contains(
+            "\nLimit: the harness's limit: at the first failing trial the harness at 90.0 %"
+        ),
+        "{t}"
+    );
+    assert_eq!(j["find_max"]["limit"], "harness");
+    assert_eq!(j["find_max"]["trials"][1]["server"]["share"], 0.5);
     assert_eq!(j["harness_bound"], true);
     assert_eq!(j["find_max"]["trials"][1]["harness"]["cores"], 1);
 }
@@ -329,6 +344,7 @@ fn every_table_lines_up_under_its_headings() {
         failures: vec!["POP Connect 50.00% < 95%".into()],
         unjudged: Vec::new(),
         harness: None,
+        server: None,
     }];
     let doc = document(&run, false);
     let t = text(&run);

@@ -205,13 +205,27 @@ fn headline(run: &Run, score: u32, compliant: bool, valid: bool) -> String {
         line.push_str("  (INVALID TEST: see Errors)");
     }
     let bound = harness_bound(run);
-    if !bound.is_empty() {
+    let limit = run.limit();
+    if let Some((limit, trial)) = limit {
         line.push_str(&format!(
-            "\nHARNESS-BOUND: the harness used more than {:.0} % of its cores ({}), so this figure \
-             may be the harness's limit, not the server's; it is not the server's score.",
-            crate::cpus::HARNESS_BOUND_SHARE * 100.0,
-            bound.join("; ")
+            "\nLimit: {}.",
+            limit.words(trial.map(|t| t.harness), trial.and_then(|t| t.server))
         ));
+    }
+    if !bound.is_empty() {
+        let share = crate::cpus::HARNESS_BOUND_SHARE * 100.0;
+        let bound = bound.join("; ");
+        line.push_str(&match limit {
+            Some((l, _)) if l.is_servers_score() => format!(
+                "\nThe harness used more than {share:.0} % of its cores in {bound}; at the \
+                 first failing trial it was not the limit, so the score stands as the server's."
+            ),
+            _ => format!(
+                "\nHARNESS-BOUND: the harness used more than {share:.0} % of its cores ({bound}), \
+                 so this figure may be the harness's limit, not the server's; it is not the \
+                 server's score."
+            ),
+        });
     }
     if !run.args.find_max {
         let n = requested(run);
@@ -408,6 +422,7 @@ fn search(doc: &mut Document, run: &Run) {
         "Percent Conform",
         "Result",
         "Harness of its cores",
+        "Server of its cores",
     ]);
     for (i, s) in run.search.iter().enumerate() {
         t.row(cells([
@@ -424,6 +439,16 @@ fn search(doc: &mut Document, run: &Run) {
                 } else {
                     ""
                 }
+            ),
+            s.server.map_or_else(
+                || "not measured".to_owned(),
+                |l| {
+                    format!(
+                        "{:.1}%{}",
+                        l.share * 100.0,
+                        if l.saturated() { " (saturated)" } else { "" }
+                    )
+                },
             ),
         ]));
     }
@@ -576,6 +601,8 @@ struct Efficiency {
     connections_per_core: Option<f64>,
     /// Its share of the cores it could use, and the harness-bound verdict.
     load: HarnessLoad,
+    /// The server's share of its cores, when its CPU was measured.
+    server_load: Option<crate::cpus::ServerLoad>,
 }
 
 fn efficiency_of(run: &Run, r: &IterationResult) -> Efficiency {
@@ -591,6 +618,9 @@ fn efficiency_of(run: &Run, r: &IterationResult) -> Efficiency {
         server_us_per_op: r.server_cpu.map(per_op),
         connections_per_core: (share > 0.0).then(|| f64::from(r.iteration.requested) / share),
         load: HarnessLoad::new(r.tally.cpu, r.wall, run.harness_cores()),
+        server_load: r
+            .server_cpu
+            .map(|c| crate::cpus::ServerLoad::new(c, r.wall, run.placement.server_cores())),
     }
 }
 
@@ -651,6 +681,17 @@ fn efficiency(doc: &mut Document, run: &Run, r: &IterationResult) {
         row("Server CPUs", run.placement.server_words());
     }
     row("Harness load", e.load.words());
+    if let Some(l) = e.server_load {
+        let saturated = if l.saturated() {
+            format!(
+                ": saturated (at least {:.0} %)",
+                crate::cpus::SERVER_SATURATED_SHARE * 100.0
+            )
+        } else {
+            String::new()
+        };
+        row("Server load", format!("{}{saturated}", l.words()));
+    }
     doc.table(t);
 }
 

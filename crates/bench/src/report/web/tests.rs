@@ -7,7 +7,7 @@ use stoa_web99::metrics::{ClassStats, GeneratorStats, Iteration, Validity};
 use stoa_web99::workload::HttpVersion;
 
 use super::text::Layout;
-use crate::cpus::{HarnessLoad, Placement};
+use crate::cpus::{HarnessLoad, Placement, ServerLoad};
 use crate::web::{IterationResult, Options, Profile, ProfileName, QUICK, Run, Trial};
 
 fn gens(n: u32, seed: f64) -> Vec<GeneratorStats> {
@@ -165,6 +165,11 @@ fn runs() -> Vec<Run> {
                     percent_conform: 100.0,
                     passed: true,
                     harness: HarnessLoad::new(Duration::from_secs(30), Duration::from_secs(100), 1),
+                    server: Some(ServerLoad::new(
+                        Duration::from_secs(50),
+                        Duration::from_secs(100),
+                        1,
+                    )),
                 },
                 Trial {
                     connections: 20,
@@ -172,6 +177,11 @@ fn runs() -> Vec<Run> {
                     percent_conform: 15.0,
                     passed: false,
                     harness: HarnessLoad::new(Duration::from_secs(90), Duration::from_secs(100), 1),
+                    server: Some(ServerLoad::new(
+                        Duration::from_secs(60),
+                        Duration::from_secs(100),
+                        1,
+                    )),
                 },
             ],
             placement: placement(),
@@ -257,12 +267,56 @@ fn text_keeps_the_published_layout() {
         t.contains("\nHARNESS-BOUND: the harness used more than 70 % of its cores (find-max trial 2 (20 connections, failed): the harness used 90.0 % of its 1 core)"),
         "{t}"
     );
-    assert!(t.contains("15.0%  failed  90.0% (harness-bound)\n"), "{t}");
+    // Trial 2's row of the find-max table, its cells one space apart.
+    let row = |t: &str| -> String {
+        t.lines()
+            .find(|l| l.starts_with("2               20"))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        row(&t),
+        "2 20 3 15.0% failed 90.0% (harness-bound) 60.0%",
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "\nLimit: the harness's limit: at the first failing trial the harness at 90.0 %"
+        ),
+        "{t}"
+    );
     let j = super::json(&runs[1]);
     assert_eq!(j["harness_bound"], true);
+    assert_eq!(j["limit"], "harness");
     assert_eq!(j["placement"]["harness_cpus"], "1");
     assert_eq!(j["find_max"][1]["harness_bound"], true);
     assert_eq!(j["find_max"][0]["harness_bound"], false);
+    assert_eq!(j["find_max"][1]["server_saturated"], false);
+    assert_eq!(j["find_max"][0]["server_share_of_its_cores"], 0.5);
+
+    // The same search where the server, not the harness, ran out of CPU at
+    // the failing trial: its score stands, the harness's 79 % noted.
+    let mut server_bound = self::runs().swap_remove(1);
+    server_bound.search[1].harness =
+        HarnessLoad::new(Duration::from_secs(79), Duration::from_secs(100), 1);
+    server_bound.search[1].server = Some(ServerLoad::new(
+        Duration::from_secs(97),
+        Duration::from_secs(100),
+        1,
+    ));
+    let t = text_of(&server_bound);
+    assert!(
+        t.contains("\nLimit: the server's limit: at the first failing trial the server at 97.0 % of its 1 core"),
+        "{t}"
+    );
+    assert!(t.contains("the score stands as the server's"), "{t}");
+    assert!(!t.contains("HARNESS-BOUND:"), "{t}");
+    assert_eq!(
+        row(&t),
+        "2 20 3 15.0% failed 79.0% (harness-bound) 97.0% (saturated)",
+        "{t}"
+    );
+    assert_eq!(super::json(&server_bound)["limit"], "server");
 
     let t = text_of(&runs[0]);
     assert!(!t.contains("HARNESS-BOUND"), "{t}");
@@ -337,6 +391,8 @@ fn json_keeps_its_keys() {
             "harness_bound_share",
             "http_version",
             "iterations",
+            "limit",
+            "limit_detail",
             "median_iteration",
             "notice",
             "placement",
@@ -344,6 +400,7 @@ fn json_keeps_its_keys() {
             "profile",
             "requested_connections",
             "score",
+            "server_saturated_share",
             "server_software",
             "target",
             "tls",
