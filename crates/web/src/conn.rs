@@ -74,18 +74,23 @@ pub(crate) async fn serve(
     permit: OwnedSemaphorePermit,
     tls: Option<Box<tls::Session>>,
 ) {
-    // Over TLS the handshake was the start of the first head's time.
-    let head_started = match tls {
-        Some(_) => origin.born,
-        None => Instant::now(),
+    // The first head's time starts at the accept (a TLS handshake, or time
+    // spent parked before the first byte, counts against it); a later head's
+    // when its first byte is read.
+    let head_started = if origin.served == 0 {
+        origin.born
+    } else {
+        Instant::now()
     };
     let own_reactor = shared.config.runtime == RuntimeModel::PerCore;
     let mut conn = Conn {
         stream,
-        // `tls::serve` has set `TCP_NODELAY` already, for the handshake.
-        writing: match tls {
-            Some(_) => Writing::NoDelay,
-            None => Writing::Plain,
+        // `tls::serve` has set `TCP_NODELAY` already, for the handshake; a
+        // connection resumed after an answer was kept alive, which set it.
+        writing: if tls.is_some() || origin.served > 0 {
+            Writing::NoDelay
+        } else {
+            Writing::Plain
         },
         tls,
         client: Client {
@@ -129,21 +134,18 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
         // Shutting down: an idle connection just closes.
         return;
     }
-    match stream.into_std() {
-        Ok(stream) => local::with(&shared, |l| {
-            if let Some(idle) = &mut l.idle {
-                let parked = crate::idle::Parked {
-                    stream,
-                    peer,
-                    served,
-                    born,
-                    permit,
-                };
-                idle.park(parked, deadline);
-            }
-        }),
-        Err(e) => tracing::debug!("{peer}: cannot park: {e}"),
-    }
+    let parked = crate::idle::Parked {
+        stream,
+        peer,
+        served,
+        born,
+        permit,
+    };
+    local::with(&shared, |l| {
+        if let Some(idle) = &mut l.idle {
+            idle.park(&shared, parked, deadline);
+        }
+    });
 }
 
 /// Counts and logs every response queued on `out` (as far as its bytes were
@@ -177,8 +179,8 @@ pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAdd
 enum Exit {
     /// The connection is closed (or about to be, when the socket drops).
     Close,
-    /// Idle past [`crate::idle::PARK_AFTER`]: hand the socket to the idle set until
-    /// this deadline.
+    /// Idle past [`crate::idle::PARK_AFTER`]: hand the socket to the idle set
+    /// until this deadline.
     Park(Instant),
 }
 
@@ -734,20 +736,20 @@ impl Conn {
 
     /// Idles until the next request starts, then reads its first bytes. While
     /// idle the buffers are back in the worker's pool and the connection does not
-    /// count as in flight; past [`crate::idle::PARK_AFTER`] it asks to be parked.
+    /// count as in flight. A connection that can park (plain HTTP on the per-core
+    /// runtime) asks to be parked once idle for [`crate::idle::PARK_AFTER`].
     async fn wait_for_request(&mut self) -> Result<(), ReadEnd> {
         self.release_buffers();
         self.set_busy(false);
         let limits = &self.shared.config.limits;
-        let now = Instant::now();
         let deadline = if self.client.served == 0 {
             self.client.born + limits.head_timeout
         } else {
-            now + limits.keepalive_timeout
+            Instant::now() + limits.keepalive_timeout
         };
         // TLS connections keep their state in the task: they never park.
         let parking = self.tls.is_none() && local::with(&self.shared, |l| l.idle.is_some());
-        let park_at = now + crate::idle::PARK_AFTER;
+        let park_at = Instant::now() + crate::idle::PARK_AFTER;
         let wait_until = if parking && park_at < deadline {
             park_at
         } else {

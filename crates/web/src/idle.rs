@@ -1,52 +1,54 @@
 //! Parked connections: kept-alive connections that stay quiet leave their task.
 //!
-//! A connection waiting for its next request inside a tokio task costs about a
-//! kilobyte of user-space memory: the task with its future, and tokio's readiness
-//! record for the socket (a 128-byte-aligned `ScheduledIo`). nginx keeps an idle
-//! keep-alive connection in a few hundred bytes. So a connection idle for longer
-//! than [`PARK_AFTER`] is *parked*: its socket leaves tokio's registry and joins
-//! this worker's own epoll set, the task ends, and what remains is a [`Parked`]
-//! record of under a hundred bytes. When the client sends its next request, the
-//! worker's [`run`] loop (one task per worker) takes the socket out of the set and
-//! starts a connection task for it again; when the idle deadline passes, the socket
-//! is closed.
+//! A connection waiting inside a tokio task costs about 1.3 KiB of user-space
+//! memory, nearly all of it the task with its future; nginx keeps an idle
+//! keep-alive connection in about 500 bytes. So a plain-HTTP connection on the
+//! per-core runtime idle for longer than [`PARK_AFTER`] is *parked*: its task
+//! ends and what remains is a [`Parked`] record in this worker's [`IdleSet`], with
+//! the socket still registered in tokio's reactor (its 256-byte readiness record).
+//! Parking and waking make no system call: the set asks the socket's readiness to
+//! wake a waker of its own, one per slot of the set, and the worker's [`run`] loop
+//! starts a connection task again for each socket so woken that has input (or an
+//! end of input) waiting. Deadlines (the keep-alive timeout, or the head timeout
+//! of a connection that has not sent its first request) live in a timer wheel
+//! (`tokio_util`'s `DelayQueue`); a parked connection whose deadline passes is
+//! closed.
 //!
-//! Busy connections never park: a client that reuses its connection within
-//! [`PARK_AFTER`] (every benchmark client, and browsers mostly) pays nothing. A
-//! parked connection costs two `epoll_ctl` calls and a task spawn when it wakes.
-//! Parking exists only on the per-core runtime, whose thread-local state is the
-//! worker's; the multi-thread model keeps idle connections in their tasks, and so
-//! do HTTPS connections (their TLS state would have to be parked too).
+//! Why wait [`PARK_AFTER`] first: a park and its wake cost about 4,000
+//! instructions (a task spawned again, the wheel's insert and removal, the wake
+//! hop through [`run`]), half a small keep-alive request's whole cost, while
+//! waiting in the task costs only the timer it sets anyway for its deadline. A
+//! client that sends its next request at once (`wrk`, pipelining browsers, the
+//! kit's class 0 files drained in a few milliseconds) never parks; one that
+//! stays quiet longer parks after a few tens of milliseconds, so idle connections
+//! are cheap almost from the start. Parking exists only on the per-core runtime,
+//! whose thread-local state is the worker's; the multi-thread model keeps idle
+//! connections in their tasks, and so do HTTPS connections (their TLS state
+//! would have to be parked too).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::io;
+use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use rustix::event::epoll::{self, EventData, EventFlags};
-use tokio::io::Interest;
-use tokio::io::unix::AsyncFd;
-use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_util::time::DelayQueue;
+use tokio_util::time::delay_queue::Key;
 
 use crate::server::Shared;
 use crate::{conn, local};
 
-/// Idle time after which a connection waiting for a request is parked. Long
-/// enough that a client pipelining or paced by its own think time (a SPECweb99
-/// client re-requests at once) never pays for waking; short enough that thousands of
-/// idle browsers soon cost almost nothing.
-pub(crate) const PARK_AFTER: Duration = Duration::from_secs(1);
-
-/// Events read per `epoll_wait`.
-const EVENTS_PER_WAIT: usize = 256;
+/// Idle time after which a connection waiting for a request is parked (see the
+/// module's notes for the trade).
+pub(crate) const PARK_AFTER: Duration = Duration::from_millis(50);
 
 /// What a connection needs to resume: everything but its buffers.
 #[derive(Debug)]
 pub(crate) struct Parked {
-    pub(crate) stream: std::net::TcpStream,
+    /// Still registered in tokio's reactor.
+    pub(crate) stream: TcpStream,
     pub(crate) peer: SocketAddr,
     /// Requests answered so far.
     pub(crate) served: u32,
@@ -55,26 +57,70 @@ pub(crate) struct Parked {
     pub(crate) permit: OwnedSemaphorePermit,
 }
 
+/// One place in the set. Slots are reused, each with the same waker, so parking
+/// allocates nothing once the set has grown to the worker's peak.
 #[derive(Debug)]
 struct Slot {
-    /// Bumped on every reuse, so stale epoll events and deadlines are ignored.
-    generation: u32,
-    conn: Option<(Parked, Instant)>,
+    /// The parked connection and its entry in the deadline wheel.
+    conn: Option<(Parked, Key)>,
+    /// Wakes [`run`] for this slot (see [`SlotWaker`]).
+    waker: Waker,
 }
 
 /// One worker's parked connections.
 #[derive(Debug)]
 pub(crate) struct IdleSet {
-    epoll: Arc<OwnedFd>,
     slots: Vec<Slot>,
     free: Vec<u32>,
-    deadlines: BinaryHeap<Reverse<(Instant, u32, u32)>>,
-    /// Tells [`run`] that an earlier deadline than the one it sleeps for arrived.
-    rearm: Arc<Notify>,
+    /// Each parked connection's deadline, by slot.
+    deadlines: DelayQueue<u32>,
+    woken: Arc<Woken>,
 }
 
-fn key(slot: u32, generation: u32) -> u64 {
-    u64::from(slot) << 32 | u64::from(generation)
+/// The slots whose socket's readiness changed since [`run`] last looked, and
+/// [`run`]'s own waker. Wakers must be `Send + Sync`, hence the mutex; on the
+/// per-core runtime only the worker's own thread ever takes it.
+#[derive(Debug, Default)]
+struct Woken {
+    inner: Mutex<WokenInner>,
+}
+
+#[derive(Debug, Default)]
+struct WokenInner {
+    slots: VecDeque<u32>,
+    run: Option<Waker>,
+}
+
+impl Woken {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WokenInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The waker a parked socket's readiness holds: queues its slot for [`run`].
+/// A wake may be stale (the slot's connection resumed and another took its
+/// place): [`run`] looks at the socket's readiness again before resuming it.
+#[derive(Debug)]
+struct SlotWaker {
+    slot: u32,
+    woken: Arc<Woken>,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let run = {
+            let mut inner = self.woken.lock();
+            inner.slots.push_back(self.slot);
+            inner.run.take()
+        };
+        if let Some(run) = run {
+            run.wake();
+        }
+    }
 }
 
 impl IdleSet {
@@ -82,166 +128,125 @@ impl IdleSet {
     /// tables then never move, and (being large) live in their own mappings, so
     /// they cannot pin the heap and keep memory freed by a burst of connections
     /// from returning to the system. Untouched pages cost nothing.
-    fn new(epoll: Arc<OwnedFd>, rearm: Arc<Notify>, capacity: usize) -> IdleSet {
+    fn new(woken: Arc<Woken>, capacity: usize) -> IdleSet {
         IdleSet {
-            epoll,
             slots: Vec::with_capacity(capacity),
             free: Vec::with_capacity(capacity),
-            deadlines: BinaryHeap::with_capacity(capacity),
-            rearm,
+            deadlines: DelayQueue::with_capacity(capacity),
+            woken,
         }
     }
 
-    /// Parks `conn` until it becomes readable or `deadline` passes. On failure the
-    /// connection is closed (it was idle; the client reconnects).
-    pub(crate) fn park(&mut self, conn: Parked, deadline: Instant) {
+    /// Parks `conn` until it becomes readable or `deadline` passes. Input that
+    /// is already waiting resumes it at once.
+    pub(crate) fn park(&mut self, shared: &Arc<Shared>, conn: Parked, deadline: Instant) {
         let slot = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(Slot {
-                generation: 0,
-                conn: None,
-            });
-            (self.slots.len() - 1) as u32
+            let slot = self.slots.len() as u32;
+            let waker = Waker::from(Arc::new(SlotWaker {
+                slot,
+                woken: Arc::clone(&self.woken),
+            }));
+            self.slots.push(Slot { conn: None, waker });
+            slot
         });
         let entry = &mut self.slots[slot as usize];
-        entry.generation = entry.generation.wrapping_add(1);
-        let generation = entry.generation;
-        let flags = EventFlags::IN | EventFlags::RDHUP;
-        if let Err(e) = epoll::add(
-            &*self.epoll,
-            &conn.stream,
-            EventData::new_u64(key(slot, generation)),
-            flags,
-        ) {
-            tracing::debug!("cannot park {}: {e}", conn.peer);
+        let mut cx = Context::from_waker(&entry.waker);
+        if conn.stream.poll_read_ready(&mut cx).is_ready() {
             self.free.push(slot);
+            resume(shared, conn);
             return;
         }
-        entry.conn = Some((conn, deadline));
-        if self.next_deadline().is_none_or(|next| deadline < next) {
-            self.rearm.notify_one();
-        }
-        self.deadlines.push(Reverse((deadline, slot, generation)));
+        let key = self.deadlines.insert_at(slot, deadline.into());
+        entry.conn = Some((conn, key));
     }
 
-    /// Takes the connection an event was for out of the set.
-    fn take(&mut self, key: u64) -> Option<Parked> {
-        let (slot, generation) = ((key >> 32) as u32, key as u32);
+    /// The connection in `slot` if its socket has input, an end of input or an
+    /// error waiting (a wake may be stale); it leaves the set.
+    fn take_ready(&mut self, slot: u32) -> Option<Parked> {
         let entry = self.slots.get_mut(slot as usize)?;
-        if entry.generation != generation {
+        let (conn, _) = entry.conn.as_ref()?;
+        let mut cx = Context::from_waker(&entry.waker);
+        if conn.stream.poll_read_ready(&mut cx).is_pending() {
             return None;
         }
-        let (conn, _) = entry.conn.take()?;
+        let (conn, key) = entry.conn.take()?;
+        self.deadlines.remove(&key);
         self.free.push(slot);
-        // Leave our set before joining tokio's; closing would also remove it.
-        let _ = epoll::delete(&*self.epoll, &conn.stream);
         Some(conn)
     }
 
-    /// Closes the connections whose deadline has passed.
-    fn expire(&mut self, now: Instant) {
-        while let Some(Reverse((deadline, slot, generation))) = self.deadlines.peek().copied() {
-            if deadline > now {
-                return;
-            }
-            self.deadlines.pop();
-            let entry = &mut self.slots[slot as usize];
-            if entry.generation == generation && entry.conn.take().is_some() {
+    /// Closes the connections whose deadline has passed; `Pending` once none is
+    /// left (the wheel then wakes the caller at the next deadline).
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        while let Poll::Ready(Some(expired)) = self.deadlines.poll_expired(cx) {
+            let slot = expired.into_inner();
+            if let Some(entry) = self.slots.get_mut(slot as usize)
+                && entry.conn.take().is_some()
+            {
                 self.free.push(slot);
             }
         }
+        Poll::Pending
     }
 
     /// Closes every parked connection (the server is shutting down).
     pub(crate) fn close_all(&mut self) {
-        self.slots.clear();
-        self.free.clear();
+        for (slot, entry) in self.slots.iter_mut().enumerate() {
+            if entry.conn.take().is_some() {
+                self.free.push(slot as u32);
+            }
+        }
         self.deadlines.clear();
     }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.peek().map(|Reverse((t, _, _))| *t)
-    }
 }
 
-/// The worker's parking loop: installs the worker's [`IdleSet`] and wakes or
-/// expires parked connections until the worker stops.
-pub(crate) async fn run(shared: Arc<Shared>) -> io::Result<()> {
-    let epoll = Arc::new(epoll::create(epoll::CreateFlags::CLOEXEC)?);
-    #[allow(
-        deprecated,
-        reason = "the replacement is `unsafe`; this use is sound: the AsyncFd owns an Arc of \
-                  the OwnedFd, so the descriptor stays open and unchanged while registered"
-    )]
-    let ready = AsyncFd::with_interest(Arc::clone(&epoll), Interest::READABLE)?;
-    let rearm = Arc::new(Notify::new());
+/// The worker's parking loop: installs the worker's [`IdleSet`], then resumes
+/// parked connections whose socket has input and closes those whose deadline
+/// passed, until the worker stops.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    let woken = Arc::new(Woken::default());
     let capacity = shared.config.limits.max_connections;
     local::with(&shared, |l| {
-        l.idle = Some(IdleSet::new(
-            Arc::clone(&epoll),
-            Arc::clone(&rearm),
-            capacity,
-        ));
+        l.idle = Some(IdleSet::new(Arc::clone(&woken), capacity));
     });
-    let mut events = Vec::with_capacity(EVENTS_PER_WAIT);
-    loop {
-        let next = local::with(&shared, |l| {
-            l.idle.as_ref().and_then(IdleSet::next_deadline)
-        });
-        let expiry = async {
-            match next {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => std::future::pending().await,
+    let mut batch = VecDeque::new();
+    std::future::poll_fn(|cx| {
+        {
+            let mut inner = woken.lock();
+            std::mem::swap(&mut batch, &mut inner.slots);
+            if !inner.run.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                inner.run = Some(cx.waker().clone());
             }
-        };
-        tokio::select! {
-            guard = ready.readable() => {
-                let mut guard = guard?;
-                events.clear();
-                epoll::wait(&*epoll, rustix::buffer::spare_capacity(&mut events), Some(&rustix::time::Timespec::default()))?;
-                if events.is_empty() {
-                    guard.clear_ready();
-                }
-                for event in events.drain(..) {
-                    wake(&shared, event);
-                }
-            }
-            () = expiry => local::with(&shared, |l| {
-                if let Some(idle) = &mut l.idle {
-                    idle.expire(Instant::now());
-                }
-            }),
-            () = rearm.notified() => {}
         }
-    }
+        local::with(&shared, |l| {
+            let Some(idle) = &mut l.idle else {
+                return;
+            };
+            for slot in batch.drain(..) {
+                if let Some(conn) = idle.take_ready(slot) {
+                    resume(&shared, conn);
+                }
+            }
+            let _ = idle.poll_expired(cx);
+        });
+        Poll::<()>::Pending
+    })
+    .await;
 }
 
-fn wake(shared: &Arc<Shared>, event: epoll::Event) {
-    // Copies: the event struct is packed.
-    let (flags, data) = (event.flags, event.data);
-    let Some(parked) = local::with(shared, |l| l.idle.as_mut().and_then(|i| i.take(data.u64())))
-    else {
-        return;
+/// Starts a connection task again for a parked connection.
+fn resume(shared: &Arc<Shared>, parked: Parked) {
+    let resumed = conn::Origin {
+        peer: parked.peer,
+        served: parked.served,
+        born: parked.born,
+        sni: None,
     };
-    if !flags.contains(EventFlags::IN) {
-        // Hung up without sending anything: just close.
-        return;
-    }
-    match tokio::net::TcpStream::from_std(parked.stream) {
-        Ok(stream) => {
-            let resumed = conn::Origin {
-                peer: parked.peer,
-                served: parked.served,
-                born: parked.born,
-                sni: None,
-            };
-            tokio::spawn(conn::serve(
-                stream,
-                resumed,
-                Arc::clone(shared),
-                parked.permit,
-                None,
-            ));
-        }
-        Err(e) => tracing::debug!("cannot resume {}: {e}", parked.peer),
-    }
+    tokio::spawn(conn::serve(
+        parked.stream,
+        resumed,
+        Arc::clone(shared),
+        parked.permit,
+        None,
+    ));
 }

@@ -1,7 +1,9 @@
-//! Kept-alive connections idle for longer than a second leave their task and are
-//! parked in the worker's own epoll set (`idle.rs`). Over real sockets: a parked
-//! connection wakes for its next request with its state intact, expires at its
-//! keep-alive deadline, and is closed at shutdown.
+//! Kept-alive connections idle for a few tens of milliseconds leave their task
+//! and are parked in the worker's idle set (`idle.rs`), still registered with
+//! tokio and woken by their socket's readiness. Over real sockets: a parked connection
+//! wakes for its next request with its state intact, expires at its keep-alive
+//! deadline, keeps the head timeout it had before its first request, and is
+//! closed at shutdown.
 
 mod common;
 
@@ -11,8 +13,9 @@ use stoa_testkit::http::{Closed, get};
 
 use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, pattern};
 
-/// Longer than the server's park threshold (1 s).
-const PARKED: Duration = Duration::from_millis(1500);
+/// A pause after which the connection has certainly parked: six times the
+/// server's park threshold (50 ms).
+const PARKED: Duration = Duration::from_millis(300);
 
 #[test]
 fn parked_connection_wakes_for_its_next_request() {
@@ -152,5 +155,28 @@ fn parked_connection_is_closed_at_shutdown() {
         "run() returned after {took:?}"
     );
     c.set_read_timeout(Duration::from_secs(3));
+    c.expect_closed();
+}
+
+#[test]
+fn a_connection_parked_before_its_first_request_keeps_its_head_timeout() {
+    // The head timeout runs from the accept, parked or not: waking for the
+    // first byte does not restart it (a client trickling a head after a long
+    // silence gets one head timeout in all, not two).
+    let s = TestServer::with(|c| {
+        c.limits.head_timeout = Duration::from_secs(2);
+        c.limits.head_timeout_max = Duration::from_secs(2);
+    });
+    let connected = Instant::now();
+    let mut c = s.connect();
+    c.expect_open_and_silent(Duration::from_millis(1500));
+    c.send(b"GET /b.txt HTTP/1.1\r\nHost: t\r\n");
+    c.set_read_timeout(Duration::from_secs(6));
+    assert_eq!(c.response().status, 408);
+    let took = connected.elapsed();
+    assert!(
+        took < Duration::from_millis(3000),
+        "408 after {took:?}: the head timeout restarted when the connection woke"
+    );
     c.expect_closed();
 }

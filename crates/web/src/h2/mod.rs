@@ -103,8 +103,8 @@ const LOCAL_ERROR_RESETS: usize = 1024;
 const RESET_LIMIT: u32 = 100;
 
 /// How often an idle connection looks at its deadlines and at the server's
-/// draining: the cadence at which an idle HTTP/1 connection would park.
-const TICK: Duration = crate::idle::PARK_AFTER;
+/// draining.
+const TICK: Duration = Duration::from_secs(1);
 
 /// What a connection's stream tasks share with it.
 #[derive(Debug)]
