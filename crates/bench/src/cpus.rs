@@ -410,8 +410,9 @@ impl Placement {
     }
 }
 
-/// How busy the server under test was on its cores over some wall time
-/// (`--server-pid`'s processes, or the built-in server).
+/// How busy the server under test was on its cores (`--server-pid`'s
+/// processes, or the built-in server): over a wall time, or at a rate of
+/// operations (a web iteration's run phase).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct ServerLoad {
     /// The cores it could use ([`Placement::server_cores`]).
@@ -427,6 +428,16 @@ impl ServerLoad {
         ServerLoad {
             cores,
             share: cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores as f64,
+        }
+    }
+
+    /// `cpu_per_op` seconds of CPU for each of `ops_per_sec` operations a
+    /// second, on `cores` cores.
+    pub fn at_rate(cpu_per_op: f64, ops_per_sec: f64, cores: usize) -> ServerLoad {
+        let cores = cores.max(1);
+        ServerLoad {
+            cores,
+            share: cpu_per_op * ops_per_sec / cores as f64,
         }
     }
 
@@ -720,5 +731,8 @@ mod tests {
             1,
         );
         assert!(full.saturated());
+        // nginx over HTTPS on 12-05: 4,367 ops/s at 221 µs each.
+        let rate = ServerLoad::at_rate(221e-6, 4367.0, 1);
+        assert!((rate.share - 0.965).abs() < 1e-3 && rate.saturated());
     }
 }

@@ -107,6 +107,20 @@ pub(crate) struct IterationResult {
 }
 
 impl IterationResult {
+    /// How busy the server was on its `cores` during the run phase, when its
+    /// CPU was measured: the phase's operations per second times the server's
+    /// CPU per operation over the whole iteration. Its CPU is read only at the
+    /// iteration's ends, and the lighter warm-up and ramp-down would make a
+    /// share over the whole wall time read low.
+    pub(crate) fn server_load(&self, cores: usize) -> Option<crate::cpus::ServerLoad> {
+        let cpu = self.server_cpu?;
+        let ops: u64 = self.tally.timeline.iter().sum();
+        (ops > 0).then(|| {
+            let per_op = cpu.as_secs_f64() / ops as f64;
+            crate::cpus::ServerLoad::at_rate(per_op, self.iteration.ops_per_sec, cores)
+        })
+    }
+
     /// The manager's per-client error check (§7.3), one line for each client and
     /// class over 1.05 % errors: errors that invalidate the iteration. A client
     /// is this process, or each of the `agents` of an `--agents` run.
@@ -240,9 +254,7 @@ async fn find_max(
             result.wall,
             harness_cores(args, placement),
         );
-        let server_load = result
-            .server_cpu
-            .map(|cpu| crate::cpus::ServerLoad::new(cpu, result.wall, placement.server_cores()));
+        let server_load = result.server_load(placement.server_cores());
         trials.push(Trial {
             connections: n,
             conforming: result.iteration.conforming,

@@ -618,9 +618,7 @@ fn efficiency_of(run: &Run, r: &IterationResult) -> Efficiency {
         server_us_per_op: r.server_cpu.map(per_op),
         connections_per_core: (share > 0.0).then(|| f64::from(r.iteration.requested) / share),
         load: HarnessLoad::new(r.tally.cpu, r.wall, run.harness_cores()),
-        server_load: r
-            .server_cpu
-            .map(|c| crate::cpus::ServerLoad::new(c, r.wall, run.placement.server_cores())),
+        server_load: r.server_load(run.placement.server_cores()),
     }
 }
 
