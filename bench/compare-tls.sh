@@ -40,6 +40,7 @@ parse_args "--rounds=ROUNDS --duration=DURATION --clients=CLIENTS --findmax-limi
 
 ensure_commands nginx:nginx wrk:wrk openssl:openssl python3:python3 timeout:coreutils git:git taskset:util-linux
 bench_setup
+wide_port_range
 bench_begin tls
 
 DOCROOT="$BENCH_TMP/www"

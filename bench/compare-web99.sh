@@ -51,6 +51,7 @@ require_positive "--rounds and --run-time take positive integers" "$ROUNDS" "$RU
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
 ((PROFILE)) && ensure_commands perf:linux-perf
 bench_setup
+wide_port_range
 ((PROFILE)) && ensure_inferno
 bench_begin web99
 

@@ -32,6 +32,7 @@ parse_args "--start=START --run-time=RUN_TIME --limit=LIMIT_CONNS --server-cpus=
 
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
 bench_setup
+wide_port_range
 bench_begin findmax
 
 # Enough directories for the search's doubling steps up to the descriptor limit.

@@ -43,6 +43,7 @@ parse_args "--loads=LOADS --run-time=RUN_TIME --rounds=ROUNDS --server-cpus=SERV
 ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
 ((PROFILE)) && ensure_commands perf:linux-perf
 bench_setup
+wide_port_range
 ((PROFILE)) && ensure_inferno
 bench_begin harness-cost
 

@@ -82,6 +82,33 @@ stop_server() {
 # are not a PID in SERVER_PIDS, such as a daemonized Postfix).
 bench_on_exit() { EXIT_HOOKS+=("$1"); }
 
+# wide_port_range: a paced harness opens some 20,000 connections a second from
+# one address, and with the default ephemeral ports (32768-60999) the kernel's
+# search for a free one among the TIME_WAIT connections became the harness's
+# ceiling: at 8,800 connections `connect` was 56 % of its CPU, 43 against 25 µs
+# per operation with 1024-65000 (bench-results/2026-12-05-vm-harness-cost-8800*).
+# Sets the range to $BENCH_PORT_RANGE (default "1024 65000") for the run and
+# restores it on exit; BENCH_PORT_RANGE=keep leaves it alone. Needs root; the
+# README's machine list records the range in force.
+ORIG_PORT_RANGE=""
+wide_port_range() {
+    local want="${BENCH_PORT_RANGE:-1024 65000}" now
+    [[ "$want" == keep ]] && return 0
+    now="$(sysctl -n net.ipv4.ip_local_port_range | tr -s '[:space:]' ' ')"
+    now="${now% }"
+    [[ "$now" == "$want" ]] && return 0
+    if ! sysctl -q -w net.ipv4.ip_local_port_range="$want" 2>/dev/null; then
+        log "cannot widen the ephemeral port range (not root?): it stays $now"
+        return 0
+    fi
+    ORIG_PORT_RANGE="$now"
+    bench_on_exit restore_port_range
+    log "ephemeral ports: $want for this run (was $now)"
+}
+restore_port_range() {
+    [[ -n "$ORIG_PORT_RANGE" ]] && sysctl -q -w net.ipv4.ip_local_port_range="$ORIG_PORT_RANGE"
+}
+
 bench_cleanup() {
     local p h
     for h in "${EXIT_HOOKS[@]}"; do
@@ -569,6 +596,7 @@ describe_machine() {
 - Cores (nproc): $cores
 - Memory: $mem
 - Kernel: $(uname -r)
+- Ephemeral ports (net.ipv4.ip_local_port_range): $(sysctl -n net.ipv4.ip_local_port_range 2>/dev/null | tr -s '[:space:]' ' ' || echo unknown)
 - nginx: $nginxv
 - wrk: $wrkv
 - stoa revision: $rev at build time (working tree dirty: $dirty; server sources crates/, Cargo.toml, Cargo.lock dirty: $src_dirty); binary sha256 ${STOA_SHA:-?}...
