@@ -360,11 +360,8 @@ pub struct HarnessLoad {
 impl HarnessLoad {
     /// `cpu` spent over `wall` on `cores` cores.
     pub fn new(cpu: std::time::Duration, wall: std::time::Duration, cores: usize) -> HarnessLoad {
-        let cores = cores.max(1);
-        HarnessLoad {
-            cores,
-            share: cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores as f64,
-        }
+        let (cores, share) = share_of(cpu, wall, cores);
+        HarnessLoad { cores, share }
     }
 
     /// Above [`HARNESS_BOUND_SHARE`]: the harness may have set the result.
@@ -374,12 +371,7 @@ impl HarnessLoad {
 
     /// "48.0 % of its 1 core: not harness-bound (≤ 70 %)", or "HARNESS-BOUND".
     pub fn words(&self) -> String {
-        let of = format!(
-            "{:.1} % of its {} {}",
-            self.share * 100.0,
-            self.cores,
-            if self.cores == 1 { "core" } else { "cores" }
-        );
+        let of = of_cores(self.share, self.cores);
         if self.bound() {
             format!(
                 "{of}: HARNESS-BOUND (over {:.0} %): the harness may have set this result, not the server",
@@ -392,6 +384,19 @@ impl HarnessLoad {
             )
         }
     }
+}
+
+/// `cpu` over `wall` on `cores` cores (at least one): the cores and the share.
+fn share_of(cpu: std::time::Duration, wall: std::time::Duration, cores: usize) -> (usize, f64) {
+    let cores = cores.max(1);
+    let share = cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores as f64;
+    (cores, share)
+}
+
+/// "48.0 % of its 1 core".
+fn of_cores(share: f64, cores: usize) -> String {
+    let unit = if cores == 1 { "core" } else { "cores" };
+    format!("{:.1} % of its {cores} {unit}", share * 100.0)
 }
 
 /// The share of its cores at or above which the server under test had no CPU
@@ -424,11 +429,8 @@ pub struct ServerLoad {
 impl ServerLoad {
     /// `cpu` spent over `wall` on `cores` cores.
     pub fn new(cpu: std::time::Duration, wall: std::time::Duration, cores: usize) -> ServerLoad {
-        let cores = cores.max(1);
-        ServerLoad {
-            cores,
-            share: cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores as f64,
-        }
+        let (cores, share) = share_of(cpu, wall, cores);
+        ServerLoad { cores, share }
     }
 
     /// `cpu_per_op` seconds of CPU for each of `ops_per_sec` operations a
@@ -448,12 +450,7 @@ impl ServerLoad {
 
     /// "97.1 % of its 1 core".
     pub fn words(&self) -> String {
-        format!(
-            "{:.1} % of its {} {}",
-            self.share * 100.0,
-            self.cores,
-            if self.cores == 1 { "core" } else { "cores" }
-        )
+        of_cores(self.share, self.cores)
     }
 }
 

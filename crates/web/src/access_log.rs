@@ -250,17 +250,16 @@ impl LogBuffer {
             return;
         }
         self.oldest = None;
-        let (fresh, extra) = match sink.spare.lock() {
-            Ok(mut spare) => {
-                let keep = MAX_SPARE.min(spare.len());
-                let extra: Vec<Vec<u8>> = spare.drain(keep..).collect();
-                (spare.pop(), extra)
-            }
-            Err(_) => (None, Vec::new()),
-        };
-        // Dropped here, outside the lock, on this worker's thread.
-        drop(extra);
-        let fresh = fresh.unwrap_or_else(|| Vec::with_capacity(BATCH_CAPACITY));
+        let fresh = sink
+            .spare
+            .lock()
+            .ok()
+            .and_then(|mut spare| {
+                // The extra spares are freed here, on this worker's thread.
+                spare.truncate(MAX_SPARE);
+                spare.pop()
+            })
+            .unwrap_or_else(|| Vec::with_capacity(BATCH_CAPACITY));
         let batch = std::mem::replace(&mut self.buf, fresh);
         if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
             sink.tx.try_send(Message::Batch(batch))

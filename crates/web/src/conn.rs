@@ -742,14 +742,15 @@ impl Conn {
         self.release_buffers();
         self.set_busy(false);
         let limits = &self.shared.config.limits;
+        let now = Instant::now();
         let deadline = if self.client.served == 0 {
             self.client.born + limits.head_timeout
         } else {
-            Instant::now() + limits.keepalive_timeout
+            now + limits.keepalive_timeout
         };
         // TLS connections keep their state in the task: they never park.
         let parking = self.tls.is_none() && local::with(&self.shared, |l| l.idle.is_some());
-        let park_at = Instant::now() + crate::idle::PARK_AFTER;
+        let park_at = now + crate::idle::PARK_AFTER;
         let wait_until = if parking && park_at < deadline {
             park_at
         } else {

@@ -175,9 +175,9 @@ impl IdleSet {
         Some(conn)
     }
 
-    /// Closes the connections whose deadline has passed; `Pending` once none is
-    /// left (the wheel then wakes the caller at the next deadline).
-    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// Closes the connections whose deadline has passed; the wheel then wakes
+    /// `cx` at the next deadline.
+    fn expire(&mut self, cx: &mut Context<'_>) {
         while let Poll::Ready(Some(expired)) = self.deadlines.poll_expired(cx) {
             let slot = expired.into_inner();
             if let Some(entry) = self.slots.get_mut(slot as usize)
@@ -186,7 +186,6 @@ impl IdleSet {
                 self.free.push(slot);
             }
         }
-        Poll::Pending
     }
 
     /// Closes every parked connection (the server is shutting down).
@@ -227,7 +226,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                     resume(&shared, conn);
                 }
             }
-            let _ = idle.poll_expired(cx);
+            idle.expire(cx);
         });
         Poll::<()>::Pending
     })

@@ -372,8 +372,9 @@ impl Handler for Shared {
     fn begin_drain(&self, _worker: &Worker) {
         self.closing.store(true, Ordering::Relaxed);
         self.draining.store(true, Ordering::Relaxed);
-        // Parked connections are idle: close them now. A connection mid-request
-        // closes when it would park, after its answer.
+        // Parked connections are idle: close them now. Those idle in their task
+        // close when they would park (within 50 ms), those mid-request after
+        // their answer.
         local::with(self, |l| l.idle.as_mut().map(IdleSet::close_all));
     }
 
