@@ -30,20 +30,40 @@ bench_cmdline "$@"
 parse_args "--start=START --run-time=RUN_TIME --limit=LIMIT_CONNS --server-cpus=SERVER_CPUS
     --harness-cpus=HARNESS_CPUS --no-pin=PIN=0" "$@"
 
-ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux
+ensure_commands nginx:nginx python3:python3 timeout:coreutils git:git taskset:util-linux vmstat:procps
 bench_setup
 wide_port_range
 bench_begin findmax
 
-# Enough directories for the search's doubling steps up to the descriptor limit.
+# The open-file limit is per process: the harness holds one descriptor per
+# connection, each server one per connection plus the files it has open. stoa's
+# open-file cache keeps up to CACHE_ENTRIES descriptors (default 10,000), so it
+# is sized to leave the connections room; nginx (no open_file_cache) holds a
+# file only while sending it. The search goes no higher than what fits.
 LIMIT="$(ulimit -n)"
-MAX_CONNS=$(( (LIMIT - 100) / 2 ))
+CACHE_ENTRIES=4000
+MAX_CONNS=$((LIMIT - CACHE_ENTRIES - 200))
 ((MAX_CONNS < LIMIT_CONNS)) || MAX_CONNS="$LIMIT_CONNS"
+((MAX_CONNS >= START)) || die "open-file limit $LIMIT leaves room for $MAX_CONNS connections, below --start $START"
+printf '[web.cache]\nmax_entries = %d\n' "$CACHE_ENTRIES" >"$BENCH_TMP/stoa.toml"
 DOCROOT="$BENCH_TMP/www"
 log "writing the file set for up to $MAX_CONNS connections"
 "$STOA_BIN" fileset --connections "$MAX_CONNS" --dir "$DOCROOT" | tee "$OUT/fileset.txt"
+# A file set larger than the page cache can hold is read from disk in part: say so.
+FILESET_MB="$(sed -n 's/^Fileset Size (MB): *\([0-9]*\).*/\1/p' "$OUT/fileset.txt")"
+MEM_MB=$(($(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo) / 1024))
+FILESET_NOTE="the file set (${FILESET_MB} MB) fits in memory (${MEM_MB} MB)"
+if ((FILESET_MB > MEM_MB * 8 / 10)); then
+    FILESET_NOTE="the file set (${FILESET_MB} MB) is larger than 80 % of memory (${MEM_MB} MB): the largest loads read part of it from disk (vmstat.log: bi, wa)"
+    log "warning: $FILESET_NOTE"
+fi
+# Disk reads and I/O wait over the searches, every 10 s.
+vmstat -t 10 >"$OUT/vmstat.log" 2>&1 &
+VMSTAT_PID=$!
+stop_vmstat() { kill "$VMSTAT_PID" 2>/dev/null || true; }
+bench_on_exit stop_vmstat
 
-start_stoa "$BENCH_TMP/stoa-stderr.log" --docroot "$DOCROOT" --workers 1 --access-log off \
+start_stoa "$BENCH_TMP/stoa-stderr.log" --config "$BENCH_TMP/stoa.toml" --docroot "$DOCROOT" --workers 1 --access-log off \
     --keepalive-timeout 75s --max-connections "$LIMIT"
 STOA_ADDR="127.0.0.1:$STOA_PORT"
 nginx_up "$BENCH_TMP/nginx" "$DOCROOT" 75s "$LIMIT" off "worker_rlimit_nofile $LIMIT;"
@@ -77,6 +97,9 @@ python3 "$BENCH_DIR/lib/findmax_summary.py" find-max stoa="$OUT/stoa" nginx="$OU
     readme_header "find-max, static-only: stoa vs nginx (1 worker each)" Command
     readme_section Setup
     echo "- File set for $MAX_CONNS connections; both servers serve the same directory, access log off."
+    echo "- Memory: $FILESET_NOTE."
+    echo "- Open-file limit $LIMIT per process; stoa's open-file cache holds up to $CACHE_ENTRIES descriptors"
+    echo "  (\`web.cache.max_entries\`, default 10,000) so its connections fit beside them; nginx has no open_file_cache."
     echo "- \`stoa bench web --static-only --find-max --connections $START --run-time ${RUN_TIME}s\` against each;"
     echo "  the harness runs on one thread; \`--server-pid\` gives each trial's server CPU (nginx: its worker)."
     pinning_readme
