@@ -128,7 +128,7 @@ handshake_rate() {
     HS_CPU_US="$(python3 -c "import os; t=os.sysconf('SC_CLK_TCK'); print(round(($after - $before) / t * 1e6 / $n, 1) if $n else 0)")"
 }
 
-new_raw_csv "round,row,server,req_per_sec,transfer,errors,other_cpu_pct,server_cpu_us_per_op,harness_cpu_pct"
+new_raw_csv
 for ((r = 1; r <= ROUNDS; r++)); do
     ((r == 1)) || wait_idle
     round_order "$r" "${SERVERS[@]}"

@@ -321,7 +321,7 @@ measure() {
     local sps bps
     sps="$(jget "$CLIENT_JSON" sessions_per_sec)"
     bps="$(jget "$CLIENT_JSON" bytes_per_sec)"
-    echo "$r,$row,$s,$sps,$bps,$errs,$other" >>"$RAW"
+    echo "$r,$row,$s,$sps,$bps,$errs,$other,," >>"$RAW"
     awk -v t="$srv_ticks" -v k="$TICK" -v n="$USERS" -v pre="$r,$row,$s" 'BEGIN{printf "%s,%.2f\n", pre, 1000*t/k/n}' >>"$CPU_CSV"
     {
         echo "=== round $r row $row server $s: $CLIENT_JSON; server CPU $(awk -v t="$srv_ticks" -v k="$TICK" 'BEGIN{printf "%.2f", t/k}') s; other CPU ${other}%; left $left"

@@ -265,8 +265,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
             busy=0
             for s in "${ORDER[@]}"; do
                 run_smtp "$s" "$sz" "$rc_n" "$MESSAGES" "round $r $row (attempt $attempt)"
-                lines+=("$r,$row-accepted,$s,$ACC_RATE,$ACC_XFER,$ACC_ERR,$OTHER_CPU"
-                    "$r,$row-delivered,$s,$DEL_RATE,$DEL_XFER,$DEL_ERR,$OTHER_CPU")
+                lines+=("$r,$row-accepted,$s,$ACC_RATE,$ACC_XFER,$ACC_ERR,$OTHER_CPU,,"
+                    "$r,$row-delivered,$s,$DEL_RATE,$DEL_XFER,$DEL_ERR,$OTHER_CPU,,")
                 msg="round $r $row $s: $ACC_RATE msg/s accepted, $DEL_RATE msg/s delivered (other CPU ${OTHER_CPU}%)"
                 [[ -z "$RUN_NOTE" ]] || msg+="  !!! $RUN_NOTE"
                 log "$msg"

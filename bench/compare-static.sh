@@ -3,10 +3,13 @@
 #
 #   bench/compare-static.sh [--rounds N] [--duration SECS] [--threads T] [--connections C]
 #                           [--baseline STOA_BINARY]
+#                           [--server-cpus LIST] [--harness-cpus LIST] [--no-pin]
 #
 # Both servers run one worker with the access log on (to a file). Each round runs
 # wrk against both servers for every row ({1k,10k,100k} x {keep-alive, close}); the
-# server that goes first alternates between rounds. --baseline adds a third server,
+# server that goes first alternates between rounds. Each server is pinned to the
+# same CPU (default 0) and wrk to the others, and every run records the server's
+# CPU per request and wrk's CPU: a row where wrk used its whole core measured wrk. --baseline adds a third server,
 # "stoa-base": another stoa binary (an earlier build) run with the same flags, so a
 # change to stoa is judged before/after in the same interleaved rounds. Results go
 # to bench-results/<date>-<host>-static/. See bench/README.md.
@@ -20,12 +23,16 @@ DURATION=5
 THREADS=1
 CONNS=64
 BASELINE=""
+PIN=1
+SERVER_CPUS=""
+HARNESS_CPUS=""
 bench_cmdline "$@"
-parse_args "--rounds=ROUNDS --duration=DURATION --threads=THREADS --connections=CONNS --baseline=BASELINE" "$@"
+parse_args "--rounds=ROUNDS --duration=DURATION --threads=THREADS --connections=CONNS --baseline=BASELINE
+    --server-cpus=SERVER_CPUS --harness-cpus=HARNESS_CPUS --no-pin=PIN=0" "$@"
 require_positive "rounds, duration, threads and connections must be positive integers" \
     "$ROUNDS" "$DURATION" "$THREADS" "$CONNS"
 
-ensure_commands nginx:nginx wrk:wrk python3:python3 timeout:coreutils git:git
+ensure_commands nginx:nginx wrk:wrk python3:python3 timeout:coreutils git:git taskset:util-linux
 [[ -z "$BASELINE" || -x "$BASELINE" ]] || die "--baseline: $BASELINE is not an executable file"
 bench_setup
 bench_begin static
@@ -68,6 +75,15 @@ ACCESS_LOG[stoa]="$STOA_LOG"
 
 MEASURE_PIDS=("$(nginx_workers "$NGINX_PID")")
 for s in "${SERVERS[@]}"; do MEASURE_PIDS+=("${PID[$s]}"); done
+SERVER_CPU_PIDS[nginx]="$(nginx_workers "$NGINX_PID" | tr '\n' ' ')"
+for s in "${SERVERS[@]}"; do
+    [[ $s == nginx ]] || SERVER_CPU_PIDS[$s]="${PID[$s]}"
+done
+default_pinning
+if ((PIN)); then
+    for s in "${SERVERS[@]}"; do pin_tree "$SERVER_CPUS" "${PID[$s]}"; done
+    WRK_CPUS="$HARNESS_CPUS"
+fi
 check_fetch "$NGINX_PORT" "$DOCROOT" nginx
 check_fetch "$STOA_PORT" "$DOCROOT" stoa
 
@@ -112,7 +128,12 @@ save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
 {
     readme_header "Static files: stoa vs nginx"
     readme_section Setup
-    echo "- Loopback only (127.0.0.1). wrk and the server share the machine's $(nproc) cores."
+    if ((PIN)); then
+        echo "- Loopback only (127.0.0.1). Each server (all its threads, \`taskset -a -c -p\`) on CPU(s) $SERVER_CPUS,"
+        echo "  wrk on CPU(s) $HARNESS_CPUS."
+    else
+        echo "- Loopback only (127.0.0.1). Not pinned: wrk and the server share the machine's $(nproc) cores."
+    fi
     echo "- Files: 1k.bin (1024 B), 10k.bin (10240 B), 100k.bin (102400 B), random bytes."
     echo "- nginx: 1 worker, sendfile, tcp_nopush, open_file_cache, access log on (combined,"
     echo "  to a file), keepalive_timeout 75s, keepalive_requests 1000. Config: nginx.conf (\$TMP = temp dir)."
@@ -131,8 +152,12 @@ save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"
     readme_background
     readme_section Files
     echo "- raw.csv: round,row,server,req_per_sec,transfer (bytes/s),errors (socket errors + non-2xx/3xx),"
-    echo "  other_cpu_pct (% of all CPU used by processes other than wrk and the servers during the run)"
-    echo "- summary.txt: medians over rounds and the per-round ratio stoa/nginx (median, min, max)"
+    echo "  other_cpu_pct (% of all CPU used by processes other than wrk and the servers during the run),"
+    echo "  server_cpu_us_per_op (the server's utime + stime over the run per request: nginx's worker, stoa's"
+    echo "  process), harness_cpu_pct (wrk's CPU, % of one core)"
+    echo "- summary.txt: medians over rounds and the per-round ratio stoa/nginx (median, min, max), for"
+    echo "  requests per second and for server CPU per request. Where wrk used its whole core, req/s is"
+    echo "  wrk's limit and the CPU table is the comparison of the servers."
     echo "- wrk.log: every wrk output"
     readme_summary
 } >"$OUT/README.md"

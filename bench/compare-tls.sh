@@ -121,7 +121,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         for s in "${ORDER[@]}"; do
             handshakes "$s" "-$mode"
             log "round $r handshake-$mode $s: $HS_RATE/s ($HS_RESUMED % resumed)"
-            echo "$r,handshake-$mode,$s,$HS_RATE,0,0,0" >>"$RAW"
+            echo "$r,handshake-$mode,$s,$HS_RATE,0,0,0,," >>"$RAW"
             echo "round $r handshake-$mode $s: $HS_RATE connections/s, $HS_RESUMED % resumed" >>"$OUT/handshakes.txt"
             servers_alive
         done

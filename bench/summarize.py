@@ -3,13 +3,18 @@
 
     summarize.py [--unit req/s] [--log wrk.log] [--errors TEXT] RAW_CSV BASELINE CANDIDATE
 
-raw.csv columns: round,row,server,req_per_sec,transfer,errors[,other_cpu_pct]
-(transfer in bytes/s, errors = socket errors + non-2xx/3xx responses as counted by
-wrk, other_cpu_pct = % of all CPU used by other processes during the run).
+raw.csv columns: round,row,server,req_per_sec,transfer,errors[,other_cpu_pct
+[,server_cpu_us_per_op,harness_cpu_pct]] (transfer in bytes/s, errors = socket
+errors + non-2xx/3xx responses as counted by wrk, other_cpu_pct = % of all CPU used
+by other processes during the run, server_cpu_us_per_op = the server's CPU per
+request, harness_cpu_pct = the load tool's CPU in % of one core; the last two may
+be empty).
 
 Per row it prints the median req/s of each server over the rounds, and the median,
 min and max of the per-round ratio CANDIDATE/BASELINE (each ratio pairs the two
 runs of the same round, which ran back to back). Rows with any error are flagged.
+Where the server's CPU per request was recorded, a second table gives its median
+per server, the per-round ratio CANDIDATE/BASELINE, and the load tool's median CPU.
 --unit names the rate column (compare-smtp.sh: msg/s), --log the file with the
 details, --errors what the errors column counts.
 """
@@ -25,6 +30,44 @@ def fmt_bytes(n):
             return f"{n:.1f}{unit}"
         n /= 1024
     return f"{n:.1f}GiB"
+
+
+def optional(text):
+    """A number from an optional column: None when empty or absent."""
+    return float(text) if text not in (None, "") else None
+
+
+def cpu_table(rows, data, base, cand):
+    """The server-CPU-per-request table, or nothing when no run recorded it."""
+    if not any(v[4] is not None for d in data.values() for v in d.values()):
+        return []
+    head = (
+        f"{'row':<22} {base + ' us/req':>14} {cand + ' us/req':>14} "
+        f"{'ratio med':>9} {'min':>6} {'max':>6}  {'load tool % of a core':>21}"
+    )
+    lines = [
+        f"server CPU per request (utime + stime / requests); ratio = {cand}/{base} per round;",
+        "the load tool near 100 % of its core means the row measured it, not the servers",
+        "",
+        head,
+        "-" * len(head),
+    ]
+    for row in rows:
+        b = data.get((row, base), {})
+        c = data.get((row, cand), {})
+        rounds = [r for r in sorted(set(b) & set(c)) if b[r][4] and c[r][4] is not None]
+        if not rounds:
+            continue
+        ratios = [c[r][4] / b[r][4] for r in rounds]
+        tool = [v[5] for d in (b, c) for v in d.values() if v[5] is not None]
+        lines.append(
+            f"{row:<22} {statistics.median(b[r][4] for r in rounds):>14.1f} "
+            f"{statistics.median(c[r][4] for r in rounds):>14.1f} "
+            f"{statistics.median(ratios):>9.3f} {min(ratios):>6.3f} {max(ratios):>6.3f}  "
+            f"{(f'{statistics.median(tool):.0f}' if tool else '-'):>21}"
+        )
+    lines.append("")
+    return lines
 
 
 def main():
@@ -55,6 +98,8 @@ def main():
                 float(rec["transfer"]),
                 int(rec["errors"]),
                 float(rec.get("other_cpu_pct") or 0),
+                optional(rec.get("server_cpu_us_per_op")),
+                optional(rec.get("harness_cpu_pct")),
             )
 
     wr = max(12, len(base) + len(unit) + 1, len(cand) + len(unit) + 1)  # req/s columns
@@ -91,6 +136,7 @@ def main():
             f"{fmt_bytes(med(b, 1)):>{wx}} {fmt_bytes(med(c, 1)):>{wx}}  {err_txt}"
         )
     lines.append("")
+    lines += cpu_table(rows, data, base, cand)
     others = sorted(v[3] for d in data.values() for v in d.values())
     if others:
         lines.append(
