@@ -35,11 +35,19 @@ nginx_bin() {
     if command -v nginx >/dev/null 2>&1; then command -v nginx; else echo /usr/sbin/nginx; fi
 }
 
+# nginx's listener flags: `deferred` is TCP_DEFER_ACCEPT, which stoa sets by
+# default ([web] defer_accept), so both servers are accepted the same way;
+# NGINX_DEFERRED=0 leaves it out.
+nginx_listen_flags() {
+    if [[ "${NGINX_DEFERRED:-1}" == 0 ]]; then echo reuseport; else echo reuseport deferred; fi
+}
+
 # write_nginx_conf DIR PORT DOCROOT KEEPALIVE_TIMEOUT WORKER_CONNECTIONS ACCESS_LOG(off|FILE) [EXTRA_MAIN_DIRECTIVES]
 # Writes DIR/nginx.conf: one worker, foreground, every path inside DIR.
 write_nginx_conf() {
     local dir="$1" port="$2" docroot="$3" ka="$4" wc="$5" alog="$6" extra="${7:-}"
-    local user_line="" alog_line
+    local user_line="" alog_line flags
+    flags="$(nginx_listen_flags)"
     mkdir -p "$dir"/{client_body,proxy,fastcgi,uwsgi,scgi}
     [[ "$(id -u)" == 0 ]] && user_line="user root;"
     if [[ "$alog" == off ]]; then alog_line="access_log off;"; else alog_line="access_log $alog;"; fi
@@ -78,7 +86,7 @@ http {
     keepalive_requests 1000;
 
     server {
-        listen 127.0.0.1:$port reuseport;
+        listen 127.0.0.1:$port $flags;
         root $docroot;
         location / { }
     }
@@ -87,14 +95,14 @@ EOF
 }
 
 # write_nginx_tls_conf DIR PORT DOCROOT LISTEN_FLAGS SSL_DIRECTIVES: write_nginx_conf
-# (access log off, keep-alive 75 s) with its listener on HTTPS: `listen ... reuseport
-# LISTEN_FLAGS` ("ssl", "ssl http2"), CERT and KEY from make_tls_pair, TLS 1.2 and
+# (access log off, keep-alive 75 s) with its listener on HTTPS: `listen ...
+# $(nginx_listen_flags) LISTEN_FLAGS` ("ssl", "ssl http2"), CERT and KEY from make_tls_pair, TLS 1.2 and
 # 1.3, then SSL_DIRECTIVES; as many connections as the open-file limit allows.
 write_nginx_tls_conf() {
     local dir="$1" port="$2" docroot="$3" flags="$4" ssl="$5" limit
     limit="$(ulimit -n)"
     write_nginx_conf "$dir" "$port" "$docroot" 75s "$limit" off "worker_rlimit_nofile $limit;"
-    sed -i "s|listen 127.0.0.1:$port reuseport;|listen 127.0.0.1:$port reuseport $flags;\n        \
+    sed -i "s|listen 127.0.0.1:$port $(nginx_listen_flags);|listen 127.0.0.1:$port $(nginx_listen_flags) $flags;\n        \
 ssl_certificate $CERT;\n        ssl_certificate_key $KEY;\n        ssl_protocols TLSv1.2 TLSv1.3;\n        \
 $ssl|" "$dir/nginx.conf"
 }

@@ -43,6 +43,10 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// HTTP/2 on the HTTPS listeners: offered by ALPN (`h2`) before HTTP/1.1.
     pub http2: bool,
+    /// `TCP_DEFER_ACCEPT` on every listener: a connection is accepted once its
+    /// first bytes (request or TLS hello) have arrived, so its first read never
+    /// comes up empty ([`DEFER_ACCEPT_PERIOD`]).
+    pub defer_accept: bool,
     /// The SPECweb99 dynamic API, when enabled.
     pub web99: Option<Web99Config>,
     /// CGI scripts, when any directory is mounted. With [`Config::sites`], its
@@ -222,6 +226,7 @@ impl Config {
             compression: CompressionConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             http2: true,
+            defer_accept: true,
             web99: None,
             cgi: None,
             sites: Vec::new(),
@@ -251,6 +256,11 @@ impl Config {
 /// Default drain time on SIGTERM: long enough for any response a paced SPECweb99
 /// client is receiving (a 900 KiB class-3 file at 400 kbit/s takes ~18 s).
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// The `TCP_DEFER_ACCEPT` period with [`Config::defer_accept`] (nginx's
+/// `deferred` sets the same): the kernel waits for data through one SYN-ACK
+/// retransmission, then accepts a silent client that answered it.
+pub const DEFER_ACCEPT_PERIOD: Duration = Duration::from_secs(1);
 
 /// One worker per core.
 pub fn default_workers() -> usize {

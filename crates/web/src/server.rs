@@ -210,9 +210,21 @@ impl Server {
         }
         let names = Names::new(&site_configs);
         let mut listeners = Listeners::with_pool(config.workers, config.sockets.clone());
-        let addrs = listeners
-            .bind_all(&config.listen, &Scheme::Http)
-            .map_err(|(addr, source)| Error::Listen { addr, source })?;
+        // Set or cleared on every bind: a socket kept over a reload follows the
+        // new configuration.
+        let defer = if config.defer_accept {
+            crate::config::DEFER_ACCEPT_PERIOD
+        } else {
+            std::time::Duration::ZERO
+        };
+        let configure = |l: &std::net::TcpListener| stoa_sockopt::set_defer_accept(l, defer);
+        let addrs = (config.listen.iter())
+            .map(|&addr| {
+                listeners
+                    .bind_with(addr, Scheme::Http, configure)
+                    .map_err(|source| Error::Listen { addr, source })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut tls_addrs = Vec::new();
         if !config.tls_listen.is_empty() {
             let alpn = tls::alpn(config.http2);
@@ -229,7 +241,7 @@ impl Server {
                         errors,
                     })?;
                 let bound = listeners
-                    .bind(l.addr, Scheme::Https(Arc::new(configs)))
+                    .bind_with(l.addr, Scheme::Https(Arc::new(configs)), configure)
                     .map_err(|source| Error::Listen {
                         addr: l.addr,
                         source,

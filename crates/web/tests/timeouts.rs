@@ -65,6 +65,35 @@ fn connection_that_sends_nothing_is_closed_without_an_answer() {
 }
 
 #[test]
+fn a_silent_connection_waits_in_the_kernel_before_its_head_timeout_starts() {
+    // TCP_DEFER_ACCEPT (on by default): the server is not handed a connection
+    // that has sent nothing, so it outlives the 300 ms head timeout; once the
+    // kernel hands it over (the client answered a retransmitted SYN-ACK, about
+    // a second in), the head timeout applies and it is closed.
+    let s = TestServer::with(short);
+    let mut c = s.connect();
+    let start = Instant::now();
+    c.expect_open_and_silent(Duration::from_millis(700));
+    c.set_read_timeout(Duration::from_secs(6));
+    c.expect_closed();
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn without_defer_accept_a_silent_connection_has_its_head_timeout_from_the_handshake() {
+    let s = TestServer::with(|c| {
+        short(c);
+        c.defer_accept = false;
+    });
+    let mut c = s.connect();
+    let start = Instant::now();
+    c.expect_closed();
+    let took = start.elapsed();
+    // Deferred, it could not close before the SYN-ACK retransmission at 1 s.
+    assert!(took < Duration::from_secs(1), "closed after {took:?}");
+}
+
+#[test]
 fn partial_head_gets_408_then_close() {
     let s = TestServer::with(short);
     let mut c = s.connect();

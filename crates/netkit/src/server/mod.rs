@@ -178,9 +178,23 @@ impl<K: Clone> Listeners<K> {
     /// Binds `addr` once per worker ([`Pool::bind_group`]); returns the bound
     /// address (port 0 resolved).
     pub fn bind(&mut self, addr: SocketAddr, kind: K) -> io::Result<SocketAddr> {
+        self.bind_with(addr, kind, |_| Ok(()))
+    }
+
+    /// [`Listeners::bind`], then `configure` on each socket of the group (a
+    /// socket option the service wants), fresh or taken over from the pool.
+    pub fn bind_with(
+        &mut self,
+        addr: SocketAddr,
+        kind: K,
+        configure: impl Fn(&std::net::TcpListener) -> io::Result<()>,
+    ) -> io::Result<SocketAddr> {
         let group =
             self.pool
                 .bind_group(addr, self.groups.len(), crate::listener::DEFAULT_BACKLOG)?;
+        for listener in &group {
+            configure(listener)?;
+        }
         let bound = group
             .first()
             .map_or(Ok(addr), std::net::TcpListener::local_addr)?;

@@ -530,6 +530,7 @@ const WEB_KEYS: &[&str] = &[
     "log_format",
     "shutdown_grace",
     "http2",
+    "defer_accept",
     "limits",
     "cache",
     "compression",
@@ -584,6 +585,7 @@ fn read_web(t: &Table, web: &mut stoa_web::Config, docroot: &mut Option<PathBuf>
     r.parsed(t, P, "log_format", parse_log_format, &mut web.log_format);
     r.duration(t, P, "shutdown_grace", &mut web.shutdown_grace);
     r.boolean_into(t, P, "http2", &mut web.http2);
+    r.boolean_into(t, P, "defer_accept", &mut web.defer_accept);
     if let Some(limits) = r.table(t, P, "limits") {
         read_limits(limits, &mut web.limits, r);
     }

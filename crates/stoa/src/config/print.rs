@@ -106,6 +106,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
     );
     doc.set("shutdown_grace", duration(web.shutdown_grace));
     doc.set("http2", web.http2);
+    doc.set("defer_accept", web.defer_accept);
 
     let l = &web.limits;
     doc.table("web.limits");
