@@ -73,9 +73,10 @@ PORT[stoa]="$STOA_PORT"
 PID[stoa]="$STOA_PID"
 ACCESS_LOG[stoa]="$STOA_LOG"
 
-MEASURE_PIDS=("$(nginx_workers "$NGINX_PID")")
+NGINX_WORKER_PIDS="$(nginx_workers "$NGINX_PID")"
+MEASURE_PIDS=("$NGINX_WORKER_PIDS")
 for s in "${SERVERS[@]}"; do MEASURE_PIDS+=("${PID[$s]}"); done
-SERVER_CPU_PIDS[nginx]="$(nginx_workers "$NGINX_PID" | tr '\n' ' ')"
+SERVER_CPU_PIDS[nginx]="$(tr '\n' ' ' <<<"$NGINX_WORKER_PIDS")"
 for s in "${SERVERS[@]}"; do
     [[ $s == nginx ]] || SERVER_CPU_PIDS[$s]="${PID[$s]}"
 done

@@ -287,11 +287,7 @@ ticks_of() {
 # children_ticks: the CPU ticks of this shell's finished children (wrk, run under
 # timeout, is one once it has been waited for).
 children_ticks() {
-    local rest a
-    rest="$(cat "/proc/$$/stat")"
-    rest="${rest##*) }"
-    read -r -a a <<<"$rest"
-    echo $((a[13] + a[14]))
+    echo $(($(proc_ticks $$ 1) - $(proc_ticks $$)))
 }
 
 # measure_row ROUND ROW PATH MODE CONNS SERVER... : runs wrk against each SERVER in

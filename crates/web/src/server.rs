@@ -218,13 +218,9 @@ impl Server {
             std::time::Duration::ZERO
         };
         let configure = |l: &std::net::TcpListener| stoa_sockopt::set_defer_accept(l, defer);
-        let addrs = (config.listen.iter())
-            .map(|&addr| {
-                listeners
-                    .bind_with(addr, Scheme::Http, configure)
-                    .map_err(|source| Error::Listen { addr, source })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let addrs = listeners
+            .bind_all_with(&config.listen, &Scheme::Http, configure)
+            .map_err(|(addr, source)| Error::Listen { addr, source })?;
         let mut tls_addrs = Vec::new();
         if !config.tls_listen.is_empty() {
             let alpn = tls::alpn(config.http2);

@@ -211,9 +211,23 @@ impl<K: Clone> Listeners<K> {
         addrs: &[SocketAddr],
         kind: &K,
     ) -> Result<Vec<SocketAddr>, (SocketAddr, io::Error)> {
+        self.bind_all_with(addrs, kind, |_| Ok(()))
+    }
+
+    /// [`Listeners::bind_all`], with `configure` on every socket
+    /// ([`Listeners::bind_with`]).
+    pub fn bind_all_with(
+        &mut self,
+        addrs: &[SocketAddr],
+        kind: &K,
+        configure: impl Fn(&std::net::TcpListener) -> io::Result<()>,
+    ) -> Result<Vec<SocketAddr>, (SocketAddr, io::Error)> {
         addrs
             .iter()
-            .map(|&addr| self.bind(addr, kind.clone()).map_err(|e| (addr, e)))
+            .map(|&addr| {
+                self.bind_with(addr, kind.clone(), &configure)
+                    .map_err(|e| (addr, e))
+            })
             .collect()
     }
 
