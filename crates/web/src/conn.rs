@@ -14,6 +14,14 @@
 //! An idle kept-alive connection gives its buffers back to the worker's pool, so it
 //! costs little more than its socket while it waits.
 //!
+//! A plain-HTTP connection on the per-core runtime runs the same loop without a
+//! task for as long as nothing has to wait ([`start_now`], [`Conn::run_now`]): a
+//! request that came with its connection, or woke it from the idle set, is read,
+//! answered and written on the caller's stack, and the connection parks again at
+//! once. Only a step that must wait (a full socket, a partial head or body, a
+//! dynamic answer, a lingering close) moves it into a task, which goes on from
+//! that step ([`Conn::run_from`]).
+//!
 //! An HTTPS connection runs the same loop with a [`tls::Session`]: reads decrypt
 //! through it and [`Conn::flush`] hands the batch to [`tls::flush`]; everything
 //! else (parsing, answering, deadlines, logging) is shared. The plain path pays one
@@ -74,53 +82,49 @@ pub(crate) async fn serve(
     permit: OwnedSemaphorePermit,
     tls: Option<Box<tls::Session>>,
 ) {
-    // The first head's time starts at the accept (a TLS handshake, or time
-    // spent parked before the first byte, counts against it); a later head's
-    // when its first byte is read.
-    let head_started = if origin.served == 0 {
-        origin.born
-    } else {
-        Instant::now()
-    };
-    let own_reactor = shared.config.runtime == RuntimeModel::PerCore;
-    let mut conn = Conn {
-        stream,
-        // `tls::serve` has set `TCP_NODELAY` already, for the handshake; a
-        // connection resumed after an answer was kept alive, which set it.
-        writing: if tls.is_some() || origin.served > 0 {
-            Writing::NoDelay
-        } else {
-            Writing::Plain
-        },
-        tls,
-        client: Client {
-            peer: origin.peer,
-            served: origin.served,
-            born: origin.born,
-            sni: origin.sni,
-            http2: false,
-        },
-        shared,
-        buf: Vec::new(),
-        pos: 0,
-        out: Output::default(),
-        head_started,
-        phase: Phase::Fresh,
-        intake: Intake::Head,
-        own_reactor,
-    };
-    let exit = conn.run().await;
-    conn.set_busy(false);
-    conn.release_buffers();
-    if let Some(tls) = &mut conn.tls {
-        tls.close(&conn.stream);
-    }
-    if let Exit::Park(deadline) = exit {
-        park(conn, permit, deadline);
+    let mut conn = Conn::new(stream, origin, shared, tls);
+    let exit = conn.run_from(Step::NeedHead).await;
+    conn.end(exit, permit);
+}
+
+/// Serves a plain-HTTP connection whose request is (most likely) waiting, on the
+/// caller's stack rather than in a task of its own: reads, answers and writes as
+/// long as nothing has to wait, then parks the connection in the worker's idle
+/// set, or closes it. Only what must wait (a response larger than the socket
+/// takes at once, a partial head, a body, a dynamic answer, a lingering close)
+/// moves the connection into a task, which goes on from that step.
+///
+/// The per-core runtime only, with its idle set installed (the caller checks
+/// [`can_start_now`]): the accept loop calls this for a new connection, the idle
+/// set for a parked one that became readable. Under the paced benchmark most
+/// connections never get a task: the request that comes with the connection and
+/// each one after a pause are answered here.
+pub(crate) fn start_now(
+    stream: TcpStream,
+    origin: Origin,
+    shared: Arc<Shared>,
+    permit: OwnedSemaphorePermit,
+) {
+    let mut conn = Conn::new(stream, origin, shared, None);
+    match conn.run_now() {
+        Now::Exit(exit) => conn.end(exit, permit),
+        Now::Wait(step) => {
+            tokio::spawn(async move {
+                let exit = conn.run_from(step).await;
+                conn.end(exit, permit);
+            });
+        }
     }
 }
 
-/// Moves an idle connection from its task to the worker's [`crate::idle::IdleSet`].
+/// Whether this thread can serve connections with [`start_now`]: it is a worker
+/// of the per-core runtime with its idle set (where such connections park).
+pub(crate) fn can_start_now(shared: &Shared) -> bool {
+    shared.config.runtime == RuntimeModel::PerCore && local::with(shared, |l| l.idle.is_some())
+}
+
+/// Moves an idle connection (from its task, or from [`start_now`]) into the
+/// worker's [`crate::idle::IdleSet`].
 fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
     let Conn {
         stream,
@@ -143,7 +147,7 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
     };
     local::with(&shared, |l| {
         if let Some(idle) = &mut l.idle {
-            idle.park(&shared, parked, deadline);
+            idle.park(parked, deadline);
         }
     });
 }
@@ -174,14 +178,24 @@ pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAdd
     });
 }
 
-/// How a connection task ends.
-#[derive(Debug)]
+/// How a connection's loop ends.
+#[derive(Debug, Clone, Copy)]
 enum Exit {
     /// The connection is closed (or about to be, when the socket drops).
     Close,
-    /// Idle past [`crate::idle::PARK_AFTER`]: hand the socket to the idle set
+    /// Nothing to do (served without a task), or idle past
+    /// [`crate::idle::PARK_AFTER`] in a task: hand the socket to the idle set
     /// until this deadline.
     Park(Instant),
+}
+
+/// Where [`Conn::run_now`] stopped.
+#[derive(Debug)]
+enum Now {
+    /// The connection closes or parks.
+    Exit(Exit),
+    /// It must wait; its task goes on with this step.
+    Wait(Step),
 }
 
 /// What the connection needs after processing its buffer.
@@ -288,53 +302,183 @@ struct Conn {
 }
 
 impl Conn {
-    async fn run(&mut self) -> Exit {
+    fn new(
+        stream: TcpStream,
+        origin: Origin,
+        shared: Arc<Shared>,
+        tls: Option<Box<tls::Session>>,
+    ) -> Conn {
+        // The first head's time starts at the accept (a TLS handshake, or time
+        // spent parked before the first byte, counts against it); a later head's
+        // when its first byte is read.
+        let head_started = if origin.served == 0 {
+            origin.born
+        } else {
+            Instant::now()
+        };
+        let own_reactor = shared.config.runtime == RuntimeModel::PerCore;
+        Conn {
+            stream,
+            // `tls::serve` has set `TCP_NODELAY` already, for the handshake; a
+            // connection resumed after an answer was kept alive, which set it.
+            writing: if tls.is_some() || origin.served > 0 {
+                Writing::NoDelay
+            } else {
+                Writing::Plain
+            },
+            tls,
+            client: Client {
+                peer: origin.peer,
+                served: origin.served,
+                born: origin.born,
+                sni: origin.sni,
+                http2: false,
+            },
+            shared,
+            buf: Vec::new(),
+            pos: 0,
+            out: Output::default(),
+            head_started,
+            phase: Phase::Fresh,
+            intake: Intake::Head,
+            own_reactor,
+        }
+    }
+
+    /// After the connection's loop: out of flight, buffers back to the pool, and
+    /// closed (the socket drops) or parked.
+    fn end(mut self, exit: Exit, permit: OwnedSemaphorePermit) {
+        self.set_busy(false);
+        self.release_buffers();
+        if let Some(tls) = &mut self.tls {
+            tls.close(&self.stream);
+        }
+        if let Exit::Park(deadline) = exit {
+            park(self, permit, deadline);
+        }
+    }
+
+    /// The connection's loop, from `step` on: a new connection starts at
+    /// [`Step::NeedHead`], one coming from [`Conn::run_now`] where that stopped.
+    async fn run_from(&mut self, mut step: Step) -> Exit {
+        loop {
+            if let Some(exit) = self.carry_out(step).await {
+                return exit;
+            }
+            step = self.process();
+        }
+    }
+
+    /// Does what `step` asks for after a [`Conn::process`]: writes and logs the
+    /// queued batch, then reads more, waits for a dynamic answer, or ends.
+    async fn carry_out(&mut self, step: Step) -> Option<Exit> {
+        if !self.out.is_done() {
+            let closing = matches!(step, Step::Close { .. });
+            if closing {
+                self.write_last();
+            }
+            let flushed = self.flush().await;
+            self.log_batch();
+            if let Err(e) = flushed {
+                tracing::debug!("{}: write failed: {e}", self.client.peer);
+                return Some(Exit::Close);
+            }
+            self.written(closing);
+        }
+        match step {
+            Step::Flush => return None,
+            Step::Wait { waiting, close } => {
+                self.finish(waiting).await;
+                if close {
+                    self.write_last();
+                    let flushed = self.flush().await;
+                    self.log_batch();
+                    if flushed.is_ok() && self.input_pending() {
+                        self.linger().await;
+                    }
+                    return Some(Exit::Close);
+                }
+                return None;
+            }
+            Step::Close { linger } => {
+                if linger || self.input_pending() {
+                    self.linger().await;
+                }
+                return Some(Exit::Close);
+            }
+            Step::NeedHead | Step::NeedBody => {}
+        }
+        if let Err(end) = self.read(&step).await {
+            let partial_head = self.has_partial_head(&step);
+            return Some(self.read_ended(end, partial_head).await);
+        }
+        None
+    }
+
+    /// [`Conn::run_from`] on the caller's stack, for as long as nothing has to
+    /// wait (see [`start_now`]): the direct first read, then every request it
+    /// brought, each batch written as far as the socket takes it. A connection
+    /// left with nothing to do parks at once, with its idle deadline, and one
+    /// that is done closes; anything else continues in a task from the step
+    /// returned.
+    fn run_now(&mut self) -> Now {
+        match self.read_direct() {
+            Ok(true) => {}
+            Ok(false) => return Now::Wait(Step::NeedHead),
+            Err(ReadEnd::Failed(e)) => {
+                tracing::debug!("{}: read failed: {e}", self.client.peer);
+                return Now::Exit(Exit::Close);
+            }
+            // The end of input before any byte of a head: nothing to answer.
+            Err(_) => return Now::Exit(Exit::Close),
+        }
         loop {
             let step = self.process();
             if !self.out.is_done() {
                 let closing = matches!(step, Step::Close { .. });
                 if closing {
-                    self.writing = Writing::Last { corked: false };
+                    self.write_last();
                 }
-                let flushed = self.flush().await;
+                match self.write_now() {
+                    Ok(true) => {}
+                    // The task's flush goes on from the cursor.
+                    Ok(false) => return Now::Wait(step),
+                    Err(e) => {
+                        self.log_batch();
+                        tracing::debug!("{}: write failed: {e}", self.client.peer);
+                        return Now::Exit(Exit::Close);
+                    }
+                }
                 self.log_batch();
-                if let Err(e) = flushed {
-                    tracing::debug!("{}: write failed: {e}", self.client.peer);
-                    return Exit::Close;
-                }
-                if self.writing == Writing::Plain && !closing {
-                    // Kept alive: see `Writing::NoDelay`.
-                    self.writing = Writing::NoDelay;
-                    let _ = self.stream.set_nodelay(true);
-                }
+                self.written(closing);
             }
             match step {
-                Step::Flush => continue,
-                Step::Wait { waiting, close } => {
-                    self.finish(waiting).await;
-                    if close {
-                        self.writing = Writing::Last { corked: false };
-                        let flushed = self.flush().await;
-                        self.log_batch();
-                        if flushed.is_ok() && self.input_pending() {
-                            self.linger().await;
-                        }
-                        return Exit::Close;
-                    }
-                    continue;
+                Step::Flush => {}
+                Step::NeedHead if self.pos == self.buf.len() => {
+                    return Now::Exit(Exit::Park(self.idle_deadline(Instant::now())));
                 }
-                Step::Close { linger } => {
-                    if linger || self.input_pending() {
-                        self.linger().await;
-                    }
-                    return Exit::Close;
+                Step::Close { linger: false } if !self.input_pending() => {
+                    return Now::Exit(Exit::Close);
                 }
-                Step::NeedHead | Step::NeedBody => {}
+                _ => return Now::Wait(step),
             }
-            if let Err(end) = self.read(&step).await {
-                let partial_head = self.has_partial_head(&step);
-                return self.read_ended(end, partial_head).await;
-            }
+        }
+    }
+
+    /// The batch about to be written is the connection's last (see
+    /// [`Writing::Last`]); a cork already set stays recorded.
+    fn write_last(&mut self) {
+        if !matches!(self.writing, Writing::Last { .. }) {
+            self.writing = Writing::Last { corked: false };
+        }
+    }
+
+    /// After a batch was written whole: a connection kept alive (not `closing`)
+    /// gets `TCP_NODELAY` (see [`Writing::NoDelay`]).
+    fn written(&mut self, closing: bool) {
+        if self.writing == Writing::Plain && !closing {
+            self.writing = Writing::NoDelay;
+            let _ = self.stream.set_nodelay(true);
         }
     }
 
@@ -548,33 +692,47 @@ impl Conn {
         if let Some(tls) = &mut self.tls {
             return tls::flush(tls, &self.stream, &mut self.out, &self.shared).await;
         }
+        if self.write_now()? {
+            return Ok(());
+        }
         let send_timeout = self.shared.config.limits.send_timeout;
+        loop {
+            match tokio::time::timeout(send_timeout, self.stream.writable()).await {
+                Ok(ready) => ready?,
+                Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+            }
+            while !self.out.is_done() {
+                match self.stream.try_io(Interest::WRITABLE, || self.write_some()) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => self.out.advance(n as u64),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            if self.out.is_done() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes the queued batch with plain system calls for as long as the socket
+    /// takes it (plain HTTP only): `Ok(true)` once it is all out, `Ok(false)` when
+    /// the socket is full.
+    fn write_now(&mut self) -> io::Result<bool> {
         if self.writing == (Writing::Last { corked: false }) && self.out.has_file() {
             // Best effort: without the cork the bytes just leave sooner.
             let corked = rustix::net::sockopt::set_tcp_cork(&self.stream, true).is_ok();
             self.writing = Writing::Last { corked };
         }
-        let mut direct = true;
         while !self.out.is_done() {
-            let result = if direct {
-                self.write_some()
-            } else {
-                self.stream.try_io(Interest::WRITABLE, || self.write_some())
-            };
-            match result {
+            match self.write_some() {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.out.advance(n as u64),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    direct = false;
-                    match tokio::time::timeout(send_timeout, self.stream.writable()).await {
-                        Ok(ready) => ready?,
-                        Err(_) => return Err(io::ErrorKind::TimedOut.into()),
-                    }
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// One system call writing from the cursor: `sendfile` for a file segment,
@@ -741,13 +899,8 @@ impl Conn {
     async fn wait_for_request(&mut self) -> Result<(), ReadEnd> {
         self.release_buffers();
         self.set_busy(false);
-        let limits = &self.shared.config.limits;
         let now = Instant::now();
-        let deadline = if self.client.served == 0 {
-            self.client.born + limits.head_timeout
-        } else {
-            now + limits.keepalive_timeout
-        };
+        let deadline = self.idle_deadline(now);
         // TLS connections keep their state in the task: they never park.
         let parking = self.tls.is_none() && local::with(&self.shared, |l| l.idle.is_some());
         let park_at = now + crate::idle::PARK_AFTER;
@@ -785,6 +938,18 @@ impl Conn {
             self.head_started = Instant::now();
         }
         Ok(())
+    }
+
+    /// How long a connection waiting for a request may stay idle from `now`: its
+    /// first request within the head timeout from the accept, a later one within
+    /// the keep-alive timeout.
+    fn idle_deadline(&self, now: Instant) -> Instant {
+        let limits = &self.shared.config.limits;
+        if self.client.served == 0 {
+            self.client.born + limits.head_timeout
+        } else {
+            now + limits.keepalive_timeout
+        }
     }
 
     /// The deadline of the current read phase.

@@ -1,32 +1,33 @@
-//! Parked connections: kept-alive connections that stay quiet leave their task.
+//! Parked connections: plain-HTTP connections waiting for a request, without a task.
 //!
 //! A connection waiting inside a tokio task costs about 1.3 KiB of user-space
 //! memory, nearly all of it the task with its future; nginx keeps an idle
-//! keep-alive connection in about 500 bytes. So a plain-HTTP connection on the
-//! per-core runtime idle for longer than [`PARK_AFTER`] is *parked*: its task
-//! ends and what remains is a [`Parked`] record in this worker's [`IdleSet`], with
-//! the socket still registered in tokio's reactor (its 256-byte readiness record).
-//! Parking and waking make no system call: the set asks the socket's readiness to
-//! wake a waker of its own, one per slot of the set, and the worker's [`run`] loop
-//! starts a connection task again for each socket so woken that has input (or an
-//! end of input) waiting. Deadlines (the keep-alive timeout, or the head timeout
-//! of a connection that has not sent its first request) live in a timer wheel
-//! (`tokio_util`'s `DelayQueue`); a parked connection whose deadline passes is
-//! closed.
+//! keep-alive connection in about 500 bytes. So on the per-core runtime a
+//! plain-HTTP connection with nothing to do is *parked*: what remains of it is a
+//! [`Parked`] record in this worker's [`IdleSet`], with the socket still
+//! registered in tokio's reactor (its 256-byte readiness record). Parking and
+//! waking make no system call: the set asks the socket's readiness to wake a waker
+//! of its own, one per slot of the set, and the worker's [`run`] loop serves each
+//! socket so woken that has input (or an end of input) waiting, on its own stack
+//! ([`conn::start_now`]). Deadlines (the keep-alive timeout, or the head timeout
+//! of a connection that has not sent its first request) live in a min-heap
+//! ([`Deadlines`]), with one tokio timer for the earliest; a parked connection
+//! whose deadline passes is closed.
 //!
-//! Why wait [`PARK_AFTER`] first: a park and its wake cost about 4,000
-//! instructions (a task spawned again, the wheel's insert and removal, the wake
-//! hop through [`run`]), half a small keep-alive request's whole cost, while
-//! waiting in the task costs only the timer it sets anyway for its deadline. A
-//! client that sends its next request at once (`wrk`, pipelining browsers, the
-//! kit's class 0 files drained in a few milliseconds) never parks; one that
-//! stays quiet longer parks after a few tens of milliseconds, so idle connections
-//! are cheap almost from the start. Parking exists only on the per-core runtime,
-//! whose thread-local state is the worker's; the multi-thread model keeps idle
-//! connections in their tasks, and so do HTTPS connections (their TLS state
-//! would have to be parked too).
+//! A connection gets here two ways. Served without a task ([`conn::start_now`]:
+//! a new connection whose request came with it, or one woken here), it parks as
+//! soon as its answer is written: most connections of the paced benchmark never
+//! have a task at all. A connection that had to wait in a task (a response larger
+//! than its socket took at once, a request in pieces, a dynamic answer) parks
+//! after [`PARK_AFTER`] of silence: until then its task waits for the next
+//! request, which costs only the timer it sets anyway for its deadline, whereas
+//! parking and waking it cost a task ended and the wake's hop through [`run`]. Parking exists only on
+//! the per-core runtime, whose thread-local state is the worker's; the
+//! multi-thread model keeps idle connections in their tasks, and so do HTTPS
+//! connections (their TLS state would have to be parked too).
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
@@ -34,14 +35,12 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
-use tokio_util::time::DelayQueue;
-use tokio_util::time::delay_queue::Key;
 
 use crate::server::Shared;
 use crate::{conn, local};
 
-/// Idle time after which a connection waiting for a request is parked (see the
-/// module's notes for the trade).
+/// Idle time after which a connection waiting for a request in its task is
+/// parked (see the module's notes for the trade).
 pub(crate) const PARK_AFTER: Duration = Duration::from_millis(50);
 
 /// What a connection needs to resume: everything but its buffers.
@@ -61,8 +60,11 @@ pub(crate) struct Parked {
 /// allocates nothing once the set has grown to the worker's peak.
 #[derive(Debug)]
 struct Slot {
-    /// The parked connection and its entry in the deadline wheel.
-    conn: Option<(Parked, Key)>,
+    /// The parked connection.
+    conn: Option<Parked>,
+    /// Counts the slot's parks: a deadline is this slot's only if it was set
+    /// for the park now in it (see [`Deadlines`]).
+    parks: u32,
     /// Wakes [`run`] for this slot (see [`SlotWaker`]).
     waker: Waker,
 }
@@ -72,10 +74,42 @@ struct Slot {
 pub(crate) struct IdleSet {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Each parked connection's deadline, by slot.
-    deadlines: DelayQueue<u32>,
+    deadlines: Deadlines,
     woken: Arc<Woken>,
 }
+
+/// The parked connections' deadlines: a min-heap of (deadline, slot, park),
+/// pruned lazily. A connection that wakes leaves its entry behind (removing it
+/// would cost a search); the entry is dropped when it comes to the top, its
+/// slot having been parked again since or emptied, or when stale entries
+/// outnumber the parked connections (a rebuild, linear, at most once per as many
+/// parks as there are connections). Deadlines are mostly set in increasing order
+/// (now + the keep-alive timeout), so an insert rarely moves up the heap: a
+/// park and its wake cost a push, and later a pop, against the timer wheel's
+/// insert and removal (about 2,000 instructions per keep-alive request with
+/// `tokio_util`'s `DelayQueue`, `bench/callgrind-keepalive.sh`).
+#[derive(Debug)]
+struct Deadlines {
+    heap: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// Wakes [`run`] at the earliest deadline; armed on demand.
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// Where `timer` is set, if it is.
+    armed: Option<Instant>,
+}
+
+impl Deadlines {
+    fn with_capacity(capacity: usize) -> Deadlines {
+        Deadlines {
+            heap: BinaryHeap::with_capacity(2 * capacity + STALE_SLACK),
+            timer: Box::pin(tokio::time::sleep_until(tokio::time::Instant::now())),
+            armed: None,
+        }
+    }
+}
+
+/// Stale deadlines tolerated beyond the parked connections' count before the
+/// heap is rebuilt.
+const STALE_SLACK: usize = 1024;
 
 /// The slots whose socket's readiness changed since [`run`] last looked, and
 /// [`run`]'s own waker. Wakers must be `Send + Sync`, hence the mutex; on the
@@ -94,6 +128,14 @@ struct WokenInner {
 impl Woken {
     fn lock(&self) -> std::sync::MutexGuard<'_, WokenInner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes [`run`] (for its timer) without a slot.
+    fn wake_run(&self) {
+        let run = self.lock().run.take();
+        if let Some(run) = run {
+            run.wake();
+        }
     }
 }
 
@@ -132,55 +174,94 @@ impl IdleSet {
         IdleSet {
             slots: Vec::with_capacity(capacity),
             free: Vec::with_capacity(capacity),
-            deadlines: DelayQueue::with_capacity(capacity),
+            deadlines: Deadlines::with_capacity(capacity),
             woken,
         }
     }
 
     /// Parks `conn` until it becomes readable or `deadline` passes. Input that
-    /// is already waiting resumes it at once.
-    pub(crate) fn park(&mut self, shared: &Arc<Shared>, conn: Parked, deadline: Instant) {
+    /// is already waiting wakes its slot at once: [`run`] resumes it on its next
+    /// turn, not this call, which may come from inside a connection's loop.
+    pub(crate) fn park(&mut self, conn: Parked, deadline: Instant) {
         let slot = self.free.pop().unwrap_or_else(|| {
             let slot = self.slots.len() as u32;
             let waker = Waker::from(Arc::new(SlotWaker {
                 slot,
                 woken: Arc::clone(&self.woken),
             }));
-            self.slots.push(Slot { conn: None, waker });
+            self.slots.push(Slot {
+                conn: None,
+                parks: 0,
+                waker,
+            });
             slot
         });
         let entry = &mut self.slots[slot as usize];
+        entry.parks = entry.parks.wrapping_add(1);
         let mut cx = Context::from_waker(&entry.waker);
-        if conn.stream.poll_read_ready(&mut cx).is_ready() {
-            self.free.push(slot);
-            resume(shared, conn);
-            return;
+        let ready = conn.stream.poll_read_ready(&mut cx).is_ready();
+        entry.conn = Some(conn);
+        let parks = entry.parks;
+        if ready {
+            entry.waker.wake_by_ref();
         }
-        let key = self.deadlines.insert_at(slot, deadline.into());
-        entry.conn = Some((conn, key));
+        let heap = &mut self.deadlines.heap;
+        heap.push(Reverse((deadline, slot, parks)));
+        let parked = self.slots.len() - self.free.len();
+        if heap.len() > 2 * parked + STALE_SLACK {
+            let slots = &self.slots;
+            heap.retain(|Reverse((_, slot, parks))| {
+                let entry = &slots[*slot as usize];
+                entry.conn.is_some() && entry.parks == *parks
+            });
+        }
+        if self.deadlines.armed.is_none_or(|at| deadline < at) {
+            // No timer yet, or one set for later: `run` (re)arms it.
+            self.deadlines.armed = None;
+            self.woken.wake_run();
+        }
     }
 
     /// The connection in `slot` if its socket has input, an end of input or an
-    /// error waiting (a wake may be stale); it leaves the set.
+    /// error waiting (a wake may be stale); it leaves the set (its deadline
+    /// stays in the heap, stale).
     fn take_ready(&mut self, slot: u32) -> Option<Parked> {
         let entry = self.slots.get_mut(slot as usize)?;
-        let (conn, _) = entry.conn.as_ref()?;
+        let conn = entry.conn.as_ref()?;
         let mut cx = Context::from_waker(&entry.waker);
         if conn.stream.poll_read_ready(&mut cx).is_pending() {
             return None;
         }
-        let (conn, key) = entry.conn.take()?;
-        self.deadlines.remove(&key);
+        let conn = entry.conn.take()?;
         self.free.push(slot);
         Some(conn)
     }
 
-    /// Closes the connections whose deadline has passed; the wheel then wakes
-    /// `cx` at the next deadline.
+    /// Closes the connections whose deadline has passed, and sets the timer
+    /// to wake `cx` at the next one.
     fn expire(&mut self, cx: &mut Context<'_>) {
-        while let Poll::Ready(Some(expired)) = self.deadlines.poll_expired(cx) {
-            let slot = expired.into_inner();
+        let mut now = Instant::now();
+        loop {
+            let Some(&Reverse((at, slot, parks))) = self.deadlines.heap.peek() else {
+                return;
+            };
+            if at > now {
+                let deadlines = &mut self.deadlines;
+                if deadlines.armed != Some(at) {
+                    deadlines.timer.as_mut().reset(at.into());
+                    deadlines.armed = Some(at);
+                }
+                if deadlines.timer.as_mut().poll(cx).is_pending() {
+                    return;
+                }
+                // The deadline passed meanwhile.
+                deadlines.armed = None;
+                now = Instant::now();
+                continue;
+            }
+            self.deadlines.heap.pop();
             if let Some(entry) = self.slots.get_mut(slot as usize)
+                && entry.parks == parks
                 && entry.conn.take().is_some()
             {
                 self.free.push(slot);
@@ -195,7 +276,7 @@ impl IdleSet {
                 self.free.push(slot as u32);
             }
         }
-        self.deadlines.clear();
+        self.deadlines.heap.clear();
     }
 }
 
@@ -209,6 +290,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         l.idle = Some(IdleSet::new(Arc::clone(&woken), capacity));
     });
     let mut batch = VecDeque::new();
+    let mut ready = Vec::new();
     std::future::poll_fn(|cx| {
         {
             let mut inner = woken.lock();
@@ -221,19 +303,20 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             let Some(idle) = &mut l.idle else {
                 return;
             };
-            for slot in batch.drain(..) {
-                if let Some(conn) = idle.take_ready(slot) {
-                    resume(&shared, conn);
-                }
-            }
+            ready.extend(batch.drain(..).filter_map(|slot| idle.take_ready(slot)));
             idle.expire(cx);
         });
+        // Outside the worker's state: a connection's loop uses it, and may
+        // park again.
+        for parked in ready.drain(..) {
+            resume(&shared, parked);
+        }
         Poll::<()>::Pending
     })
     .await;
 }
 
-/// Starts a connection task again for a parked connection.
+/// Serves a parked connection that has input again, from its direct read on.
 fn resume(shared: &Arc<Shared>, parked: Parked) {
     let resumed = conn::Origin {
         peer: parked.peer,
@@ -241,11 +324,5 @@ fn resume(shared: &Arc<Shared>, parked: Parked) {
         born: parked.born,
         sni: None,
     };
-    tokio::spawn(conn::serve(
-        parked.stream,
-        resumed,
-        Arc::clone(shared),
-        parked.permit,
-        None,
-    ));
+    conn::start_now(parked.stream, resumed, Arc::clone(shared), parked.permit);
 }

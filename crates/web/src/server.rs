@@ -359,15 +359,22 @@ impl Handler for Shared {
         } = conn;
         let (origin, shared) = (conn::Origin::accepted(peer), Arc::clone(self));
         match kind {
-            Scheme::Http => tokio::spawn(conn::serve(stream, origin, shared, permit, None)),
+            // The request is usually there already (deferred accept): answer it
+            // without a task (see `conn::start_now`).
+            Scheme::Http if conn::can_start_now(&shared) => {
+                conn::start_now(stream, origin, shared, permit);
+            }
+            Scheme::Http => {
+                tokio::spawn(conn::serve(stream, origin, shared, permit, None));
+            }
             Scheme::Https(config) => {
                 let acceptor = Acceptor {
                     configs: config,
                     handshakes: Arc::clone(&worker.handshakes),
                 };
-                tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor))
+                tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor));
             }
-        };
+        }
     }
 
     /// A reload's servers took over: each connection closes after its next

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use stoa_testkit::http::{Closed, get};
+use stoa_testkit::http::{Client, Closed, get};
 
 use common::{A_TXT, B_TXT, BIG_LEN, C_HTML, TestServer, pattern};
 
@@ -33,6 +33,22 @@ fn parked_connection_wakes_for_its_next_request() {
     assert_eq!(c.response().body, C_HTML);
     // And it can park and wake again.
     c.expect_open_and_silent(PARKED);
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+}
+
+#[test]
+fn answers_larger_than_the_socket_takes_continue_in_a_task() {
+    // A request that arrives with its connection, or wakes a parked one, is
+    // answered without a task until the socket is full; the rest of the answer
+    // must still arrive, and the connection go on (and park) after it.
+    let s = TestServer::start();
+    let mut c = Client::connect_small_rcvbuf(s.addr(), 4096);
+    for _ in 0..2 {
+        let r = c.get("/big.bin");
+        assert!(!r.closes());
+        assert!(r.body == pattern(BIG_LEN));
+        c.expect_open_and_silent(PARKED);
+    }
     assert_eq!(c.get("/a.txt").body, A_TXT);
 }
 
@@ -65,6 +81,27 @@ fn parked_connection_expires_at_its_keepalive_deadline() {
         "closed after {waited:?}, before the keep-alive deadline"
     );
     assert!(waited < Duration::from_secs(6), "closed after {waited:?}");
+}
+
+#[test]
+fn a_woken_connection_is_not_closed_at_its_earlier_deadline() {
+    // Every answer parks the connection again and leaves the deadline of its
+    // previous park behind, stale (and past a thousand parks the set prunes
+    // them). The connection must keep only its latest deadline.
+    let s = TestServer::with(|c| {
+        c.limits.keepalive_timeout = Duration::from_millis(1800);
+        c.limits.keepalive_requests = 10_000;
+    });
+    let mut c = s.connect();
+    for _ in 0..1100 {
+        assert_eq!(c.get("/a.txt").body, A_TXT);
+    }
+    c.expect_open_and_silent(Duration::from_millis(1000));
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    // The park before this one ends 800 ms from now; this one in 1,800.
+    c.expect_open_and_silent(Duration::from_millis(1200));
+    c.set_read_timeout(Duration::from_secs(6));
+    assert_eq!(c.expect_closed(), Closed::Eof);
 }
 
 #[test]
