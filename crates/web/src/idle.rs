@@ -82,8 +82,8 @@ pub(crate) struct IdleSet {
 /// pruned lazily. A connection that wakes leaves its entry behind (removing it
 /// would cost a search); the entry is dropped when it comes to the top, its
 /// slot having been parked again since or emptied, or when stale entries
-/// outnumber the parked connections (a rebuild, linear, at most once per as many
-/// parks as there are connections). Deadlines are mostly set in increasing order
+/// outnumber the parked connections by more than [`STALE_SLACK`] (a rebuild,
+/// linear, at most once per as many parks as there are connections). Deadlines are mostly set in increasing order
 /// (now + the keep-alive timeout), so an insert rarely moves up the heap: a
 /// park and its wake cost a push, and later a pop, against the timer wheel's
 /// insert and removal (about 2,000 instructions per keep-alive request with

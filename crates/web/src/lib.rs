@@ -9,13 +9,15 @@
 //!
 //! - [`Server`] (`server.rs`): binds, starts the workers, drains on shutdown.
 //! - `conn.rs`: the connection loop: keep-alive, pipelining, timeouts, lingering
-//!   close, parking. It owns the socket and its buffers.
+//!   close, parking. It owns the socket and its buffers. A plain-HTTP connection
+//!   runs it without a task until a step must wait, then in a task from there.
 //! - `dispatch/`: from a parsed head to a queued answer: routing (once per
 //!   request), the keep-alive decision, gathering or skipping request bodies, and
 //!   the calls into the handlers below.
-//! - `idle.rs`: parking: a kept-alive connection idle for 50 ms leaves its task
-//!   for a slot of the worker's idle set, woken by its socket's readiness with
-//!   no system call, so an idle keep-alive connection costs a few hundred bytes
+//! - `idle.rs`: parking: a kept-alive connection with nothing to do (at once
+//!   when served without a task, after 50 ms of silence in a task) waits in a
+//!   slot of the worker's idle set, woken by its socket's readiness with no
+//!   system call, so an idle keep-alive connection costs a few hundred bytes
 //!   instead of a task's 1.3 KiB.
 //! - `output.rs`: the write queue that turns a batch of responses into few
 //!   system calls.
