@@ -1,10 +1,15 @@
-//! Accepting connections without spinning on errors.
+//! Accepting connections without spinning on errors, and without registering
+//! them: the socket is handed over as a plain non-blocking `std` socket, so a
+//! server that answers a connection at once and closes it costs tokio's reactor
+//! nothing (no `epoll_ctl` to add it, none to remove it). tokio's own
+//! `TcpListener::accept` registers every socket it returns.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
+use rustix::net::SocketFlags;
+use tokio::io::unix::AsyncFd;
 
 /// First pause after an accept error that is not the peer's fault.
 const FIRST_BACKOFF: Duration = Duration::from_millis(5);
@@ -12,14 +17,23 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(5);
 /// resume service quickly.
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
-/// Accepts the next connection. Errors caused by one peer (it reset before we
-/// accepted) are skipped at once; resource errors (`EMFILE`, `ENFILE`, `ENOBUFS`,
-/// `ENOMEM`) are logged and retried with exponential backoff, the approach of
-/// mini-redis's accept loop.
-pub async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
+/// Accepts the next connection: a non-blocking socket that tokio's reactor does
+/// not know yet (see [`crate::server::Accepted::stream`]). Errors caused by one
+/// peer (it reset before we accepted) are skipped at once; resource errors
+/// (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) are logged and retried with
+/// exponential backoff, the approach of mini-redis's accept loop.
+pub async fn accept(listener: &AsyncFd<TcpListener>) -> (TcpStream, SocketAddr) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match listener.accept().await {
+        let accepted = match listener.readable().await {
+            // A `WouldBlock` clears the listener's readiness: wait again.
+            Ok(mut ready) => match ready.try_io(|l| accept_now(l.get_ref())) {
+                Ok(accepted) => accepted,
+                Err(_would_block) => continue,
+            },
+            Err(e) => Err(e),
+        };
+        match accepted {
             Ok(conn) => return conn,
             Err(e) if is_peer_error(&e) => continue,
             Err(e) => {
@@ -29,6 +43,17 @@ pub async fn accept(listener: &TcpListener) -> (TcpStream, SocketAddr) {
             }
         }
     }
+}
+
+/// One `accept4`, the socket non-blocking and closed on exec, with its peer's
+/// address from the same call.
+fn accept_now(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let (fd, peer) = rustix::net::acceptfrom_with(listener, flags)?;
+    let peer = peer
+        .and_then(|p| SocketAddr::try_from(p).ok())
+        .ok_or_else(|| io::Error::other("accepted a connection without an IP address"))?;
+    Ok((TcpStream::from(fd), peer))
 }
 
 fn is_peer_error(e: &io::Error) -> bool {

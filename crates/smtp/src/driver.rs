@@ -157,6 +157,13 @@ async fn serve<P: Policy>(accepted: Accepted<P::Kind>, shared: Arc<P>, slot: Cli
         permit: _permit,
         shutdown,
     } = accepted;
+    let stream = match tokio::net::TcpStream::from_std(stream) {
+        Ok(stream) => stream,
+        Err(e) => {
+            tracing::warn!("{peer}: cannot register the connection: {e}");
+            return;
+        }
+    };
     let _ = stream.set_nodelay(true);
     let now = Instant::now();
     let mut conn = Conn {

@@ -20,7 +20,9 @@
 //! answered and written on the caller's stack, and the connection parks again at
 //! once. Only a step that must wait (a full socket, a partial head or body, a
 //! dynamic answer, a lingering close) moves it into a task, which goes on from
-//! that step ([`Conn::run_from`]).
+//! that step ([`Conn::run_from`]). Until then its socket is not registered with
+//! tokio's reactor ([`Sock`]): a connection answered and closed at once makes no
+//! `epoll_ctl` call at all.
 //!
 //! An HTTPS connection runs the same loop with a [`tls::Session`]: reads decrypt
 //! through it and [`Conn::flush`] hands the batch to [`tls::flush`]; everything
@@ -82,7 +84,7 @@ pub(crate) async fn serve(
     permit: OwnedSemaphorePermit,
     tls: Option<Box<tls::Session>>,
 ) {
-    let mut conn = Conn::new(stream, origin, shared, tls);
+    let mut conn = Conn::new(Sock::Tokio(stream), origin, shared, tls);
     let exit = conn.run_from(Step::NeedHead).await;
     conn.end(exit, permit);
 }
@@ -100,7 +102,7 @@ pub(crate) async fn serve(
 /// connections never get a task: the request that comes with the connection and
 /// each one after a pause are answered here.
 pub(crate) fn start_now(
-    stream: TcpStream,
+    stream: Sock,
     origin: Origin,
     shared: Arc<Shared>,
     permit: OwnedSemaphorePermit,
@@ -109,10 +111,72 @@ pub(crate) fn start_now(
     match conn.run_now() {
         Now::Exit(exit) => conn.end(exit, permit),
         Now::Wait(step) => {
+            if let Err(e) = conn.stream.register() {
+                tracing::warn!("{}: cannot register the connection: {e}", conn.client.peer);
+                conn.end(Exit::Close, permit);
+                return;
+            }
             tokio::spawn(async move {
                 let exit = conn.run_from(step).await;
                 conn.end(exit, permit);
             });
+        }
+    }
+}
+
+/// A connection's socket. Served without a task, a new connection is not
+/// registered with tokio's reactor: answered and closed at once, it costs no
+/// `epoll_ctl` to add it and none to remove it. It is registered the first time
+/// it has to wait, in a task or parked.
+#[derive(Debug)]
+pub(crate) enum Sock {
+    /// Not known to the reactor; only non-blocking system calls are made on it.
+    Raw(std::net::TcpStream),
+    /// Registered: it can wait for readiness.
+    Tokio(TcpStream),
+    /// Its registration failed: the connection only closes.
+    Lost,
+}
+
+impl Sock {
+    /// Registers a raw socket with the reactor (`epoll_ctl(ADD)`).
+    fn register(&mut self) -> io::Result<()> {
+        if let Sock::Raw(_) = self {
+            let Sock::Raw(raw) = std::mem::replace(self, Sock::Lost) else {
+                unreachable!("matched as raw just above");
+            };
+            *self = Sock::Tokio(TcpStream::from_std(raw)?);
+        }
+        Ok(())
+    }
+
+    /// The registered socket, for a wait.
+    fn tokio(&self) -> &TcpStream {
+        match self {
+            Sock::Tokio(stream) => stream,
+            Sock::Raw(_) | Sock::Lost => {
+                unreachable!("invariant: a connection is registered before it waits")
+            }
+        }
+    }
+
+    /// The registered socket when it is one.
+    fn registered(&self) -> Option<&TcpStream> {
+        match self {
+            Sock::Tokio(stream) => Some(stream),
+            Sock::Raw(_) | Sock::Lost => None,
+        }
+    }
+}
+
+impl std::os::fd::AsFd for Sock {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Sock::Raw(stream) => stream.as_fd(),
+            Sock::Tokio(stream) => stream.as_fd(),
+            Sock::Lost => {
+                unreachable!("invariant: a connection whose registration failed only closes")
+            }
         }
     }
 }
@@ -138,6 +202,14 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
         // Shutting down: an idle connection just closes.
         return;
     }
+    let mut stream = stream;
+    if let Err(e) = stream.register() {
+        tracing::warn!("{peer}: cannot register the connection: {e}");
+        return;
+    }
+    let Sock::Tokio(stream) = stream else {
+        unreachable!("registered just above");
+    };
     let parked = crate::idle::Parked {
         stream,
         peer,
@@ -272,7 +344,7 @@ enum ReadEnd {
 }
 
 struct Conn {
-    stream: TcpStream,
+    stream: Sock,
     /// The TLS state of an HTTPS connection.
     tls: Option<Box<tls::Session>>,
     /// The peer, the accept time and the requests answered so far.
@@ -303,7 +375,7 @@ struct Conn {
 
 impl Conn {
     fn new(
-        stream: TcpStream,
+        stream: Sock,
         origin: Origin,
         shared: Arc<Shared>,
         tls: Option<Box<tls::Session>>,
@@ -351,7 +423,7 @@ impl Conn {
         self.set_busy(false);
         self.release_buffers();
         if let Some(tls) = &mut self.tls {
-            tls.close(&self.stream);
+            tls.close(self.stream.tokio());
         }
         if let Exit::Park(deadline) = exit {
             park(self, permit, deadline);
@@ -478,7 +550,7 @@ impl Conn {
     fn written(&mut self, closing: bool) {
         if self.writing == Writing::Plain && !closing {
             self.writing = Writing::NoDelay;
-            let _ = self.stream.set_nodelay(true);
+            let _ = rustix::net::sockopt::set_tcp_nodelay(&self.stream, true);
         }
     }
 
@@ -617,7 +689,7 @@ impl Conn {
         let mut cx = Cx {
             site,
             client: &self.client,
-            here: dispatch::Here::Socket(&self.stream),
+            here: dispatch::Here::Socket(std::os::fd::AsFd::as_fd(&self.stream)),
             cache: &mut local.cache,
             encoder: &mut local.encoder,
             date: local.date.http(),
@@ -690,19 +762,19 @@ impl Conn {
     /// batch is out.
     async fn flush(&mut self) -> io::Result<()> {
         if let Some(tls) = &mut self.tls {
-            return tls::flush(tls, &self.stream, &mut self.out, &self.shared).await;
+            return tls::flush(tls, self.stream.tokio(), &mut self.out, &self.shared).await;
         }
         if self.write_now()? {
             return Ok(());
         }
         let send_timeout = self.shared.config.limits.send_timeout;
         loop {
-            match tokio::time::timeout(send_timeout, self.stream.writable()).await {
+            match tokio::time::timeout(send_timeout, self.stream.tokio().writable()).await {
                 Ok(ready) => ready?,
                 Err(_) => return Err(io::ErrorKind::TimedOut.into()),
             }
             while !self.out.is_done() {
-                match self.stream.try_io(Interest::WRITABLE, || self.write_some()) {
+                match (self.stream.tokio()).try_io(Interest::WRITABLE, || self.write_some()) {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                     Ok(n) => self.out.advance(n as u64),
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -796,7 +868,7 @@ impl Conn {
                 Err(e) => return Err(ReadEnd::Failed(e)),
             }
             let deadline = self.deadline(step);
-            match tokio::time::timeout_at(deadline.into(), self.stream.readable()).await {
+            match tokio::time::timeout_at(deadline.into(), self.stream.tokio().readable()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
                 Err(_) => return Err(ReadEnd::Timeout),
@@ -810,13 +882,13 @@ impl Conn {
         match &mut self.tls {
             None => {
                 let spare = self.buf.capacity() - self.buf.len();
-                let n = self.stream.try_read_buf(&mut self.buf)?;
+                let n = self.stream.tokio().try_read_buf(&mut self.buf)?;
                 if n > 0 && n < spare && self.own_reactor {
                     self.forget_readiness();
                 }
                 Ok(n)
             }
-            Some(tls) => tls.read_into(&self.stream, &mut self.buf),
+            Some(tls) => tls.read_into(self.stream.tokio(), &mut self.buf),
         }
     }
 
@@ -831,12 +903,16 @@ impl Conn {
     /// delivers as fresh readiness. Only on a single-threaded runtime, where the
     /// reactor cannot run between the look and the clear.
     fn forget_readiness(&self) {
-        let mut ready = std::pin::pin!(self.stream.ready(Interest::READABLE));
+        // A raw socket has no readiness to forget.
+        let Some(stream) = self.stream.registered() else {
+            return;
+        };
+        let mut ready = std::pin::pin!(stream.ready(Interest::READABLE));
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         if let std::task::Poll::Ready(Ok(ready)) = ready.as_mut().poll(&mut cx)
             && !ready.is_read_closed()
         {
-            let _ = self.stream.try_io(Interest::READABLE, || {
+            let _ = stream.try_io(Interest::READABLE, || {
                 Err::<(), _>(io::ErrorKind::WouldBlock.into())
             });
         }
@@ -912,7 +988,7 @@ impl Conn {
         loop {
             // Decrypted bytes already waiting in TLS need no readiness.
             if !self.tls.as_mut().is_some_and(|t| t.buffered()) {
-                let readable = self.stream.readable();
+                let readable = self.stream.tokio().readable();
                 match tokio::time::timeout_at(wait_until.into(), readable).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => return Err(ReadEnd::Failed(e)),
@@ -998,7 +1074,7 @@ impl Conn {
         let limits = &self.shared.config.limits;
         let (idle, total) = (limits.linger_idle, limits.linger_timeout);
         if let Some(tls) = &mut self.tls {
-            tls.close(&self.stream);
+            tls.close(self.stream.tokio());
         }
         if rustix::net::shutdown(&self.stream, rustix::net::Shutdown::Write).is_err() {
             return;
@@ -1009,14 +1085,14 @@ impl Conn {
         self.make_room();
         loop {
             let deadline = end.min(Instant::now() + idle);
-            if tokio::time::timeout_at(deadline.into(), self.stream.readable())
+            if tokio::time::timeout_at(deadline.into(), self.stream.tokio().readable())
                 .await
                 .is_err()
             {
                 return;
             }
             self.buf.clear();
-            match self.stream.try_read_buf(&mut self.buf) {
+            match self.stream.tokio().try_read_buf(&mut self.buf) {
                 Ok(0) => return,
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

@@ -324,5 +324,6 @@ fn resume(shared: &Arc<Shared>, parked: Parked) {
         born: parked.born,
         sni: None,
     };
-    conn::start_now(parked.stream, resumed, Arc::clone(shared), parked.permit);
+    let stream = conn::Sock::Tokio(parked.stream);
+    conn::start_now(stream, resumed, Arc::clone(shared), parked.permit);
 }

@@ -360,19 +360,31 @@ impl Handler for Shared {
         let (origin, shared) = (conn::Origin::accepted(peer), Arc::clone(self));
         match kind {
             // The request is usually there already (deferred accept): answer it
-            // without a task (see `conn::start_now`).
+            // without a task, and without registering the socket unless it must
+            // wait (see `conn::start_now`).
             Scheme::Http if conn::can_start_now(&shared) => {
-                conn::start_now(stream, origin, shared, permit);
+                conn::start_now(conn::Sock::Raw(stream), origin, shared, permit);
             }
-            Scheme::Http => {
-                tokio::spawn(conn::serve(stream, origin, shared, permit, None));
-            }
-            Scheme::Https(config) => {
-                let acceptor = Acceptor {
-                    configs: config,
-                    handshakes: Arc::clone(&worker.handshakes),
+            kind => {
+                let stream = match tokio::net::TcpStream::from_std(stream) {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        tracing::warn!("{peer}: cannot register the connection: {e}");
+                        return;
+                    }
                 };
-                tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor));
+                match kind {
+                    Scheme::Http => {
+                        tokio::spawn(conn::serve(stream, origin, shared, permit, None));
+                    }
+                    Scheme::Https(config) => {
+                        let acceptor = Acceptor {
+                            configs: config,
+                            handshakes: Arc::clone(&worker.handshakes),
+                        };
+                        tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor));
+                    }
+                }
             }
         }
     }

@@ -236,7 +236,9 @@ async fn client_hello(stream: &TcpStream) -> io::Result<rustls::server::Accepted
 /// Sends the alert of a refused ClientHello if the socket takes it now, and
 /// returns the error.
 fn refused(stream: &TcpStream, e: rustls::Error, mut alert: AcceptedAlert) -> io::Error {
-    let direct = false;
+    // A plain system call: the socket may be too new for tokio to know it
+    // writable, and nothing waits after this.
+    let direct = true;
     let _ = alert.write_all(&mut Socket { stream, direct });
     io::Error::new(io::ErrorKind::InvalidData, e)
 }

@@ -36,7 +36,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::listener::Pool;
@@ -92,8 +93,12 @@ impl WorkerScope {
 /// One accepted connection, handed to [`Handler::accept`].
 #[derive(Debug)]
 pub struct Accepted<K> {
-    /// The connection.
-    pub stream: TcpStream,
+    /// The connection: non-blocking, and not registered with tokio's reactor
+    /// yet. A handler that serves it in a task registers it
+    /// (`tokio::net::TcpStream::from_std`); one that can answer it at once may
+    /// close it without ever registering it, which saves the `epoll_ctl` calls
+    /// that add it and, at its close, remove it.
+    pub stream: std::net::TcpStream,
     /// The client's address.
     pub peer: SocketAddr,
     /// What the listener it came from is for.
@@ -321,7 +326,13 @@ async fn serve_worker<H: Handler>(
     let accepting = crate::metrics::register_limit(H::NAME, slots, Arc::downgrade(&limit));
     let mut accepts = Vec::new();
     for (listener, kind) in group {
-        match TcpListener::from_std(listener) {
+        // Not `TcpListener::from_std`: tokio's listener registers every socket
+        // it accepts; the raw accept (`crate::accept`) leaves that to the handler.
+        // The safe constructor is deprecated for file descriptors that could be
+        // closed under it; an owned `std` listener cannot be.
+        #[allow(deprecated)]
+        let registered = AsyncFd::with_interest(listener, Interest::READABLE);
+        match registered {
             Ok(listener) => accepts.push(tokio::spawn(accept_loop(
                 listener,
                 kind,
@@ -358,7 +369,7 @@ async fn serve_worker<H: Handler>(
 }
 
 async fn accept_loop<H: Handler>(
-    listener: TcpListener,
+    listener: AsyncFd<std::net::TcpListener>,
     kind: H::Kind,
     handler: Arc<H>,
     worker: Arc<H::Worker>,

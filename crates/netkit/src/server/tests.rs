@@ -59,12 +59,13 @@ impl Handler for Greeter {
         let hold = self.hold_past_shutdown;
         tokio::spawn(async move {
             let Accepted {
-                mut stream,
+                stream,
                 kind,
                 permit,
                 mut shutdown,
                 ..
             } = conn;
+            let mut stream = tokio::net::TcpStream::from_std(stream).expect("register");
             let _ = stream.write_all(&[kind]).await;
             let mut byte = [0u8; 1];
             if hold {

@@ -24,7 +24,6 @@ use std::time::Instant;
 
 use stoa_http_proto::target::Target;
 use stoa_http_proto::{BodyKind, Method, RequestHead};
-use tokio::net::TcpStream;
 
 use body::Gathered;
 pub(crate) use body::{Discard, Gathering};
@@ -191,7 +190,7 @@ pub(crate) struct Cx<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Here<'a> {
     /// Asked of the socket (a system call) when needed.
-    Socket(&'a TcpStream),
+    Socket(std::os::fd::BorrowedFd<'a>),
     /// Looked up once for the connection.
     Known(SocketAddr),
 }
@@ -199,7 +198,9 @@ pub(crate) enum Here<'a> {
 impl Here<'_> {
     fn addr(self) -> Option<SocketAddr> {
         match self {
-            Here::Socket(socket) => socket.local_addr().ok(),
+            Here::Socket(socket) => rustix::net::getsockname(socket)
+                .ok()
+                .and_then(|addr| SocketAddr::try_from(addr).ok()),
             Here::Known(addr) => Some(addr),
         }
     }
