@@ -56,6 +56,16 @@ fn accept_now(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
     Ok((TcpStream::from(fd), peer))
 }
 
+/// Registers an accepted socket with the calling runtime's reactor
+/// (`epoll_ctl(ADD)`), for a connection that is going to wait. `None` when that
+/// fails (the reactor is gone, or the kernel refuses another watch): logged,
+/// and the socket closes.
+pub fn register(stream: TcpStream, peer: SocketAddr) -> Option<tokio::net::TcpStream> {
+    tokio::net::TcpStream::from_std(stream)
+        .inspect_err(|e| tracing::warn!("{peer}: cannot register the connection: {e}"))
+        .ok()
+}
+
 fn is_peer_error(e: &io::Error) -> bool {
     matches!(
         e.kind(),

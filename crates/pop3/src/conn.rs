@@ -111,12 +111,8 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
         permit: _permit,
         shutdown,
     } = accepted;
-    let stream = match tokio::net::TcpStream::from_std(stream) {
-        Ok(stream) => stream,
-        Err(e) => {
-            tracing::warn!("{peer}: cannot register the connection: {e}");
-            return;
-        }
+    let Some(stream) = stoa_netkit::accept::register(stream, peer) else {
+        return;
     };
     let _ = stream.set_nodelay(true);
     let now = Instant::now();

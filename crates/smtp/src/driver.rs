@@ -157,12 +157,8 @@ async fn serve<P: Policy>(accepted: Accepted<P::Kind>, shared: Arc<P>, slot: Cli
         permit: _permit,
         shutdown,
     } = accepted;
-    let stream = match tokio::net::TcpStream::from_std(stream) {
-        Ok(stream) => stream,
-        Err(e) => {
-            tracing::warn!("{peer}: cannot register the connection: {e}");
-            return;
-        }
+    let Some(stream) = stoa_netkit::accept::register(stream, peer) else {
+        return;
     };
     let _ = stream.set_nodelay(true);
     let now = Instant::now();

@@ -111,8 +111,7 @@ pub(crate) fn start_now(
     match conn.run_now() {
         Now::Exit(exit) => conn.end(exit, permit),
         Now::Wait(step) => {
-            if let Err(e) = conn.stream.register() {
-                tracing::warn!("{}: cannot register the connection: {e}", conn.client.peer);
+            if !conn.stream.register(conn.client.peer) {
                 conn.end(Exit::Close, permit);
                 return;
             }
@@ -139,15 +138,16 @@ pub(crate) enum Sock {
 }
 
 impl Sock {
-    /// Registers a raw socket with the reactor (`epoll_ctl(ADD)`).
-    fn register(&mut self) -> io::Result<()> {
-        if let Sock::Raw(_) = self {
-            let Sock::Raw(raw) = std::mem::replace(self, Sock::Lost) else {
-                unreachable!("matched as raw just above");
-            };
-            *self = Sock::Tokio(TcpStream::from_std(raw)?);
-        }
-        Ok(())
+    /// Registers a raw socket with the reactor (`epoll_ctl(ADD)`); `false` when
+    /// that failed (logged), the socket then `Lost`.
+    fn register(&mut self, peer: SocketAddr) -> bool {
+        *self = match std::mem::replace(self, Sock::Lost) {
+            Sock::Raw(raw) => {
+                stoa_netkit::accept::register(raw, peer).map_or(Sock::Lost, Sock::Tokio)
+            }
+            registered => registered,
+        };
+        !matches!(self, Sock::Lost)
     }
 
     /// The registered socket, for a wait.
@@ -203,12 +203,10 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
         return;
     }
     let mut stream = stream;
-    if let Err(e) = stream.register() {
-        tracing::warn!("{peer}: cannot register the connection: {e}");
-        return;
-    }
+    stream.register(peer);
     let Sock::Tokio(stream) = stream else {
-        unreachable!("registered just above");
+        // Its registration failed: it closes.
+        return;
     };
     let parked = crate::idle::Parked {
         stream,

@@ -130,9 +130,13 @@ impl Woken {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes [`run`] (for its timer) without a slot.
-    fn wake_run(&self) {
-        let run = self.lock().run.take();
+    /// Wakes [`run`], for `slot`, or without one for its timer.
+    fn wake_run(&self, slot: Option<u32>) {
+        let run = {
+            let mut inner = self.lock();
+            inner.slots.extend(slot);
+            inner.run.take()
+        };
         if let Some(run) = run {
             run.wake();
         }
@@ -154,14 +158,7 @@ impl Wake for SlotWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let run = {
-            let mut inner = self.woken.lock();
-            inner.slots.push_back(self.slot);
-            inner.run.take()
-        };
-        if let Some(run) = run {
-            run.wake();
-        }
+        self.woken.wake_run(Some(self.slot));
     }
 }
 
@@ -218,7 +215,7 @@ impl IdleSet {
         if self.deadlines.armed.is_none_or(|at| deadline < at) {
             // No timer yet, or one set for later: `run` (re)arms it.
             self.deadlines.armed = None;
-            self.woken.wake_run();
+            self.woken.wake_run(None);
         }
     }
 

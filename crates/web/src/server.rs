@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
+use stoa_netkit::accept::register;
 use stoa_netkit::server::{Accepted, BoxError, Endpoint, Handler, Listeners, Service, WorkerScope};
 use stoa_netkit::shutdown::Shutdown;
 use tokio::sync::Semaphore;
@@ -365,25 +366,18 @@ impl Handler for Shared {
             Scheme::Http if conn::can_start_now(&shared) => {
                 conn::start_now(conn::Sock::Raw(stream), origin, shared, permit);
             }
-            kind => {
-                let stream = match tokio::net::TcpStream::from_std(stream) {
-                    Ok(stream) => stream,
-                    Err(e) => {
-                        tracing::warn!("{peer}: cannot register the connection: {e}");
-                        return;
-                    }
-                };
-                match kind {
-                    Scheme::Http => {
-                        tokio::spawn(conn::serve(stream, origin, shared, permit, None));
-                    }
-                    Scheme::Https(config) => {
-                        let acceptor = Acceptor {
-                            configs: config,
-                            handshakes: Arc::clone(&worker.handshakes),
-                        };
-                        tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor));
-                    }
+            Scheme::Http => {
+                if let Some(stream) = register(stream, peer) {
+                    tokio::spawn(conn::serve(stream, origin, shared, permit, None));
+                }
+            }
+            Scheme::Https(config) => {
+                if let Some(stream) = register(stream, peer) {
+                    let acceptor = Acceptor {
+                        configs: config,
+                        handshakes: Arc::clone(&worker.handshakes),
+                    };
+                    tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor));
                 }
             }
         }

@@ -60,12 +60,12 @@ impl Handler for Greeter {
         tokio::spawn(async move {
             let Accepted {
                 stream,
+                peer,
                 kind,
                 permit,
                 mut shutdown,
-                ..
             } = conn;
-            let mut stream = tokio::net::TcpStream::from_std(stream).expect("register");
+            let mut stream = crate::accept::register(stream, peer).expect("register");
             let _ = stream.write_all(&[kind]).await;
             let mut byte = [0u8; 1];
             if hold {
