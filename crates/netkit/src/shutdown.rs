@@ -57,6 +57,12 @@ impl Shutdown {
         *self.rx.borrow() == Stage::Stop
     }
 
+    /// Whether the server must no longer accept: the hand-over or the stop has
+    /// started.
+    pub fn accepting_has_ended(&self) -> bool {
+        *self.rx.borrow() >= Stage::HandOver
+    }
+
     /// Resolves once the stop has started (at once if it already has). A dropped
     /// [`Trigger`] counts as a stop.
     pub async fn wait(&mut self) {
@@ -88,8 +94,10 @@ mod tests {
     #[tokio::test]
     async fn a_hand_over_ends_accepting_but_is_not_a_stop() {
         let (trigger, mut shutdown) = super::channel();
+        assert!(!shutdown.accepting_has_ended());
         trigger.hand_over();
         shutdown.accepting_ends().await;
+        assert!(shutdown.accepting_has_ended());
         assert!(!shutdown.is_triggered());
         let mut stop = shutdown.clone();
         let waiter = tokio::spawn(async move { stop.wait().await });

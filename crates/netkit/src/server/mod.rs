@@ -386,6 +386,13 @@ async fn accept_loop<H: Handler>(
         let wait = accepting.wait();
         let (stream, peer) = crate::accept::accept(&listener).await;
         drop(wait);
+        if shutdown.accepting_has_ended() {
+            // The worker has not aborted this loop yet. A connection taken from
+            // the queue now ends as the listener's queued ones do when it closes:
+            // not served. (A handler may answer at once, before the worker has
+            // told it the server is draining.)
+            return;
+        }
         let conn = Accepted {
             stream,
             peer,
