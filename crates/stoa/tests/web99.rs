@@ -1393,13 +1393,17 @@ fn a_torn_post_log_is_repaired_at_start() {
         "stoa survived SIGKILL"
     );
     drop(server);
-    // A crash in the middle of a record, with a stale count line.
+    // Killed: the records, then the zeros written ahead of them.
     let path = site.post_log_path();
     let mut log = std::fs::read(&path).expect("post.log");
-    assert_eq!(log.len(), 11 + 3 * 139);
+    let end = 11 + 3 * 139;
+    assert!(log.len() > end, "zeros ahead of the records");
+    assert!(log[11..end].iter().all(|&b| b != 0));
+    assert!(log[end..].iter().all(|&b| b == 0));
+    // A crash in the middle of a record, with a stale count line.
     log[..11].copy_from_slice(b"         4\n");
     let torn = log[11..11 + 70].to_vec();
-    log.extend_from_slice(&torn);
+    log[end..end + 70].copy_from_slice(&torn);
     std::fs::write(&path, &log).expect("tear post.log");
 
     let server = site.start();

@@ -3,14 +3,25 @@
 //! depends on the disk waits for it.
 //!
 //! POSTs are group-committed: the thread takes every job waiting in its queue,
-//! writes their records in one `pwrite`, rewrites the count line, calls `fdatasync`
-//! once, and only then tells the connections, which only then send their 200. A
-//! write or sync error rolls the file back to its last good length and fails those
-//! POSTs (507), so the log never holds a record whose client was told otherwise, nor
-//! a torn one.
+//! writes their records in one `pwrite`, calls `fdatasync` once, and only then
+//! tells the connections, which only then send their 200. A write or sync error
+//! rolls the file back to its last good length and fails those POSTs (507), so the
+//! log never holds a record whose client was told otherwise, nor a torn one.
 //!
-//! At start the log is checked: bytes beyond the last whole record (a write cut by
-//! a crash or a full disk) are cut off, and the count line is rewritten to match.
+//! The file is kept ahead of its records: zeros are written a megabyte at a time
+//! beyond the last record (real zeros, not a hole or unwritten extents), so an
+//! append lands inside the file and changes neither its size nor its block map,
+//! and its `fdatasync` writes the record's page and no inode or journal block.
+//! The count of records is the number of whole records before the first NUL byte
+//! (a record is printable text, never NUL), and the count line at the head is
+//! brought up to date when the log is read (Fetch), at a Reset, at start and when
+//! the thread ends, when the zero tail is cut off again: a server that stopped
+//! cleanly leaves exactly the kit's file. The kit requires the log to be
+//! consistent when it is fetched, not between POSTs.
+//!
+//! At start the log is checked: the records end at the first NUL byte or at the
+//! last whole record; whatever follows (a write cut by a crash or a full disk, or
+//! the zero tail) is cut off, and the count line is rewritten to match.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -30,6 +41,9 @@ const USERS: &str = "User.Personality";
 const ADS: &str = "Custom.Ads";
 /// Jobs taken per group commit.
 const MAX_BATCH: usize = 1024;
+/// Zeros written beyond the records when the file runs out of them (7,543
+/// records' worth).
+const PREALLOCATE: u64 = 1 << 20;
 
 /// Tables used when the state directory holds none yet: enough users for any
 /// load this machine serves, and ads valid for a year, so CAD works before the
@@ -191,11 +205,13 @@ fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// `post.log`, kept consistent: `HEADER + records × RECORD` bytes.
+/// `post.log`: the count line, `records` whole records, then zeros up to
+/// `allocated` bytes.
 #[derive(Debug)]
 struct PostLog {
     file: File,
     records: u64,
+    allocated: u64,
 }
 
 impl PostLog {
@@ -207,19 +223,22 @@ impl PostLog {
             .truncate(false)
             .open(path)?;
         let len = file.metadata()?.len();
-        let records = postlog::whole_records(len);
+        let (records, torn) = scan(&file, len)?;
         let good = HEADER as u64 + records * RECORD as u64;
+        if torn > 0 {
+            tracing::warn!(
+                "web99: {}: cutting a torn tail of {torn} bytes",
+                path.display()
+            );
+        }
         if len != good {
-            if len > HEADER as u64 {
-                tracing::warn!(
-                    "web99: {}: cutting a torn tail of {} bytes",
-                    path.display(),
-                    len - good
-                );
-            }
             file.set_len(good)?;
         }
-        let log = PostLog { file, records };
+        let log = PostLog {
+            file,
+            records,
+            allocated: good,
+        };
         log.write_count()?;
         log.file.sync_all()?;
         Ok(log)
@@ -228,6 +247,36 @@ impl PostLog {
     fn write_count(&self) -> io::Result<()> {
         self.file
             .write_all_at(postlog::count_line(self.records).as_bytes(), 0)
+    }
+
+    fn end(&self) -> u64 {
+        HEADER as u64 + self.records * RECORD as u64
+    }
+
+    /// Writes zeros up to `PREALLOCATE` bytes beyond `len` when the file is
+    /// shorter than `len`, durably: the one append in thousands that changes the
+    /// file's size. Without room for them (a nearly full disk) the file is left as
+    /// it was and this append grows it by its records alone, as if unallocated.
+    fn reserve(&mut self, len: u64) {
+        if len <= self.allocated {
+            return;
+        }
+        let target = len + PREALLOCATE;
+        let zeros = vec![0; 64 * 1024];
+        let mut at = self.allocated;
+        let mut result = Ok(());
+        while at < target && result.is_ok() {
+            let n = (target - at).min(zeros.len() as u64);
+            result = self.file.write_all_at(&zeros[..n as usize], at);
+            at += n;
+        }
+        match result.and_then(|()| self.file.sync_data()) {
+            Ok(()) => self.allocated = target,
+            Err(e) => {
+                tracing::debug!("web99: post.log: no zeros written ahead: {e}");
+                let _ = self.file.set_len(self.allocated);
+            }
+        }
     }
 
     /// Appends `entries` durably; returns the first record number.
@@ -248,35 +297,76 @@ impl PostLog {
             };
             postlog::write_record(&mut text, &record);
         }
-        let end = HEADER as u64 + self.records * RECORD as u64;
-        let result = self.file.write_all_at(text.as_bytes(), end).and_then(|()| {
-            self.records += entries.len() as u64;
-            self.write_count()?;
-            self.file.sync_data()
-        });
+        let end = self.end();
+        let new_end = end + text.len() as u64;
+        self.reserve(new_end);
+        let result = self
+            .file
+            .write_all_at(text.as_bytes(), end)
+            .and_then(|()| self.file.sync_data());
         if let Err(e) = result {
-            // Roll back to the last durable state; never leave a torn record.
-            self.records = first - 1;
+            // Roll back to the last durable state; never leave a torn record. The
+            // zero tail goes too: the next append writes it again.
+            self.allocated = end;
             let _ = self.file.set_len(end);
-            let _ = self.write_count();
             return Err(e);
         }
+        self.records += entries.len() as u64;
+        self.allocated = self.allocated.max(new_end);
         Ok(first)
     }
 
     fn truncate(&mut self) -> io::Result<()> {
         self.file.set_len(HEADER as u64)?;
         self.records = 0;
+        self.allocated = HEADER as u64;
         self.write_count()?;
         self.file.sync_data()
     }
 
+    /// The whole log, its count line first brought up to date on disk too.
     fn contents(&self) -> io::Result<Vec<u8>> {
-        let len = HEADER + self.records as usize * RECORD;
-        let mut buf = vec![0; len];
+        self.write_count()?;
+        let mut buf = vec![0; self.end() as usize];
         self.file.read_exact_at(&mut buf, 0)?;
         Ok(buf)
     }
+
+    /// Leaves exactly the kit's file: the count line true, the zero tail gone.
+    fn close(&mut self) -> io::Result<()> {
+        self.write_count()?;
+        self.file.set_len(self.end())?;
+        self.allocated = self.end();
+        self.file.sync_all()
+    }
+}
+
+/// The whole records of a log file of `len` bytes (those before the first NUL
+/// byte, which no record holds), and how far bytes other than NUL reach beyond
+/// them: a torn write to cut off (0 if only zeros follow).
+fn scan(file: &File, len: u64) -> io::Result<(u64, u64)> {
+    let mut buf = vec![0; 64 * 1024];
+    let mut at = HEADER as u64;
+    let mut first_nul = len;
+    let mut last_data = None;
+    while at < len {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], at)?;
+        let chunk = &buf[..n];
+        if first_nul == len
+            && let Some(i) = chunk.iter().position(|&b| b == 0)
+        {
+            first_nul = at + i as u64;
+        }
+        if let Some(i) = chunk.iter().rposition(|&b| b != 0) {
+            last_data = Some(at + i as u64);
+        }
+        at += n as u64;
+    }
+    let records = postlog::whole_records(first_nul);
+    let good = HEADER as u64 + records * RECORD as u64;
+    let torn = last_data.map_or(0, |last| (last + 1).saturating_sub(good));
+    Ok((records, torn))
 }
 
 struct State {
@@ -301,6 +391,11 @@ impl State {
                 }
             }
             self.commit(posts);
+        }
+        // The last server using this directory is gone: leave the kit's file for
+        // whoever reads it next (start-up repairs it anyway).
+        if let Err(e) = self.log.close() {
+            tracing::warn!("web99: cannot bring post.log up to date: {e}");
         }
     }
 

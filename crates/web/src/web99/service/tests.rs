@@ -102,10 +102,64 @@ fn a_torn_tail_and_a_stale_count_are_repaired_at_start() {
     let log = fetch(&service);
     assert_eq!(postlog::parse(&log).map(|r| r.len()), Ok(3));
     assert_eq!(post(&service, 9), Ok(4));
+    drop(service);
     assert_eq!(
         std::fs::metadata(&path).expect("meta").len(),
         (HEADER + 4 * RECORD) as u64
     );
+}
+
+#[test]
+fn appends_land_in_preallocated_zeros_and_a_clean_stop_leaves_the_kits_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(POST_LOG);
+    let on_disk = || std::fs::read(&path).expect("read");
+    let service = Service::start(dir.path()).expect("start");
+    for n in 0..3 {
+        post(&service, n).expect("logged");
+    }
+    // Commits leave the count line alone and write into zeros already there.
+    let bytes = on_disk();
+    assert_eq!(&bytes[..HEADER], postlog::count_line(0).as_bytes());
+    assert!(bytes.len() as u64 >= PREALLOCATE);
+    assert!(bytes[HEADER..HEADER + 3 * RECORD].iter().all(|&b| b != 0));
+    assert!(bytes[HEADER + 3 * RECORD..].iter().all(|&b| b == 0));
+    // A Fetch gives only the records and brings the line up to date.
+    let log = fetch(&service);
+    assert_eq!(postlog::parse(&log).map(|r| r.len()), Ok(3));
+    assert_eq!(&on_disk()[..HEADER], postlog::count_line(3).as_bytes());
+    post(&service, 3).expect("logged");
+    drop(service);
+    let bytes = on_disk();
+    assert_eq!(bytes.len(), HEADER + 4 * RECORD);
+    assert_eq!(&bytes[..HEADER], postlog::count_line(4).as_bytes());
+}
+
+#[test]
+fn a_crash_with_a_zero_tail_or_a_torn_batch_is_repaired_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(POST_LOG);
+    let service = Service::start(dir.path()).expect("start");
+    for n in 0..4 {
+        post(&service, n).expect("logged");
+    }
+    // The file as a crash leaves it: a stale count line, the zero tail, and the
+    // last batch torn (record 3's middle sector lost, record 4 whole).
+    let mut bytes = std::fs::read(&path).expect("read");
+    drop(service);
+    assert_eq!(&bytes[..HEADER], postlog::count_line(0).as_bytes());
+    let hole = HEADER + 2 * RECORD + 50;
+    bytes[hole..hole + 20].fill(0);
+    std::fs::write(&path, &bytes).expect("write");
+
+    let service = Service::start(dir.path()).expect("restart");
+    let log = fetch(&service);
+    assert_eq!(postlog::parse(&log).map(|r| r.len()), Ok(2));
+    assert_eq!(post(&service, 9), Ok(3));
+    drop(service);
+    let bytes = std::fs::read(&path).expect("read");
+    assert_eq!(bytes.len(), HEADER + 3 * RECORD);
+    assert!(postlog::parse(std::str::from_utf8(&bytes).expect("text")).is_ok());
 }
 
 #[test]
