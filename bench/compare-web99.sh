@@ -13,7 +13,8 @@
 #
 #   --mix-load N      also run stoa with the full SPECweb99 mix (dynamic GET, custom
 #                     ads, POST, CGI) at N connections in every round (0: not); its
-#                     CGI processes' CPU (children's time) is given on its own line
+#                     CGI processes' CPU (children's time) and its state thread's
+#                     (the POSTs' durable commits) are given on lines of their own
 #   --profile-load N  after the rounds, one more run per server at N connections
 #                     (default: the largest load) under `perf stat` (system calls
 #                     per operation) and `perf record -g` (a flame graph per server,
@@ -119,21 +120,39 @@ ticks() {
     echo "$u $s $cu $cs"
 }
 
+# state_ticks PID: utime + stime of stoa's web99 state thread (the POSTs' durable
+# commits), 0 if it has none.
+state_ticks() {
+    local t rest a
+    for t in /proc/"$1"/task/*; do
+        [[ "$(cat "$t/comm" 2>/dev/null)" == web99-state ]] || continue
+        rest="$(cat "$t/stat" 2>/dev/null)" || continue
+        rest="${rest##*) }"
+        read -r -a a <<<"$rest"
+        echo $((a[11] + a[12]))
+        return
+    done
+    echo 0
+}
+
 # run_one SERVER CONNECTIONS LABEL [HARNESS-ARGS...]: one harness run; its report
-# in $OUT/SERVER-LABEL/, the server's ticks before and after in .server-ticks.
+# in $OUT/SERVER-LABEL/, the server's ticks before and after in .server-ticks
+# (stoa: then its state thread's before and after).
 run_one() {
-    local server="$1" n="$2" label="$3" pids=() p before
+    local server="$1" n="$2" label="$3" pids=() p before state=""
     shift 3
     read -r -a pids <<<"$(server_pids "$server")"
     local args=()
     for p in "${pids[@]}"; do args+=(--server-pid "$p"); done
     log "$server, $label"
     before="$(ticks "${pids[@]}")"
+    [[ $server == nginx ]] || state="$(state_ticks "${pids[0]}")"
     "$STOA_BIN" bench web --target "http://127.0.0.1:${PORT[$server]}" --connections "$n" \
         --run-time "${RUN_TIME}s" "${PIN_ARGS[@]}" "${args[@]}" "$@" --out "$OUT/$server-$label" \
         >"$OUT/$server-$label.txt" 2>"$OUT/$server-$label.log" ||
         die "harness failed against $server: $(tail -n 3 "$OUT/$server-$label.log")"
-    echo "$before $(ticks "${pids[@]}") $(getconf CLK_TCK)" >"$OUT/$server-$label.server-ticks"
+    echo "$before $(ticks "${pids[@]}") $(getconf CLK_TCK)${state:+ $state $(state_ticks "${pids[0]}")}" \
+        >"$OUT/$server-$label.server-ticks"
     : >"${ACCESS_LOG[$server]}" # keep the disk bounded; the log stays open and on
     rm -rf "$OUT/$server-$label"/*.html
 }
@@ -189,7 +208,9 @@ python3 "$BENCH_DIR/lib/web99_summary.py" summary "$OUT" "$ROUNDS" "$MIX_LOAD" "
     pinning_readme
     echo "- Server CPU: utime + stime over the run from /proc/PID/stat (nginx: master and worker), divided"
     echo "  by every operation the harness finished in all phases; kernel = stime's share. CGI: the children's"
-    echo "  time (cutime + cstime) stoa reaped over the run, per operation of the whole mix."
+    echo "  time (cutime + cstime) stoa reaped over the run, per operation of the whole mix. Commits: the"
+    echo "  web99-state thread's utime + stime (/proc/PID/task/TID/stat), per operation and per POST sent;"
+    echo "  dynamic op / static op = (mix/static − 0.70) / 0.30, with and without the commits."
     echo "- On loopback the kernel's receive work for a segment runs on the sending CPU: each server's"
     echo "  kernel time includes the harness side's processing of the responses (and its wake-ups)."
     ((PROFILE)) && echo "- Profile: one more run per server at $PROFILE_LOAD, \`perf stat -e 'syscalls:sys_enter_*'\` and \`perf record -e cpu-clock -F 999 -g\` on the worker for 10 s of the steady phase; flame-SERVER.svg (inferno), SERVER-profile.txt."

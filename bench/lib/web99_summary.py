@@ -7,7 +7,8 @@
 `summary`: for each load and server, medians over the rounds of the
 operations per second, conformance, the server's CPU per operation with its
 kernel share, and each server's ratio to nginx (median and range of the
-per-round ratios); the mix row (stoa's own CPU and its CGI children's); the
+per-round ratios); the mix row (stoa's own CPU, its CGI children's, its state
+thread's POST commits, and a dynamic operation's cost against a static one); the
 harness's share of its cores, with runs past 70 % marked harness-bound; and,
 when profiled, system calls per operation by name.
 
@@ -21,6 +22,9 @@ import statistics
 import sys
 
 HARNESS_BOUND = 0.70
+# The static GETs' share of the SPECweb99 mix (the rest: dynamic GET, custom ads,
+# POST, CGI).
+STATIC_SHARE = 0.70
 
 
 def run(out, server, label):
@@ -33,7 +37,14 @@ def run(out, server, label):
     (u0, s0, cu0, cs0), (u1, s1, cu1, cs1), tck = v[0:4], v[4:8], v[8]
     ops = h["ops_all_phases"] or 1
     su, ss = (u1 - u0) / tck, (s1 - s0) / tck
+    # stoa's web99 state thread (its POST commits), when recorded.
+    recorded = len(v) >= 11
+    state = (v[10] - v[9]) / tck if recorded else 0.0
+    posts = sum(it.get("posts_sent") or []) or 1
     return {
+        "state_recorded": recorded,
+        "state_us": state * 1e6 / ops,
+        "post_us": state * 1e6 / posts,
         "ops_s": it["ops_per_sec"],
         "conf": it.get("percent_conform") or 0.0,
         "us": (su + ss) * 1e6 / ops,
@@ -74,6 +85,19 @@ def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
               f"{100 * med(rows, 'harness'):11.0f}%")
         print(f"{'  + CGI':9} {'':>6} {'':>7} {'':>6} {med(rows, 'cgi_us'):12.1f}   (the CGI processes' CPU, "
               f"per operation of the whole mix)")
+        recorded = all(m["state_recorded"] for m in rows)
+        if recorded:
+            print(f"{'  commits':9} {'':>6} {'':>7} {'':>6} {med(rows, 'state_us'):12.1f}   (in the row above: the "
+                  f"state thread, {med(rows, 'post_us'):.0f} µs per POST, its write + fdatasync)")
+        if static:
+            # A dynamic operation against a static one, from the mix's split (70 %
+            # static GETs): with the POSTs' durable commits, and without them.
+            def dyn(m, s, drop=0.0):
+                return ((m["us"] - drop) / s["us"] - STATIC_SHARE) / (1 - STATIC_SHARE)
+            with_commit = spread([dyn(m, s) for m, s in zip(rows, static)])
+            without = spread([dyn(m, s, m["state_us"]) for m, s in zip(rows, static)])
+            print(f"{'  dynamic':9} op / static op: {with_commit}"
+                  + (f"; without the commits: {without}" if recorded else ""))
     print()
     print("Medians over the rounds. server µs/op: the server's CPU (user + kernel) per operation the harness")
     print("finished; kernel: its system time's share; /nginx: the per-round ratio of CPU per operation to")
