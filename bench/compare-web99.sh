@@ -20,7 +20,8 @@
 #                     per operation) and `perf record -g` (a flame graph per server,
 #                     flame-SERVER.svg, with inferno)
 #   --baseline BIN    a third server, stoa-base: another stoa build with the same
-#                     flags, in the same interleaved rounds (what a change bought)
+#                     flags, in the same interleaved rounds (what a change bought),
+#                     the mix row included
 #
 # Each server is pinned to the same CPU (default 0) and the harness to the others,
 # as in bench/harness-cost.sh; a run whose harness used more than 70 % of its
@@ -163,7 +164,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for n in $LOADS; do
         for s in "${ORDER[@]}"; do run_one "$s" "$n" "$n-r$r" --static-only; done
     done
-    ((MIX_LOAD > 0)) && run_one stoa "$MIX_LOAD" "mix-$MIX_LOAD-r$r"
+    if ((MIX_LOAD > 0)); then
+        for s in "${ORDER[@]}"; do
+            [[ $s == nginx ]] || run_one "$s" "$MIX_LOAD" "mix-$MIX_LOAD-r$r"
+        done
+    fi
 done
 check_background "after the rounds (servers idle)"
 
@@ -204,7 +209,7 @@ python3 "$BENCH_DIR/lib/web99_summary.py" summary "$OUT" "$ROUNDS" "$MIX_LOAD" "
     [[ -n "$BASELINE" ]] && echo "- stoa-base: the baseline build \`$BASELINE\` (sha256 $BASE_SHA…), same flags as stoa."
     echo "- \`stoa bench web --static-only --connections N --run-time ${RUN_TIME}s --server-pid …\` at each load,"
     echo "  $ROUNDS rounds; in each round every load runs against every server, in an order that alternates."
-    ((MIX_LOAD > 0)) && echo "- Mix row: \`stoa bench web --connections $MIX_LOAD\` (the full SPECweb99 mix) against stoa, each round."
+    ((MIX_LOAD > 0)) && echo "- Mix row: \`stoa bench web --connections $MIX_LOAD\` (the full SPECweb99 mix) against stoa${BASELINE:+ and stoa-base}, each round."
     pinning_readme
     echo "- Server CPU: utime + stime over the run from /proc/PID/stat (nginx: master and worker), divided"
     echo "  by every operation the harness finished in all phases; kernel = stime's share. CGI: the children's"

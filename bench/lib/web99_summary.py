@@ -62,6 +62,34 @@ def spread(values):
     return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
+def mix_rows(out, server, rounds, mix_load, loads):
+    """Prints SERVER's mix row: its CPU per operation against its static-only run
+    in the same round, its CGI children's, its state thread's POST commits, and a
+    dynamic operation's cost against a static one."""
+    rows = [run(out, server, f"mix-{mix_load}-r{r}") for r in rounds]
+    static = [run(out, server, f"{mix_load}-r{r}") for r in rounds] if mix_load in loads else None
+    vs = spread([m["us"] / s["us"] for m, s in zip(rows, static)]) if static else "-"
+    print(f"{server + ' mix':9} {mix_load:>6} {med(rows, 'ops_s'):7.0f} {med(rows, 'conf'):6.1f} "
+          f"{med(rows, 'us'):12.1f} {100 * med(rows, 'sys'):5.0f}% {'/static ' + vs:>22} "
+          f"{100 * med(rows, 'harness'):11.0f}%")
+    print(f"{'  + CGI':9} {'':>6} {'':>7} {'':>6} {med(rows, 'cgi_us'):12.1f}   (the CGI processes' CPU, "
+          f"per operation of the whole mix)")
+    recorded = all(m["state_recorded"] for m in rows)
+    if recorded:
+        print(f"{'  commits':9} {'':>6} {'':>7} {'':>6} {med(rows, 'state_us'):12.1f}   (in the row above: the "
+              f"state thread, {med(rows, 'post_us'):.0f} µs per POST, its write + fdatasync)")
+    if static:
+        # A dynamic operation against a static one, from the mix's split (70 %
+        # static GETs): with the POSTs' durable commits, and without them.
+        def dyn(m, s, drop=0.0):
+            return ((m["us"] - drop) / s["us"] - STATIC_SHARE) / (1 - STATIC_SHARE)
+        with_commit = spread([dyn(m, s) for m, s in zip(rows, static)])
+        without = spread([dyn(m, s, m["state_us"]) for m, s in zip(rows, static)])
+        print(f"{'  dynamic':9} op / static op: {with_commit}"
+              + (f"; without the commits: {without}" if recorded else ""))
+    return rows
+
+
 def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
     rounds = range(1, int(rounds) + 1)
     servers = servers.split()
@@ -77,27 +105,12 @@ def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
             print(f"{s:9} {load:>6} {med(rows, 'ops_s'):7.0f} {med(rows, 'conf'):6.1f} {med(rows, 'us'):12.1f} "
                   f"{100 * med(rows, 'sys'):5.0f}% {ratio:>22} {100 * med(rows, 'harness'):11.0f}%")
     if int(mix_load) > 0:
-        rows = [run(out, "stoa", f"mix-{mix_load}-r{r}") for r in rounds]
-        static = [run(out, "stoa", f"{mix_load}-r{r}") for r in rounds] if mix_load in loads else None
-        vs = spread([m["us"] / s["us"] for m, s in zip(rows, static)]) if static else "-"
-        print(f"{'stoa mix':9} {mix_load:>6} {med(rows, 'ops_s'):7.0f} {med(rows, 'conf'):6.1f} "
-              f"{med(rows, 'us'):12.1f} {100 * med(rows, 'sys'):5.0f}% {'/static ' + vs:>22} "
-              f"{100 * med(rows, 'harness'):11.0f}%")
-        print(f"{'  + CGI':9} {'':>6} {'':>7} {'':>6} {med(rows, 'cgi_us'):12.1f}   (the CGI processes' CPU, "
-              f"per operation of the whole mix)")
-        recorded = all(m["state_recorded"] for m in rows)
-        if recorded:
-            print(f"{'  commits':9} {'':>6} {'':>7} {'':>6} {med(rows, 'state_us'):12.1f}   (in the row above: the "
-                  f"state thread, {med(rows, 'post_us'):.0f} µs per POST, its write + fdatasync)")
-        if static:
-            # A dynamic operation against a static one, from the mix's split (70 %
-            # static GETs): with the POSTs' durable commits, and without them.
-            def dyn(m, s, drop=0.0):
-                return ((m["us"] - drop) / s["us"] - STATIC_SHARE) / (1 - STATIC_SHARE)
-            with_commit = spread([dyn(m, s) for m, s in zip(rows, static)])
-            without = spread([dyn(m, s, m["state_us"]) for m, s in zip(rows, static)])
-            print(f"{'  dynamic':9} op / static op: {with_commit}"
-                  + (f"; without the commits: {without}" if recorded else ""))
+        mixes = {}
+        for server in [x for x in servers if x != "nginx"]:
+            mixes[server] = mix_rows(out, server, rounds, mix_load, loads)
+        if "stoa-base" in mixes:
+            pairs = zip(mixes["stoa"], mixes["stoa-base"])
+            print(f"  stoa mix / stoa-base mix, CPU per operation: {spread([a['us'] / b['us'] for a, b in pairs])}")
     print()
     print("Medians over the rounds. server µs/op: the server's CPU (user + kernel) per operation the harness")
     print("finished; kernel: its system time's share; /nginx: the per-round ratio of CPU per operation to")
