@@ -4,7 +4,9 @@
 //!
 //! POSTs are group-committed: the thread takes every job waiting in its queue,
 //! writes their records in one `pwrite`, calls `fdatasync` once, and only then
-//! tells the connections, which only then send their 200. A write or sync error
+//! tells the connections, which only then send their 200. When POSTs come back to
+//! back it first waits a few milliseconds for more to share the `fdatasync`, as
+//! long as that gathers any ([`Linger`]). A write or sync error
 //! rolls the file back to its last good length and fails those POSTs (507), so the
 //! log never holds a record whose client was told otherwise, nor a torn one.
 //!
@@ -30,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use stoa_web99::ads::{self, Ad, ResetParams};
 use stoa_web99::postlog::{self, HEADER, RECORD};
@@ -41,6 +43,11 @@ const USERS: &str = "User.Personality";
 const ADS: &str = "Custom.Ads";
 /// Jobs taken per group commit.
 const MAX_BATCH: usize = 1024;
+/// How long a commit waits for more POSTs to share its `fdatasync`, when POSTs
+/// come back to back (see [`Linger`]).
+const COMMIT_WINDOW: Duration = Duration::from_millis(5);
+/// The most commits that skip the wait after waits that gathered nothing.
+const MAX_BACKOFF: u32 = 1024;
 /// Zeros written beyond the records when the file runs out of them (7,543
 /// records' worth).
 const PREALLOCATE: u64 = 1 << 20;
@@ -369,6 +376,46 @@ fn scan(file: &File, len: u64) -> io::Result<(u64, u64)> {
     Ok((records, torn))
 }
 
+/// When a commit waits [`COMMIT_WINDOW`] for more POSTs, so that one
+/// `fdatasync` (most of a POST's cost) serves them all: only when the last commit
+/// ended less than a window ago (POSTs are arriving; a POST after a pause is
+/// never held), and only while waiting pays. A wait that gathered no second POST
+/// (one client posting one at a time, whose next POST cannot come before its
+/// answer) doubles the number of commits that then skip the wait, up to
+/// [`MAX_BACKOFF`]; a wait that gathered more resets it. Such a client loses one
+/// window per `MAX_BACKOFF` commits; many clients posting at once get a few
+/// POSTs per commit for at most a window more on each.
+#[derive(Debug, Default)]
+struct Linger {
+    skip: u32,
+    backoff: u32,
+}
+
+impl Linger {
+    /// Whether the commit of a POST that arrived `since_last` after the last
+    /// commit ended waits first.
+    fn wait(&mut self, since_last: Option<Duration>) -> bool {
+        if since_last.is_none_or(|d| d >= COMMIT_WINDOW) {
+            return false;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// A wait ended with `posts` POSTs to commit.
+    fn waited(&mut self, posts: usize) {
+        self.backoff = if posts > 1 {
+            0
+        } else {
+            (self.backoff * 2).clamp(1, MAX_BACKOFF)
+        };
+        self.skip = self.backoff;
+    }
+}
+
 struct State {
     dir: PathBuf,
     log: PostLog,
@@ -377,9 +424,24 @@ struct State {
 
 impl State {
     fn run(mut self, rx: &Receiver<Job>) {
+        let mut linger = Linger::default();
+        let mut last_commit: Option<Instant> = None;
         while let Ok(first) = rx.recv() {
+            let wait =
+                matches!(first, Job::Post(..)) && linger.wait(last_commit.map(|at| at.elapsed()));
+            if wait {
+                // A deliberate delay, not synchronisation: the POSTs that arrive
+                // meanwhile queue without waking this thread, and all are
+                // committed together after it.
+                #[allow(clippy::disallowed_methods)]
+                std::thread::sleep(COMMIT_WINDOW);
+            }
             let mut jobs = vec![first];
             jobs.extend(rx.try_iter().take(MAX_BATCH - 1));
+            let count = jobs.iter().filter(|j| matches!(j, Job::Post(..))).count();
+            if wait {
+                linger.waited(count);
+            }
             let mut posts = Vec::new();
             for job in jobs {
                 match job {
@@ -391,6 +453,9 @@ impl State {
                 }
             }
             self.commit(posts);
+            if count > 0 {
+                last_commit = Some(Instant::now());
+            }
         }
         // The last server using this directory is gone: leave the kit's file for
         // whoever reads it next (start-up repairs it anyway).

@@ -169,3 +169,36 @@ fn corrupt_tables_are_regenerated() {
     let service = Service::start(dir.path()).expect("start");
     assert_eq!(service.tables().users.len(), 10_000);
 }
+
+#[test]
+fn a_commit_waits_only_when_posts_come_back_to_back_and_waiting_pays() {
+    let soon = Some(COMMIT_WINDOW / 2);
+    let mut linger = Linger::default();
+    // The first POST, or one after a pause, is never held.
+    assert!(!linger.wait(None));
+    assert!(!linger.wait(Some(COMMIT_WINDOW)));
+    // Back to back: wait; a wait that gathers more keeps waiting.
+    assert!(linger.wait(soon));
+    linger.waited(3);
+    assert!(linger.wait(soon));
+    // Waits that gather nothing skip 1, 2, 4 … commits before the next try.
+    let mut skipped = Vec::new();
+    for _ in 0..4 {
+        linger.waited(1);
+        let mut n = 0;
+        while !linger.wait(soon) {
+            n += 1;
+        }
+        skipped.push(n);
+    }
+    assert_eq!(skipped, [1, 2, 4, 8]);
+    // Up to MAX_BACKOFF; one wait that pays resets it.
+    for _ in 0..20 {
+        linger.waited(1);
+    }
+    assert_eq!(linger.skip, MAX_BACKOFF);
+    linger.skip = 0;
+    assert!(linger.wait(soon));
+    linger.waited(2);
+    assert!(linger.wait(soon));
+}
