@@ -6,9 +6,9 @@
 //! writes their records in one `pwrite`, calls `fdatasync` once, and only then
 //! tells the connections, which only then send their 200. When POSTs come back to
 //! back it first waits a few milliseconds for more to share the `fdatasync`, as
-//! long as that gathers any ([`Linger`]). A write or sync error
-//! rolls the file back to its last good length and fails those POSTs (507), so the
-//! log never holds a record whose client was told otherwise, nor a torn one.
+//! long as that gathers any ([`Linger`]). A write or sync error rolls the file
+//! back to its last good length and fails those POSTs (507), so the log never
+//! holds a record whose client was told otherwise, nor a torn one.
 //!
 //! The file is kept ahead of its records: zeros are written a megabyte at a time
 //! beyond the last record (real zeros, not a hole or unwritten extents), so an
