@@ -1067,8 +1067,6 @@ impl Conn {
     /// sends for a while, so our response is not destroyed by a reset (nginx's
     /// lingering close).
     async fn linger(&mut self) {
-        // The answer is out: shutdown need not wait for this.
-        self.set_busy(false);
         let limits = &self.shared.config.limits;
         let (idle, total) = (limits.linger_idle, limits.linger_timeout);
         if let Some(tls) = &mut self.tls {
@@ -1081,6 +1079,20 @@ impl Conn {
         self.buf.clear();
         self.pos = 0;
         self.make_room();
+        // What the client has sent already is read before a draining server may
+        // stop waiting for this connection and close it: a socket closed with
+        // unread bytes is reset, and the reset destroys the answer still queued.
+        loop {
+            self.buf.clear();
+            let spare = rustix::buffer::spare_capacity(&mut self.buf);
+            match rustix::net::recv(&self.stream, spare, rustix::net::RecvFlags::DONTWAIT) {
+                Ok((0, _)) => return,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        // The answer is out: shutdown need not wait for this.
+        self.set_busy(false);
         loop {
             let deadline = end.min(Instant::now() + idle);
             if tokio::time::timeout_at(deadline.into(), self.stream.tokio().readable())
