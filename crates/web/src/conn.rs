@@ -311,14 +311,13 @@ enum Intake {
     Discard(Discard),
 }
 
-/// How batches are written. It only moves forward: `Plain` to `NoDelay` once the
-/// connection is kept alive, and either to `Last` for its final batch.
+/// How batches are written. It only moves forward, from `NoDelay` to `Last` for
+/// the connection's final batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Writing {
-    /// Nagle left on: a single response in one write never waits for it.
-    Plain,
-    /// `TCP_NODELAY` is set: pipelined answers and file tails must not wait for
-    /// the peer's delayed ACK.
+    /// `TCP_NODELAY`, which every connection has from its listener
+    /// (`server::configure_listener`): pipelined answers and file tails must not
+    /// wait for the peer's delayed ACK.
     NoDelay,
     /// The batch being written is the connection's last: it is corked (`MSG_MORE`,
     /// and `TCP_CORK` before a file, `corked` once set) so the data leaves with the
@@ -361,9 +360,8 @@ struct Conn {
     /// What `buf[pos..]` holds; a `100 Continue` already sent belongs to the
     /// request being gathered, so it lives in the [`Gathering`].
     intake: Intake,
-    /// One enum rather than `nodelay`, `last_batch` and `corked` flags: the cork
-    /// only matters in the last batch, and nothing is written after it, so
-    /// whether `TCP_NODELAY` was set no longer matters then.
+    /// One enum rather than `last_batch` and `corked` flags: the cork only
+    /// matters in the last batch, and nothing is written after it.
     writing: Writing,
     /// The worker's runtime is single-threaded (the per-core model), so tokio's
     /// readiness for this socket cannot change while the task runs (see
@@ -389,13 +387,7 @@ impl Conn {
         let own_reactor = shared.config.runtime == RuntimeModel::PerCore;
         Conn {
             stream,
-            // `tls::serve` has set `TCP_NODELAY` already, for the handshake; a
-            // connection resumed after an answer was kept alive, which set it.
-            writing: if tls.is_some() || origin.served > 0 {
-                Writing::NoDelay
-            } else {
-                Writing::Plain
-            },
+            writing: Writing::NoDelay,
             tls,
             client: Client {
                 peer: origin.peer,
@@ -443,8 +435,7 @@ impl Conn {
     /// queued batch, then reads more, waits for a dynamic answer, or ends.
     async fn carry_out(&mut self, step: Step) -> Option<Exit> {
         if !self.out.is_done() {
-            let closing = matches!(step, Step::Close { .. });
-            if closing {
+            if matches!(step, Step::Close { .. }) {
                 self.write_last();
             }
             let flushed = self.flush().await;
@@ -453,7 +444,6 @@ impl Conn {
                 tracing::debug!("{}: write failed: {e}", self.client.peer);
                 return Some(Exit::Close);
             }
-            self.written(closing);
         }
         match step {
             Step::Flush => return None,
@@ -505,8 +495,7 @@ impl Conn {
         loop {
             let step = self.process();
             if !self.out.is_done() {
-                let closing = matches!(step, Step::Close { .. });
-                if closing {
+                if matches!(step, Step::Close { .. }) {
                     self.write_last();
                 }
                 match self.write_now() {
@@ -520,7 +509,6 @@ impl Conn {
                     }
                 }
                 self.log_batch();
-                self.written(closing);
             }
             match step {
                 Step::Flush => {}
@@ -540,15 +528,6 @@ impl Conn {
     fn write_last(&mut self) {
         if !matches!(self.writing, Writing::Last { .. }) {
             self.writing = Writing::Last { corked: false };
-        }
-    }
-
-    /// After a batch was written whole: a connection kept alive (not `closing`)
-    /// gets `TCP_NODELAY` (see [`Writing::NoDelay`]).
-    fn written(&mut self, closing: bool) {
-        if self.writing == Writing::Plain && !closing {
-            self.writing = Writing::NoDelay;
-            let _ = rustix::net::sockopt::set_tcp_nodelay(&self.stream, true);
         }
     }
 

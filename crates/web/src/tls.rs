@@ -145,8 +145,8 @@ pub(crate) async fn serve(
     acceptor: Acceptor,
 ) {
     let deadline = origin.born + shared.config.limits.head_timeout;
-    // Flights and responses are written whole; Nagle would only delay their tails.
-    let _ = stream.set_nodelay(true);
+    // Flights and responses are written whole, with the listener's TCP_NODELAY
+    // (`server::configure_listener`): Nagle would only delay their tails.
     let shaken = tokio::time::timeout_at(deadline.into(), async {
         // No slot while the client is still sending its ClientHello: a client that
         // stalls there must not make complete ones wait (issue 21).
