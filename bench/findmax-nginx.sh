@@ -37,15 +37,15 @@ bench_begin findmax
 
 # The open-file limit is per process: the harness holds one descriptor per
 # connection, each server one per connection plus the files it has open. stoa's
-# open-file cache keeps up to CACHE_ENTRIES descriptors (default 10,000), so it
+# open-file cache keeps up to CACHE_DESCRIPTORS descriptors (default 10,000), so it
 # is sized to leave the connections room; nginx (no open_file_cache) holds a
 # file only while sending it. The search goes no higher than what fits.
 LIMIT="$(ulimit -n)"
-CACHE_ENTRIES=4000
-MAX_CONNS=$((LIMIT - CACHE_ENTRIES - 200))
+CACHE_DESCRIPTORS=4000
+MAX_CONNS=$((LIMIT - CACHE_DESCRIPTORS - 200))
 ((MAX_CONNS < LIMIT_CONNS)) || MAX_CONNS="$LIMIT_CONNS"
 ((MAX_CONNS >= START)) || die "open-file limit $LIMIT leaves room for $MAX_CONNS connections, below --start $START"
-printf '[web.cache]\nmax_entries = %d\n' "$CACHE_ENTRIES" >"$BENCH_TMP/stoa.toml"
+printf '[web.cache]\nmax_open_files = %d\n' "$CACHE_DESCRIPTORS" >"$BENCH_TMP/stoa.toml"
 DOCROOT="$BENCH_TMP/www"
 log "writing the file set for up to $MAX_CONNS connections"
 "$STOA_BIN" fileset --connections "$MAX_CONNS" --dir "$DOCROOT" | tee "$OUT/fileset.txt"
@@ -98,8 +98,8 @@ python3 "$BENCH_DIR/lib/findmax_summary.py" find-max stoa="$OUT/stoa" nginx="$OU
     readme_section Setup
     echo "- File set for $MAX_CONNS connections; both servers serve the same directory, access log off."
     echo "- Memory: $FILESET_NOTE."
-    echo "- Open-file limit $LIMIT per process; stoa's open-file cache holds up to $CACHE_ENTRIES descriptors"
-    echo "  (\`web.cache.max_entries\`, default 10,000) so its connections fit beside them; nginx has no open_file_cache."
+    echo "- Open-file limit $LIMIT per process; stoa's open-file cache holds up to $CACHE_DESCRIPTORS descriptors"
+    echo "  (\`web.cache.max_open_files\`, default 10,000) so its connections fit beside them; nginx has no open_file_cache."
     echo "- \`stoa bench web --static-only --find-max --connections $START --run-time ${RUN_TIME}s\` against each;"
     echo "  the harness runs on one thread; \`--server-pid\` gives each trial's server CPU (nginx: its worker)."
     pinning_readme

@@ -372,12 +372,17 @@ pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
 pub struct CacheConfig {
     /// How long a cached lookup is trusted before the file is checked again.
     pub revalidate: Duration,
-    /// Most cached paths per worker (open descriptors included).
+    /// Most cached paths per worker (misses included).
     pub max_entries: usize,
+    /// Most open descriptors the cache holds per worker: one for each cached
+    /// file larger than [`CacheConfig::max_memory_file`] (a smaller one is
+    /// read and closed).
+    pub max_open_files: usize,
     /// Files up to this size are kept in memory and sent with `writev`; larger ones
     /// go out with `sendfile`.
     pub max_memory_file: u64,
-    /// Memory for file contents per worker.
+    /// Memory for the cache per worker: file contents, and each entry's path,
+    /// header lines and bookkeeping.
     pub memory_budget: usize,
 }
 
@@ -385,7 +390,8 @@ impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
             revalidate: Duration::from_secs(1),
-            max_entries: 10_000,
+            max_entries: 50_000,
+            max_open_files: 10_000,
             max_memory_file: 32 * 1024,
             memory_budget: 64 * 1024 * 1024,
         }

@@ -23,7 +23,7 @@ use bytes::Bytes;
 use lru::LruCache;
 use stoa_http_proto::accept_encoding::Coding;
 
-use crate::cache::{FileInfo, header_lines};
+use crate::cache::{Contents, FileInfo, header_lines};
 use crate::config::CompressionConfig;
 
 /// Most compressed bodies kept per worker, whatever their size.
@@ -122,11 +122,11 @@ impl Encoder {
     }
 
     fn encode(&self, coding: Coding, file: &FileInfo) -> Option<Bytes> {
-        let source = match &file.content {
-            Some(bytes) => bytes.clone(),
-            None => {
+        let source = match &file.contents {
+            Contents::Memory(bytes) => bytes.clone(),
+            Contents::Open(fd) => {
                 let mut buf = vec![0; usize::try_from(file.len).ok()?];
-                file.file.read_exact_at(&mut buf, 0).ok()?;
+                fd.read_exact_at(&mut buf, 0).ok()?;
                 Bytes::from(buf)
             }
         };
@@ -213,13 +213,12 @@ fn short(coding: Coding) -> &'static str {
 fn on_the_fly(original: &FileInfo, coding: Coding, suffix: &str, body: Bytes) -> FileInfo {
     let etag = tagged(&original.etag, suffix);
     FileInfo {
-        file: original.file.clone(),
         len: body.len() as u64,
+        contents: Contents::Memory(body),
         mtime: original.mtime,
         header_lines: lines(original, &etag, coding),
         etag,
         media_type: original.media_type,
-        content: Some(body),
     }
 }
 
@@ -229,13 +228,12 @@ fn on_the_fly(original: &FileInfo, coding: Coding, suffix: &str, body: Bytes) ->
 pub(crate) fn precompressed(original: &FileInfo, coding: Coding, sibling: &FileInfo) -> FileInfo {
     let etag = tagged(&sibling.etag, &format!("-{}", short(coding)));
     FileInfo {
-        file: sibling.file.clone(),
+        contents: sibling.contents.clone(),
         len: sibling.len,
         mtime: original.mtime,
         header_lines: lines(original, &etag, coding),
         etag,
         media_type: original.media_type,
-        content: sibling.content.clone(),
     }
 }
 

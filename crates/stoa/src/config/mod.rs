@@ -764,12 +764,14 @@ fn read_cache(t: &Table, c: &mut stoa_web::config::CacheConfig, r: &mut Report) 
         &[
             "revalidate",
             "max_entries",
+            "max_open_files",
             "max_memory_file",
             "memory_budget",
         ],
     );
     r.duration(t, P, "revalidate", &mut c.revalidate);
     r.integer_into(t, P, "max_entries", &mut c.max_entries);
+    r.integer_into(t, P, "max_open_files", &mut c.max_open_files);
     r.size(t, P, "max_memory_file", &mut c.max_memory_file);
     r.size(t, P, "memory_budget", &mut c.memory_budget);
 }
@@ -1022,6 +1024,10 @@ fn validate(web: &stoa_web::Config, r: &mut Report) {
     r.check(
         web.cache.max_entries >= 1,
         "web.cache.max_entries: must be at least 1",
+    );
+    r.check(
+        web.cache.max_open_files >= 1,
+        "web.cache.max_open_files: must be at least 1",
     );
     for m in web.cgi.iter().flat_map(|c| &c.mounts) {
         r.check(

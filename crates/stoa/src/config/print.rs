@@ -134,6 +134,7 @@ fn web_sections(doc: &mut Doc, web: &stoa_web::Config) {
     doc.table("web.cache");
     doc.set("revalidate", duration(c.revalidate));
     doc.set("max_entries", int(c.max_entries));
+    doc.set("max_open_files", int(c.max_open_files));
     doc.set("max_memory_file", size(c.max_memory_file));
     doc.set("memory_budget", size(c.memory_budget));
 

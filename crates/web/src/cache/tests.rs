@@ -42,7 +42,11 @@ fn cache(revalidate: Duration) -> FileCache {
 
 fn kind_name(kind: &Kind) -> String {
     match kind {
-        Kind::File(f) => format!("file {} bytes, in memory: {}", f.len, f.content.is_some()),
+        Kind::File(f) => format!(
+            "file {} bytes, in memory: {}",
+            f.len,
+            matches!(f.contents, Contents::Memory(_))
+        ),
         Kind::Directory => "directory".into(),
         Kind::NotFound => "not found".into(),
         Kind::Forbidden | Kind::NoIndex => "forbidden".into(),
@@ -117,7 +121,7 @@ fn changes_are_seen_after_revalidation() {
     let mut c = cache(Duration::ZERO);
     let t0 = Instant::now();
     let first = match &c.lookup(0, &r.fd, b"/a.txt", t0).kind {
-        Kind::File(f) => f.content.clone(),
+        Kind::File(f) => in_memory(f),
         _ => None,
     };
     assert_eq!(first.as_deref(), Some(&b"hello"[..]));
@@ -126,7 +130,7 @@ fn changes_are_seen_after_revalidation() {
     std::fs::write(&tmp, b"hello, world").expect("write");
     std::fs::rename(&tmp, &path).expect("rename");
     let second = match &c.lookup(0, &r.fd, b"/a.txt", t0).kind {
-        Kind::File(f) => f.content.clone(),
+        Kind::File(f) => in_memory(f),
         _ => None,
     };
     assert_eq!(second.as_deref(), Some(&b"hello, world"[..]));
@@ -137,22 +141,105 @@ fn changes_are_seen_after_revalidation() {
     );
 }
 
-fn cached_file(c: &mut FileCache, r: &Root, path: &[u8]) -> Option<Arc<File>> {
+fn in_memory(f: &FileInfo) -> Option<Bytes> {
+    match &f.contents {
+        Contents::Memory(bytes) => Some(bytes.clone()),
+        Contents::Open(_) => None,
+    }
+}
+
+fn cached_file(c: &mut FileCache, r: &Root, path: &[u8]) -> Option<Contents> {
     match &c.lookup(0, &r.fd, path, Instant::now()).kind {
-        Kind::File(f) => Some(Arc::clone(&f.file)),
+        Kind::File(f) => Some(f.contents.clone()),
         _ => None,
     }
 }
 
 #[test]
-fn an_unchanged_file_keeps_its_descriptor_on_revalidation() {
+fn an_unchanged_file_keeps_its_descriptor_or_contents_on_revalidation() {
     let r = root();
     let mut c = cache(Duration::ZERO);
-    for path in [&b"/a.txt"[..], b"/inside", b"/sub/"] {
+    for path in [&b"/a.txt"[..], b"/inside", b"/sub/", b"/big.bin"] {
         let first = cached_file(&mut c, &r, path).expect("a file");
         let again = cached_file(&mut c, &r, path).expect("still a file");
-        assert!(Arc::ptr_eq(&first, &again), "{path:?} was opened again");
+        let same = match (first, again) {
+            (Contents::Open(a), Contents::Open(b)) => Arc::ptr_eq(&a, &b),
+            (Contents::Memory(a), Contents::Memory(b)) => a.as_ptr() == b.as_ptr(),
+            _ => false,
+        };
+        assert!(same, "{path:?} was opened again");
     }
+}
+
+#[test]
+fn only_files_sent_with_sendfile_keep_a_descriptor() {
+    let r = root();
+    let mut c = cache(Duration::from_secs(1));
+    let now = Instant::now();
+    for path in [&b"/a.txt"[..], b"/", b"/big.bin", b"/missing"] {
+        c.lookup(0, &r.fd, path, now);
+    }
+    assert!(matches!(
+        cached_file(&mut c, &r, b"/big.bin"),
+        Some(Contents::Open(_))
+    ));
+    assert!(matches!(
+        cached_file(&mut c, &r, b"/a.txt"),
+        Some(Contents::Memory(_))
+    ));
+    assert_eq!(c.descriptors, 1);
+}
+
+#[test]
+fn bounded_by_descriptors_without_losing_files_kept_in_memory() {
+    let r = root();
+    for i in 0..10 {
+        std::fs::write(r.dir.path().join(format!("www/big{i}")), vec![b'x'; 40_000])
+            .expect("write");
+        std::fs::write(r.dir.path().join(format!("www/small{i}")), b"x").expect("write");
+    }
+    let mut c = FileCache::new(CacheConfig {
+        max_open_files: 3,
+        ..CacheConfig::default()
+    });
+    let now = Instant::now();
+    for i in 0..10 {
+        c.lookup(0, &r.fd, format!("/small{i}").as_bytes(), now);
+    }
+    for i in 0..10 {
+        c.lookup(0, &r.fd, format!("/big{i}").as_bytes(), now);
+        assert!(c.descriptors <= 3);
+    }
+    let holders = c
+        .entries
+        .iter()
+        .filter(|(_, e)| e.holds_descriptor())
+        .count();
+    assert_eq!((holders, c.descriptors), (3, 3));
+    // The three most recent large files are the ones kept, and every small
+    // file (older than all of them) is still there.
+    for i in 0..10 {
+        assert!(c.entries.contains(format!("/small{i}").as_bytes()));
+        let big = c.entries.contains(format!("/big{i}").as_bytes());
+        assert_eq!(big, i >= 7, "big{i}");
+    }
+}
+
+#[test]
+fn a_flood_of_long_missing_paths_is_bounded_in_bytes() {
+    let r = root();
+    let budget = 20_000;
+    let mut c = FileCache::new(CacheConfig {
+        memory_budget: budget,
+        ..CacheConfig::default()
+    });
+    let now = Instant::now();
+    for i in 0..1_000 {
+        let path = format!("/{i:0>1000}");
+        c.lookup(0, &r.fd, path.as_bytes(), now);
+        assert!(c.memory <= budget, "{}", c.memory);
+    }
+    assert!(c.entries.len() < 20, "{} entries", c.entries.len());
 }
 
 #[test]
@@ -202,7 +289,7 @@ fn bounded_by_entries_and_memory() {
         assert!(c.entries.len() <= 5);
         assert!(c.memory <= 3500, "{}", c.memory);
     }
-    let in_memory: usize = c.entries.iter().map(|(_, e)| e.memory()).sum();
+    let in_memory: usize = c.entries.iter().map(|(k, e)| e.memory(k.len())).sum();
     assert_eq!(in_memory, c.memory);
 }
 
@@ -239,7 +326,7 @@ fn sites_share_one_bound() {
         assert!(c.entries.len() <= 6);
         assert!(c.memory <= 4500, "{}", c.memory);
     }
-    let in_memory: usize = c.entries.iter().map(|(_, e)| e.memory()).sum();
+    let in_memory: usize = c.entries.iter().map(|(k, e)| e.memory(k.len())).sum();
     assert_eq!(in_memory, c.memory);
 }
 

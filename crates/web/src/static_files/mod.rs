@@ -20,7 +20,7 @@ use stoa_http_proto::precondition::{ByteRange, if_none_match, if_range, parse_ra
 use stoa_http_proto::target::Target;
 use stoa_http_proto::{Method, RequestHead};
 
-use crate::cache::{FileCache, FileInfo, INDEX, Kind};
+use crate::cache::{Contents, FileCache, FileInfo, INDEX, Kind};
 use crate::encoding::{self, Encoder};
 use crate::output::{Body, Output};
 use crate::response::{Refusal, Reply};
@@ -121,14 +121,14 @@ pub(crate) fn refuse(
         .raw(content_type_line(&info.header_lines))
         .content_length(info.len);
     reply.end(w);
-    let body = match &info.content {
-        Some(bytes) => Body::Bytes(bytes.clone()),
-        None if info.len > 0 => Body::File {
-            fd: info.file.clone(),
+    let body = match &info.contents {
+        Contents::Memory(bytes) => Body::Bytes(bytes.clone()),
+        Contents::Open(fd) if info.len > 0 => Body::File {
+            fd: fd.clone(),
             offset: 0,
             len: info.len,
         },
-        None => Body::Empty,
+        Contents::Open(_) => Body::Empty,
     };
     reply.send(out, status, start, body);
 }
@@ -261,14 +261,14 @@ fn send_file(
         w = w.header("Content-Range", value.as_bytes());
     }
     reply.end(w);
-    let body = match &info.content {
-        Some(bytes) if end > start => Body::Bytes(bytes.slice(start as usize..end as usize)),
-        _ if end > start => Body::File {
-            fd: info.file.clone(),
+    let body = match &info.contents {
+        _ if end <= start => Body::Empty,
+        Contents::Memory(bytes) => Body::Bytes(bytes.slice(start as usize..end as usize)),
+        Contents::Open(fd) => Body::File {
+            fd: fd.clone(),
             offset: start,
             len: end - start,
         },
-        _ => Body::Empty,
     };
     reply.send(out, status, head_start, body);
     status

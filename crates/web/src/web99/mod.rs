@@ -29,7 +29,7 @@ use stoa_web99::ads;
 use stoa_web99::request::{self, Query, TRAILER};
 use tokio::sync::oneshot;
 
-use crate::cache::{FileCache, Kind};
+use crate::cache::{Contents, FileCache, Kind};
 use crate::config::Web99Config;
 use crate::output::{Body, Output};
 use crate::response::{Refusal, Reply, SERVER_SOFTWARE};
@@ -349,10 +349,10 @@ fn page(ctx: &mut Context<'_>, path: &str, query: &str) -> Result<Page, (u16, &'
     let Kind::File(info) = &entry.kind else {
         return Err((404, "no such file in the file set"));
     };
-    let file = match &info.content {
-        Some(bytes) => Body::Bytes(bytes.clone()),
-        None => Body::File {
-            fd: info.file.clone(),
+    let file = match &info.contents {
+        Contents::Memory(bytes) => Body::Bytes(bytes.clone()),
+        Contents::Open(fd) => Body::File {
+            fd: fd.clone(),
             offset: 0,
             len: info.len,
         },

@@ -72,6 +72,7 @@ max_handshakes = 9
 [web.cache]
 memory_budget = "1GiB"
 max_entries = 12
+max_open_files = 7
 
 [[listener]]
 address = "127.0.0.1:8081"
