@@ -41,7 +41,14 @@ def run(out, server, label):
     recorded = len(v) >= 11
     state = (v[10] - v[9]) / tck if recorded else 0.0
     posts = sum(it.get("posts_sent") or []) or 1
+    try:
+        with open(f"{out}/{server}-{label}.disk") as f:
+            d0, d1 = (int(x) for x in f.read().split())
+        disk_mb = (d1 - d0) * 512 / 1e6
+    except (OSError, ValueError):
+        disk_mb = None
     return {
+        "disk_mb": disk_mb,
         "state_recorded": recorded,
         "state_us": state * 1e6 / ops,
         "post_us": state * 1e6 / posts,
@@ -52,6 +59,12 @@ def run(out, server, label):
         "cgi_us": ((cu1 - cu0) + (cs1 - cs0)) / tck * 1e6 / ops,
         "harness": h["share_of_its_cores"],
     }
+
+
+def disk(rows):
+    """The median of the rows' disk reads in MB, '-' if not recorded."""
+    values = [r["disk_mb"] for r in rows if r["disk_mb"] is not None]
+    return f"{statistics.median(values):.1f}" if values else "-"
 
 
 def med(rows, key):
@@ -94,7 +107,7 @@ def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
     rounds = range(1, int(rounds) + 1)
     servers = servers.split()
     print(f"{'server':9} {'load':>6} {'ops/s':>7} {'conf%':>6} {'server µs/op':>12} {'kernel':>6} "
-          f"{'/nginx median [range]':>22} {'harness core':>12}")
+          f"{'/nginx median [range]':>22} {'harness core':>12} {'disk MB':>8}")
     bound = []
     for load in loads:
         by = {s: [run(out, s, f"{load}-r{r}") for r in rounds] for s in servers}
@@ -103,7 +116,7 @@ def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
             ratio = "-" if s == "nginx" else spread([a["us"] / b["us"] for a, b in zip(rows, by["nginx"])])
             bound += [f"{s} {load} round {r}" for r, x in zip(rounds, rows) if x["harness"] > HARNESS_BOUND]
             print(f"{s:9} {load:>6} {med(rows, 'ops_s'):7.0f} {med(rows, 'conf'):6.1f} {med(rows, 'us'):12.1f} "
-                  f"{100 * med(rows, 'sys'):5.0f}% {ratio:>22} {100 * med(rows, 'harness'):11.0f}%")
+                  f"{100 * med(rows, 'sys'):5.0f}% {ratio:>22} {100 * med(rows, 'harness'):11.0f}% {disk(rows):>8}")
     if int(mix_load) > 0:
         mixes = {}
         for server in [x for x in servers if x != "nginx"]:
@@ -116,6 +129,8 @@ def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
     print("finished; kernel: its system time's share; /nginx: the per-round ratio of CPU per operation to")
     print("nginx's in the same round, median [lowest-highest]; the mix row's ratio is to stoa's static-only")
     print("run at the same load in the same round. harness core: the harness's share of its cores.")
+    print("disk MB: what the disks read during the run, median (the file set not all in the page cache:")
+    print("the server waited for the disk and spent CPU on it; '-': not recorded).")
     print("harness-bound runs (harness over 70 % of its cores): " + (", ".join(bound) or "none"))
     if int(profile):
         print()
