@@ -266,10 +266,15 @@ impl IdleSet {
         }
     }
 
-    /// Closes every parked connection (the server is shutting down).
+    /// Closes every parked connection (the server is shutting down), each after
+    /// reading what it has received: a request that came in as the drain began
+    /// must not make the close a reset, which would destroy the last answer if
+    /// the kernel still holds part of it.
     pub(crate) fn close_all(&mut self) {
+        let mut scratch = Vec::new();
         for (slot, entry) in self.slots.iter_mut().enumerate() {
-            if entry.conn.take().is_some() {
+            if let Some(parked) = entry.conn.take() {
+                conn::discard_received(&parked.stream, &mut scratch);
                 self.free.push(slot as u32);
             }
         }
