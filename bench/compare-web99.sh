@@ -136,12 +136,6 @@ state_ticks() {
     echo 0
 }
 
-# disk_read_sectors: 512-byte sectors read so far by the whole disks (vda, sda,
-# nvme0n1; /proc/diskstats field 6).
-disk_read_sectors() {
-    awk '$3 ~ /^(([shv]|xv)d[a-z]+|nvme[0-9]+n[0-9]+)$/ { s += $6 } END { print s + 0 }' /proc/diskstats
-}
-
 # run_one SERVER CONNECTIONS LABEL [HARNESS-ARGS...]: one harness run; its report
 # in $OUT/SERVER-LABEL/, the server's ticks before and after in .server-ticks
 # (stoa: then its state thread's before and after), the sectors the disks read
@@ -155,7 +149,7 @@ run_one() {
     for p in "${pids[@]}"; do args+=(--server-pid "$p"); done
     log "$server, $label"
     before="$(ticks "${pids[@]}")"
-    disk="$(disk_read_sectors)"
+    disk="$(whole_disks_sum 6)"
     [[ $server == nginx ]] || state="$(state_ticks "${pids[0]}")"
     "$STOA_BIN" bench web --target "http://127.0.0.1:${PORT[$server]}" --connections "$n" \
         --run-time "${RUN_TIME}s" "${PIN_ARGS[@]}" "${args[@]}" "$@" --out "$OUT/$server-$label" \
@@ -163,7 +157,7 @@ run_one() {
         die "harness failed against $server: $(tail -n 3 "$OUT/$server-$label.log")"
     echo "$before $(ticks "${pids[@]}") $(getconf CLK_TCK)${state:+ $state $(state_ticks "${pids[0]}")}" \
         >"$OUT/$server-$label.server-ticks"
-    echo "$disk $(disk_read_sectors)" >"$OUT/$server-$label.disk"
+    echo "$disk $(whole_disks_sum 6)" >"$OUT/$server-$label.disk"
     : >"${ACCESS_LOG[$server]}" # keep the disk bounded; the log stays open and on
     rm -rf "$OUT/$server-$label"/*.html
 }

@@ -545,6 +545,12 @@ wait_idle() {
     done
 }
 
+# whole_disks_sum FIELD: /proc/diskstats field FIELD summed over the whole disks
+# (vda, sda, nvme0n1; not their partitions): 6 sectors read, 12 I/Os in progress.
+whole_disks_sum() {
+    awk -v f="$1" '$3 ~ /^(([shv]|xv)d[a-z]+|nvme[0-9]+n[0-9]+)$/ { s += $f } END { print s + 0 }' /proc/diskstats
+}
+
 # settle_disk LABEL: writes the dirty pages to disk (sync, at most 10 min) and waits
 # (at most 60 s) until no whole disk has I/O in flight, so that the writeback of an
 # earlier run (a store filled or deleted) does not fall into the next one; logs how
@@ -553,8 +559,7 @@ settle_disk() {
     local label="$1" start=$SECONDS inflight i
     timeout 600 sync || log "!!! sync did not finish within 600 s ($label)"
     for ((i = 0; i < 60; i++)); do
-        # /proc/diskstats field 12: I/Os in progress; whole disks only (vda, sda, nvme0n1).
-        inflight="$(awk '$3 ~ /^(([shv]|xv)d[a-z]+|nvme[0-9]+n[0-9]+)$/ { s += $12 } END { print s + 0 }' /proc/diskstats)"
+        inflight="$(whole_disks_sum 12)"
         ((inflight == 0)) && break
         sleep 1
     done
