@@ -353,6 +353,27 @@ fn capture_quoted(out: &mut Vec<u8>, value: Option<&[u8]>) {
 }
 
 /// Appends one finished line: `host - - [date] "request" status bytes[ "ref" "ua"]`.
+/// Writes `ip` as its `Display` does. An IPv4 address, every line of a
+/// benchmark, goes digit by digit: `Display`'s formatting machinery was a tenth
+/// of a small request's user-space instructions (callgrind).
+fn write_ip(out: &mut Vec<u8>, ip: IpAddr) {
+    match ip {
+        IpAddr::V4(v4) => {
+            let mut digits = itoa::Buffer::new();
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                out.extend_from_slice(digits.format(octet).as_bytes());
+            }
+        }
+        IpAddr::V6(_) => {
+            use std::io::Write as _;
+            let _ = write!(out, "{ip}");
+        }
+    }
+}
+
 pub(crate) fn write_line(
     out: &mut Vec<u8>,
     peer: IpAddr,
@@ -361,8 +382,8 @@ pub(crate) fn write_line(
     status: u16,
     body_bytes: u64,
 ) {
-    use std::io::Write as _;
-    let _ = write!(out, "{peer} - - ");
+    write_ip(out, peer);
+    out.extend_from_slice(b" - - ");
     out.extend_from_slice(clf_date);
     out.extend_from_slice(b" \"");
     let (request, rest) = match memchr::memchr(SEPARATOR, text) {
@@ -389,6 +410,24 @@ pub(crate) fn write_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_are_written_as_display_writes_them() {
+        for ip in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "10.20.3.40",
+            "::1",
+            "2001:db8::7",
+            "::ffff:1.2.3.4",
+        ] {
+            let ip: IpAddr = ip.parse().expect("an address");
+            let mut out = Vec::new();
+            write_ip(&mut out, ip);
+            assert_eq!(out, ip.to_string().into_bytes());
+        }
+    }
 
     #[test]
     fn escaping_keeps_lines_whole() {

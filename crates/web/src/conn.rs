@@ -224,15 +224,15 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
 
 /// Counts and logs every response queued on `out` (as far as its bytes were
 /// written) for the client at `ip`, each in its site's log, and empties the
-/// queue.
-pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAddr) {
+/// queue; `now` (the batch's time) decides whether a log buffer is old enough
+/// to hand over.
+pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAddr, now: Instant) {
     metrics::count_batch(out.queued(), out.written());
     if shared.logs.is_empty() {
         out.reset();
         return;
     }
     local::with(shared, |local| {
-        let now = Instant::now();
         let Local { date, logs, .. } = local;
         out.drain_written(|q, text, body_bytes| {
             // No log text: the request's site does not log.
@@ -373,6 +373,9 @@ struct Conn {
     out: Output,
     /// When the first byte of the current head arrived (accept time for the first).
     head_started: Instant,
+    /// When the last batch of requests was processed: the one clock read that
+    /// batch's answers, log lines and parking deadline share.
+    clock: Instant,
     /// One enum rather than `fresh` and `busy` flags: a fresh connection has not
     /// read a request yet, so it is never busy.
     phase: Phase,
@@ -420,6 +423,7 @@ impl Conn {
             pos: 0,
             out: Output::default(),
             head_started,
+            clock: head_started,
             phase: Phase::Fresh,
             intake: Intake::Head,
             own_reactor,
@@ -532,7 +536,7 @@ impl Conn {
             match step {
                 Step::Flush => {}
                 Step::NeedHead if self.pos == self.buf.len() => {
-                    return Now::Exit(Exit::Park(self.idle_deadline(Instant::now())));
+                    return Now::Exit(Exit::Park(self.idle_deadline(self.clock)));
                 }
                 Step::Close { linger: false } if !self.input_pending() => {
                     return Now::Exit(Exit::Close);
@@ -626,9 +630,10 @@ impl Conn {
         let shared = Arc::clone(&self.shared);
         let site = Site::of(&shared);
         let limits = &shared.config.limits;
+        let now = Instant::now();
+        self.clock = now;
         local::with(&shared, |local| {
-            local.tick();
-            let now = Instant::now();
+            local.tick_at(now);
             loop {
                 if let Intake::Discard(d) = &mut self.intake {
                     match d.skip(&self.buf[self.pos..], limits.max_discard_body) {
@@ -837,7 +842,12 @@ impl Conn {
     /// Logs every response of the batch just written (or cut short) and empties
     /// the queue.
     fn log_batch(&mut self) {
-        log_written(&self.shared, &mut self.out, self.client.peer.ip());
+        log_written(
+            &self.shared,
+            &mut self.out,
+            self.client.peer.ip(),
+            self.clock,
+        );
     }
 
     /// Reads more input for `step`, within that phase's deadline.

@@ -8,7 +8,7 @@
 //! `.await`.
 
 use std::cell::RefCell;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use stoa_http_proto::date::DateCache;
 
@@ -34,6 +34,9 @@ pub(crate) struct Local {
     /// Which server this state belongs to (tests run several in one process).
     server: u64,
     pub(crate) date: DateCache,
+    /// When the wall-clock second `date` shows ends, on the monotonic clock: until
+    /// then [`Local::tick_at`] needs no clock read of its own.
+    next_second: Option<Instant>,
     pub(crate) cache: FileCache,
     pub(crate) encoder: Encoder,
     /// One buffer per access log, in the order of `Shared::logs`.
@@ -59,6 +62,7 @@ pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
             _ => slot.insert(Local {
                 server: shared.id,
                 date: DateCache::new(),
+                next_second: None,
                 cache: FileCache::new(shared.config.cache),
                 encoder: Encoder::new(shared.config.compression.clone()),
                 logs: (shared.logs.iter()).map(|_| LogBuffer::default()).collect(),
@@ -75,10 +79,25 @@ pub(crate) fn with<R>(shared: &Shared, f: impl FnOnce(&mut Local) -> R) -> R {
 impl Local {
     /// Moves the cached dates to the current second.
     pub(crate) fn tick(&mut self) {
-        let secs = SystemTime::now()
+        self.tick_at(Instant::now());
+    }
+
+    /// [`Local::tick`] for a caller that has read the monotonic clock (`now`):
+    /// the wall clock is read only once its second has run out, not for every
+    /// batch of requests (a clock read per request was a measurable part of a
+    /// small request's user time). A wall clock set back or forward shows in the
+    /// dates within a second.
+    pub(crate) fn tick_at(&mut self, now: Instant) {
+        if self.next_second.is_some_and(|end| now < end) {
+            return;
+        }
+        let since_epoch = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        self.date.update(secs);
+            .unwrap_or_default();
+        self.date.update(since_epoch.as_secs());
+        let left =
+            Duration::from_secs(1) - Duration::from_nanos(u64::from(since_epoch.subsec_nanos()));
+        self.next_second = Some(now + left);
     }
 
     /// A read buffer with [`READ_BUFFER`] capacity.

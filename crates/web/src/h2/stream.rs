@@ -84,7 +84,7 @@ pub(super) fn start(
     if let Err(e) = ended {
         tracing::debug!("{}: HTTP/2 stream: {e}", link.client.peer);
     }
-    crate::conn::log_written(shared, &mut out, link.client.peer.ip());
+    crate::conn::log_written(shared, &mut out, link.client.peer.ip(), Instant::now());
     local::with(shared, |l| l.give_output(out));
     None
 }
@@ -101,7 +101,12 @@ pub(super) async fn serve(rest: Rest, link: Arc<Link>) {
             waiting,
         } => {
             let ended = finish(&mut respond, &mut out, waiting, &link).await;
-            crate::conn::log_written(&link.shared, &mut out, link.client.peer.ip());
+            crate::conn::log_written(
+                &link.shared,
+                &mut out,
+                link.client.peer.ip(),
+                Instant::now(),
+            );
             local::with(&link.shared, |l| l.give_output(out));
             ended
         }
@@ -211,7 +216,7 @@ async fn answer(
             Err(Ended::Other(why.into()))
         }
     };
-    crate::conn::log_written(shared, &mut out, link.client.peer.ip());
+    crate::conn::log_written(shared, &mut out, link.client.peer.ip(), Instant::now());
     local::with(shared, |l| l.give_output(out));
     ended
 }
