@@ -189,20 +189,15 @@ pub(crate) fn can_start_now(shared: &Shared) -> bool {
 
 /// Moves an idle connection (from its task, or from [`start_now`]) into the
 /// worker's [`crate::idle::IdleSet`].
-fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
-    let Conn {
-        stream,
-        shared,
-        client: Client {
-            peer, served, born, ..
-        },
-        ..
-    } = conn;
-    if shared.draining.load(Ordering::Relaxed) {
-        // Shutting down: an idle connection just closes.
+fn park(mut conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
+    if conn.shared.draining.load(Ordering::Relaxed) {
+        // Shutting down: an idle connection just closes (see `Drop for Conn`).
         return;
     }
-    let mut stream = stream;
+    let Client {
+        peer, served, born, ..
+    } = conn.client;
+    let mut stream = std::mem::replace(&mut conn.stream, Sock::Lost);
     stream.register(peer);
     let Sock::Tokio(stream) = stream else {
         // Its registration failed: it closes.
@@ -215,7 +210,7 @@ fn park(conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
         born,
         permit,
     };
-    local::with(&shared, |l| {
+    local::with(&conn.shared, |l| {
         if let Some(idle) = &mut l.idle {
             idle.park(parked, deadline);
         }
@@ -389,6 +384,22 @@ struct Conn {
     /// readiness for this socket cannot change while the task runs (see
     /// [`Conn::forget_readiness`]).
     own_reactor: bool,
+}
+
+impl Drop for Conn {
+    /// A connection that closes while the server drains (its task dropped when
+    /// the drain ends, or closing where it would have parked) first reads what
+    /// the client sent. A close with unread bytes is a reset, and the reset
+    /// destroys whatever answer is still queued in the kernel: a request sent
+    /// just as the drain began, behind a download the connection had already
+    /// written, would cut that download short (`tests/shutdown.rs`). Bytes
+    /// arriving after the close are the lingering close's business, which a
+    /// connection still in flight does before it ends.
+    fn drop(&mut self) {
+        if !matches!(self.stream, Sock::Lost) && self.shared.draining.load(Ordering::Relaxed) {
+            discard_received(&self.stream, &mut self.buf);
+        }
+    }
 }
 
 impl Conn {
