@@ -10,6 +10,7 @@
 #                          [--mix-load N] [--profile-load N] [--no-profile]
 #                          [--baseline STOA_BINARY]
 #                          [--server-cpus LIST] [--harness-cpus LIST] [--no-pin]
+#                          [--no-warm]
 #
 #   --mix-load N      also run stoa with the full SPECweb99 mix (dynamic GET, custom
 #                     ads, POST, CGI) at N connections in every round (0: not); its
@@ -22,6 +23,10 @@
 #   --baseline BIN    a third server, stoa-base: another stoa build with the same
 #                     flags, in the same interleaved rounds (what a change bought),
 #                     the mix row included
+#   --no-warm         do not read the whole file set before each run (by default
+#                     every file is read once, so that the run starts with all of
+#                     it in the page cache; what that read took from the disks is
+#                     kept in SERVER-LABEL.warm)
 #
 # Each server is pinned to the same CPU (default 0) and the harness to the others,
 # as in bench/harness-cost.sh; a run whose harness used more than 70 % of its
@@ -39,13 +44,14 @@ MIX_LOAD=1600
 PROFILE_LOAD=""
 PROFILE=1
 BASELINE=""
+WARM=1
 PIN=1
 SERVER_CPUS=""
 HARNESS_CPUS=""
 bench_cmdline "$@"
 parse_args "--loads=LOADS --run-time=RUN_TIME --rounds=ROUNDS --mix-load=MIX_LOAD --profile-load=PROFILE_LOAD
     --no-profile=PROFILE=0 --baseline=BASELINE --server-cpus=SERVER_CPUS --harness-cpus=HARNESS_CPUS
-    --no-pin=PIN=0" "$@"
+    --no-pin=PIN=0 --no-warm=WARM=0" "$@"
 require_positive "--rounds and --run-time take positive integers" "$ROUNDS" "$RUN_TIME"
 ((ROUNDS <= 20 && RUN_TIME <= 600)) || die "at most 20 rounds of 600 s"
 [[ -z "$BASELINE" || -x "$BASELINE" ]] || die "--baseline: $BASELINE is not an executable file"
@@ -136,6 +142,18 @@ state_ticks() {
     echo 0
 }
 
+# warm_fileset LABEL: reads every file of the set once, so that a run does not
+# start with part of it out of the page cache (this VM's page cache loses a
+# resting file set at a few MB per second, and a server that reads from the disk
+# spends CPU on it and waits); the sectors the disks read for it and the seconds
+# it took go to $OUT/LABEL.warm.
+warm_fileset() {
+    local start=$SECONDS disk
+    disk="$(whole_disks_sum 6)"
+    find "$DOCROOT" -type f -print0 | xargs -0 -P 2 -n 2000 cat >/dev/null
+    echo "$disk $(whole_disks_sum 6) $((SECONDS - start))" >"$OUT/$1.warm"
+}
+
 # run_one SERVER CONNECTIONS LABEL [HARNESS-ARGS...]: one harness run; its report
 # in $OUT/SERVER-LABEL/, the server's ticks before and after in .server-ticks
 # (stoa: then its state thread's before and after), the sectors the disks read
@@ -148,6 +166,7 @@ run_one() {
     local args=()
     for p in "${pids[@]}"; do args+=(--server-pid "$p"); done
     log "$server, $label"
+    ((WARM)) && warm_fileset "$server-$label"
     before="$(ticks "${pids[@]}")"
     disk="$(whole_disks_sum 6)"
     [[ $server == nginx ]] || state="$(state_ticks "${pids[0]}")"
@@ -207,6 +226,12 @@ python3 "$BENCH_DIR/lib/web99_summary.py" summary "$OUT" "$ROUNDS" "$MIX_LOAD" "
     echo "- File set for $MAX connections (\`stoa fileset\`); stoa serve and nginx with 1 worker, the same"
     echo "  directory, access log on (combined, to a file; truncated after each run, the servers keep"
     echo "  logging), keep-alive timeout 75 s. nginx: sendfile, tcp_nopush, open_file_cache (nginx.conf)."
+    if ((WARM)); then
+        echo "- Before each run every file of the set was read once (\`cat\`), so that the run started with all"
+        echo "  of it in the page cache (SERVER-LABEL.warm: sectors read by the disks before and after, seconds)."
+    else
+        echo "- \`--no-warm\`: the file set was not read before the runs; the disks' reads are in the table."
+    fi
     echo "- stoa: \`stoa serve --docroot \$TMP/www --workers 1 --access-log FILE --log-format combined"
     echo "  --keepalive-timeout 75s --max-connections $LIMIT --web99 --web99-state DIR --cgi-dir DIR\` (the"
     echo "  dynamic API and CGI only for the mix row; a static request does not touch them)."

@@ -16,6 +16,7 @@ when profiled, system calls per operation by name.
 annotated `_[k]`): user space and kernel, and the kernel's share by system call
 and for the network receive work done on behalf of the peer.
 """
+import os
 import json
 import re
 import statistics
@@ -65,6 +66,22 @@ def disk(rows):
     """The median of the rows' disk reads in MB, '-' if not recorded."""
     values = [r["disk_mb"] for r in rows if r["disk_mb"] is not None]
     return f"{statistics.median(values):.1f}" if values else "-"
+
+
+def warm_line(out):
+    """What reading the whole file set before each run took from the disks, or
+    None if the runs were not preceded by that read (--no-warm)."""
+    reads, secs = [], []
+    for name in sorted(os.listdir(out)):
+        if name.endswith(".warm"):
+            with open(f"{out}/{name}") as f:
+                d0, d1, t = (int(x) for x in f.read().split())
+            reads.append((d1 - d0) * 512 / 1e6)
+            secs.append(t)
+    if not reads:
+        return None
+    return (f"the whole file set was read before each of the {len(reads)} runs: it took "
+            f"{statistics.median(secs):.0f} s and read {spread(reads)} MB from the disks (median [range])")
 
 
 def med(rows, key):
@@ -131,6 +148,8 @@ def summary(out, rounds, mix_load, profile, profile_load, servers, loads):
     print("run at the same load in the same round. harness core: the harness's share of its cores.")
     print("disk MB: what the disks read during the run, median (the file set not all in the page cache:")
     print("the server waited for the disk and spent CPU on it; '-': not recorded).")
+    warm = warm_line(out)
+    print(warm[0].upper() + warm[1:] + "." if warm else "The file set was not read before the runs (--no-warm).")
     print("harness-bound runs (harness over 70 % of its cores): " + (", ".join(bound) or "none"))
     if int(profile):
         print()
