@@ -4,17 +4,21 @@
     summarize.py [--unit req/s] [--log wrk.log] [--errors TEXT] RAW_CSV BASELINE CANDIDATE
 
 raw.csv columns: round,row,server,req_per_sec,transfer,errors[,other_cpu_pct
-[,server_cpu_us_per_op,harness_cpu_pct]] (transfer in bytes/s, errors = socket
-errors + non-2xx/3xx responses as counted by wrk, other_cpu_pct = % of all CPU used
-by other processes during the run, server_cpu_us_per_op = the server's CPU per
-request, harness_cpu_pct = the load tool's CPU in % of one core; the last two may
-be empty).
+[,server_cpu_us_per_op,harness_cpu_pct[,server_kernel_pct]]] (transfer in bytes/s,
+errors = socket errors + non-2xx/3xx responses as counted by wrk, other_cpu_pct = %
+of all CPU used by other processes during the run, server_cpu_us_per_op = the
+server's CPU per request, harness_cpu_pct = the load tool's CPU in % of one core,
+server_kernel_pct = the kernel's (stime's) share of the server's CPU; the last three
+may be empty).
 
 Per row it prints the median req/s of each server over the rounds, and the median,
 min and max of the per-round ratio CANDIDATE/BASELINE (each ratio pairs the two
 runs of the same round, which ran back to back). Rows with any error are flagged.
 Where the server's CPU per request was recorded, a second table gives its median
-per server, the per-round ratio CANDIDATE/BASELINE, and the load tool's median CPU.
+per server, the per-round ratio CANDIDATE/BASELINE, and the load tool's median CPU;
+where the kernel share was recorded, also each server's, and CANDIDATE's kernel time
+alone against BASELINE's whole CPU per request (what CANDIDATE would cost with no
+user-space time at all).
 --unit names the rate column (compare-smtp.sh: msg/s), --log the file with the
 details, --errors what the errors column counts.
 """
@@ -41,17 +45,21 @@ def cpu_table(rows, data, base, cand):
     """The server-CPU-per-request table, or nothing when no run recorded it."""
     if not any(v[4] is not None for d in data.values() for v in d.values()):
         return []
+    kernel = any(v[6] is not None for d in data.values() for v in d.values())
     head = (
         f"{'row':<22} {base + ' us/req':>14} {cand + ' us/req':>14} "
         f"{'ratio med':>9} {'min':>6} {'max':>6}  {'load tool % of a core':>21}"
     )
+    if kernel:
+        head += f"  {'kernel % ' + base:>14} {'kernel % ' + cand:>14} {cand + ' kernel/' + base:>16}"
     lines = [
         f"server CPU per request (utime + stime / requests); ratio = {cand}/{base} per round;",
         "the load tool near 100 % of its core means the row measured it, not the servers",
-        "",
-        head,
-        "-" * len(head),
     ]
+    if kernel:
+        lines.append(f"kernel %: stime's share of the server's CPU; {cand} kernel/{base}: {cand}'s kernel time "
+                     f"per request over {base}'s whole CPU per request, per round")
+    lines += ["", head, "-" * len(head)]
     for row in rows:
         b = data.get((row, base), {})
         c = data.get((row, cand), {})
@@ -66,6 +74,12 @@ def cpu_table(rows, data, base, cand):
             f"{statistics.median(ratios):>9.3f} {min(ratios):>6.3f} {max(ratios):>6.3f}  "
             f"{(f'{statistics.median(tool):.0f}' if tool else '-'):>21}"
         )
+        if kernel:
+            kr = [r for r in rounds if b[r][6] is not None and c[r][6] is not None]
+            kb = f"{statistics.median(b[r][6] for r in kr):.0f}" if kr else "-"
+            kc = f"{statistics.median(c[r][6] for r in kr):.0f}" if kr else "-"
+            alone = f"{statistics.median(c[r][4] * c[r][6] / 100 / b[r][4] for r in kr):.3f}" if kr else "-"
+            lines[-1] += f"  {kb:>14} {kc:>14} {alone:>16}"
     lines.append("")
     return lines
 
@@ -100,6 +114,7 @@ def main():
                 float(rec.get("other_cpu_pct") or 0),
                 optional(rec.get("server_cpu_us_per_op")),
                 optional(rec.get("harness_cpu_pct")),
+                optional(rec.get("server_kernel_pct")),
             )
 
     wr = max(12, len(base) + len(unit) + 1, len(cand) + len(unit) + 1)  # req/s columns

@@ -284,6 +284,18 @@ ticks_of() {
     echo "$t"
 }
 
+# sys_ticks_of PID...: the PIDs' system-time (kernel) clock ticks together.
+sys_ticks_of() {
+    local p rest a t=0
+    for p in "$@"; do
+        rest="$(cat "/proc/$p/stat" 2>/dev/null)" || continue
+        rest="${rest##*) }"
+        read -r -a a <<<"$rest"
+        t=$((t + a[12]))
+    done
+    echo "$t"
+}
+
 # children_ticks: the CPU ticks of this shell's finished children (wrk, run under
 # timeout, is one once it has been waited for).
 children_ticks() {
@@ -294,15 +306,16 @@ children_ticks() {
 # turn (URL ${SCHEME:-http}://127.0.0.1:${PORT[SERVER]}PATH) and appends the results to $RAW and
 # the wrk outputs to $WRKLOG. Calls `after_run SERVER` (defined by the script) after
 # each run. For a SERVER in SERVER_CPU_PIDS the line also gets the server's CPU per
-# request (µs, utime + stime over the run / requests) and wrk's CPU (% of one core):
-# near 100 % of wrk's cores the row measured wrk, not the server. With BENCH_WAIT_IDLE set, a pair in which other processes used more than
+# request (µs, utime + stime over the run / requests), wrk's CPU (% of one core):
+# near 100 % of wrk's cores the row measured wrk, not the server; and the share of
+# the server's CPU that was kernel time (stime, %). With BENCH_WAIT_IDLE set, a pair in which other processes used more than
 # BUSY_LIMIT % of the CPU is thrown away (kept in wrk.log, marked) and measured
 # again after waiting for the machine to go quiet, up to 3 attempts.
 # PORT (associative: server -> port), DURATION, THREADS, RAW and WRKLOG are the
 # calling script's globals.
 # shellcheck disable=SC2153
 measure_row() {
-    local r="$1" row="$2" path="$3" mode="$4" conns="$5" attempt s busy msg pair lines t0 t1 c0 c1 w0 w1 cpu
+    local r="$1" row="$2" path="$3" mode="$4" conns="$5" attempt s busy msg pair lines t0 t1 k0 k1 c0 c1 w0 w1 cpu
     shift 5
     pair="$BENCH_TMP/pair.log"
     for ((attempt = 1; ; attempt++)); do
@@ -311,15 +324,18 @@ measure_row() {
         : >"$pair"
         for s in "$@"; do
             # shellcheck disable=SC2086 # a list of PIDs
-            t0="$(ticks_of ${SERVER_CPU_PIDS[$s]:-})" c0="$(children_ticks)" w0="$(date +%s%N)"
+            t0="$(ticks_of ${SERVER_CPU_PIDS[$s]:-})" k0="$(sys_ticks_of ${SERVER_CPU_PIDS[$s]:-})"
+            c0="$(children_ticks)" w0="$(date +%s%N)"
             run_wrk "$BENCH_TMP/wrk-out.txt" "$DURATION" "$THREADS" "$conns" "${SCHEME:-http}://127.0.0.1:${PORT[$s]}$path" "$mode"
             # shellcheck disable=SC2086
-            t1="$(ticks_of ${SERVER_CPU_PIDS[$s]:-})" c1="$(children_ticks)" w1="$(date +%s%N)"
-            cpu=","
+            t1="$(ticks_of ${SERVER_CPU_PIDS[$s]:-})" k1="$(sys_ticks_of ${SERVER_CPU_PIDS[$s]:-})"
+            c1="$(children_ticks)" w1="$(date +%s%N)"
+            cpu=",,"
             if [[ -n "${SERVER_CPU_PIDS[$s]:-}" ]]; then
-                cpu="$(awk -v t="$((t1 - t0))" -v c="$((c1 - c0))" -v w="$((w1 - w0))" -v hz="$CLK_TCK" \
-                    -v rps="$WRK_RPS" -v d="$DURATION" 'BEGIN {
-                        n = rps * d; printf "%s,%.0f", (n > 0 ? sprintf("%.2f", t / hz * 1e6 / n) : ""), 100 * c / hz / (w / 1e9) }')"
+                cpu="$(awk -v t="$((t1 - t0))" -v k="$((k1 - k0))" -v c="$((c1 - c0))" -v w="$((w1 - w0))" \
+                    -v hz="$CLK_TCK" -v rps="$WRK_RPS" -v d="$DURATION" 'BEGIN {
+                        n = rps * d; printf "%s,%.0f,%s", (n > 0 ? sprintf("%.2f", t / hz * 1e6 / n) : ""),
+                            100 * c / hz / (w / 1e9), (t > 0 ? sprintf("%.1f", 100 * k / t) : "") }')"
             fi
             {
                 echo "=== round $r row $row server $s (attempt $attempt; other processes used ${WRK_OTHER_CPU}% of the CPU)"
@@ -327,7 +343,7 @@ measure_row() {
             } >>"$pair"
             lines+=("$r,$row,$s,$WRK_RPS,$WRK_TRANSFER,$WRK_ERRORS,$WRK_OTHER_CPU,$cpu")
             msg="round $r $row $s: $WRK_RPS req/s (other CPU ${WRK_OTHER_CPU}%)"
-            [[ "$cpu" == , ]] || msg+="; server µs/request, wrk % of a core: $cpu"
+            [[ "$cpu" == ,, ]] || msg+="; server µs/request, wrk % of a core, server kernel %: $cpu"
             if ((WRK_ERRORS != 0)); then
                 msg+="  !!! ERRORS: $WRK_ERRORS ($WRK_ERR_DETAIL)"
             fi
@@ -382,7 +398,7 @@ servers_alive() {
 
 # The columns of raw.csv for the scripts that compare two servers row by row (the
 # format bench/summarize.py reads).
-RAW_COLUMNS="round,row,server,req_per_sec,transfer,errors,other_cpu_pct,server_cpu_us_per_op,harness_cpu_pct"
+RAW_COLUMNS="round,row,server,req_per_sec,transfer,errors,other_cpu_pct,server_cpu_us_per_op,harness_cpu_pct,server_kernel_pct"
 CLK_TCK="$(getconf CLK_TCK)"
 
 # new_raw_csv [COLUMNS]: RAW=$OUT/raw.csv with its header line (RAW_COLUMNS).
