@@ -2,7 +2,7 @@
 # Instructions per keep-alive GET of a small static file, counted by callgrind.
 #
 # usage: bench/callgrind-keepalive.sh [--stoa BINARY] [--requests N] [--sites N]
-#                                     [--only FUNCTION]
+#                                     [--only FUNCTION] [--fresh] [--log]
 #
 # Runs `stoa serve` (one worker, no access log) under `valgrind --tool=callgrind`
 # twice: once answering N requests on one keep-alive connection, once 11 x N.
@@ -17,6 +17,11 @@
 # e.g. stoa_web::conn::Conn::process, where each batch is parsed and answered:
 # without the system calls and wake-ups, whose count depends on when the
 # client's next request arrives, so it stays exact on a loaded machine.
+# --fresh sends each request on a connection of its own, which the client closes
+# after the answer, as the SPECweb99 kit's client does with most of its
+# connections: the server answers, parks the connection, and is woken by the
+# close (accept, answer, park, wake, close per request). --log turns the access
+# log on (combined, to a file), as the kit requires.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,13 +29,17 @@ stoa=""
 requests=2000
 sites=1
 only=()
+fresh=0
+log=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --stoa) stoa="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
     --sites) sites="$2"; shift 2 ;;
     --only) only=(--toggle-collect="$2"); shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --fresh) fresh=1; shift ;;
+    --log) log=1; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +58,11 @@ printf 'hello, world\n' > "$work/root/hello.txt"
 # One connection for every request: no keep-alive cap in the way.
 printf '%s\n' '[web]' 'access_log = "off"' '[web.limits]' \
   'keepalive_requests = 100000000' 'keepalive_timeout = "60s"' > "$work/stoa.toml"
+log_args=()
+if [ "$log" = 1 ]; then
+  sed -i '/^access_log/d' "$work/stoa.toml"
+  log_args=(--access-log "$work/access.log" --log-format combined)
+fi
 root_args=(--docroot "$work/root")
 if [ "$sites" -gt 1 ]; then
   root_args=()
@@ -64,7 +78,7 @@ fi
 run() {
   local n="$1" out="$work/callgrind.$1"
   valgrind --tool=callgrind --callgrind-out-file="$out" "${only[@]}" \
-    "$stoa" serve --config "$work/stoa.toml" "${root_args[@]}" \
+    "$stoa" serve --config "$work/stoa.toml" "${root_args[@]}" "${log_args[@]}" \
     --listen 127.0.0.1:0 --workers 1 2> "$work/stderr.$n" &
   local pid=$!
   local port=""
@@ -74,13 +88,17 @@ run() {
     sleep 0.1
   done
   [ -n "$port" ] || { cat "$work/stderr.$n" >&2; exit 1; }
-  python3 - "$port" "$n" <<'EOF'
+  python3 - "$port" "$n" "$fresh" <<'EOF'
 import socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
+port, n, fresh = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 s = socket.create_connection(("127.0.0.1", port), timeout=30)
 req = b"GET /hello.txt HTTP/1.1\r\nHost: bench\r\n\r\n"
 buf = b""
 for _ in range(n):
+    if fresh:
+        s.close()
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        buf = b""
     s.sendall(req)
     while True:
         end = buf.find(b"\r\n\r\n")
@@ -101,4 +119,7 @@ EOF
 small="$(run "$requests")"
 large="$(run $((requests * 11)))"
 per=$(( (large - small) / (requests * 10) ))
-echo "instructions per keep-alive GET: $per (totals $small for $requests requests, $large for $((requests * 11)))"
+what="keep-alive GET"
+[ "$fresh" = 1 ] && what="GET on a connection of its own"
+[ "$log" = 1 ] && what="$what, access log on"
+echo "instructions per $what: $per (totals $small for $requests requests, $large for $((requests * 11)))"
