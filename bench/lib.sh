@@ -443,14 +443,29 @@ child_pids() {
     done
 }
 
+# proc_stat_fields PID: the fields of /proc/PID/stat after the command name (the
+# state first: utime is the 12th, stime the 13th); nothing when PID is gone.
+proc_stat_fields() {
+    local rest
+    rest="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0
+    echo "${rest##*) }"
+}
+
 # proc_ticks PID [1]: CPU clock ticks of PID (all threads), with 1 also those of its
 # reaped children (cutime, cstime); 0 when it is gone.
 proc_ticks() {
-    local rest a
-    rest="$(cat "/proc/$1/stat" 2>/dev/null)" || { echo 0; return 0; }
-    rest="${rest##*) }"
-    read -r -a a <<<"$rest"
+    local a
+    read -r -a a <<<"$(proc_stat_fields "$1")"
+    ((${#a[@]})) || { echo 0; return 0; }
     echo $((a[11] + a[12] + ${2:-0} * (a[13] + a[14])))
+}
+
+# proc_sys_ticks PID: the system-time (kernel) clock ticks of PID; 0 when it is gone.
+proc_sys_ticks() {
+    local a
+    read -r -a a <<<"$(proc_stat_fields "$1")"
+    ((${#a[@]})) || { echo 0; return 0; }
+    echo "${a[12]}"
 }
 
 # tree_ticks PID: the ticks of a master that forks (Postfix, Dovecot): its own, its

@@ -286,13 +286,8 @@ ticks_of() {
 
 # sys_ticks_of PID...: the PIDs' system-time (kernel) clock ticks together.
 sys_ticks_of() {
-    local p rest a t=0
-    for p in "$@"; do
-        rest="$(cat "/proc/$p/stat" 2>/dev/null)" || continue
-        rest="${rest##*) }"
-        read -r -a a <<<"$rest"
-        t=$((t + a[12]))
-    done
+    local p t=0
+    for p in "$@"; do t=$((t + $(proc_sys_ticks "$p"))); done
     echo "$t"
 }
 

@@ -16,8 +16,8 @@ when profiled, system calls per operation by name.
 annotated `_[k]`): user space and kernel, and the kernel's share by system call
 and for the network receive work done on behalf of the peer.
 """
-import os
 import json
+import os
 import re
 import statistics
 import sys

@@ -352,7 +352,6 @@ fn capture_quoted(out: &mut Vec<u8>, value: Option<&[u8]>) {
     out.push(b'"');
 }
 
-/// Appends one finished line: `host - - [date] "request" status bytes[ "ref" "ua"]`.
 /// Writes `ip` as its `Display` does. An IPv4 address, every line of a
 /// benchmark, goes digit by digit: `Display`'s formatting machinery was a tenth
 /// of a small request's user-space instructions (callgrind).
@@ -374,6 +373,7 @@ fn write_ip(out: &mut Vec<u8>, ip: IpAddr) {
     }
 }
 
+/// Appends one finished line: `host - - [date] "request" status bytes[ "ref" "ua"]`.
 pub(crate) fn write_line(
     out: &mut Vec<u8>,
     peer: IpAddr,
