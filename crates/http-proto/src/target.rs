@@ -96,12 +96,20 @@ fn strip_absolute_form(target: &[u8]) -> Result<&[u8], TargetError> {
     }
 }
 
-/// True when the path needs neither decoding nor normalisation: the fast path for
-/// ordinary requests, which then cost no allocation.
+/// True when the path needs neither decoding nor normalisation (no `%`, NUL, `/.`
+/// or `//`): the fast path for ordinary requests, which then cost no allocation.
+/// One pass, byte by byte: request paths are a few dozen bytes, where a loop
+/// costs about a fifth of what three `memchr`/`memmem` searches cost to set up
+/// (callgrind, `bench/callgrind-keepalive.sh`).
 fn is_clean(path: &[u8]) -> bool {
-    memchr::memchr2(b'%', 0, path).is_none()
-        && memchr::memmem::find(path, b"/.").is_none()
-        && memchr::memmem::find(path, b"//").is_none()
+    let mut prev = 0;
+    for &b in path {
+        if b == b'%' || b == 0 || (prev == b'/' && (b == b'.' || b == b'/')) {
+            return false;
+        }
+        prev = b;
+    }
+    true
 }
 
 fn hex(b: u8) -> Option<u8> {
@@ -171,6 +179,36 @@ mod tests {
         let t = decode(b"/file_set/dir00001/class1_2?x=1").expect("valid");
         assert!(matches!(t.path, Cow::Borrowed(_)));
         assert_eq!(t.query, Some(&b"x=1"[..]));
+    }
+
+    #[test]
+    fn is_clean_matches_its_definition() {
+        fn by_definition(path: &[u8]) -> bool {
+            memchr::memchr2(b'%', 0, path).is_none()
+                && memchr::memmem::find(path, b"/.").is_none()
+                && memchr::memmem::find(path, b"//").is_none()
+        }
+        // Every path of up to 6 bytes over the bytes that matter, and one other.
+        let alphabet = [b'/', b'.', b'%', 0, b'a'];
+        let mut paths = vec![Vec::new()];
+        for _ in 0..6 {
+            let longer: Vec<Vec<u8>> = paths
+                .iter()
+                .filter(|p| p.len() == paths.last().map_or(0, Vec::len))
+                .flat_map(|p| {
+                    alphabet.iter().map(move |&b| {
+                        let mut q = p.clone();
+                        q.push(b);
+                        q
+                    })
+                })
+                .collect();
+            paths.extend(longer);
+        }
+        assert_eq!(paths.len(), (0..=6).map(|n| 5usize.pow(n)).sum::<usize>());
+        for path in &paths {
+            assert_eq!(is_clean(path), by_definition(path), "{path:?}");
+        }
     }
 
     #[test]
