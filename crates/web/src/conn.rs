@@ -108,17 +108,49 @@ pub(crate) fn start_now(
     permit: OwnedSemaphorePermit,
 ) {
     let mut conn = Conn::new(stream, origin, shared, None);
-    match conn.run_now() {
-        Now::Exit(exit) => conn.end(exit, permit),
-        Now::Wait(step) => {
-            if !conn.stream.register(conn.client.peer) {
-                conn.end(Exit::Close, permit);
-                return;
-            }
-            tokio::spawn(async move {
-                let exit = conn.run_from(step).await;
-                conn.end(exit, permit);
-            });
+    let now = conn.run_now();
+    conn.go_on(now, permit);
+}
+
+/// Serves a parked connection whose socket became readable, as [`start_now`]
+/// does, except that the read comes first. Most such wakes are the client's
+/// close (the SPECweb99 kit's client closes each connection after its last
+/// answer), and one that reads the end of input closes the socket without a
+/// [`Conn`] ever being built: a pooled buffer taken and given back, a `recv` and
+/// the close (callgrind, `bench/callgrind-keepalive.sh --fresh`).
+pub(crate) fn resume_now(
+    stream: TcpStream,
+    origin: Origin,
+    shared: Arc<Shared>,
+    permit: OwnedSemaphorePermit,
+) {
+    let mut buf = local::with(&shared, Local::take_buffer);
+    let room = buf.capacity();
+    let spare = rustix::buffer::spare_capacity(&mut buf);
+    match rustix::net::recv(&stream, spare, rustix::net::RecvFlags::DONTWAIT) {
+        Ok((0, _)) => {
+            // Nothing unread: the close is not a reset.
+            local::with(&shared, |l| l.give_buffer(buf));
+        }
+        Ok((n, _)) => {
+            let mut conn = Conn::new(Sock::Tokio(stream), origin, shared, None);
+            conn.buf = buf;
+            conn.take_buffers();
+            conn.took(n, room);
+            let now = conn.serve_now();
+            conn.go_on(now, permit);
+        }
+        Err(rustix::io::Errno::AGAIN) => {
+            // A stale wake: the connection waits in a task, as `start_now`'s
+            // would after finding nothing.
+            local::with(&shared, |l| l.give_buffer(buf));
+            let conn = Conn::new(Sock::Tokio(stream), origin, shared, None);
+            conn.forget_readiness();
+            conn.go_on(Now::Wait(Step::NeedHead), permit);
+        }
+        Err(e) => {
+            tracing::debug!("{}: read failed: {e}", origin.peer);
+            local::with(&shared, |l| l.give_buffer(buf));
         }
     }
 }
@@ -441,6 +473,24 @@ impl Conn {
         }
     }
 
+    /// After [`Conn::run_now`]: ends the connection, or registers it and moves it
+    /// into a task that goes on from the step where it stopped.
+    fn go_on(mut self, now: Now, permit: OwnedSemaphorePermit) {
+        match now {
+            Now::Exit(exit) => self.end(exit, permit),
+            Now::Wait(step) => {
+                if !self.stream.register(self.client.peer) {
+                    self.end(Exit::Close, permit);
+                    return;
+                }
+                tokio::spawn(async move {
+                    let exit = self.run_from(step).await;
+                    self.end(exit, permit);
+                });
+            }
+        }
+    }
+
     /// After the connection's loop: out of flight, buffers back to the pool, and
     /// closed (the socket drops) or parked.
     fn end(mut self, exit: Exit, permit: OwnedSemaphorePermit) {
@@ -526,6 +576,11 @@ impl Conn {
             // The end of input before any byte of a head: nothing to answer.
             Err(_) => return Now::Exit(Exit::Close),
         }
+        self.serve_now()
+    }
+
+    /// [`Conn::run_now`] after its first read brought bytes.
+    fn serve_now(&mut self) -> Now {
         loop {
             let step = self.process();
             if !self.out.is_done() {
@@ -956,11 +1011,7 @@ impl Conn {
         match rustix::net::recv(&self.stream, spare, rustix::net::RecvFlags::DONTWAIT) {
             Ok((0, _)) => Err(ReadEnd::Eof),
             Ok((n, _)) => {
-                // tokio assumes an accepted socket readable; now it is not.
-                if n < room && self.own_reactor {
-                    self.forget_readiness();
-                }
-                self.set_busy(true);
+                self.took(n, room);
                 Ok(true)
             }
             Err(rustix::io::Errno::AGAIN) => {
@@ -971,6 +1022,18 @@ impl Conn {
             }
             Err(e) => Err(ReadEnd::Failed(e.into())),
         }
+    }
+
+    /// After a direct read brought `n > 0` bytes into `room`: the connection is
+    /// in flight.
+    fn took(&mut self, n: usize, room: usize) {
+        // tokio assumes an accepted socket readable, and a woken one stays
+        // readable until told otherwise; unless the read filled the buffer, it
+        // is not.
+        if n < room && self.own_reactor {
+            self.forget_readiness();
+        }
+        self.set_busy(true);
     }
 
     fn take_buffers(&mut self) {

@@ -66,6 +66,41 @@ fn parked_connection_woken_by_a_split_request() {
 }
 
 #[test]
+fn parked_connection_woken_by_more_than_a_read_buffer() {
+    // The wake's first read fills the worker's 8 KiB read buffer; the requests
+    // beyond it must be read and answered too, in order.
+    let s = TestServer::start();
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    c.expect_open_and_silent(PARKED);
+    let paths = ["/a.txt", "/b.txt", "/c.html"];
+    let burst: Vec<u8> = (0..900).flat_map(|i| get(paths[i % 3])).collect();
+    assert!(burst.len() > 2 * 8 * 1024);
+    c.send(&burst);
+    for i in 0..900 {
+        let r = c.response();
+        assert_eq!(r.status, 200, "response {i}");
+        let want: &[u8] = [A_TXT, B_TXT, C_HTML][i % 3];
+        assert_eq!(r.body, want, "response {i}");
+    }
+    c.expect_open_and_silent(PARKED);
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+}
+
+#[test]
+fn parked_connection_woken_by_a_request_and_its_close() {
+    // The request and the end of input arrive together: answered, then closed.
+    let s = TestServer::start();
+    let mut c = s.connect();
+    assert_eq!(c.get("/a.txt").body, A_TXT);
+    c.expect_open_and_silent(PARKED);
+    c.send(&get("/b.txt"));
+    c.shutdown_write();
+    assert_eq!(c.response().body, B_TXT);
+    c.expect_closed();
+}
+
+#[test]
 fn parked_connection_expires_at_its_keepalive_deadline() {
     let s = TestServer::with(|c| c.limits.keepalive_timeout = Duration::from_millis(1800));
     let mut c = s.connect();
