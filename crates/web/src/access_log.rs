@@ -223,7 +223,9 @@ fn write_loop(mut out: Output, rx: &Receiver<Message>, spare: &Mutex<Vec<Vec<u8>
 #[derive(Debug, Default)]
 pub(crate) struct LogBuffer {
     buf: Vec<u8>,
-    oldest: Option<Instant>,
+    /// When the oldest line buffered will have waited [`BATCH_AGE`]: a deadline,
+    /// so that each line compares two `Instant`s rather than subtracting them.
+    flush_by: Option<Instant>,
 }
 
 impl LogBuffer {
@@ -234,12 +236,12 @@ impl LogBuffer {
         now: Instant,
         write: impl FnOnce(&mut Vec<u8>),
     ) {
-        self.oldest.get_or_insert(now);
+        let flush_by = *self.flush_by.get_or_insert(now + BATCH_AGE);
         if self.buf.capacity() == 0 {
             self.buf.reserve_exact(BATCH_CAPACITY);
         }
         write(&mut self.buf);
-        if self.buf.len() >= FLUSH_AT || self.oldest.is_some_and(|t| now - t >= BATCH_AGE) {
+        if self.buf.len() >= FLUSH_AT || now >= flush_by {
             self.flush(sink);
         }
     }
@@ -249,7 +251,7 @@ impl LogBuffer {
         if self.buf.is_empty() {
             return;
         }
-        self.oldest = None;
+        self.flush_by = None;
         let fresh = sink
             .spare
             .lock()
@@ -270,7 +272,7 @@ impl LogBuffer {
 
     /// Whether lines have waited at least [`BATCH_AGE`].
     pub(crate) fn is_stale(&self, now: Instant) -> bool {
-        self.oldest.is_some_and(|t| now - t >= BATCH_AGE)
+        self.flush_by.is_some_and(|at| now >= at)
     }
 }
 

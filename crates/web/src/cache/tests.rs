@@ -266,8 +266,32 @@ fn trusted_within_the_revalidation_interval() {
         "file 5 bytes, in memory: true"
     );
     std::fs::remove_file(r.dir.path().join("www/a.txt")).expect("rm");
+    let just_before = t0 + Duration::from_secs(3600) - Duration::from_nanos(1);
+    assert_eq!(
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", just_before).kind),
+        "file 5 bytes, in memory: true"
+    );
+    // Checked again once the interval is over, to the nanosecond.
+    let at_the_end = t0 + Duration::from_secs(3600);
+    assert_eq!(
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", at_the_end).kind),
+        "not found"
+    );
+}
+
+#[test]
+fn an_interval_too_long_for_the_clock_never_ends() {
+    let r = root();
+    let mut c = cache(Duration::MAX);
+    let t0 = Instant::now();
     assert_eq!(
         kind_name(&c.lookup(0, &r.fd, b"/a.txt", t0).kind),
+        "file 5 bytes, in memory: true"
+    );
+    std::fs::remove_file(r.dir.path().join("www/a.txt")).expect("rm");
+    let later = t0 + Duration::from_secs(86_400 * 365);
+    assert_eq!(
+        kind_name(&c.lookup(0, &r.fd, b"/a.txt", later).kind),
         "file 5 bytes, in memory: true"
     );
 }
