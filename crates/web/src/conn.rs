@@ -221,7 +221,7 @@ pub(crate) fn can_start_now(shared: &Shared) -> bool {
 
 /// Moves an idle connection (from its task, or from [`start_now`]) into the
 /// worker's [`crate::idle::IdleSet`].
-fn park(mut conn: Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
+fn park(conn: &mut Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
     if conn.shared.draining.load(Ordering::Relaxed) {
         // Shutting down: an idle connection just closes (see `Drop for Conn`).
         return;
@@ -492,8 +492,9 @@ impl Conn {
     }
 
     /// After the connection's loop: out of flight, buffers back to the pool, and
-    /// closed (the socket drops) or parked.
-    fn end(mut self, exit: Exit, permit: OwnedSemaphorePermit) {
+    /// closed (the socket drops with the connection) or parked. By reference: a
+    /// connection is a few hundred bytes, and moving it here cost a copy.
+    fn end(&mut self, exit: Exit, permit: OwnedSemaphorePermit) {
         self.set_busy(false);
         self.release_buffers();
         if let Some(tls) = &mut self.tls {
