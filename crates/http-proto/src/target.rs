@@ -191,19 +191,13 @@ mod tests {
         // Every path of up to 6 bytes over the bytes that matter, and one other.
         let alphabet = [b'/', b'.', b'%', 0, b'a'];
         let mut paths = vec![Vec::new()];
+        let mut longest = vec![Vec::new()];
         for _ in 0..6 {
-            let longer: Vec<Vec<u8>> = paths
+            longest = longest
                 .iter()
-                .filter(|p| p.len() == paths.last().map_or(0, Vec::len))
-                .flat_map(|p| {
-                    alphabet.iter().map(move |&b| {
-                        let mut q = p.clone();
-                        q.push(b);
-                        q
-                    })
-                })
+                .flat_map(|p| alphabet.iter().map(move |&b| [p.as_slice(), &[b]].concat()))
                 .collect();
-            paths.extend(longer);
+            paths.extend(longest.iter().cloned());
         }
         assert_eq!(paths.len(), (0..=6).map(|n| 5usize.pow(n)).sum::<usize>());
         for path in &paths {

@@ -127,32 +127,31 @@ pub(crate) fn resume_now(
     let mut buf = local::with(&shared, Local::take_buffer);
     let room = buf.capacity();
     let spare = rustix::buffer::spare_capacity(&mut buf);
-    match rustix::net::recv(&stream, spare, rustix::net::RecvFlags::DONTWAIT) {
-        Ok((0, _)) => {
-            // Nothing unread: the close is not a reset.
+    let n = match rustix::net::recv(&stream, spare, rustix::net::RecvFlags::DONTWAIT) {
+        Ok((n, _)) if n > 0 => n,
+        nothing => {
             local::with(&shared, |l| l.give_buffer(buf));
+            match nothing {
+                // The end of input, nothing unread: the close is not a reset.
+                Ok(_) => {}
+                Err(rustix::io::Errno::AGAIN) => {
+                    // A stale wake: the connection waits in a task, as
+                    // `start_now`'s would after finding nothing.
+                    let conn = Conn::new(Sock::Tokio(stream), origin, shared, None);
+                    conn.forget_readiness();
+                    conn.go_on(Now::Wait(Step::NeedHead), permit);
+                }
+                Err(e) => tracing::debug!("{}: read failed: {e}", origin.peer),
+            }
+            return;
         }
-        Ok((n, _)) => {
-            let mut conn = Conn::new(Sock::Tokio(stream), origin, shared, None);
-            conn.buf = buf;
-            conn.take_buffers();
-            conn.took(n, room);
-            let now = conn.serve_now();
-            conn.go_on(now, permit);
-        }
-        Err(rustix::io::Errno::AGAIN) => {
-            // A stale wake: the connection waits in a task, as `start_now`'s
-            // would after finding nothing.
-            local::with(&shared, |l| l.give_buffer(buf));
-            let conn = Conn::new(Sock::Tokio(stream), origin, shared, None);
-            conn.forget_readiness();
-            conn.go_on(Now::Wait(Step::NeedHead), permit);
-        }
-        Err(e) => {
-            tracing::debug!("{}: read failed: {e}", origin.peer);
-            local::with(&shared, |l| l.give_buffer(buf));
-        }
-    }
+    };
+    let mut conn = Conn::new(Sock::Tokio(stream), origin, shared, None);
+    conn.buf = buf;
+    conn.take_buffers();
+    conn.took(n, room);
+    let now = conn.serve_now();
+    conn.go_on(now, permit);
 }
 
 /// A connection's socket. Served without a task, a new connection is not
@@ -219,8 +218,8 @@ pub(crate) fn can_start_now(shared: &Shared) -> bool {
     shared.config.runtime == RuntimeModel::PerCore && local::with(shared, |l| l.idle.is_some())
 }
 
-/// Moves an idle connection (from its task, or from [`start_now`]) into the
-/// worker's [`crate::idle::IdleSet`].
+/// Moves an idle connection (from its task, or served without one by
+/// [`start_now`] or [`resume_now`]) into the worker's [`crate::idle::IdleSet`].
 fn park(conn: &mut Conn, permit: OwnedSemaphorePermit, deadline: Instant) {
     if conn.shared.draining.load(Ordering::Relaxed) {
         // Shutting down: an idle connection just closes (see `Drop for Conn`).

@@ -10,16 +10,15 @@
 //! of its own, one per slot of the set, and the worker's [`run`] loop serves each
 //! socket so woken that has input (or an end of input) waiting, on its own stack
 //! ([`conn::resume_now`]: the read comes first, and an end of input closes the
-//! socket before any connection state is built). Deadlines (the keep-alive timeout, or the head timeout
-//! of a connection that has not sent its first request) live in a min-heap
-//! ([`Deadlines`]), with one tokio timer for the earliest; a parked connection
-//! whose deadline passes is closed.
+//! socket before any connection state is built). Deadlines (the keep-alive
+//! timeout, or the head timeout of a connection that has not sent its first
+//! request) live in a min-heap ([`Deadlines`]), with one tokio timer for the
+//! earliest; a parked connection whose deadline passes is closed.
 //!
 //! A connection gets here two ways. Served without a task ([`conn::start_now`]
 //! for a new connection whose request came with it, [`conn::resume_now`] for one
-//! woken here), it parks as
-//! soon as its answer is written: most connections of the paced benchmark never
-//! have a task at all. A connection that had to wait in a task (a response larger
+//! woken here), it parks as soon as its answer is written: most connections of
+//! the paced benchmark never have a task at all. A connection that had to wait in a task (a response larger
 //! than its socket took at once, a request in pieces, a dynamic answer) parks
 //! after [`PARK_AFTER`] of silence: until then its task waits for the next
 //! request, which costs only the timer it sets anyway for its deadline, whereas

@@ -225,13 +225,19 @@ impl FileCache {
         }
     }
 
+    /// [`Entry::stale_at`] for an entry checked `now`.
+    fn next_check(&self, now: Instant) -> Option<Instant> {
+        now.checked_add(self.config.revalidate)
+    }
+
     fn refresh(&mut self, key: &[u8], root: &OwnedFd, path: &[u8], now: Instant) {
+        let stale_at = self.next_check(now);
         if let Some(old) = self.entries.get_mut(key)
             && let Some(identity) = old.identity
             && still(root, path, identity)
         {
             // Unchanged: keep the cached descriptor and contents.
-            old.stale_at = now.checked_add(self.config.revalidate);
+            old.stale_at = stale_at;
             return;
         }
         let (opened, identity) = open(root, path);
@@ -242,7 +248,7 @@ impl FileCache {
         let entry = Entry {
             kind,
             identity,
-            stale_at: now.checked_add(self.config.revalidate),
+            stale_at,
         };
         self.count(key, &entry);
         if let Some(old) = self.entries.put(key.into(), entry) {
