@@ -60,7 +60,7 @@
 //! # Why files and not an embedded database
 //!
 //! Measured at 100,000 mailboxes with the benchmark's mix (`examples/store_load.rs`,
-//! figures in `ARCHITECTURE.md`, *Mail store*): against segment files indexed in
+//! figures in `bench-results/2026-11-30-vm-mailstore-load/`): against segment files indexed in
 //! redb, this layout loads faster with concurrent deliveries (93 s against 166 s),
 //! delivers to one recipient in half the time and to ten in 1.3 times the time, and
 //! takes 11 % more disk; in exchange it needs no compactor, no index to repair, and
