@@ -7,38 +7,41 @@
 //! [`Parked`] record in this worker's [`IdleSet`], with the socket still
 //! registered in tokio's reactor (its 256-byte readiness record). Parking and
 //! waking make no system call: the set asks the socket's readiness to wake a waker
-//! of its own, one per slot of the set, and the worker's [`run`] loop serves each
-//! socket so woken that has input (or an end of input) waiting, on its own stack
-//! ([`conn::resume_now`]: the read comes first, and an end of input closes the
-//! socket before any connection state is built). Deadlines (the keep-alive
-//! timeout, or the head timeout of a connection that has not sent its first
-//! request) live in a min-heap ([`Deadlines`]), with one tokio timer for the
-//! earliest; a parked connection whose deadline passes is closed.
+//! of its own, one per slot of the set, and the worker's parking loop
+//! ([`crate::conn::run_parking`]) serves each socket so woken that has input (or
+//! an end of input) waiting, on its own stack (`conn::resume_now`: the read comes
+//! first, and an end of input closes the socket before any connection state is
+//! built). Deadlines (the keep-alive timeout, or the head timeout of a connection
+//! that has not sent its first request) live in a min-heap ([`Deadlines`]), with
+//! one tokio timer for the earliest; a parked connection whose deadline passes is
+//! closed.
 //!
-//! A connection gets here two ways. Served without a task ([`conn::start_now`]
-//! for a new connection whose request came with it, [`conn::resume_now`] for one
-//! woken here), it parks as soon as its answer is written: most connections of
-//! the paced benchmark never have a task at all. A connection that had to wait in a task (a response larger
-//! than its socket took at once, a request in pieces, a dynamic answer) parks
-//! after [`PARK_AFTER`] of silence: until then its task waits for the next
-//! request, which costs only the timer it sets anyway for its deadline, whereas
-//! parking and waking it cost a task ended and the wake's hop through [`run`]. Parking exists only on
+//! A connection gets here two ways. Served without a task
+//! ([`crate::conn::start_now`] for a new connection whose request came with it,
+//! `conn::resume_now` for one woken here), it parks as soon as its answer is
+//! written: most connections of the paced benchmark never have a task at all. A
+//! connection that had to wait in a task (a response larger than its socket took
+//! at once, a request in pieces, a dynamic answer) parks after [`PARK_AFTER`] of
+//! silence: until then its task waits for the next request, which costs only the
+//! timer it sets anyway for its deadline, whereas parking and waking it cost a
+//! task ended and the wake's hop through the parking loop. Parking exists only on
 //! the per-core runtime, whose thread-local state is the worker's; the
 //! multi-thread model keeps idle connections in their tasks, and so do HTTPS
 //! connections (their TLS state would have to be parked too).
+//!
+//! This module is the set alone, below the connections and the worker's state
+//! that holds it ([`crate::local::Local::idle`]): moving connections into it and
+//! out of it, and the parking loop, are the connection's (`conn/park.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
-
-use crate::server::Shared;
-use crate::{conn, local};
 
 /// Idle time after which a connection waiting for a request in its task is
 /// parked (see the module's notes for the trade).
@@ -66,7 +69,7 @@ struct Slot {
     /// Counts the slot's parks: a deadline is this slot's only if it was set
     /// for the park now in it (see [`Deadlines`]).
     parks: u32,
-    /// Wakes [`run`] for this slot (see [`SlotWaker`]).
+    /// Wakes the parking loop for this slot (see [`SlotWaker`]).
     waker: Waker,
 }
 
@@ -92,7 +95,7 @@ pub(crate) struct IdleSet {
 #[derive(Debug)]
 struct Deadlines {
     heap: BinaryHeap<Reverse<(Instant, u32, u32)>>,
-    /// Wakes [`run`] at the earliest deadline; armed on demand.
+    /// Wakes the parking loop at the earliest deadline; armed on demand.
     timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// Where `timer` is set, if it is.
     armed: Option<Instant>,
@@ -112,11 +115,11 @@ impl Deadlines {
 /// heap is rebuilt.
 const STALE_SLACK: usize = 1024;
 
-/// The slots whose socket's readiness changed since [`run`] last looked, and
-/// [`run`]'s own waker. Wakers must be `Send + Sync`, hence the mutex; on the
-/// per-core runtime only the worker's own thread ever takes it.
+/// The slots whose socket's readiness changed since the parking loop last
+/// looked, and the loop's own waker. Wakers must be `Send + Sync`, hence the
+/// mutex; on the per-core runtime only the worker's own thread ever takes it.
 #[derive(Debug, Default)]
-struct Woken {
+pub(crate) struct Woken {
     inner: Mutex<WokenInner>,
 }
 
@@ -131,7 +134,18 @@ impl Woken {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes [`run`], for `slot`, or without one for its timer.
+    /// Moves the slots woken since the last call into `batch` (empty), and
+    /// makes `cx`'s waker the one a wake calls: the parking loop's, each time
+    /// it is polled.
+    pub(crate) fn take_woken(&self, batch: &mut VecDeque<u32>, cx: &Context<'_>) {
+        let mut inner = self.lock();
+        std::mem::swap(batch, &mut inner.slots);
+        if !inner.run.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            inner.run = Some(cx.waker().clone());
+        }
+    }
+
+    /// Wakes the parking loop, for `slot`, or without one for its timer.
     fn wake_run(&self, slot: Option<u32>) {
         let run = {
             let mut inner = self.lock();
@@ -144,9 +158,10 @@ impl Woken {
     }
 }
 
-/// The waker a parked socket's readiness holds: queues its slot for [`run`].
-/// A wake may be stale (the slot's connection resumed and another took its
-/// place): [`run`] looks at the socket's readiness again before resuming it.
+/// The waker a parked socket's readiness holds: queues its slot for the parking
+/// loop. A wake may be stale (the slot's connection resumed and another took
+/// its place): the loop looks at the socket's readiness again before resuming
+/// it ([`IdleSet::take_ready`]).
 #[derive(Debug)]
 struct SlotWaker {
     slot: u32,
@@ -168,7 +183,7 @@ impl IdleSet {
     /// tables then never move, and (being large) live in their own mappings, so
     /// they cannot pin the heap and keep memory freed by a burst of connections
     /// from returning to the system. Untouched pages cost nothing.
-    fn new(woken: Arc<Woken>, capacity: usize) -> IdleSet {
+    pub(crate) fn new(woken: Arc<Woken>, capacity: usize) -> IdleSet {
         IdleSet {
             slots: Vec::with_capacity(capacity),
             free: Vec::with_capacity(capacity),
@@ -178,8 +193,9 @@ impl IdleSet {
     }
 
     /// Parks `conn` until it becomes readable or `deadline` passes. Input that
-    /// is already waiting wakes its slot at once: [`run`] resumes it on its next
-    /// turn, not this call, which may come from inside a connection's loop.
+    /// is already waiting wakes its slot at once: the parking loop resumes it on
+    /// its next turn, not this call, which may come from inside a connection's
+    /// loop.
     pub(crate) fn park(&mut self, conn: Parked, deadline: Instant) {
         let slot = self.free.pop().unwrap_or_else(|| {
             let slot = self.slots.len() as u32;
@@ -214,7 +230,7 @@ impl IdleSet {
             });
         }
         if self.deadlines.armed.is_none_or(|at| deadline < at) {
-            // No timer yet, or one set for later: `run` (re)arms it.
+            // No timer yet, or one set for later: the parking loop (re)arms it.
             self.deadlines.armed = None;
             self.woken.wake_run(None);
         }
@@ -223,7 +239,7 @@ impl IdleSet {
     /// The connection in `slot` if its socket has input, an end of input or an
     /// error waiting (a wake may be stale); it leaves the set (its deadline
     /// stays in the heap, stale).
-    fn take_ready(&mut self, slot: u32) -> Option<Parked> {
+    pub(crate) fn take_ready(&mut self, slot: u32) -> Option<Parked> {
         let entry = self.slots.get_mut(slot as usize)?;
         let conn = entry.conn.as_ref()?;
         let mut cx = Context::from_waker(&entry.waker);
@@ -237,7 +253,7 @@ impl IdleSet {
 
     /// Closes the connections whose deadline has passed, and sets the timer
     /// to wake `cx` at the next one.
-    fn expire(&mut self, cx: &mut Context<'_>) {
+    pub(crate) fn expire(&mut self, cx: &mut Context<'_>) {
         let mut now = Instant::now();
         loop {
             let Some(&Reverse((at, slot, parks))) = self.deadlines.heap.peek() else {
@@ -268,64 +284,17 @@ impl IdleSet {
     }
 
     /// Closes every parked connection (the server is shutting down), each after
-    /// reading what it has received: a request that came in as the drain began
-    /// must not make the close a reset, which would destroy the last answer if
-    /// the kernel still holds part of it.
-    pub(crate) fn close_all(&mut self) {
-        let mut scratch = Vec::new();
+    /// `before_close` has had its socket: the caller reads what it has received
+    /// there, since a request that came in as the drain began must not make the
+    /// close a reset, which would destroy the last answer if the kernel still
+    /// holds part of it.
+    pub(crate) fn close_all(&mut self, mut before_close: impl FnMut(&TcpStream)) {
         for (slot, entry) in self.slots.iter_mut().enumerate() {
             if let Some(parked) = entry.conn.take() {
-                conn::discard_received(&parked.stream, &mut scratch);
+                before_close(&parked.stream);
                 self.free.push(slot as u32);
             }
         }
         self.deadlines.heap.clear();
     }
-}
-
-/// The worker's parking loop: installs the worker's [`IdleSet`], then resumes
-/// parked connections whose socket has input and closes those whose deadline
-/// passed, until the worker stops.
-pub(crate) async fn run(shared: Arc<Shared>) {
-    let woken = Arc::new(Woken::default());
-    let capacity = shared.config.limits.max_connections;
-    local::with(&shared, |l| {
-        l.idle = Some(IdleSet::new(Arc::clone(&woken), capacity));
-    });
-    let mut batch = VecDeque::new();
-    let mut ready = Vec::new();
-    std::future::poll_fn(|cx| {
-        {
-            let mut inner = woken.lock();
-            std::mem::swap(&mut batch, &mut inner.slots);
-            if !inner.run.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                inner.run = Some(cx.waker().clone());
-            }
-        }
-        local::with(&shared, |l| {
-            let Some(idle) = &mut l.idle else {
-                return;
-            };
-            ready.extend(batch.drain(..).filter_map(|slot| idle.take_ready(slot)));
-            idle.expire(cx);
-        });
-        // Outside the worker's state: a connection's loop uses it, and may
-        // park again.
-        for parked in ready.drain(..) {
-            resume(&shared, parked);
-        }
-        Poll::<()>::Pending
-    })
-    .await;
-}
-
-/// Serves a parked connection that has input again, from its direct read on.
-fn resume(shared: &Arc<Shared>, parked: Parked) {
-    let resumed = conn::Origin {
-        peer: parked.peer,
-        served: parked.served,
-        born: parked.born,
-        sni: None,
-    };
-    conn::resume_now(parked.stream, resumed, Arc::clone(shared), parked.permit);
 }

@@ -17,7 +17,7 @@ use crate::cache::FileCache;
 use crate::encoding::Encoder;
 use crate::idle::IdleSet;
 use crate::output::Output;
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Size of a pooled read buffer: a typical request head many times over, and the
 /// unit in which pipelined requests are read.

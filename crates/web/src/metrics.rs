@@ -15,15 +15,13 @@
 //! most threads that ever counted at once.
 //!
 //! Counting happens once per written batch of responses, where the access log is
-//! written (`conn.rs`), off the parse and dispatch path.
+//! written (`conn/log.rs`), off the parse and dispatch path.
 //!
 //! Labels are bounded by construction: the method is one of `Method`'s four,
 //! the status one of [`CODES`] or its class (`2xx`), never text from the network.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
-
-use crate::output::Queued;
 
 /// The request method as counted: a bounded set, whatever the client sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -152,11 +150,12 @@ fn with_shard(f: impl FnOnce(&Shard)) {
     let _ = SHARD.try_with(|held| f(held.0));
 }
 
-/// Counts a written batch: each response by method and status, and `sent` bytes.
-pub(crate) fn count_batch(queued: &[Queued], sent: u64) {
+/// Counts a written batch: each response by method and status (the write
+/// queue's [`crate::output::Queued`] records), and `sent` bytes.
+pub(crate) fn count_batch(responses: impl Iterator<Item = (Method, u16)>, sent: u64) {
     with_shard(|shard| {
-        for q in queued {
-            bump(&shard.requests[q.method as usize][slot(q.status)], 1);
+        for (method, status) in responses {
+            bump(&shard.requests[method as usize][slot(status)], 1);
         }
         bump(&shard.sent_bytes, sent);
     });
@@ -232,16 +231,7 @@ mod tests {
     #[test]
     fn counts_outlive_their_threads_and_sum_across_them() {
         let before = (count(Method::Post, 417), snapshot().sent_bytes);
-        let batch = |n| {
-            let q = Queued {
-                status: 417,
-                method: Method::Post,
-                head_len: 0,
-                body_len: 0,
-                log: None,
-            };
-            count_batch(&[q], n);
-        };
+        let batch = |n| count_batch([(Method::Post, 417)].into_iter(), n);
         std::thread::spawn(move || batch(10))
             .join()
             .expect("thread");

@@ -1,26 +1,32 @@
-//! Binding, the worker loops, and shutdown.
+//! Binding, the worker loops, and shutdown: the top of the crate. Each accepted
+//! connection is handed to its protocol here: plain HTTP to `conn/`, HTTPS to
+//! `tls/`'s handshake, then to `h2/` or `conn/` as ALPN chose. The state the
+//! workers share is [`Shared`] (`shared.rs`), which implements the worker
+//! loops' [`Handler`] here; a listener's [`Scheme`] and a worker's [`Worker`]
+//! stay here, as only the accept loop uses them.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 use stoa_netkit::accept::register;
 use stoa_netkit::server::{Accepted, BoxError, Endpoint, Handler, Listeners, Service, WorkerScope};
 use stoa_netkit::shutdown::Shutdown;
-use tokio::sync::Semaphore;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
-use crate::access_log::{AccessLog, LogReopener, LogSink};
+use crate::access_log::{AccessLog, LogReopener};
 use crate::cgi::Cgi;
 use crate::config::{AccessLogTarget, Config, SiteConfig};
-use crate::idle::IdleSet;
+use crate::shared::{NEXT_ID, Shared};
 use crate::tls::{self, Acceptor};
 use crate::vhost::{Names, VirtualHost};
 use crate::web99::Web99;
-use crate::{conn, idle, local};
+use crate::{conn, h2, local};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -113,73 +119,6 @@ struct OwnTasks {
     parking: AbortHandle,
 }
 
-/// State shared by every worker of one server. Everything mutable in it is atomic;
-/// per-worker mutable state lives in [`crate::local`].
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// Distinguishes servers in one process (tests), for the thread-local state.
-    pub(crate) id: u64,
-    pub(crate) config: Config,
-    /// The sites, at least one; [`Shared::names`] picks one per request.
-    pub(crate) sites: Box<[VirtualHost]>,
-    pub(crate) names: Names,
-    /// The largest dynamic request body any site accepts (web99's POSTs, CGI's
-    /// bodies).
-    pub(crate) max_dynamic_body: usize,
-    /// The access logs' writers, one per distinct target the sites write to;
-    /// each site names its own by index ([`VirtualHost::log`]). Empty when no
-    /// site logs.
-    pub(crate) logs: Box<[LogSink]>,
-    /// Set on shutdown: idle connections end.
-    pub(crate) draining: AtomicBool,
-    /// Set on shutdown and at a reload's hand-over: answers carry
-    /// `Connection: close`.
-    pub(crate) closing: AtomicBool,
-    /// Connections in the middle of a request or response.
-    pub(crate) busy: AtomicUsize,
-    /// The CGI gateway (its limits, its slots), when any site mounts
-    /// directories.
-    pub(crate) cgi: Option<Cgi>,
-}
-
-impl Shared {
-    /// The default site, always the first: for requests that name no other,
-    /// and for answers given before a site is known (a malformed head).
-    pub(crate) fn default_site(&self) -> &VirtualHost {
-        &self.sites[0]
-    }
-}
-
-#[cfg(test)]
-impl Shared {
-    /// A server's shared state without listeners, for unit tests.
-    pub(crate) fn for_tests(config: Config) -> Shared {
-        let site = VirtualHost {
-            index: 0,
-            log: None,
-            docroot: rustix::fs::open(".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
-                .expect("open the current directory"),
-            docroot_path: PathBuf::from("."),
-            web99: None,
-            cgi: Vec::new(),
-            error_pages: Box::new([]),
-            autoindex: false,
-        };
-        Shared {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            names: Names::new(&config.effective_sites()),
-            sites: Box::new([site]),
-            max_dynamic_body: 0,
-            logs: Box::new([]),
-            config,
-            draining: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
-            busy: AtomicUsize::new(0),
-            cgi: None,
-        }
-    }
-}
-
 /// A bound web server, ready to [`Server::run`].
 #[derive(Debug)]
 pub struct Server {
@@ -190,8 +129,6 @@ pub struct Server {
     /// The access logs' writer threads, in the order of [`Shared::logs`].
     logs: Vec<AccessLog>,
 }
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Server {
     /// Opens the document roots and the access logs and binds every listener,
@@ -340,7 +277,8 @@ impl Handler for Shared {
         let own = match scope {
             WorkerScope::PerCore { .. } => Some(OwnTasks {
                 tick: tokio::spawn(tick(Arc::clone(self))).abort_handle(),
-                parking: tokio::task::spawn_local(idle::run(Arc::clone(self))).abort_handle(),
+                parking: tokio::task::spawn_local(conn::run_parking(Arc::clone(self)))
+                    .abort_handle(),
             }),
             WorkerScope::Shared { .. } => None,
         };
@@ -377,7 +315,7 @@ impl Handler for Shared {
                         configs: config,
                         handshakes: Arc::clone(&worker.handshakes),
                     };
-                    tokio::spawn(tls::serve(stream, origin, shared, permit, acceptor));
+                    tokio::spawn(serve_https(stream, origin, shared, permit, acceptor));
                 }
             }
         }
@@ -396,7 +334,7 @@ impl Handler for Shared {
         // Parked connections are idle: close them now. Those idle in their task
         // close when they would park (within 50 ms), those mid-request after
         // their answer.
-        local::with(self, |l| l.idle.as_mut().map(IdleSet::close_all));
+        conn::close_parked(self);
     }
 
     fn stop_worker(&self, worker: &Worker) {
@@ -531,6 +469,30 @@ fn open_site(
         error_pages: error_pages.into_boxed_slice(),
         autoindex: site.autoindex,
     })
+}
+
+/// Serves an HTTPS connection: its handshake ([`tls::accept`]), then HTTP/2 or
+/// HTTP/1.1, as ALPN chose. Nothing is answered to a client whose handshake
+/// fails or times out: the connection just closes.
+async fn serve_https(
+    stream: TcpStream,
+    origin: conn::Origin,
+    shared: Arc<Shared>,
+    permit: OwnedSemaphorePermit,
+    acceptor: Acceptor,
+) {
+    let Some((session, sni)) =
+        tls::accept(&stream, origin.peer, origin.born, &shared, acceptor).await
+    else {
+        return;
+    };
+    let origin = conn::Origin { sni, ..origin };
+    if session.chose_h2() {
+        let io = tls::Io::new(stream, session);
+        h2::serve(io, origin, shared, permit).await;
+    } else {
+        conn::serve(stream, origin, shared, permit, Some(session)).await;
+    }
 }
 
 /// Once a second: move the cached dates on and hand the access-log buffers over.

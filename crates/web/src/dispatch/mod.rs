@@ -37,7 +37,7 @@ use crate::encoding::Encoder;
 use crate::metrics;
 use crate::output::Output;
 use crate::response::{Refusal, Reply};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::static_files::{self, Files};
 use crate::vhost::VirtualHost;
 use crate::web99::{self, Web99};

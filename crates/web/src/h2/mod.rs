@@ -75,7 +75,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use crate::conn::Origin;
 use crate::dispatch::Client;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::tls;
 
 /// Each stream's receive window: what a client may send of a request body before
