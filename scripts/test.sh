@@ -89,6 +89,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cargo fmt --all -- --check
+# The web crate's modules layer one way (issue 51): no import circle between them.
+python3 scripts/module-cycles.py crates/web/src --fail
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 cargo test --workspace --locked
