@@ -51,7 +51,8 @@
 //! its DATA receiver passes bare LF through without reporting it. Those are exactly
 //! the places where docs/robustness.md §4.2 asks for control (CRLF-only framing, `RSET\rQUIT`
 //! as one bad command, typed addresses, smuggling detection), so the parser is ours;
-//! it is small, and its only dependencies are `memchr` and `base64`.
+//! it is small, and its only dependencies are `memchr` and `stoa-mail-proto` (line
+//! framing and SASL decoding, shared with POP3).
 
 pub mod address;
 pub mod command;
