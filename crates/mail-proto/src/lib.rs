@@ -7,7 +7,7 @@
 //!
 //! # Layout
 //!
-//! - [`line`]: [`next_line`], one CRLF-terminated line out of a byte buffer, within a
+//! - [`line`](mod@line): [`next_line`], one CRLF-terminated line out of a byte buffer, within a
 //!   length limit, with a bare LF and an overlong line reported as such ([`Line`]).
 //! - [`sasl`]: base64 SASL responses ([`sasl::decode`], with RFC 4954's and RFC 5034's
 //!   `=` for an empty initial response) and PLAIN messages ([`sasl::plain`], RFC 4616)
