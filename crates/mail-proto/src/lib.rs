@@ -22,6 +22,8 @@
 //! belong to each protocol's codec, and whether credentials are right to the server.
 
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod line;
 pub mod sasl;
 
