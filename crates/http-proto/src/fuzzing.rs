@@ -7,7 +7,8 @@
 
 use crate::chunked::{ChunkedDecoder, ChunkedError};
 use crate::precondition::{ByteRange, if_none_match, parse_range};
-use crate::request::{BodyKind, Limits, Status, header_storage, parse_request};
+use crate::request::{BodyKind, Limits, Method, Status, Version, header_storage, parse_request};
+use crate::response::{Framing, ResponseHead, ResponseLimits, parse_response};
 use crate::target;
 
 /// Small limits, so that short fuzz inputs reach every limit check too.
@@ -167,4 +168,121 @@ fn decode_in_pieces(data: &[u8], piece: usize) -> Outcome {
         pos += d.consumed;
     }
     (body, Ok((dec.is_done(), pos)))
+}
+
+/// Small response limits, so that short fuzz inputs reach every limit check too.
+const TIGHT_RESPONSE: ResponseLimits = ResponseLimits {
+    max_status_line: 64,
+    max_header_line: 64,
+    max_head: 256,
+    max_headers: 4,
+};
+
+/// Parses `data` as a connection's worth of responses, as the answers to GETs and
+/// to HEADs, with the default limits and with tight ones, and checks every complete
+/// head it finds.
+pub fn response(data: &[u8]) {
+    for method in [Method::Get, Method::Head] {
+        for limits in [ResponseLimits::default(), TIGHT_RESPONSE] {
+            let mut rest = data;
+            while let Some(next) = response_step(rest, &limits, method) {
+                rest = next;
+            }
+        }
+    }
+}
+
+/// Parses one response head at the start of `data`, checks it, skips its body and
+/// returns what follows; `None` when there is no complete head or body, or the body
+/// runs until the connection closes.
+fn response_step<'d>(data: &'d [u8], limits: &ResponseLimits, method: Method) -> Option<&'d [u8]> {
+    let mut storage = header_storage();
+    let head = match parse_response(data, &mut storage, limits, method) {
+        Ok(Status::Complete(head)) => head,
+        Ok(Status::Partial) => return None,
+        Err(e) => {
+            assert_eq!(e.status(), 502, "{e}");
+            return None;
+        }
+    };
+    let len = head.len;
+    assert!(
+        len > 0 && len <= data.len(),
+        "head length {len} out of bounds"
+    );
+    assert!(len <= limits.max_head, "head of {len} bytes over max_head");
+    assert!(head.headers.len() <= limits.max_headers, "too many headers");
+    assert!(
+        data[..len].ends_with(b"\r\n\r\n"),
+        "head not ended by CRLFCRLF"
+    );
+    check_framing(&head, method);
+    check_response_prefixes(data, len, limits, method);
+    let body = &data[len..];
+    match head.framing {
+        Framing::None => Some(body),
+        Framing::Length(n) => body.get(usize::try_from(n).ok()?..),
+        Framing::Chunked => match chunked_outcome(body) {
+            (_, Ok((true, used))) => Some(&body[used..]),
+            _ => None,
+        },
+        Framing::UntilClose => None,
+    }
+}
+
+/// The framing agrees with the status, the method and the fields.
+fn check_framing(head: &ResponseHead<'_, '_>, method: Method) {
+    let status = head.status;
+    assert!((100..=599).contains(&status), "status {status}");
+    let bodiless = method == Method::Head || status < 200 || status == 204 || status == 304;
+    if bodiless {
+        assert_eq!(
+            head.framing,
+            Framing::None,
+            "{status} to {method:?} has a body"
+        );
+    }
+    let te = head.header("transfer-encoding").is_some();
+    match head.framing {
+        Framing::Chunked => {
+            assert!(
+                te && head.content_length.is_none(),
+                "chunked without TE or with CL"
+            );
+            assert_eq!(head.version, Version::Http11, "chunked in HTTP/1.0");
+        }
+        Framing::Length(n) => assert_eq!(head.content_length, Some(n), "length {n}"),
+        Framing::UntilClose => {
+            assert!(
+                !te && head.content_length.is_none(),
+                "until close with a length"
+            );
+            assert!(!head.keep_alive, "until close, yet kept alive");
+        }
+        Framing::None => assert!(
+            bodiless || head.content_length == Some(0),
+            "no body without a reason"
+        ),
+    }
+    if te {
+        assert!(head.content_length.is_none(), "both TE and CL accepted");
+    }
+}
+
+/// The head alone parses to the same length, and a few of its proper prefixes ask
+/// for more bytes.
+fn check_response_prefixes(data: &[u8], len: usize, limits: &ResponseLimits, method: Method) {
+    let mut storage = header_storage();
+    match parse_response(&data[..len], &mut storage, limits, method) {
+        Ok(Status::Complete(alone)) => assert_eq!(alone.len, len, "head alone parses differently"),
+        other => panic!("head alone is not complete: {other:?}"),
+    }
+    for cut in [0, 1, len / 2, len.saturating_sub(2), len - 1] {
+        let cut = cut.min(len - 1);
+        let prefix = parse_response(&data[..cut], &mut storage, limits, method);
+        assert!(
+            matches!(prefix, Ok(Status::Partial)),
+            "prefix of {cut} bytes of a {len}-byte head gave {prefix:?}"
+        );
+    }
 }

@@ -13,3 +13,8 @@ fn parse_request_corpus() {
 fn chunked_corpus() {
     assert!(replay("chunked", fuzzing::chunked) > 0);
 }
+
+#[test]
+fn parse_response_corpus() {
+    assert!(replay("parse_response", fuzzing::response) > 0);
+}

@@ -8,6 +8,7 @@
 //! `Ad_weight` ≤ 75 and `Expired` consistent with the expired ads of the last Reset.
 //! POST: `my_cookie` echoes the user id.
 
+use stoa_http_proto::request::Header;
 use stoa_web99::ads::ADS;
 use stoa_web99::fileset::{FileId, header_line};
 use stoa_web99::request::TRAILER;
@@ -21,7 +22,7 @@ pub(crate) struct Expect<'a> {
     pub(crate) user_id: u32,
     /// First ads of the two expired ranges (24 ads each).
     pub(crate) expired: [u32; 2],
-    pub(crate) headers: &'a [httparse::Header<'a>],
+    pub(crate) headers: &'a [Header<'a>],
 }
 
 /// Why a response failed its check (the client's error strings).

@@ -10,6 +10,8 @@ use std::pin::Pin;
 use std::task::Poll;
 use stoa_web99::metrics::{CONFORM_BYTES_PER_SEC, GeneratorStats, RatedReceive};
 
+use stoa_http_proto::request::header_storage;
+use stoa_http_proto::{Method, ResponseLimits, Status, parse_response};
 use stoa_web99::workload::{self, Dealer, Entry, RequestType, SpecRng};
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 
@@ -21,6 +23,14 @@ use crate::{Live, Plan, Tally};
 const OP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest response head accepted.
 const MAX_HEAD: usize = 16 * 1024;
+/// The limits response heads are read with: [`MAX_HEAD`] for the head and any line
+/// in it, and as many fields as the checks ever look through.
+const HEAD_LIMITS: ResponseLimits = ResponseLimits {
+    max_status_line: MAX_HEAD,
+    max_header_line: MAX_HEAD,
+    max_head: MAX_HEAD,
+    max_headers: 64,
+};
 /// Most bytes taken from the socket in one read. Whatever one read returns is
 /// accounted as the kit's one-MSS blocks ([`RatedReceive::read`]), so the size
 /// only sets how many system calls a response costs the harness: a 64 KiB read
@@ -400,15 +410,17 @@ impl<'p> Generator<'p> {
         if resp.status != 200 {
             return Err("status not 200");
         }
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut parsed = httparse::Response::new(&mut headers);
-        parsed.parse(&self.buf).map_err(|_| "bad response head")?;
+        let mut storage = header_storage();
+        let head = match parse_response(&self.buf, &mut storage, &HEAD_LIMITS, Method::Get) {
+            Ok(Status::Complete(head)) => head,
+            _ => return Err("bad response head"),
+        };
         let expect = Expect {
             kind: entry.kind,
             file: entry.file,
             user_id: self.user_id,
             expired: self.plan.expired,
-            headers: parsed.headers,
+            headers: head.headers,
         };
         let found = check::check_prefix(&expect, &self.buf[resp.body_start..], resp.body_len)?;
         if let Some(ad) = found {
@@ -517,33 +529,21 @@ fn is_reset(e: &io::Error) -> bool {
 /// length (from `Content-Length`, which SPECweb99 requires), and whether the server
 /// closes the connection after it.
 fn head_framing(data: &[u8]) -> Result<Option<(u16, usize, usize, bool)>, Reuse> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let body_start = match resp.parse(data) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) if data.len() > MAX_HEAD => {
-            return Err(Reuse::Failed("bad response head"));
-        }
-        Ok(httparse::Status::Partial) => return Ok(None),
+    let mut storage = header_storage();
+    let head = match parse_response(data, &mut storage, &HEAD_LIMITS, Method::Get) {
+        Ok(Status::Complete(head)) => head,
+        Ok(Status::Partial) => return Ok(None),
         Err(_) => return Err(Reuse::Failed("bad response head")),
     };
-    let status = resp.code.unwrap_or(0);
-    let header = |name: &str| {
-        resp.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name))
-            .map(|h| h.value)
-    };
-    let length: usize = header("Content-Length")
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.trim().parse().ok())
+    let length = head
+        .content_length
+        .and_then(|n| usize::try_from(n).ok())
         .ok_or(Reuse::Failed("no Content-Length"))?;
-    let connection = header("Connection").map(|v| v.to_ascii_lowercase());
-    let close = match resp.version {
-        Some(1) => connection.as_deref() == Some(b"close".as_slice()),
-        _ => connection.as_deref() != Some(b"keep-alive".as_slice()),
-    };
-    Ok(Some((status, body_start, body_start + length, close)))
+    let total = head
+        .len
+        .checked_add(length)
+        .ok_or(Reuse::Failed("no Content-Length"))?;
+    Ok(Some((head.status, head.len, total, !head.keep_alive)))
 }
 
 mod http2;

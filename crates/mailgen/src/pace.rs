@@ -9,8 +9,8 @@
 //! the timer fires, with no drift.
 //!
 //! The crate-internal reader (`Reader`) reads a connection through a bounded
-//! buffer, paced the same way, and yields lines or line pieces; every read has
-//! a timeout. `read_dot_body` streams a dot-terminated body (SMTP `DATA`,
+//! buffer, paced the same way, and yields lines or line pieces, or lends its
+//! buffer to a parser (the SMTP client's replies); every read has a timeout. `read_dot_body` streams a dot-terminated body (SMTP `DATA`,
 //! POP3 `RETR`/`TOP`) without holding it in memory.
 
 use std::io;
@@ -219,6 +219,26 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
+    /// The bytes buffered and not taken yet, for a parser that reads them in place
+    /// ([`Reader::consume`] takes what it used, [`Reader::read_more`] adds more).
+    pub(crate) fn buffered(&self) -> &[u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    /// Takes the first `n` buffered bytes (at most all of them).
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.pos = self.pos.saturating_add(n).min(self.end);
+    }
+
+    /// Reads more bytes after those buffered (on schedule, when paced);
+    /// [`ReadError::TooLong`] when the buffer is full of bytes not taken yet.
+    pub(crate) async fn read_more(&mut self) -> Result<(), ReadError> {
+        if self.end - self.pos == self.buf.len() {
+            return Err(ReadError::TooLong);
+        }
+        self.fill().await
+    }
+
     /// The next line of at most `max` bytes, without its line ending.
     pub(crate) async fn line(&mut self, max: usize) -> Result<&[u8], ReadError> {
         let (line, whole) = self.piece().await?;
@@ -342,5 +362,28 @@ mod tests {
         assert_eq!(count, 42);
         let mut r = Reader::new(&wire[..], 16, Pace::full(), Duration::from_secs(5));
         assert!(matches!(r.line(100).await, Err(ReadError::TooLong)));
+    }
+
+    #[tokio::test]
+    async fn a_parser_reads_the_buffer_in_place() {
+        let wire: &[u8] = b"250-a\r\n250 b\r\n221 bye\r\n";
+        let mut r = Reader::new(wire, 16, Pace::full(), Duration::from_secs(5));
+        assert!(r.buffered().is_empty());
+        while r.buffered().len() < 14 {
+            assert!(r.read_more().await.is_ok());
+        }
+        assert!(r.buffered().starts_with(b"250-a\r\n250 b\r\n"));
+        r.consume(14);
+        assert_eq!(r.line(100).await.ok(), Some(&b"221 bye"[..]));
+        assert!(matches!(r.read_more().await, Err(ReadError::Eof)));
+        // A buffer full of bytes not taken cannot take more.
+        let mut r = Reader::new(&[b'x'; 40][..], 16, Pace::full(), Duration::from_secs(5));
+        while r.buffered().len() < 16 {
+            assert!(r.read_more().await.is_ok());
+        }
+        assert!(matches!(r.read_more().await, Err(ReadError::TooLong)));
+        r.consume(usize::MAX);
+        assert!(r.buffered().is_empty());
+        assert!(r.read_more().await.is_ok());
     }
 }

@@ -12,6 +12,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use stoa_smtp_proto::reply::Status;
+use stoa_smtp_proto::{ReplyLimits, parse_reply};
 use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -28,6 +30,11 @@ pub(crate) const MAX_LINE: usize = 4 * 1024;
 pub(crate) const READ_BUFFER: usize = 8 * 1024;
 /// Most lines accepted in one multi-line reply (EHLO lists a dozen at most).
 const MAX_REPLY_LINES: usize = 100;
+/// The limits replies are read with.
+const REPLY_LIMITS: ReplyLimits = ReplyLimits {
+    max_line: MAX_LINE,
+    max_lines: MAX_REPLY_LINES,
+};
 /// Most characters of a reply kept for the failure detail.
 const MAX_DETAIL: usize = 200;
 /// How long a best-effort `QUIT` after a failure may take.
@@ -165,25 +172,35 @@ pub(crate) async fn open(addr: SocketAddr, limit: Duration) -> Result<TcpStream,
     Ok(stream)
 }
 
-/// Reads one SMTP reply, multi-line or not; returns its code and last line.
+/// Reads one SMTP reply, multi-line or not, with `stoa-smtp-proto`'s parser in
+/// the reader's buffer; returns its code and last line (code included).
+///
+/// A reply must fit the read buffer ([`READ_BUFFER`]) whole; a longer one is a
+/// protocol failure (`line too long`), like a line longer than [`MAX_LINE`].
 async fn read_reply<R: AsyncRead + Unpin>(
     reader: &mut Reader<R>,
 ) -> Result<(u16, String), StepError> {
-    for _ in 0..MAX_REPLY_LINES {
-        let line = reader.line(MAX_LINE).await?;
-        let code = match line.get(..3) {
-            Some(d) if d.iter().all(u8::is_ascii_digit) => {
-                d.iter().fold(0u16, |n, &b| n * 10 + u16::from(b - b'0'))
+    loop {
+        match parse_reply(reader.buffered(), &REPLY_LIMITS) {
+            Ok(Status::Complete(reply)) => {
+                let code = reply.code();
+                let mut line = code.to_string().into_bytes();
+                if let Some(text) = reply.lines().last().filter(|t| !t.is_empty()) {
+                    line.push(b' ');
+                    line.extend_from_slice(text);
+                }
+                let found = (code, detail(&line));
+                reader.consume(reply.consumed());
+                return Ok(found);
             }
-            _ => return Err(StepError::protocol(detail(line))),
-        };
-        match line.get(3) {
-            Some(b'-') => continue,
-            None | Some(b' ') => return Ok((code, detail(line))),
-            Some(_) => return Err(StepError::protocol(detail(line))),
+            Ok(Status::Partial) => reader.read_more().await?,
+            Err(e) => {
+                let buffered = reader.buffered();
+                let line = buffered.split(|&b| b == b'\n').next().unwrap_or_default();
+                return Err(StepError::protocol(format!("{e}: {}", detail(line))));
+            }
         }
     }
-    Err(StepError::protocol("reply has too many lines"))
 }
 
 /// An open client connection, SMTP's or POP3's: the paced reader and writer.

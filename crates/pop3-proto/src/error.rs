@@ -106,6 +106,14 @@ impl fmt::Display for Error {
     }
 }
 
+/// Every malformed SASL response is one refusal: the client learns nothing from
+/// which rule it broke.
+impl From<stoa_mail_proto::Error> for Error {
+    fn from(_: stoa_mail_proto::Error) -> Error {
+        Error::BadAuthResponse
+    }
+}
+
 impl std::error::Error for Error {}
 
 #[cfg(test)]

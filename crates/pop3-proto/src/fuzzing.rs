@@ -83,8 +83,8 @@ fn record(session: &mut Session, event: Event, out: &mut Vec<u8>) -> bool {
         Event::NeedMore => return false,
         Event::Action(action) => action,
         Event::Auth(credentials) => {
-            assert!(!credentials.user.is_empty() && !credentials.password.is_empty());
-            out.extend_from_slice(format!("[auth {}]", credentials.user.len()).as_bytes());
+            assert!(!credentials.username.is_empty() && !credentials.password.is_empty());
+            out.extend_from_slice(format!("[auth {}]", credentials.username.len()).as_bytes());
             let decision = match credentials.password.as_str() {
                 "secret" => LoginDecision::Accept(listing()),
                 "busy" => LoginDecision::InUse,

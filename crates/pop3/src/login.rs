@@ -51,7 +51,11 @@ impl Conn {
     /// The refusal when `credentials` cannot be checked at all: a PLAIN identity
     /// acting for another, an address past the throttle's limit.
     fn precheck(&mut self, credentials: &Credentials) -> Option<LoginDecision> {
-        let Credentials { authzid, user, .. } = credentials;
+        let Credentials {
+            authzid,
+            username: user,
+            ..
+        } = credentials;
         let peer = self.peer;
         if authzid.as_ref().is_some_and(|z| z != user) {
             tracing::info!("{peer}: login as {user:?} for {authzid:?} refused (no proxy logins)");
@@ -73,7 +77,11 @@ impl Conn {
     /// opened at the user's store host.
     async fn proxy_login(&mut self, proxy: &Proxy, credentials: Credentials) -> Auth {
         let peer = self.peer;
-        let Credentials { user, password, .. } = credentials;
+        let Credentials {
+            username: user,
+            password,
+            ..
+        } = credentials;
         let found = match self.shared.verifier.verify(&user, &password).await {
             Ok(Some(found)) => found,
             Ok(None) => {
@@ -115,7 +123,11 @@ impl Conn {
         store: Arc<MailStore>,
         credentials: Credentials,
     ) -> LoginDecision {
-        let Credentials { user, password, .. } = credentials;
+        let Credentials {
+            username: user,
+            password,
+            ..
+        } = credentials;
         let peer = self.peer;
         let found = match self.shared.verifier.verify(&user, &password).await {
             Ok(Some(found)) => found,

@@ -176,6 +176,14 @@ impl fmt::Display for Error {
     }
 }
 
+/// Every malformed SASL response is one refusal (`501 5.5.2`): the client learns
+/// nothing from which rule it broke.
+impl From<stoa_mail_proto::Error> for Error {
+    fn from(_: stoa_mail_proto::Error) -> Error {
+        Error::BadAuthResponse
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

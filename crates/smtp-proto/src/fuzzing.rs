@@ -7,9 +7,12 @@
 
 use std::sync::Arc;
 
+use stoa_mail_proto::Status;
+
 use crate::address::{Address, ForwardPath, parse_forward_path, parse_reverse_path};
 use crate::command::{next_line, parse_command};
 use crate::data::DataDecoder;
+use crate::reply::{ParsedReply, ReplyLimits, parse_reply};
 use crate::session::{Action, AuthPolicy, Config, Decision, Event, Limits, Session};
 use crate::{Domain, Reply};
 
@@ -260,4 +263,90 @@ pub fn command(data: &[u8]) {
             check_forward_path(&path);
         }
     }
+}
+
+/// Small reply limits, so that short inputs reach both of them.
+const TIGHT_REPLY: ReplyLimits = ReplyLimits {
+    max_line: 24,
+    max_lines: 3,
+};
+
+/// Server replies as a client reads them: `data` is what a server sends, read as a
+/// series of replies with the default limits and with tight ones. Every reply found
+/// fits the input and the limits, ends in CRLF, parses the same alone, is
+/// [`Status::Partial`] for each of its proper prefixes, has one code and a status of
+/// the code's class; and one of printable text is what the server's own encoder
+/// writes for the same code and lines.
+pub fn reply(data: &[u8]) {
+    for limits in [ReplyLimits::default(), TIGHT_REPLY] {
+        let mut rest = data;
+        while let Ok(Status::Complete(parsed)) = parse_reply(rest, &limits) {
+            check_reply(rest, &parsed, &limits);
+            rest = &rest[parsed.consumed()..];
+        }
+    }
+}
+
+/// The invariants of one reply parsed at the start of `input`.
+fn check_reply(input: &[u8], parsed: &ParsedReply<'_>, limits: &ReplyLimits) {
+    let len = parsed.consumed();
+    assert!(
+        len > 0 && len <= input.len(),
+        "reply length {len} out of bounds"
+    );
+    assert_eq!(parsed.as_bytes(), &input[..len]);
+    assert!(input[..len].ends_with(b"\r\n"), "reply not ended by CRLF");
+    let lines = parsed.line_count();
+    assert!(lines >= 1 && lines <= limits.max_lines, "{lines} lines");
+    assert!(
+        len <= lines * limits.max_line,
+        "{len} bytes in {lines} lines"
+    );
+    assert_eq!(parsed.lines().count(), lines, "lines() disagrees");
+    let code = parsed.code();
+    assert!((200..=559).contains(&code), "code {code}");
+    if let Some(status) = parsed.status() {
+        assert_eq!(
+            u16::from(status.class),
+            code / 100,
+            "status {status} of {code}"
+        );
+    }
+    match parse_reply(&input[..len], limits) {
+        Ok(Status::Complete(alone)) => assert_eq!(alone, *parsed, "reply alone differs"),
+        other => panic!("reply alone is not complete: {other:?}"),
+    }
+    for cut in [0, 1, len / 2, len - 1] {
+        let prefix = parse_reply(&input[..cut.min(len - 1)], limits);
+        assert!(
+            matches!(prefix, Ok(Status::Partial)),
+            "prefix of {cut} bytes of a {len}-byte reply gave {prefix:?}"
+        );
+    }
+    check_reencoding(parsed);
+}
+
+/// A reply whose text is printable ASCII, ended by `code SP`, is byte for byte what
+/// [`Reply::write_to`] makes of its code and lines (the encoder writes every line's
+/// status itself, so the lines are given without one).
+fn check_reencoding(parsed: &ParsedReply<'_>) {
+    let printable = |l: &[u8]| l.iter().all(|b| (b' '..=b'~').contains(b));
+    let wire = parsed.as_bytes();
+    let body = &wire[..wire.len() - 2];
+    let last_line = &body[body
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |lf| lf + 1)..];
+    // `250` alone ends a reply too; the encoder always writes `250 `.
+    if !parsed.lines().all(printable) || last_line.len() == 3 {
+        return;
+    }
+    let text = |l: &[u8]| String::from_utf8_lossy(l).into_owned();
+    let mut lines = parsed.lines();
+    let first = lines.next().map(text).unwrap_or_default();
+    let mut again = Reply::plain(parsed.code(), first);
+    for line in lines {
+        again = again.with_line(text(line));
+    }
+    assert_eq!(again.to_bytes(), wire, "re-encoding differs");
 }

@@ -23,7 +23,11 @@
 //! - [`data`]: [`data::DataDecoder`], incremental dot-unstuffing that ends only at
 //!   `CRLF.CRLF` and refuses the SMTP-smuggling endings.
 //! - [`reply`]: [`Reply`] (codes, enhanced status codes, multiline), the EHLO
-//!   capability list, and stock replies for the server's decisions.
+//!   capability list, and stock replies for the server's decisions; and the client
+//!   side's [`parse_reply`], which reads another server's replies into a
+//!   [`ParsedReply`] (multi-line, one code throughout, the enhanced status code,
+//!   capped line length and line count) for the queue's SMTP and LMTP clients and the
+//!   mail load generator.
 //! - [`Error`]: everything a client can do wrong, and the one mapping to replies.
 //!
 //! # LMTP
@@ -42,7 +46,8 @@
 //! No I/O, no timeouts (the server owns the clock and the deadlines of
 //! docs/robustness.md §3.7), no TLS (the server upgrades the stream when told to), no
 //! policy: which domains are local, who may relay and whose password is right are the
-//! server's decisions. No BDAT/CHUNKING, DSN or SMTPUTF8, and no client side yet.
+//! server's decisions. No BDAT/CHUNKING, DSN or SMTPUTF8, and of the client side only
+//! the reply parser: the client's conversation is its caller's.
 //!
 //! # Why not the `smtp-proto` crate
 //!
@@ -51,7 +56,8 @@
 //! its DATA receiver passes bare LF through without reporting it. Those are exactly
 //! the places where docs/robustness.md §4.2 asks for control (CRLF-only framing, `RSET\rQUIT`
 //! as one bad command, typed addresses, smuggling detection), so the parser is ours;
-//! it is small, and its only dependencies are `memchr` and `base64`.
+//! it is small, and its only dependencies are `memchr` and `stoa-mail-proto` (line
+//! framing and SASL decoding, shared with POP3).
 
 pub mod address;
 pub mod command;
@@ -65,5 +71,5 @@ pub mod session;
 pub use address::{Address, Domain, ForwardPath, ReversePath};
 pub use command::{Command, Mechanism};
 pub use error::Error;
-pub use reply::{EnhancedStatus, Reply};
+pub use reply::{EnhancedStatus, ParsedReply, Reply, ReplyError, ReplyLimits, parse_reply};
 pub use session::{Action, Config, Decision, Dialect, Event, Session, Step};

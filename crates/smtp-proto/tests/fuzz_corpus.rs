@@ -25,3 +25,8 @@ fn data_corpus() {
 fn command_corpus() {
     assert!(replay("smtp_command", fuzzing::command) > 0);
 }
+
+#[test]
+fn reply_corpus() {
+    assert!(replay("smtp_reply", fuzzing::reply) > 0);
+}

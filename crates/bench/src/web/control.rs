@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use stoa_http_proto::request::header_storage;
+use stoa_http_proto::{Method, ResponseLimits, Status, parse_response};
 use stoa_loadgen::{Connector, TlsParameters, TlsPlan};
 use stoa_web99::ads::ResetParams;
 use stoa_web99::fileset::{FILES_PER_CLASS, FileId, header_line};
@@ -24,6 +26,15 @@ pub(crate) const INTERPRETATIONS: [&str; 4] = [
     "Reset maxload: the validation's is the run's --connections (the kit's: the largest load of its rc \
      file); under --find-max each trial's Reset carries that trial's connections.",
 ];
+
+/// The limits the manager's answers are read with: the parser's defaults, and the
+/// 64 fields the harness has always allowed.
+const HEAD_LIMITS: ResponseLimits = ResponseLimits {
+    max_status_line: 8 * 1024,
+    max_header_line: 8 * 1024,
+    max_head: 32 * 1024,
+    max_headers: 64,
+};
 
 /// A response read whole.
 #[derive(Debug)]
@@ -105,34 +116,35 @@ pub(crate) async fn exchange(ep: &Endpoint, request: &[u8]) -> anyhow::Result<Re
         .context("no answer within 120 s")?
 }
 
+/// The response at the start of `data`, once its head and its `Content-Length`
+/// bytes of body are there.
 fn parse(data: &[u8]) -> anyhow::Result<Option<Reply>> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut resp = httparse::Response::new(&mut headers);
-    let start = match resp.parse(data)? {
-        httparse::Status::Complete(n) => n,
-        httparse::Status::Partial => return Ok(None),
+    let mut storage = header_storage();
+    // GET or POST: the framing rules are the same for both.
+    let head = match parse_response(data, &mut storage, &HEAD_LIMITS, Method::Get)? {
+        Status::Complete(head) => head,
+        Status::Partial => return Ok(None),
     };
-    let headers: Vec<(String, String)> = resp
-        .headers
-        .iter()
-        .map(|h| {
-            (
-                h.name.to_owned(),
-                String::from_utf8_lossy(h.value).into_owned(),
-            )
-        })
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
-        .and_then(|(_, v)| v.trim().parse().ok())
+    let length = head
+        .content_length
+        .and_then(|n| usize::try_from(n).ok())
         .context("response without Content-Length")?;
-    if data.len() < start + length {
+    let start = head.len;
+    if data.len() - start < length {
         return Ok(None);
     }
     Ok(Some(Reply {
-        status: resp.code.unwrap_or(0),
-        headers,
+        status: head.status,
+        headers: head
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_owned(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect(),
         body: data[start..start + length].to_vec(),
     }))
 }

@@ -245,23 +245,29 @@ pub fn parse_request<'b, 'h>(
     }))
 }
 
-/// Offset of the request line: RFC 9112 §2.2 lets a server skip blank lines before it.
-fn request_line_start(buf: &[u8]) -> usize {
+/// Offset of the start line (a request line or a status line): RFC 9112 §2.2 lets a
+/// server skip blank lines before a request line, and `httparse` skips them before
+/// either.
+fn start_line_start(buf: &[u8]) -> usize {
     buf.iter()
         .position(|&b| b != b'\r' && b != b'\n')
         .unwrap_or(buf.len())
 }
 
-fn check_request_line(buf: &[u8], limits: &Limits) -> Result<(), Error> {
-    let start = request_line_start(buf);
-    let line = &buf[start..];
+/// Length of the start line in `buf` so far, its CRLF excluded (all of what
+/// follows the blank lines when its LF has not come yet).
+pub(crate) fn start_line_len(buf: &[u8]) -> usize {
+    let line = &buf[start_line_start(buf)..];
     let end = memchr::memchr(b'\n', line).unwrap_or(line.len());
-    let end = if end > 0 && line.get(end - 1) == Some(&b'\r') {
+    if end > 0 && line.get(end - 1) == Some(&b'\r') {
         end - 1
     } else {
         end
-    };
-    if end > limits.max_request_line {
+    }
+}
+
+fn check_request_line(buf: &[u8], limits: &Limits) -> Result<(), Error> {
+    if start_line_len(buf) > limits.max_request_line {
         return Err(Error::RequestLineTooLong);
     }
     Ok(())
@@ -292,7 +298,7 @@ pub(crate) fn check_field_block(block: &[u8]) -> Result<(), Error> {
 
 /// Rejects a LF not preceded by CR anywhere in the head. Blank lines before the
 /// request line are held to the same rule.
-fn check_line_endings(head: &[u8]) -> Result<(), Error> {
+pub(crate) fn check_line_endings(head: &[u8]) -> Result<(), Error> {
     for i in memchr::memchr_iter(b'\n', head) {
         if i == 0 || head[i - 1] != b'\r' {
             return Err(Error::BareLineEnding);
@@ -319,7 +325,7 @@ fn classify(buf: &[u8], e: httparse::Error, limits: &Limits) -> Error {
 
 /// `GET /path` with no version: an HTTP/0.9 request line.
 fn is_http09(buf: &[u8]) -> bool {
-    let line = &buf[request_line_start(buf)..];
+    let line = &buf[start_line_start(buf)..];
     let line = &line[..memchr::memchr2(b'\r', b'\n', line).unwrap_or(line.len())];
     memchr::memchr_iter(b' ', line).count() == 1
 }
@@ -420,7 +426,7 @@ fn framing(f: &Fields<'_>, version: Version) -> Result<BodyKind, Error> {
 
 /// `Content-Length = 1*DIGIT` (RFC 9110 §8.6): no sign, no list, no spaces inside,
 /// and no overflow.
-fn parse_content_length(value: &[u8]) -> Result<u64, Error> {
+pub(crate) fn parse_content_length(value: &[u8]) -> Result<u64, Error> {
     let digits = trim(value);
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return Err(Error::BadContentLength);

@@ -22,7 +22,10 @@ fn page(query: &str) -> Vec<u8> {
     p
 }
 
-fn expect<'a>(kind: RequestType, headers: &'a [httparse::Header<'a>]) -> Expect<'a> {
+fn expect<'a>(
+    kind: RequestType,
+    headers: &'a [stoa_http_proto::request::Header<'a>],
+) -> Expect<'a> {
     Expect {
         kind,
         file: FILE,
@@ -68,13 +71,13 @@ fn dynamic_pages() {
     long.push(b'\n');
     assert_eq!(check(&e, &long), Err("bad length"));
     // POST wrappers are not checked for the query.
-    let cookie = [httparse::Header {
+    let cookie = [stoa_http_proto::request::Header {
         name: "Set-Cookie",
         value: b"my_cookie=10005",
     }];
     let post = expect(RequestType::Post, &cookie);
     assert_eq!(check(&post, &page("class=1&num=2")), Ok(None));
-    let wrong = [httparse::Header {
+    let wrong = [stoa_http_proto::request::Header {
         name: "Set-Cookie",
         value: b"my_cookie=10006",
     }];
@@ -92,7 +95,7 @@ fn dynamic_pages() {
 fn cad_cookies() {
     let body = page("/file_set/dir00003/class1_2");
     let cad = |value: &'static [u8]| {
-        let headers = [httparse::Header {
+        let headers = [stoa_http_proto::request::Header {
             name: "Set-Cookie",
             value,
         }];

@@ -1,11 +1,12 @@
 //! Command lines (RFC 1939 §3, RFC 2449 §3–4): framing out of a byte buffer and
 //! parsing into [`Command`].
 //!
-//! [`next_line`] finds one CRLF-terminated line within the length limit. A line ended
-//! by LF alone is reported as [`Line::BareLf`] (the session refuses it and closes, as
-//! smtp-proto does: no POP3 client sends bare LF, and a peer whose framing differs
-//! from ours is one we cannot stay in step with). A line over the limit is reported
-//! so the caller can discard it without buffering it.
+//! [`next_line`] (`stoa-mail-proto`'s, shared with SMTP and re-exported here) finds
+//! one CRLF-terminated line within the length limit. A line ended by LF alone is
+//! reported as [`Line::BareLf`] (the session refuses it and closes, as smtp-proto
+//! does: no POP3 client sends bare LF, and a peer whose framing differs from ours is
+//! one we cannot stay in step with). A line over the limit is reported so the caller
+//! can discard it without buffering it.
 //!
 //! [`parse_command`] turns a line (CRLF removed) into a [`Command`]. Keywords are
 //! case-insensitive. Control bytes (a lone CR, NUL, DEL...) make the whole line one
@@ -17,7 +18,7 @@
 //! spaces). Message numbers are decimal digits only (no sign); a number too large
 //! to represent saturates, and is then simply beyond the mailbox.
 
-use memchr::memchr;
+pub use stoa_mail_proto::line::{Line, next_line};
 
 use crate::Error;
 
@@ -254,61 +255,6 @@ impl std::fmt::Debug for Command<'_> {
             Command::Dele(n) => f.debug_tuple("Dele").field(n).finish(),
             other => f.write_str(&other.verb().as_str().to_ascii_lowercase()),
         }
-    }
-}
-
-/// The outcome of [`next_line`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Line<'a> {
-    /// A complete line, CRLF removed; `consumed` counts the CRLF too.
-    Complete {
-        /// The line without its CRLF.
-        line: &'a [u8],
-        /// Bytes of input used, CRLF included.
-        consumed: usize,
-    },
-    /// No line end yet and still under the limit: read more.
-    Partial,
-    /// A line ended by LF alone; `consumed` is through the LF.
-    BareLf {
-        /// Bytes of input used, the LF included.
-        consumed: usize,
-    },
-    /// `max` bytes without a line end. `consumed` is through the LF if it is in the
-    /// input, otherwise all of it, and `ended` says which: when `false`, the caller
-    /// must go on discarding up to the next LF.
-    TooLong {
-        /// Bytes of input to drop.
-        consumed: usize,
-        /// Whether the overlong line's LF was found.
-        ended: bool,
-    },
-}
-
-/// Finds the line at the start of `input`; `max` is the longest line accepted, CRLF
-/// included (at least 2).
-pub fn next_line(input: &[u8], max: usize) -> Line<'_> {
-    if input.is_empty() {
-        return Line::Partial;
-    }
-    let window = &input[..input.len().min(max)];
-    match memchr(b'\n', window) {
-        Some(lf) if lf > 0 && input[lf - 1] == b'\r' => Line::Complete {
-            line: &input[..lf - 1],
-            consumed: lf + 1,
-        },
-        Some(lf) => Line::BareLf { consumed: lf + 1 },
-        None if input.len() < max => Line::Partial,
-        None => match memchr(b'\n', &input[window.len()..]) {
-            Some(lf) => Line::TooLong {
-                consumed: window.len() + lf + 1,
-                ended: true,
-            },
-            None => Line::TooLong {
-                consumed: input.len(),
-                ended: false,
-            },
-        },
     }
 }
 

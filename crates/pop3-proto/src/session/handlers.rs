@@ -179,7 +179,7 @@ impl Session {
                 Some(user) => {
                     return self.credentials(Ok(Credentials {
                         authzid: None,
-                        user,
+                        username: user,
                         password: password.to_owned(),
                     }));
                 }
@@ -236,7 +236,7 @@ impl Session {
         match decoded {
             Ok(credentials) => {
                 self.state = State::PendingLogin {
-                    user: credentials.user.clone(),
+                    user: credentials.username.clone(),
                 };
                 Event::Auth(credentials)
             }

@@ -81,7 +81,6 @@
 mod handlers;
 mod sasl;
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::Error;
@@ -192,28 +191,9 @@ pub enum Action {
     },
 }
 
-/// Credentials for the server to check. `Debug` does not show the password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// PLAIN's authorization identity, when the client sent one (USER/PASS never
-    /// does). The server should refuse one that differs from `user` unless it
-    /// supports proxy logins.
-    pub authzid: Option<String>,
-    /// The login name.
-    pub user: String,
-    /// The password.
-    pub password: String,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("authzid", &self.authzid)
-            .field("user", &self.user)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
+/// Credentials for the server to check (`stoa-mail-proto`'s, shared with the other
+/// mail protocols). `Debug` does not show the password.
+pub use stoa_mail_proto::Credentials;
 
 /// What [`Session::advance`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -84,7 +84,7 @@ impl Server {
             Event::NeedMore => return,
             Event::Action(action) => action,
             Event::Auth(credentials) => {
-                self.log.push(format!("AUTH {}", credentials.user));
+                self.log.push(format!("AUTH {}", credentials.username));
                 let decision = self.login(&credentials);
                 self.session.decide_login(decision)
             }
@@ -108,7 +108,7 @@ impl Server {
     /// joe/secret logs in; `busy`, `early`, `broken` and `banned` get the other
     /// refusals; anything else is a wrong password.
     fn login(&self, credentials: &Credentials) -> LoginDecision {
-        match (credentials.user.as_str(), credentials.password.as_str()) {
+        match (credentials.username.as_str(), credentials.password.as_str()) {
             ("joe", "secret") => {
                 let entries = self
                     .store

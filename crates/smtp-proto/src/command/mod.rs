@@ -1,19 +1,19 @@
 //! Command lines (RFC 5321 §4.1): framing out of a byte buffer and parsing into
 //! [`Command`].
 //!
-//! [`next_line`] finds one CRLF-terminated line within the length limit; a bare LF
-//! is an error (Postfix's `smtpd_forbid_bare_newline`), and a line over the limit is
-//! reported so the caller can discard it without buffering it. [`parse_command`]
-//! turns a line (CRLF removed) into a [`Command`]. Only printable ASCII is accepted
-//! on a command line: a lone CR (`RSET\rQUIT\r\n`), NUL or 8-bit byte makes the whole
-//! line one bad command.
+//! [`next_line`] (`stoa-mail-proto`'s, shared with POP3 and re-exported here) finds
+//! one CRLF-terminated line within the length limit; a bare LF is an error (Postfix's
+//! `smtpd_forbid_bare_newline`), and a line over the limit is reported so the caller
+//! can discard it without buffering it. [`parse_command`] turns a line (CRLF removed)
+//! into a [`Command`]. Only printable ASCII is accepted on a command line: a lone CR
+//! (`RSET\rQUIT\r\n`), NUL or 8-bit byte makes the whole line one bad command.
 //!
 //! Leniency, where real clients need it and it creates no ambiguity: verbs are
 //! case-insensitive, spaces may be repeated between arguments, trailing spaces are
 //! ignored, and `MAIL FROM: <a@b>` (space after the colon) is accepted. Paths must be
 //! in angle brackets.
 
-use memchr::memchr;
+pub use stoa_mail_proto::line::{Line, next_line};
 
 use crate::Error;
 use crate::address::{ForwardPath, ReversePath, parse_forward_path, parse_reverse_path};
@@ -248,61 +248,6 @@ impl Verb {
                 | Verb::Noop
                 | Verb::StartTls
         )
-    }
-}
-
-/// The outcome of [`next_line`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Line<'a> {
-    /// A complete line, CRLF removed; `consumed` counts the CRLF too.
-    Complete {
-        /// The line without its CRLF.
-        line: &'a [u8],
-        /// Bytes of input used, CRLF included.
-        consumed: usize,
-    },
-    /// No line end yet and still under the limit: read more.
-    Partial,
-    /// A line ended by LF alone; `consumed` is through the LF.
-    BareLf {
-        /// Bytes of input used, the LF included.
-        consumed: usize,
-    },
-    /// `max` bytes without a line end. `consumed` is through the LF if it is in the
-    /// input, otherwise all of it, and `ended` says which: when `false`, the caller
-    /// must go on discarding up to the next LF.
-    TooLong {
-        /// Bytes of input to drop.
-        consumed: usize,
-        /// Whether the overlong line's LF was found.
-        ended: bool,
-    },
-}
-
-/// Finds the line at the start of `input`; `max` is the longest line accepted, CRLF
-/// included.
-pub fn next_line(input: &[u8], max: usize) -> Line<'_> {
-    if input.is_empty() {
-        return Line::Partial;
-    }
-    let window = &input[..input.len().min(max)];
-    match memchr(b'\n', window) {
-        Some(lf) if lf > 0 && input[lf - 1] == b'\r' => Line::Complete {
-            line: &input[..lf - 1],
-            consumed: lf + 1,
-        },
-        Some(lf) => Line::BareLf { consumed: lf + 1 },
-        None if input.len() < max => Line::Partial,
-        None => match memchr(b'\n', &input[window.len()..]) {
-            Some(lf) => Line::TooLong {
-                consumed: window.len() + lf + 1,
-                ended: true,
-            },
-            None => Line::TooLong {
-                consumed: input.len(),
-                ended: false,
-            },
-        },
     }
 }
 

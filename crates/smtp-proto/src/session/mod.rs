@@ -62,7 +62,6 @@
 mod handlers;
 mod sasl;
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::Error;
@@ -196,26 +195,9 @@ pub enum Action {
     },
 }
 
-/// AUTH credentials for the server to check. `Debug` does not show the password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// PLAIN's authorization identity, when the client sent one.
-    pub authzid: Option<String>,
-    /// The login name.
-    pub username: String,
-    /// The password.
-    pub password: String,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("authzid", &self.authzid)
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .finish()
-    }
-}
+/// Credentials for the server to check (`stoa-mail-proto`'s, shared with the other
+/// mail protocols). `Debug` does not show the password.
+pub use stoa_mail_proto::Credentials;
 
 /// What [`Session::advance`] found.
 #[derive(Debug)]

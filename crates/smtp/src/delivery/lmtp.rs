@@ -185,7 +185,7 @@ impl Lmtp {
                 // Closed while idle (a `421` is the server's goodbye, sent when
                 // its session timer ran out): nothing that counts was sent, so
                 // start afresh.
-                Ok(reply) => tracing::debug!("LMTP {addr}: pooled connection closed: {reply:?}"),
+                Ok(reply) => tracing::debug!("LMTP {addr}: pooled connection closed: {reply}"),
                 Err(e) => tracing::debug!("LMTP {addr}: pooled connection lost: {e}"),
             }
         }
@@ -209,7 +209,8 @@ impl Lmtp {
             // A refusing greeting is temporary whatever its code, as for the relay.
             let diagnostic = format!(
                 "host {addr} refused the connection: {} {}",
-                greeting.code, greeting.text
+                greeting.code,
+                greeting.text()
             );
             return Ok(Err(Outcome::Temporary("4.4.2".into(), diagnostic)));
         }

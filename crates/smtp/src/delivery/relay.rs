@@ -114,7 +114,9 @@ impl Client {
             // A refusing greeting is temporary whatever its code (Postfix does the same).
             let diagnostic = format!(
                 "host {} refused the connection: {} {}",
-                self.host, greeting.code, greeting.text
+                self.host,
+                greeting.code,
+                greeting.text()
             );
             return Ok(Err(Outcome::Temporary("4.4.2".into(), diagnostic)));
         }

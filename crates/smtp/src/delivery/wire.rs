@@ -1,16 +1,27 @@
 //! The client side of SMTP and LMTP that the relay ([`super::relay`]) and the LMTP
-//! client ([`super::lmtp`]) share: replies read with a deadline and parsed
-//! (multi-line, enhanced status codes), commands, `RCPT` per recipient, and the
-//! message in wire form.
+//! client ([`super::lmtp`]) share: replies read with a deadline and parsed by
+//! `stoa-smtp-proto`'s [`parse_reply`] (multi-line, one code throughout, enhanced
+//! status codes, capped lines), commands, `RCPT` per recipient, and the message in
+//! wire form.
 
+use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use stoa_smtp_proto::reply::Status;
+use stoa_smtp_proto::{EnhancedStatus, ParsedReply, ReplyLimits, parse_reply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Longest reply accepted from a server (many lines of EHLO included).
-const MAX_REPLY: usize = 64 * 1024;
+/// The limits replies are read with: the parser's defaults (2048-byte lines, 32 of
+/// them), which bound what one reply may make the client buffer to 64 KiB.
+const REPLY_LIMITS: ReplyLimits = ReplyLimits {
+    max_line: 2048,
+    max_lines: 32,
+};
+
+/// Most bytes of a malformed reply quoted in the error.
+const MAX_QUOTED: usize = 200;
 
 /// What happened to one recipient.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,22 +35,50 @@ pub enum Outcome {
     Permanent(String, String),
 }
 
-/// One reply: its code and its text lines joined with spaces.
+/// One reply, owned: its code, its enhanced status code, and the lines as the
+/// server sent them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Reply {
     pub(crate) code: u16,
-    pub(crate) text: String,
+    pub(crate) status: Option<EnhancedStatus>,
+    /// The reply's bytes, which [`parse_reply`] accepted.
+    wire: Vec<u8>,
 }
 
 impl Reply {
+    /// The reply `parsed`, copied out of the read buffer.
+    fn new(parsed: &ParsedReply<'_>) -> Reply {
+        Reply {
+            code: parsed.code(),
+            status: parsed.status(),
+            wire: parsed.as_bytes().to_vec(),
+        }
+    }
+
+    /// The reply read again, for its lines.
+    fn parsed(&self) -> ParsedReply<'_> {
+        match parse_reply(&self.wire, &REPLY_LIMITS) {
+            Ok(Status::Complete(parsed)) => parsed,
+            _ => unreachable!("invariant: `wire` is a reply parse_reply accepted"),
+        }
+    }
+
+    /// The text lines joined with spaces (enhanced status codes included), for
+    /// diagnostics.
+    pub(crate) fn text(&self) -> String {
+        let lines: Vec<_> = self.parsed().lines().map(String::from_utf8_lossy).collect();
+        lines.join(" ")
+    }
+
     /// The outcome this (negative) reply means for the recipients it concerns.
     pub(crate) fn failure(&self, host: &str) -> Outcome {
-        let class = if self.code >= 500 { '5' } else { '4' };
-        let status = enhanced_status(&self.text)
-            .filter(|s| s.starts_with(class))
-            .unwrap_or_else(|| format!("{class}.0.0"));
-        let diagnostic = format!("host {host} said: {} {}", self.code, self.text);
-        if class == '5' {
+        let class = if self.code >= 500 { 5 } else { 4 };
+        let status = self
+            .status
+            .filter(|s| s.class == class)
+            .map_or_else(|| format!("{class}.0.0"), |s| s.to_string());
+        let diagnostic = format!("host {host} said: {self}");
+        if class == 5 {
             Outcome::Permanent(status, diagnostic)
         } else {
             Outcome::Temporary(status, diagnostic)
@@ -57,19 +96,15 @@ impl Reply {
 
     /// Whether the extension `name` is among an EHLO/LHLO reply's keywords.
     pub(crate) fn offers(&self, name: &str) -> bool {
-        self.text.split(' ').any(|w| w.eq_ignore_ascii_case(name))
+        self.parsed().extension(name).is_some()
     }
 }
 
-/// `x.y.z` at the start of a reply text, if any.
-pub(crate) fn enhanced_status(text: &str) -> Option<String> {
-    let word = text.split(' ').next()?;
-    let parts: Vec<&str> = word.split('.').collect();
-    let ok = parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()));
-    ok.then(|| word.to_owned())
+impl fmt::Display for Reply {
+    /// `550 5.1.1 text / more`: the code and the text lines, for diagnostics.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.code, self.text())
+    }
 }
 
 /// A connection to an SMTP or LMTP server.
@@ -103,35 +138,30 @@ impl Client {
     }
 
     async fn read_reply(&mut self) -> io::Result<Reply> {
-        let mut lines = Vec::new();
         loop {
-            let Some(end) = memchr::memmem::find(&self.buf, b"\r\n") else {
-                self.fill().await?;
-                continue;
-            };
-            let line: Vec<u8> = self.buf.drain(..end + 2).take(end).collect();
-            let line = String::from_utf8_lossy(&line).into_owned();
-            let code = line
-                .get(..3)
-                .and_then(|c| c.parse::<u16>().ok())
-                .filter(|c| (200..600).contains(c))
-                .ok_or_else(|| io::Error::other(format!("malformed reply {line:?}")))?;
-            let last = line.as_bytes().get(3) != Some(&b'-');
-            lines.push(line.get(4..).unwrap_or("").to_owned());
-            if last {
-                return Ok(Reply {
-                    code,
-                    text: lines.join(" "),
-                });
+            match parse_reply(&self.buf, &REPLY_LIMITS) {
+                Ok(Status::Complete(parsed)) => {
+                    let reply = Reply::new(&parsed);
+                    self.buf.drain(..parsed.consumed());
+                    return Ok(reply);
+                }
+                // The reply so far is within the limits: the buffer holds at most
+                // 64 KiB of it, and one read more.
+                Ok(Status::Partial) => self.fill().await?,
+                Err(e) => {
+                    let start = &self.buf[..self.buf.len().min(MAX_QUOTED)];
+                    let quoted = String::from_utf8_lossy(start);
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("malformed reply ({e}): {quoted:?}"),
+                    ));
+                }
             }
         }
     }
 
     /// Reads more bytes into the buffer.
     async fn fill(&mut self) -> io::Result<()> {
-        if self.buf.len() > MAX_REPLY {
-            return Err(io::Error::other("reply too long"));
-        }
         let mut chunk = [0u8; 4096];
         let n = self.stream.read(&mut chunk).await?;
         if n == 0 {
@@ -247,23 +277,59 @@ mod tests {
         );
     }
 
+    /// The reply `wire` holds.
+    fn r(wire: &[u8]) -> Reply {
+        match parse_reply(wire, &REPLY_LIMITS) {
+            Ok(Status::Complete(parsed)) => Reply::new(&parsed),
+            other => panic!("{wire:?}: {other:?}"),
+        }
+    }
+
     #[test]
     fn failures() {
-        let r = |code, text: &str| Reply {
-            code,
-            text: text.into(),
-        };
-        assert_eq!(
-            r(550, "5.1.1 no such user").failure("h"),
-            Outcome::Permanent("5.1.1".into(), "host h said: 550 5.1.1 no such user".into())
-        );
-        assert_eq!(
-            r(451, "try later").failure("h"),
-            Outcome::Temporary("4.0.0".into(), "host h said: 451 try later".into())
-        );
-        assert_eq!(r(250, "2.1.5 ok").outcome("h"), Outcome::Delivered);
-        assert!(r(250, "x PIPELINING SIZE 100 ENHANCEDSTATUSCODES").offers("size"));
-        assert_eq!(enhanced_status("4.7.1 x"), Some("4.7.1".into()));
-        assert_eq!(enhanced_status("4.7 x"), None);
+        let cases: &[(&[u8], Outcome)] = &[
+            (
+                b"550 5.1.1 no such user\r\n",
+                Outcome::Permanent("5.1.1".into(), "host h said: 550 5.1.1 no such user".into()),
+            ),
+            (
+                b"451 try later\r\n",
+                Outcome::Temporary("4.0.0".into(), "host h said: 451 try later".into()),
+            ),
+            (
+                b"452-4.2.2 over quota\r\n452 4.2.2 try later\r\n",
+                Outcome::Temporary(
+                    "4.2.2".into(),
+                    "host h said: 452 4.2.2 over quota 4.2.2 try later".into(),
+                ),
+            ),
+            // A status of another class is text: the code's class decides.
+            (
+                b"554 4.7.1 odd\r\n",
+                Outcome::Permanent("5.0.0".into(), "host h said: 554 4.7.1 odd".into()),
+            ),
+            (
+                b"421 4.7 x\r\n",
+                Outcome::Temporary("4.0.0".into(), "host h said: 421 4.7 x".into()),
+            ),
+            // A success where another answer was due fails as temporary.
+            (
+                b"250 2.0.0 ok\r\n",
+                Outcome::Temporary("4.0.0".into(), "host h said: 250 2.0.0 ok".into()),
+            ),
+        ];
+        for (wire, outcome) in cases {
+            assert_eq!(r(wire).failure("h"), *outcome, "{wire:?}");
+        }
+        assert_eq!(r(b"250 2.1.5 ok\r\n").outcome("h"), Outcome::Delivered);
+    }
+
+    #[test]
+    fn extensions_are_ehlo_keywords() {
+        let ehlo = r(b"250-mx Hello SIZE\r\n250-PIPELINING\r\n250-SIZE 100\r\n250 8BITMIME\r\n");
+        assert!(ehlo.offers("size"));
+        assert!(ehlo.offers("8bitmime"));
+        assert!(!ehlo.offers("Hello"), "the greeting line holds no keyword");
+        assert!(!r(b"250-mx\r\n250 PIPELINING\r\n").offers("SIZE"));
     }
 }

@@ -11,6 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use h2::SendStream;
 use h2::server::SendResponse;
+use stoa_http_proto::request::header_storage;
+use stoa_http_proto::{Method, ResponseLimits, Status, parse_response};
 
 use crate::output::{Chunk, Output};
 
@@ -19,6 +21,16 @@ const MAX_CHUNK: usize = crate::local::TLS_BATCH;
 
 /// Most fields in a response head we wrote (a static file's has about ten).
 const MAX_FIELDS: usize = 64;
+
+/// The limits a head we wrote is read back with: [`MAX_FIELDS`], and no size
+/// limit (the head is whole in memory already, and a CGI script's fields may be
+/// long; the limits are for heads from other servers).
+const HEAD_LIMITS: ResponseLimits = ResponseLimits {
+    max_status_line: usize::MAX,
+    max_header_line: usize::MAX,
+    max_head: usize::MAX,
+    max_headers: MAX_FIELDS,
+};
 
 /// Fields that belong to an HTTP/1 connection, never sent over HTTP/2
 /// (RFC 9113 §8.2.2).
@@ -109,19 +121,19 @@ fn read(chunk: Chunk) -> Result<Bytes, Failed> {
 /// The response of an HTTP/1.1 head. Field values are slices of `head`, not
 /// copies.
 fn translate(head: &Bytes) -> io::Result<http::Response<()>> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-    let mut parsed = httparse::Response::new(&mut fields);
+    let mut storage = header_storage();
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
-    match parsed.parse(head) {
-        Ok(httparse::Status::Complete(_)) => {}
+    // The framing is not read (h2 frames the body), so any method does.
+    let parsed = match parse_response(head, &mut storage, &HEAD_LIMITS, Method::Get) {
+        Ok(Status::Complete(parsed)) => parsed,
         _ => return Err(bad("a response head we cannot parse")),
-    }
-    let status = parsed.code.ok_or_else(|| bad("no status"))?;
+    };
+    let status = parsed.status;
     let mut response = http::Response::new(());
     *response.status_mut() =
         http::StatusCode::from_u16(status).map_err(|_| bad("a status out of range"))?;
     let headers = response.headers_mut();
-    for field in parsed.headers.iter() {
+    for field in parsed.headers {
         if CONNECTION_FIELDS
             .iter()
             .any(|c| field.name.eq_ignore_ascii_case(c))

@@ -156,3 +156,33 @@ fn the_validation_file_is_one_of_the_first_eight() {
         [true, true, true, true, true, true, true, true, false]
     );
 }
+
+/// The manager reads an answer once its head and `Content-Length` bytes are in,
+/// and refuses one it cannot frame.
+#[test]
+fn answers_are_read_by_their_length() {
+    let whole = b"HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 5\r\n\r\nhello";
+    for cut in 0..whole.len() {
+        assert!(parse(&whole[..cut]).expect("a prefix").is_none(), "{cut}");
+    }
+    let reply = parse(whole).expect("valid").expect("whole");
+    assert_eq!(
+        (reply.status, reply.header("server"), &reply.body[..]),
+        (200, Some("s"), &b"hello"[..])
+    );
+    // Bytes after the body are not the reply's.
+    let more = [&whole[..], b"extra"].concat();
+    assert_eq!(parse(&more).expect("valid").expect("whole").body, b"hello");
+    for refused in [
+        &b"HTTP/1.1 200 OK\r\n\r\n"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        b"HTTP/1.1 200 OK\nContent-Length: 0\n\n",
+        b"nonsense\r\n\r\n",
+    ] {
+        assert!(
+            parse(refused).is_err(),
+            "{:?}",
+            String::from_utf8_lossy(refused)
+        );
+    }
+}

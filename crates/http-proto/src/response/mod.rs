@@ -1,7 +1,16 @@
-//! Response heads: status reasons and a writer that appends header lines to a buffer.
+//! Response heads: status reasons and a writer that appends header lines to a
+//! buffer, for the server; and the parser of another server's heads
+//! ([`parse_response`], in [`parse`]) for the clients.
 //!
 //! The writer appends to a caller-owned `Vec<u8>` so a connection can encode several
 //! pipelined responses into one buffer and send them with one `writev`.
+
+pub mod parse;
+#[cfg(test)]
+mod parse_tests;
+
+pub use crate::error::ResponseError;
+pub use parse::{Framing, ResponseHead, ResponseLimits, parse_response};
 
 /// The reason phrase Stoa sends for `status`.
 pub fn reason(status: u16) -> &'static str {
@@ -28,6 +37,7 @@ pub fn reason(status: u16) -> &'static str {
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
+        502 => "Bad Gateway",
         503 => "Service Unavailable",
         505 => "HTTP Version Not Supported",
         507 => "Insufficient Storage",

@@ -1,6 +1,7 @@
 //! Server replies: codes, enhanced status codes (RFC 3463, RFC 2034), multiline
 //! encoding, the EHLO capability list, and the stock replies a server needs for its
-//! own decisions (relay refused, unknown user, storage trouble...).
+//! own decisions (relay refused, unknown user, storage trouble...); and, for the
+//! client side, [`parse_reply`]: the replies another server sends, read ([`parse`]).
 //!
 //! Reply text never reaches the wire unchecked: [`Reply::write_to`] replaces every
 //! byte that is not printable ASCII with `?`, so a caller's text (an address, a queue
@@ -10,6 +11,15 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::command::Mechanism;
+
+pub mod parse;
+#[cfg(test)]
+mod parse_tests;
+
+pub use parse::{ParsedReply, ReplyError, ReplyLimits, parse_reply};
+/// [`parse_reply`]'s "parsed or need more bytes" (`stoa-mail-proto`'s, re-exported so
+/// that callers need no other crate).
+pub use stoa_mail_proto::Status;
 
 /// An enhanced mail system status code, `class.subject.detail` (RFC 3463).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +42,39 @@ impl EnhancedStatus {
             detail,
         }
     }
+}
+
+impl EnhancedStatus {
+    /// The status at the start of a reply line's text, as RFC 3463 §2 writes it
+    /// (`class "." subject "." detail`, a class of 2, 4 or 5, one to three digits for
+    /// the others), followed by a space or the end of the text; `None` when the
+    /// text does not start with one.
+    pub fn parse(text: &[u8]) -> Option<EnhancedStatus> {
+        let word = text.split(|&b| b == b' ').next().unwrap_or_default();
+        let mut parts = word.split(|&b| b == b'.');
+        let (Some(class), Some(subject), Some(detail), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let class = match class {
+            [c @ (b'2' | b'4' | b'5')] => c - b'0',
+            _ => return None,
+        };
+        Some(EnhancedStatus::new(
+            class,
+            number(subject)?,
+            number(detail)?,
+        ))
+    }
+}
+
+/// One to three decimal digits.
+fn number(digits: &[u8]) -> Option<u16> {
+    if digits.is_empty() || digits.len() > 3 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(digits.iter().fold(0, |n, &d| n * 10 + u16::from(d - b'0')))
 }
 
 impl fmt::Display for EnhancedStatus {
