@@ -14,6 +14,10 @@ pub(crate) const STATIC_FILES: [(&str, usize); 3] =
 /// no connection of a run is closed for being idle.
 pub(crate) const KEEPALIVE_SECS: u32 = 75;
 
+/// nginx's `open_file_cache max=`: the size the committed comparisons used, as
+/// many descriptors as stoa's own open-file cache holds by default.
+const NGINX_OPEN_FILE_CACHE: u32 = 10_000;
+
 /// What a peer's configuration is generated from.
 #[derive(Debug, Clone)]
 pub(crate) struct Setup<'a> {
@@ -47,7 +51,8 @@ pub(crate) fn nginx_conf(setup: &Setup<'_>) -> String {
     let _ = writeln!(
         conf,
         "worker_rlimit_nofile {};",
-        setup.max_connections + 100
+        // Every connection and every descriptor open_file_cache may hold.
+        setup.max_connections + 100 + NGINX_OPEN_FILE_CACHE
     );
     let _ = writeln!(
         conf,
@@ -60,7 +65,10 @@ pub(crate) fn nginx_conf(setup: &Setup<'_>) -> String {
         let _ = writeln!(conf, "    {temp}_temp_path {dir}/{temp};");
     }
     conf.push_str("    sendfile on;\n    tcp_nopush on;\n");
-    conf.push_str("    open_file_cache max=10000 inactive=60s;\n    open_file_cache_valid 1s;\n");
+    let _ = writeln!(
+        conf,
+        "    open_file_cache max={NGINX_OPEN_FILE_CACHE} inactive=60s;\n    open_file_cache_valid 1s;"
+    );
     match setup.access_log {
         Some(log) => {
             let _ = writeln!(conf, "    access_log {};", log.display());
@@ -164,6 +172,8 @@ mod tests {
             "daemon off;",
             "pid /tmp/x/nginx/nginx.pid;",
             "worker_connections 164;",
+            "worker_rlimit_nofile 10164;",
+            "open_file_cache max=10000 inactive=60s;",
             "client_body_temp_path /tmp/x/nginx/client_body;",
             "access_log /tmp/x/a.log;",
             "keepalive_timeout 75s;",

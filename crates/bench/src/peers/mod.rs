@@ -23,10 +23,10 @@
 
 mod config;
 mod load;
+mod readme;
 mod results;
 mod server;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -313,7 +313,9 @@ fn peers_of(args: &Args, exe: &Path) -> anyhow::Result<Vec<(&'static str, Softwa
     Ok(peers)
 }
 
-/// Runs the comparison and writes the result directory.
+/// Runs the comparison, writes the result directory and prints the summary
+/// on standard output.
+#[allow(clippy::print_stdout, reason = "the summary is the command's output")]
 pub fn run(args: &Args) -> anyhow::Result<()> {
     if !(1..=MAX_ROUNDS).contains(&args.rounds) {
         bail!("--rounds: 1 to {MAX_ROUNDS}");
@@ -325,7 +327,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if run_time > MAX_RUN_TIME {
         bail!("--run-time: at most {MAX_RUN_TIME:?}");
     }
-    if args.workload == Workload::Static && which("wrk").is_none() {
+    if args.workload == Workload::Static && server::which("wrk").is_none() {
         bail!("the static workload needs wrk (apt-get install wrk)");
     }
     let exe = crate::stoa_exe(None)?;
@@ -350,7 +352,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         peers[0].0
     };
-    cmp.write(args, &out, reference)?;
+    let summary = cmp.write(args, &out, reference)?;
+    print!("{summary}");
     eprintln!("stoa bench peers: results in {}", out.display());
     Ok(())
 }
@@ -360,15 +363,6 @@ fn default_out(workload: Workload) -> PathBuf {
     let date = time::OffsetDateTime::now_utc().date();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     PathBuf::from("bench-results").join(format!("{date}-{}-{}", host.trim(), workload.name()))
-}
-
-/// A program on the path.
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
-    })
 }
 
 /// A comparison under way: its servers, its rows so far.
@@ -603,8 +597,9 @@ impl<'a> Comparison<'a> {
         }
     }
 
-    /// `raw.csv`, `summary.txt`, the configurations and `README.md` in `out`.
-    fn write(&self, args: &Args, out: &Path, reference: &str) -> anyhow::Result<()> {
+    /// `raw.csv`, `summary.txt`, the configurations and `README.md` in `out`;
+    /// returns the summary.
+    fn write(&self, args: &Args, out: &Path, reference: &str) -> anyhow::Result<String> {
         let summary = results::summary(&self.rows, reference);
         let put = |name: &str, text: &str| {
             let path = out.join(name);
@@ -621,12 +616,11 @@ impl<'a> Comparison<'a> {
             put(&name, &config::with_tmp_named(&s.config, self.tmp))?;
         }
         put("README.md", &self.readme(args, &summary))?;
-        let _ = std::io::stdout().flush();
-        Ok(())
+        Ok(summary)
     }
 
     fn readme(&self, args: &Args, summary: &str) -> String {
-        readme(&ReadmeParts {
+        readme::readme(&readme::Parts {
             args,
             servers: &self
                 .servers
@@ -696,141 +690,6 @@ fn raise_nofile(want: u64) -> anyhow::Result<()> {
     limit.current = Some(soft);
     setrlimit(Resource::Nofile, limit).context("cannot raise the open-file limit")?;
     Ok(())
-}
-
-/// What the README is written from.
-struct ReadmeParts<'a> {
-    args: &'a Args,
-    servers: &'a [String],
-    pinning: &'a Pinning,
-    run_time: Duration,
-    summary: &'a str,
-}
-
-/// The result directory's README: the command, the machine, the setup, how to
-/// read the files, and the summary.
-fn readme(p: &ReadmeParts<'_>) -> String {
-    let mut md = String::new();
-    let command: Vec<String> = std::iter::once("stoa".to_owned())
-        .chain(std::env::args().skip(1))
-        .collect();
-    let w = p.args.workload.name();
-    md.push_str(&format!("# {}: {}\n\n", w, p.servers.join(" vs ")));
-    md.push_str(&format!(
-        "Command (from the repository root): `{}`\n\n",
-        command.join(" ")
-    ));
-    let now = time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default();
-    md.push_str(&format!("Date: {now}\n\n## Machine\n\n"));
-    let system = crate::archive::System::collect(crate::archive::Server::default());
-    for (k, v) in system.rows() {
-        if k.starts_with("Server") || k.starts_with("Target") || k.starts_with("Harness") {
-            continue;
-        }
-        md.push_str(&format!("- {k}: {v}\n"));
-    }
-    for (name, cmd) in [
-        ("stoa revision", "git rev-parse --short HEAD"),
-        ("nginx", "nginx -v"),
-        ("wrk", "wrk -v"),
-    ] {
-        md.push_str(&format!("- {name}: {}\n", version_of(cmd)));
-    }
-    md.push_str("\n## Setup\n\n");
-    md.push_str(&setup_lines(p));
-    md.push_str("\n## Reading\n\n");
-    md.push_str(READING);
-    md.push_str("\n## Summary\n\n```\n");
-    md.push_str(p.summary);
-    md.push_str("```\n");
-    md
-}
-
-fn setup_lines(p: &ReadmeParts<'_>) -> String {
-    let a = p.args;
-    let mut s = String::new();
-    match a.workload {
-        Workload::Web99 => {
-            s.push_str(&format!(
-                "- Load: `stoa bench web --static-only --connections N --run-time {}s` at N = {}, paced \
-                 SPECweb99-style connections over the same file set (`stoa fileset`){}.\n",
-                p.run_time.as_secs(),
-                a.loads.0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
-                if a.mix_load > 0 {
-                    format!("; the mix row: the full mix at {} against stoa only", a.mix_load)
-                } else {
-                    String::new()
-                }
-            ));
-            if !a.no_warm {
-                s.push_str("- Before each run every file of the set was read once (page cache warm).\n");
-            }
-        }
-        Workload::Static => s.push_str(&format!(
-            "- Load: `wrk -t{} -c{} -d{}s --latency URL` (plus `-H 'Connection: close'` for the close rows) \
-             against 1k.bin, 10k.bin and 100k.bin (random bytes); {}s of wrk per server and file first.\n",
-            a.threads,
-            a.connections,
-            p.run_time.as_secs(),
-            WARM_UP.as_secs()
-        )),
-    }
-    s.push_str(
-        "- Servers: one worker each, on 127.0.0.1, the same document root, access log on (combined, to a \
-         file, truncated after each run), keep-alive timeout 75 s. nginx: sendfile, tcp_nopush, \
-         open_file_cache (nginx.conf); stoa: stoa.args (`$TMP` is the temporary directory).\n",
-    );
-    s.push_str(&format!(
-        "- {} rounds; each round runs every row against every server, in the order {} in odd rounds and \
-         reversed in even ones.\n",
-        a.rounds,
-        p.servers.join(", ")
-    ));
-    s.push_str(&format!("- Pinning: {}.\n", p.pinning.words()));
-    s.push_str(
-        "- Each `stoa bench web` run's JSON is in the results archive (`stoa bench results`), \
-         labelled `peers-WORKLOAD-SERVER`; none is kept here.\n",
-    );
-    s
-}
-
-/// How to read the result directory's files.
-const READING: &str = "\
-- summary.txt: per row and server, the medians over the rounds; then each server's per-round ratio to \
-the reference (median, smallest, largest), for operations per second and for server CPU per operation.
-- Server CPU: the server's whole process tree (nginx's master and workers, stoa and its CGI children), \
-utime + stime from /proc before and after each run, per operation the load finished; kernel % is the \
-system time's share. On loopback a server's kernel time includes part of the load's receive work.
-- harness %: the load generator's CPU over the run, % of one core; a row where it used more than \
-70 % of its cores (\"bound\") may have measured the generator, not the server: compare CPU per \
-operation there, not throughput.
-- raw.csv: one line per run (round,row,server,ops_per_sec,errors,server_cpu_us_per_op,\
-server_kernel_pct,harness_cpu_pct,harness_bound,conform_pct).
-";
-
-/// The first line a version command prints (to standard output or error), or
-/// `unknown`.
-fn version_of(command: &str) -> String {
-    let mut words = command.split_whitespace();
-    let Some(program) = words.next() else {
-        return "unknown".to_owned();
-    };
-    std::process::Command::new(program)
-        .args(words)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()
-        .and_then(|o| {
-            let text = String::from_utf8_lossy(&o.stdout).into_owned()
-                + &String::from_utf8_lossy(&o.stderr);
-            text.lines()
-                .next()
-                .map(|l| l.split(" Copyright").next().unwrap_or(l).trim().to_owned())
-        })
-        .filter(|l| !l.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 #[cfg(test)]

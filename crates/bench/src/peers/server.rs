@@ -49,12 +49,16 @@ pub(crate) struct Running {
 /// The nginx binary: `nginx` on the path, else `/usr/sbin/nginx`; `None` when
 /// neither exists.
 pub(crate) fn nginx_binary() -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|d| d.join("nginx"))
-        .find(|p| p.is_file())
+    which("nginx").or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
+}
+
+/// A program on the path.
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
 }
 
 /// A loopback port that was free a moment ago.
@@ -183,7 +187,7 @@ fn start_stoa(
     let mut running = Running {
         name: name.to_owned(),
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        config: format!("stoa {}", args.join(" ")),
+        config: format!("stoa {}\n", args.join(" ")),
         access_log: setup.access_log.map(Path::to_owned),
         child,
     };
