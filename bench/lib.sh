@@ -319,7 +319,7 @@ run_peers() {
     bench_install_traps
     ensure_commands "${needs[@]}" git:git
     build_stoa
-    cd "$REPO_ROOT"
+    cd "$REPO_ROOT" || die "cannot enter $REPO_ROOT"
     "$STOA_BIN" bench peers --workload "$workload" ${BENCH_OUT:+--out "$BENCH_OUT"} "$@"
 }
 
