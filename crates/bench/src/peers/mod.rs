@@ -3,9 +3,9 @@
 //!
 //! Each peer is started from a configuration generated in a temporary
 //! directory, on a free loopback port, pinned to the server CPUs
-//! ([`server::Running`]); every round measures every row (a load, or a file
+//! (`server::Running`); every round measures every row (a load, or a file
 //! and a connection mode) against every server, in an order that alternates
-//! from round to round ([`results::round_order`]), with the load pinned to the
+//! from round to round (`results::round_order`), with the load pinned to the
 //! harness CPUs. A server's CPU is its whole process tree's (nginx's master and
 //! workers, stoa's CGI children), from `/proc` before and after the run
 //! (`proctree`). The workloads ([`Workload`]):
