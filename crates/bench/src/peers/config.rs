@@ -100,32 +100,48 @@ pub(crate) fn nginx_dirs(dir: &Path) -> anyhow::Result<()> {
 /// `stoa serve`'s flags for a comparison (the address comes from its
 /// "listening on" line): one worker, the access log in the combined format,
 /// nginx's keep-alive timeout; with `web99`, the dynamic API's state and CGI
-/// directory too (a static request does not touch them).
-pub(crate) fn stoa_args(setup: &Setup<'_>, web99: Option<(&Path, &Path)>) -> Vec<String> {
-    let mut args: Vec<String> = ["serve", "--listen", "127.0.0.1:0", "--workers", "1"]
-        .map(String::from)
-        .into();
-    args.push("--docroot".into());
-    args.push(setup.docroot.display().to_string());
-    match setup.access_log {
-        Some(log) => {
-            args.extend(["--access-log".into(), log.display().to_string()]);
-            args.extend(["--log-format".into(), "combined".into()]);
-        }
-        None => args.extend(["--access-log".into(), "off".into()]),
+/// directory too (a static request does not touch them). `extra` comes last,
+/// and a default flag it names again (`--workers 2`) is left out.
+pub(crate) fn stoa_args(
+    setup: &Setup<'_>,
+    web99: Option<(&Path, &Path)>,
+    extra: &[String],
+) -> Vec<String> {
+    let log = setup
+        .access_log
+        .map_or_else(|| "off".to_owned(), |l| l.display().to_string());
+    let mut defaults: Vec<(&str, Option<String>)> = vec![
+        ("--listen", Some("127.0.0.1:0".to_owned())),
+        ("--workers", Some("1".to_owned())),
+        ("--docroot", Some(setup.docroot.display().to_string())),
+        ("--access-log", Some(log)),
+        ("--log-format", Some("combined".to_owned())),
+        ("--keepalive-timeout", Some(format!("{KEEPALIVE_SECS}s"))),
+        (
+            "--max-connections",
+            Some((setup.max_connections + 100).to_string()),
+        ),
+    ];
+    if setup.access_log.is_none() {
+        defaults.retain(|(flag, _)| *flag != "--log-format");
     }
-    args.extend([
-        "--keepalive-timeout".into(),
-        format!("{KEEPALIVE_SECS}s"),
-        "--max-connections".into(),
-        (setup.max_connections + 100).to_string(),
-    ]);
     if let Some((state, cgi)) = web99 {
-        args.extend(["--web99".into(), "--web99-state".into()]);
-        args.push(state.display().to_string());
-        args.push("--cgi-dir".into());
-        args.push(cgi.display().to_string());
+        defaults.push(("--web99", None));
+        defaults.push(("--web99-state", Some(state.display().to_string())));
+        defaults.push(("--cgi-dir", Some(cgi.display().to_string())));
     }
+    let mut args = vec!["serve".to_owned()];
+    for (flag, value) in defaults {
+        if extra
+            .iter()
+            .any(|e| e == flag || e.starts_with(&format!("{flag}=")))
+        {
+            continue;
+        }
+        args.push(flag.to_owned());
+        args.extend(value);
+    }
+    args.extend(extra.iter().cloned());
     args
 }
 
@@ -191,7 +207,7 @@ mod tests {
     #[test]
     fn stoa_gets_the_same_docroot_log_and_keepalive() {
         let (dir, www) = (Path::new("/t/stoa"), Path::new("/t/www"));
-        let args = stoa_args(&setup(dir, www, Some(Path::new("/t/s.log"))), None);
+        let args = stoa_args(&setup(dir, www, Some(Path::new("/t/s.log"))), None, &[]);
         let line = args.join(" ");
         assert_eq!(
             line,
@@ -201,12 +217,34 @@ mod tests {
         let web99 = stoa_args(
             &setup(dir, www, None),
             Some((Path::new("/t/state"), Path::new("/t/cgi"))),
+            &[],
         )
         .join(" ");
         assert!(web99.contains("--access-log off"), "{web99}");
         assert!(
             web99.ends_with("--web99 --web99-state /t/state --cgi-dir /t/cgi"),
             "{web99}"
+        );
+    }
+
+    #[test]
+    fn extra_flags_replace_the_defaults_they_name() {
+        let (dir, www) = (Path::new("/t/stoa"), Path::new("/t/www"));
+        let extra: Vec<String> = [
+            "--workers",
+            "2",
+            "--runtime",
+            "per-core",
+            "--access-log=off",
+        ]
+        .map(String::from)
+        .into();
+        let line = stoa_args(&setup(dir, www, Some(Path::new("/t/s.log"))), None, &extra).join(" ");
+        assert_eq!(
+            line,
+            "serve --listen 127.0.0.1:0 --docroot /t/www --log-format combined \
+             --keepalive-timeout 75s --max-connections 164 --workers 2 --runtime per-core \
+             --access-log=off"
         );
     }
 

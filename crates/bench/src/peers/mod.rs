@@ -87,6 +87,31 @@ impl Workload {
     }
 }
 
+/// A file of the static workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StaticFile {
+    /// 1 KiB.
+    #[value(name = "1k")]
+    K1,
+    /// 10 KiB.
+    #[value(name = "10k")]
+    K10,
+    /// 100 KiB.
+    #[value(name = "100k")]
+    K100,
+}
+
+impl StaticFile {
+    /// Its name in the document root (`1k.bin`).
+    fn file(self) -> &'static str {
+        match self {
+            StaticFile::K1 => config::STATIC_FILES[0].0,
+            StaticFile::K10 => config::STATIC_FILES[1].0,
+            StaticFile::K100 => config::STATIC_FILES[2].0,
+        }
+    }
+}
+
 /// Connection counts, separated by commas or spaces (`1600,3200`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loads(pub Vec<u32>);
@@ -129,7 +154,7 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub workload: Workload,
     /// The servers, in the first round's order (the order reverses every
-    /// round); the first of nginx or the list is the ratios' reference.
+    /// round); the ratios' reference is nginx, else stoa-base, else the first.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "nginx,stoa")]
     pub servers: Vec<Peer>,
     /// Rounds (at most 20).
@@ -150,9 +175,12 @@ pub struct Args {
     /// read once, so every run starts with it in the page cache).
     #[arg(long)]
     pub no_warm: bool,
-    /// static: wrk's connections.
-    #[arg(long, default_value_t = 64)]
-    pub connections: u32,
+    /// static: wrk's connections; several (`64,256`) make a row each.
+    #[arg(long, default_value = "64")]
+    pub connections: Loads,
+    /// static: the files (of 1k, 10k, 100k).
+    #[arg(long, value_delimiter = ',', default_value = "1k,10k,100k")]
+    pub files: Vec<StaticFile>,
     /// static: wrk's threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -162,6 +190,15 @@ pub struct Args {
     /// The stoa binary the `stoa-base` server runs (added to --servers).
     #[arg(long, value_name = "BINARY")]
     pub baseline: Option<PathBuf>,
+    /// More `stoa serve` flags for `stoa` (`"--workers 2 --runtime
+    /// per-core"`); a default they name again is left out.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub stoa_flags: Option<String>,
+    /// The same for `stoa-base`, which this adds to --servers (running
+    /// --baseline, else the same binary as `stoa`): two configurations of
+    /// one build compared.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub baseline_flags: Option<String>,
     /// The servers' CPUs (default 0 with two or more CPUs).
     #[arg(long, value_name = "LIST")]
     pub server_cpus: Option<CpuList>,
@@ -227,8 +264,14 @@ impl Pinning {
 enum RowSpec {
     /// web99 at a load; `mix`: the full mix, stoa builds only.
     Web99 { connections: u32, mix: bool },
-    /// wrk against a file, keep-alive or close.
-    Static { file: &'static str, close: bool },
+    /// wrk against a file, keep-alive or close; `suffix`: the connection
+    /// count in the name when there are several.
+    Static {
+        file: &'static str,
+        close: bool,
+        connections: u32,
+        suffix: bool,
+    },
 }
 
 impl RowSpec {
@@ -236,11 +279,20 @@ impl RowSpec {
         match self {
             RowSpec::Web99 { connections, mix } if *mix => format!("mix-{connections}"),
             RowSpec::Web99 { connections, .. } => connections.to_string(),
-            RowSpec::Static { file, close } => format!(
-                "{}-{}",
-                file.trim_end_matches(".bin"),
-                if *close { "close" } else { "keepalive" }
-            ),
+            RowSpec::Static {
+                file,
+                close,
+                connections,
+                suffix,
+            } => {
+                let mode = if *close { "close" } else { "keepalive" };
+                let name = format!("{}-{mode}", file.trim_end_matches(".bin"));
+                if *suffix {
+                    format!("{name}-c{connections}")
+                } else {
+                    name
+                }
+            }
         }
     }
 
@@ -270,10 +322,23 @@ fn rows_of(args: &Args) -> Vec<RowSpec> {
             }
             rows
         }
-        Workload::Static => config::STATIC_FILES
-            .iter()
-            .flat_map(|&(file, _)| [false, true].map(|close| RowSpec::Static { file, close }))
-            .collect(),
+        Workload::Static => {
+            let several = args.connections.0.len() > 1;
+            let mut rows = Vec::new();
+            for &connections in &args.connections.0 {
+                for f in &args.files {
+                    for close in [false, true] {
+                        rows.push(RowSpec::Static {
+                            file: f.file(),
+                            close,
+                            connections,
+                            suffix: several,
+                        });
+                    }
+                }
+            }
+            rows
+        }
     }
 }
 
@@ -281,25 +346,32 @@ fn rows_of(args: &Args) -> Vec<RowSpec> {
 /// with `--baseline`).
 fn peers_of(args: &Args, exe: &Path) -> anyhow::Result<Vec<(&'static str, Software)>> {
     let mut list = args.servers.clone();
-    if args.baseline.is_some() && !list.contains(&Peer::StoaBase) {
+    let base_wanted = args.baseline.is_some() || args.baseline_flags.is_some();
+    if base_wanted && !list.contains(&Peer::StoaBase) {
         let at = list
             .iter()
             .position(|p| *p == Peer::Stoa)
             .unwrap_or(list.len());
         list.insert(at, Peer::StoaBase);
     }
+    let stoa = args.stoa.clone().unwrap_or_else(|| exe.to_owned());
     let mut peers = Vec::new();
     for peer in list {
         if peers.iter().any(|(n, _)| *n == peer.name()) {
             bail!("--servers: {} twice", peer.name());
         }
         let software = match peer {
-            Peer::Stoa => Software::Stoa(args.stoa.clone().unwrap_or_else(|| exe.to_owned())),
-            Peer::StoaBase => Software::Stoa(
-                args.baseline
-                    .clone()
-                    .context("--servers stoa-base needs --baseline BINARY")?,
-            ),
+            Peer::Stoa => Software::Stoa(stoa.clone(), words(args.stoa_flags.as_deref())),
+            Peer::StoaBase => {
+                let exe = match (&args.baseline, &args.baseline_flags) {
+                    (Some(base), _) => base.clone(),
+                    (None, Some(_)) => stoa.clone(),
+                    (None, None) => {
+                        bail!("--servers stoa-base needs --baseline BINARY or --baseline-flags")
+                    }
+                };
+                Software::Stoa(exe, words(args.baseline_flags.as_deref()))
+            }
             Peer::Nginx => Software::Nginx(
                 server::nginx_binary()
                     .context("nginx is not installed (apt-get install nginx-light)")?,
@@ -311,6 +383,15 @@ fn peers_of(args: &Args, exe: &Path) -> anyhow::Result<Vec<(&'static str, Softwa
         bail!("--servers: none given");
     }
     Ok(peers)
+}
+
+/// The words of a flags string (`"--workers 2"`); none for `None`.
+fn words(flags: Option<&str>) -> Vec<String> {
+    flags
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Runs the comparison, writes the result directory and prints the summary
@@ -347,11 +428,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         cmp.start(name, software)?;
     }
     cmp.rounds(args)?;
-    let reference = if peers.iter().any(|(n, _)| *n == "nginx") {
-        "nginx"
-    } else {
-        peers[0].0
-    };
+    // The ratios' denominator: nginx, else the baseline, else the first.
+    let reference = ["nginx", "stoa-base"]
+        .into_iter()
+        .find(|r| peers.iter().any(|(n, _)| n == r))
+        .unwrap_or(peers[0].0);
     let summary = cmp.write(args, &out, reference)?;
     print!("{summary}");
     eprintln!("stoa bench peers: results in {}", out.display());
@@ -396,7 +477,7 @@ impl<'a> Comparison<'a> {
                 .chain([args.mix_load])
                 .max()
                 .unwrap_or(1),
-            Workload::Static => args.connections,
+            Workload::Static => args.connections.0.iter().copied().max().unwrap_or(1),
         };
         raise_nofile(u64::from(max_connections) * 2 + 1000)?;
         let docroot = tmp.join("www");
@@ -476,14 +557,15 @@ impl<'a> Comparison<'a> {
     /// wrk against every server and file for [`WARM_UP`], results thrown away.
     fn warm_up(&mut self) -> anyhow::Result<()> {
         for i in 0..self.servers.len() {
-            for (file, _) in config::STATIC_FILES {
-                self.load(
-                    i,
-                    &RowSpec::Static { file, close: false },
-                    WARM_UP,
-                    "warm-up",
-                )
-                .with_context(|| format!("warm-up of {}", self.servers[i].name))?;
+            for f in &self.args.files {
+                let spec = RowSpec::Static {
+                    file: f.file(),
+                    close: false,
+                    connections: self.args.connections.0[0],
+                    suffix: false,
+                };
+                self.load(i, &spec, WARM_UP, "warm-up")
+                    .with_context(|| format!("warm-up of {}", self.servers[i].name))?;
             }
             self.servers[i].truncate_log();
         }
@@ -555,10 +637,15 @@ impl<'a> Comparison<'a> {
             .join(format!("{}-{label}", server.name));
         std::fs::create_dir_all(run_dir.parent().unwrap_or(self.tmp))?;
         match *spec {
-            RowSpec::Static { file, close } => WrkRun {
+            RowSpec::Static {
+                file,
+                close,
+                connections,
+                ..
+            } => WrkRun {
                 url: format!("http://{}/{file}", server.addr),
                 threads: self.args.threads,
-                connections: self.args.connections,
+                connections,
                 duration: time,
                 close,
                 cpus: self.pinning.harness.as_ref(),

@@ -80,11 +80,12 @@ fn setup_lines(p: &Parts<'_>) -> String {
             }
         }
         Workload::Static => s.push_str(&format!(
-            "- Load: `wrk -t{} -c{} -d{}s --latency URL` (plus `-H 'Connection: close'` for the close rows) \
-             against 1k.bin, 10k.bin and 100k.bin (random bytes); {}s of wrk per server and file first.\n",
+            "- Load: `wrk -t{} -cC -d{}s --latency URL` with C in {{{}}} (plus `-H 'Connection: close'` \
+             for the close rows) against {} (random bytes); {}s of wrk per server and file first.\n",
             a.threads,
-            a.connections,
             p.run_time.as_secs(),
+            a.connections.0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            a.files.iter().map(|f| f.file()).collect::<Vec<_>>().join(", "),
             WARM_UP.as_secs()
         )),
     }
@@ -93,6 +94,16 @@ fn setup_lines(p: &Parts<'_>) -> String {
          file, truncated after each run), keep-alive timeout 75 s. nginx: sendfile, tcp_nopush, \
          open_file_cache (nginx.conf); stoa: stoa.args (`$TMP` is the temporary directory).\n",
     );
+    for (name, flags) in [("stoa", &a.stoa_flags), ("stoa-base", &a.baseline_flags)] {
+        if let Some(flags) = flags {
+            s.push_str(&format!(
+                "- {name}'s own flags: `{flags}` (see {name}.args).\n"
+            ));
+        }
+    }
+    if a.baseline_flags.is_some() && a.baseline.is_none() {
+        s.push_str("- stoa-base runs the same binary as stoa: two configurations of one build.\n");
+    }
     s.push_str(&format!(
         "- {} rounds; each round runs every row against every server, in the order {} in odd rounds and \
          reversed in even ones.\n",

@@ -121,7 +121,7 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<16} {:<10} {:>10} {:>11} {:>9} {:>10} {:>7} {:>6}",
+        "{:<20} {:<10} {:>10} {:>11} {:>9} {:>10} {:>7} {:>6}",
         "row", "server", "ops/s", "CPU µs/op", "kernel %", "harness %", "errors", "bound"
     );
     for row in &row_names {
@@ -139,7 +139,7 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
             let bound = mine.iter().filter(|r| r.harness_bound).count();
             let _ = writeln!(
                 out,
-                "{:<16} {:<10} {:>10} {:>11} {:>9} {:>10} {:>7} {:>6}",
+                "{:<20} {:<10} {:>10} {:>11} {:>9} {:>10} {:>7} {:>6}",
                 row,
                 server,
                 opt(m(&|r| Some(r.ops_per_sec)), 1),
@@ -177,7 +177,7 @@ fn ratios(out: &mut String, rows: &[Row], row_names: &[String], a: &str, b: &str
         out,
         "\n{a} / {b}, per round: median [min, max] (ops/s above 1 and CPU below 1 favour {a})\n"
     );
-    let _ = writeln!(out, "{:<16} {:>24} {:>24}", "row", "ops/s", "CPU per op");
+    let _ = writeln!(out, "{:<20} {:>24} {:>24}", "row", "ops/s", "CPU per op");
     for row in row_names {
         let of = |server: &str, round: u32| {
             rows.iter()
@@ -198,7 +198,7 @@ fn ratios(out: &mut String, rows: &[Row], row_names: &[String], a: &str, b: &str
         if ops.is_empty() && cpu.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "{row:<16} {:>24} {:>24}", spread(&ops), spread(&cpu));
+        let _ = writeln!(out, "{row:<20} {:>24} {:>24}", spread(&ops), spread(&cpu));
     }
 }
 

@@ -25,8 +25,9 @@ const POLL: Duration = Duration::from_millis(20);
 /// Which server software a peer runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Software {
-    /// `stoa serve` of this binary or another build (`--baseline`).
-    Stoa(PathBuf),
+    /// `stoa serve` of this binary or another build (`--baseline`), with
+    /// extra flags (`--stoa-flags`, `--baseline-flags`).
+    Stoa(PathBuf, Vec<String>),
     /// nginx, from `nginx` on the path or `/usr/sbin/nginx`.
     Nginx(PathBuf),
 }
@@ -81,7 +82,7 @@ impl Running {
         std::fs::create_dir_all(setup.dir)
             .with_context(|| format!("cannot create {}", setup.dir.display()))?;
         let running = match software {
-            Software::Stoa(exe) => start_stoa(name, exe, setup, web99, cpus),
+            Software::Stoa(exe, extra) => start_stoa(name, exe, extra, setup, web99, cpus),
             Software::Nginx(exe) => start_nginx(name, exe, setup, cpus),
         }
         .with_context(|| format!("cannot start {name}"))?;
@@ -156,11 +157,12 @@ fn signal(pid: u32, sig: rustix::process::Signal) {
 fn start_stoa(
     name: &str,
     exe: &Path,
+    extra: &[String],
     setup: &Setup<'_>,
     web99: Option<(&Path, &Path)>,
     cpus: Option<&CpuList>,
 ) -> anyhow::Result<Running> {
-    let args = config::stoa_args(setup, web99);
+    let args = config::stoa_args(setup, web99, extra);
     let mut command = Command::new(exe);
     command
         .args(&args)

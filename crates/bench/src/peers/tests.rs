@@ -122,3 +122,58 @@ fn a_baseline_runs_just_before_stoa() {
         "needs --baseline"
     );
 }
+
+#[test]
+fn several_connection_counts_make_a_row_each() {
+    let a = args(&[
+        "--workload",
+        "static",
+        "--connections",
+        "64,256",
+        "--files",
+        "1k,100k",
+    ]);
+    let names: Vec<String> = rows_of(&a).iter().map(RowSpec::name).collect();
+    assert_eq!(
+        names,
+        [
+            "1k-keepalive-c64",
+            "1k-close-c64",
+            "100k-keepalive-c64",
+            "100k-close-c64",
+            "1k-keepalive-c256",
+            "1k-close-c256",
+            "100k-keepalive-c256",
+            "100k-close-c256"
+        ]
+    );
+}
+
+#[test]
+fn baseline_flags_compare_two_configurations_of_one_build() {
+    let a = args(&[
+        "--workload",
+        "static",
+        "--servers",
+        "stoa",
+        "--stoa-flags",
+        "--workers 2 --runtime per-core",
+        "--baseline-flags",
+        "--workers 2 --runtime multi-thread",
+    ]);
+    let peers = peers_of(&a, Path::new("/stoa")).expect("two stoa configurations");
+    let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        peers,
+        [
+            (
+                "stoa-base",
+                Software::Stoa("/stoa".into(), words("--workers 2 --runtime multi-thread"))
+            ),
+            (
+                "stoa",
+                Software::Stoa("/stoa".into(), words("--workers 2 --runtime per-core"))
+            ),
+        ]
+    );
+}
