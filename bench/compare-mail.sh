@@ -108,7 +108,7 @@ COMMANDS="$OUT/commands.txt"
 RUNS=()          # "server|round|dir|exit status|kind" (kind: find-max or rerun)
 
 # run_harness SERVER ROUND NAME ARGS...: runs `stoa bench mail ARGS...`, output in
-# OUT/NAME.txt (stdout) and OUT/NAME.log (stderr), bounded by --run-timeout. Sets
+# RUN_DIR/NAME.txt (stdout) and RUN_DIR/NAME.log (stderr), bounded by --run-timeout. Sets
 # HARNESS_RC.
 run_harness() {
     local server="$1" round="$2" name="$3"
@@ -119,20 +119,20 @@ run_harness() {
     show_cmd stoa bench mail "$@" | sed "s/^/[$server, round $round] /" >>"$COMMANDS"
     HARNESS_RC=0
     timeout --kill-after=30 "$RUN_TIMEOUT" "$STOA_BIN" bench mail "$@" \
-        >"$OUT/$name.txt" 2>"$OUT/$name.log" || HARNESS_RC=$?
+        >"$RUN_DIR/$name.txt" 2>"$RUN_DIR/$name.log" || HARNESS_RC=$?
     if ((HARNESS_RC == 124)); then
         log "!!! $server round $round ($name): the harness ran out of time (--run-timeout $RUN_TIMEOUT)"
     elif ((HARNESS_RC != 0)); then
-        log "!!! $server round $round ($name): the harness exited $HARNESS_RC: $(tail -n 3 "$OUT/$name.log" | tr '\n' ' ')"
+        log "!!! $server round $round ($name): the harness exited $HARNESS_RC: $(tail -n 3 "$RUN_DIR/$name.log" | tr '\n' ' ')"
     fi
 }
 
-# Results of round 1 keep the plain names (OUT/stoa, OUT/postfix-dovecot).
+# Results of round 1 keep the plain names (RUN_DIR/stoa, RUN_DIR/postfix-dovecot).
 run_name() { if (($2 == 1)); then echo "$1"; else echo "$1-r$2"; fi; }
 
-# knee_of DIR: the best passing rate of the find-max run in OUT/DIR, or nothing.
+# knee_of DIR: the best passing rate of the find-max run in RUN_DIR/DIR, or nothing.
 knee_of() {
-    python3 - "$OUT/$1/result.json" <<'EOF'
+    python3 - "$RUN_DIR/$1/result.json" <<'EOF'
 import json, sys
 try:
     b = json.load(open(sys.argv[1]))["find_max"]["best_mpm"]
@@ -144,7 +144,7 @@ EOF
 }
 
 # rerun_knee SERVER ROUND NAME PREPARE ARGS...: the 100 % level at the knee of
-# OUT/NAME, --reruns times, each with its own seed; ARGS reach the server (and name
+# RUN_DIR/NAME, --reruns times, each with its own seed; ARGS reach the server (and name
 # it). Each re-run needs a store at the steady state, which the search's failed
 # levels may have drained: PREPARE (a function, or "" when the harness starts a
 # fresh server itself) is called with the re-run's name before each one, makes a
@@ -170,7 +170,7 @@ rerun_knee() {
         fi
         log "round $r: $server, the 100 % level at its knee ($knee msgs/min), re-run $k of $RERUNS"
         run_harness "$server" "$r" "$name-knee$k" "${RERUN_ARGS[@]}" --levels 100 --rate "$knee" \
-            "${PHASE_FLAGS[@]}" --seed "$((SEED + k))" --out "$OUT/$name-knee$k"
+            "${PHASE_FLAGS[@]}" --seed "$((SEED + k))" --out "$RUN_DIR/$name-knee$k"
         RUNS+=("$server|$r|$name-knee$k|$HARNESS_RC|rerun")
     done
 }
@@ -182,7 +182,7 @@ run_stoa() {
         args=(--find-max "${STORE_FLAG[@]}" "${PHASE_FLAGS[@]}" --seed "$SEED" --password-scheme "$SCHEME")
         if [[ -n "$RATE_START" ]]; then args+=(--rate "$RATE_START"); fi
         log "round $r: stoa (the harness's built-in server), find-max"
-        run_harness stoa "$r" "$name" "${args[@]}" --out "$OUT/$name"
+        run_harness stoa "$r" "$name" "${args[@]}" --out "$RUN_DIR/$name"
         RUNS+=("stoa|$r|$name|$HARNESS_RC|find-max")
     fi
     rerun_knee stoa "$r" "$name" "" "${STORE_FLAG[@]}" --password-scheme "$SCHEME"
@@ -230,7 +230,7 @@ run_postfix_dovecot() {
             log "round $r: Postfix + Dovecot, find-max"
             local search=(--find-max "${PHASE_FLAGS[@]}" --seed "$SEED")
             if [[ -n "$RATE_START" ]]; then search+=(--rate "$RATE_START"); fi
-            run_harness postfix-dovecot "$r" "$name" "${PD_ARGS[@]}" "${search[@]}" --out "$OUT/$name"
+            run_harness postfix-dovecot "$r" "$name" "${PD_ARGS[@]}" "${search[@]}" --out "$RUN_DIR/$name"
         fi
         RUNS+=("postfix-dovecot|$r|$name|$HARNESS_RC|find-max")
         # The configuration as the search ran it, before a re-run replaces the SUT.
@@ -277,7 +277,7 @@ check_background "after the run (servers stopped)"
 # The table: best_mpm from each run's result.json (top-level "find_max": {"best_mpm":
 # N or null}); anything missing or unreadable reads "see report".
 printf '%s\n' "${RUNS[@]}" >"$BENCH_TMP/runs.txt"
-python3 - "$OUT" "$BENCH_TMP/runs.txt" <<'EOF' | tee "$OUT/summary.txt"
+python3 - "$RUN_DIR" "$BENCH_TMP/runs.txt" <<'EOF' | tee "$OUT/summary.txt"
 import json, os, sys
 out, runs = sys.argv[1], sys.argv[2]
 def load(d):
@@ -377,8 +377,8 @@ EOF
     echo '```'
     readme_background
     readme_section Files
-    echo "- stoa/, postfix-dovecot/ (and -rN/ for later rounds): each run's report (result.json and the rest)"
-    echo "- NAME.txt, NAME.log: the harness's standard output and error for each run (NAME-init: init-only)"
+    echo "- Each run's report (result.json and the rest) is in the results archive (\`stoa bench results\`),"
+    echo "  not here"
     echo "- postfix-dovecot-sut.txt/.log: mail-sut.sh's output; postfix-dovecot-sut-problems.txt: warnings and"
     echo "  errors from the Postfix and Dovecot logs (last 200)"
     echo "- postfix-dovecot-config/: main.cf, master.cf, transport, dovecot.conf, dovecot-n.txt (\`dovecot -n\`),"

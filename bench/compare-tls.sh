@@ -143,11 +143,11 @@ if ((FINDMAX)); then
         # shellcheck disable=SC2086 # FM_PIDS holds flag words
         "$STOA_BIN" bench web --target "https://127.0.0.1:${PORT[$s]}" --tls-ca "$CERT" --static-only --find-max \
             --find-max-limit "$FINDMAX_LIMIT" --connections "$FINDMAX_START" --run-time "${FINDMAX_RUN}s" \
-            "${PIN_ARGS[@]}" ${FM_PIDS[$s]} --out "$OUT/findmax-$s" >"$OUT/findmax-$s.txt" 2>"$OUT/findmax-$s.log" ||
-            die "harness failed against $s: $(tail -n 3 "$OUT/findmax-$s.log")"
+            "${PIN_ARGS[@]}" ${FM_PIDS[$s]} --out "$RUN_DIR/findmax-$s" >"$RUN_DIR/findmax-$s.txt" 2>"$RUN_DIR/findmax-$s.log" ||
+            die "harness failed against $s: $(tail -n 3 "$RUN_DIR/findmax-$s.log")"
     done
     echo | tee -a "$OUT/summary.txt"
-    python3 "$BENCH_DIR/lib/findmax_summary.py" "find-max HTTPS" stoa="$OUT/findmax-stoa" nginx="$OUT/findmax-nginx" |
+    python3 "$BENCH_DIR/lib/findmax_summary.py" "find-max HTTPS" stoa="$RUN_DIR/findmax-stoa" nginx="$RUN_DIR/findmax-nginx" |
         tee -a "$OUT/summary.txt"
 fi
 save_config "$NGINX_DIR/nginx.conf" "$OUT/nginx.conf"

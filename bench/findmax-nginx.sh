@@ -87,12 +87,12 @@ for server in stoa nginx; do
     fi
     log "find-max against $server"
     "$STOA_BIN" bench web --target "$url" --static-only --find-max --find-max-limit "$MAX_CONNS" --connections "$START" \
-        --run-time "${RUN_TIME}s" "${PIN_ARGS[@]}" "${pids[@]}" --out "$OUT/$server" \
-        >"$OUT/$server.txt" 2>"$OUT/$server.log" ||
-        die "harness failed against $server: $(tail -n 3 "$OUT/$server.log")"
+        --run-time "${RUN_TIME}s" "${PIN_ARGS[@]}" "${pids[@]}" --out "$RUN_DIR/$server" \
+        >"$RUN_DIR/$server.txt" 2>"$RUN_DIR/$server.log" ||
+        die "harness failed against $server: $(tail -n 3 "$RUN_DIR/$server.log")"
 done
 
-python3 "$BENCH_DIR/lib/findmax_summary.py" find-max stoa="$OUT/stoa" nginx="$OUT/nginx" | tee "$OUT/summary.txt"
+python3 "$BENCH_DIR/lib/findmax_summary.py" find-max stoa="$RUN_DIR/stoa" nginx="$RUN_DIR/nginx" | tee "$OUT/summary.txt"
 {
     readme_header "find-max, static-only: stoa vs nginx (1 worker each)" Command
     readme_section Setup

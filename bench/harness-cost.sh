@@ -20,7 +20,7 @@
 # with the harness under `perf record -e cpu-clock -g` for 10 s of its steady
 # phase: harness-profile.txt gives its user/kernel split, the share of its kernel
 # time that is the server end's receive work (loopback charges it to the sender),
-# and its kernel time by system call; flame-harness.svg shows the same.
+# and its kernel time by system call.
 #
 # Results go to bench-results/<date>-<host>-harness-cost/.
 set -euo pipefail
@@ -93,13 +93,13 @@ run_one() { # server connections label extra-args...
     log "$server, $label"
     before="$(user_sys "${spids[@]}")"
     # The harness's own user and system time over the whole command.
-    /usr/bin/time -f "%U %S" -o "$OUT/$server-$label.time" \
+    /usr/bin/time -f "%U %S" -o "$RUN_DIR/$server-$label.time" \
         "$STOA_BIN" bench web --target "$url" --static-only --connections "$n" --run-time "${RUN_TIME}s" \
-        "${PIN_ARGS[@]}" "${pids[@]}" "$@" --out "$OUT/$server-$label" \
-        >"$OUT/$server-$label.txt" 2>"$OUT/$server-$label.log" ||
-        die "harness failed against $server: $(tail -n 3 "$OUT/$server-$label.log")"
+        "${PIN_ARGS[@]}" "${pids[@]}" "$@" --out "$RUN_DIR/$server-$label" \
+        >"$RUN_DIR/$server-$label.txt" 2>"$RUN_DIR/$server-$label.log" ||
+        die "harness failed against $server: $(tail -n 3 "$RUN_DIR/$server-$label.log")"
     after="$(user_sys "${spids[@]}")"
-    echo "$before $after $(getconf CLK_TCK)" >"$OUT/$server-$label.server-ticks"
+    echo "$before $after $(getconf CLK_TCK)" >"$RUN_DIR/$server-$label.server-ticks"
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -112,12 +112,12 @@ for server in stoa nginx; do run_one "$server" 64 closed-64 --closed-loop; done
 check_background "after the runs (servers idle)"
 
 # The harness under perf: the only process of the harness's run is `stoa bench web
-# ... --out $OUT/stoa-profile-N`, found by that argument once it has started.
+# ... --out $RUN_DIR/stoa-profile-N`, found by that argument once it has started.
 if ((PROFILE)); then
     label="profile-$PROFILE_LOAD"
     (
         sleep $((RUN_TIME / 3 + 5))
-        harness="$(pgrep -n -f -- "--out $OUT/stoa-$label")" || exit 0
+        harness="$(pgrep -n -f -- "--out $RUN_DIR/stoa-$label")" || exit 0
         perf record -q -e cpu-clock -F 999 -g -p "$harness" -o "$BENCH_TMP/harness.perf" -- sleep 10 >/dev/null 2>&1
     ) &
     profiler=$!
@@ -125,12 +125,10 @@ if ((PROFILE)); then
     wait "$profiler"
     [[ -s $BENCH_TMP/harness.perf ]] || die "perf recorded nothing of the harness"
     perf script -i "$BENCH_TMP/harness.perf" 2>/dev/null | inferno-collapse-perf --all >"$BENCH_TMP/harness.folded"
-    inferno-flamegraph --title "stoa bench web (the harness), $PROFILE_LOAD paced connections against stoa" \
-        <"$BENCH_TMP/harness.folded" >"$OUT/flame-harness.svg"
-    python3 "$BENCH_DIR/lib/web99_summary.py" folded "$BENCH_TMP/harness.folded" >"$OUT/harness-profile.txt"
+    python3 "$BENCH_DIR/lib/folded_profile.py" "$BENCH_TMP/harness.folded" >"$OUT/harness-profile.txt"
 fi
 
-python3 "$BENCH_DIR/lib/harness_cost_summary.py" "$OUT" "$ROUNDS" $LOADS | tee "$OUT/summary.txt"
+python3 "$BENCH_DIR/lib/harness_cost_summary.py" "$RUN_DIR" "$ROUNDS" $LOADS | tee "$OUT/summary.txt"
 {
     readme_header "Harness cost: CPU per operation of \`stoa bench web\` beside the server's" Command
     readme_section Setup
@@ -144,7 +142,7 @@ python3 "$BENCH_DIR/lib/harness_cost_summary.py" "$OUT" "$ROUNDS" $LOADS | tee "
     echo "  operation finished in all phases. The user/kernel split: the harness's over the whole command"
     echo "  (\`/usr/bin/time\`, validation included), the server's over the run."
     echo "- conns/core est.: connections ÷ the harness's share of one core, a linear extrapolation."
-    ((PROFILE)) && echo "- Profile: one more run against stoa at $PROFILE_LOAD, \`perf record -e cpu-clock -F 999 -g\` on the harness for 10 s of the steady phase; harness-profile.txt, flame-harness.svg."
+    ((PROFILE)) && echo "- Profile: one more run against stoa at $PROFILE_LOAD, \`perf record -e cpu-clock -F 999 -g\` on the harness for 10 s of the steady phase; harness-profile.txt."
     echo "- On loopback the kernel's receive work for a segment runs on the sending CPU: the harness's kernel"
     echo "  time includes the server side's processing of the SYNs, requests, ACKs and FINs the harness sends,"
     echo "  and the server's includes the harness side's processing of the responses."

@@ -273,10 +273,15 @@ bench_setup() {
     if [[ "${1:-65536}" != 0 ]]; then raise_nofile "${1:-65536}"; fi
 }
 
-# bench_begin KIND: the results directory OUT (bench-results/DATE-HOST-KIND), then
-# a quiet machine (BENCH_WAIT_IDLE) and a first background-load sample.
+# bench_begin KIND: the results directory OUT (bench-results/DATE-HOST-KIND) and
+# RUN_DIR, the temp directory for each harness run's --out (its report.json, tick
+# files: the archive keeps the runs, the results directory only README.md,
+# summary.txt, raw.csv and small files), then a quiet machine (BENCH_WAIT_IDLE)
+# and a first background-load sample.
 bench_begin() {
     OUT="$(result_dir "$1")"
+    RUN_DIR="$BENCH_TMP/runs"
+    mkdir -p "$RUN_DIR"
     wait_idle
     check_background "before the run"
 }
@@ -300,6 +305,22 @@ round_order() {
         ORDER=()
         for ((i = $#; i >= 1; i--)); do ORDER+=("${!i}"); done
     fi
+}
+
+# run_peers WORKLOAD CMD:PKG... -- ARGS...: `stoa bench peers --workload WORKLOAD
+# ARGS...` from the repository root (results in bench-results/<date>-<host>-WORKLOAD,
+# or $BENCH_OUT), once the commands it needs are installed and stoa is built. The
+# comparison itself (servers, rounds, pinning, CPU, the result directory) is Rust.
+run_peers() {
+    local workload="$1" needs=()
+    shift
+    while [[ "$1" != -- ]]; do needs+=("$1"); shift; done
+    shift
+    bench_install_traps
+    ensure_commands "${needs[@]}" git:git
+    build_stoa
+    cd "$REPO_ROOT" || die "cannot enter $REPO_ROOT"
+    "$STOA_BIN" bench peers --workload "$workload" ${BENCH_OUT:+--out "$BENCH_OUT"} "$@"
 }
 
 # --- ports -----------------------------------------------------------------------

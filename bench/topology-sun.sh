@@ -139,6 +139,8 @@ need_kib=$((USERS * KIB_PER_USER + 512 * 1024))
 if [[ -n "$OUT_ARG" ]]; then
     mkdir -p "$OUT_ARG"
     OUT="$(cd "$OUT_ARG" && pwd)"
+    RUN_DIR="$BENCH_TMP/runs"
+    mkdir -p "$RUN_DIR"
     wait_idle
     check_background "before the run"
 else
@@ -407,13 +409,13 @@ phase_args() {
 }
 
 # harness_rc NAME TIMEOUT ARGS...: `stoa bench mail ARGS...`, standard output to
-# OUT/NAME.txt and error to OUT/NAME.log; sets HARNESS_RC.
+# RUN_DIR/NAME.txt and error to RUN_DIR/NAME.log; sets HARNESS_RC.
 harness_rc() {
     local name="$1" limit="$2"
     shift 2
     show_cmd stoa bench mail "$@" | sed "s/^/[$name] /" >>"$COMMANDS"
     HARNESS_RC=0
-    timeout --kill-after=30 "$limit" "$STOA_BIN" bench mail "$@" >"$OUT/$name.txt" 2>"$OUT/$name.log" ||
+    timeout --kill-after=30 "$limit" "$STOA_BIN" bench mail "$@" >"$RUN_DIR/$name.txt" 2>"$RUN_DIR/$name.log" ||
         HARNESS_RC=$?
 }
 
@@ -421,7 +423,7 @@ harness_rc() {
 harness() {
     harness_rc "$@"
     ((HARNESS_RC == 0)) ||
-        die "$1: stoa bench mail exited $HARNESS_RC: $(tail -n 5 "$OUT/$1.log" | tr '\n' ' ')"
+        die "$1: stoa bench mail exited $HARNESS_RC: $(tail -n 5 "$RUN_DIR/$1.log" | tr '\n' ' ')"
 }
 
 COMMON=(--smtp "$MTA_ADDR" --users "$USERS" --domain "$DOMAIN" --password "$PASSWORD" --sink-listen "$SINK")
@@ -468,7 +470,7 @@ run_topology() {
     tier_args "$target"
     log "run: levels $LEVELS at $RATE msgs/min, POP3 via $target ($pop3)"
     harness run "$RUN_TIMEOUT" "${COMMON[@]}" --pop3 "$pop3" --rate "$RATE" --levels "$LEVELS" \
-        --seed "$SEED" "${PHASE_ARGS[@]}" --server-software "$SOFTWARE" "${TIER_ARGS[@]}" --out "$OUT/run"
+        --seed "$SEED" "${PHASE_ARGS[@]}" --server-software "$SOFTWARE" "${TIER_ARGS[@]}" --out "$RUN_DIR/run"
     check_alive
 }
 
@@ -518,7 +520,7 @@ run_compare() {
             esac
             harness "$name" "$RUN_TIMEOUT" "${COMMON[@]}" --pop3 "$pop3" --rate "$RATE" --levels "$LEVELS" \
                 --seed "$((SEED + 10 * r + k))" "${PHASE_ARGS[@]}" --server-software "$SOFTWARE ($mode)" \
-                "${TIER_ARGS[@]}" --out "$OUT/$name"
+                "${TIER_ARGS[@]}" --out "$RUN_DIR/$name"
             perf_stop "$name"
             RUNS+=("$mode|$r|$name")
             check_alive
@@ -533,11 +535,11 @@ check_background "after the runs"
 
 if [[ "$PEER" == compare ]]; then
     printf '%s\n' "${RUNS[@]}" >"$BENCH_TMP/runs.txt"
-    python3 "$BENCH_DIR/lib/topology_summary.py" compare "$OUT" "$BENCH_TMP/runs.txt" >"$OUT/summary.txt"
+    python3 "$BENCH_DIR/lib/topology_summary.py" compare "$RUN_DIR" "$BENCH_TMP/runs.txt" >"$OUT/summary.txt"
 else
-    python3 "$BENCH_DIR/lib/topology_summary.py" tiers "$OUT/run/result.json" >"$OUT/summary.txt"
+    python3 "$BENCH_DIR/lib/topology_summary.py" tiers "$RUN_DIR/run/result.json" >"$OUT/summary.txt"
 fi
-for f in "$OUT"/*.txt "$OUT"/*.log "$OUT"/*/result.*; do
+for f in "$OUT"/*.txt "$OUT"/*.log; do
     if [[ -f "$f" ]]; then sed -i "s#$BENCH_TMP#\$TMP#g" "$f"; fi
 done
 cat "$OUT/summary.txt" >&2
@@ -553,7 +555,7 @@ cat "$OUT/summary.txt" >&2
     echo "- One machine, loopback addresses per tier (the Sun page's servers): LDAP $LDAP_IP, POPSTORE 1 ${STORE_IPS[0]}$( ((NSTORES == 2)) && echo ", POPSTORE 2 ${STORE_IPS[1]}"), SMTPMTA $MTA_IP, MMP $MMP_IP (Stoa) / $NGINX_IP (nginx, auth_http on $AUTH_IP); the harness and its sink on 127.0.0.1. Nothing is pinned: every tier and the harness share the $(nproc) cores."
     echo "- $USERS users user1..user$USERS@$DOMAIN in slapd with \`{SSHA}\` passwords, $( [[ -n "$ONE_STORE" ]] && echo "all on store-1 (so the harness can also go to the store directly)" || echo "mailHost alternating store-1/store-2") ; configurations saved here (slapd.conf, store*.toml, mta.toml, mmp.toml, nginx.conf)."
     echo "- The stores were filled through the MTA (SMTP → queue → LMTP) by \`stoa bench mail --init-only\` in ${FILL_SECS} s; rate $RATE msgs/min, levels $LEVELS, profile $PROFILE${WARMUP:+, warm-up $WARMUP}${RUN_TIME:+, measurement $RUN_TIME}${COOLDOWN:+, cool-down $COOLDOWN}${DRAIN_LIMIT:+, drain limit $DRAIN_LIMIT}$( [[ "$PEER" == compare ]] && echo "; each run its own seed ($SEED + 10 × round + 0 direct, 1 stoa, 2 nginx)")."
-    echo "- Each tier's CPU seconds (utime+stime of its processes, children not included) over each level's measurement window, its peak memory (VmHWM summed) and what it handled are in each report's System Configuration section: SMTP and POP sessions from the harness's tally (the tier at --smtp/--pop3), POP logins and LMTP recipients of the stores and the MTA's delivered recipients counted from their own log lines written during the window."
+    echo "- Each tier's CPU seconds (utime+stime of its processes, children not included) over each level's measurement window, its peak memory (VmHWM summed) and what it handled are in each report's System Configuration section (each run's report is in the results archive, \`stoa bench results\`, not here): SMTP and POP sessions from the harness's tally (the tier at --smtp/--pop3), POP logins and LMTP recipients of the stores and the MTA's delivered recipients counted from their own log lines written during the window."
     if [[ -n "$NGINX_PIDS" ]]; then
         echo "- nginx: the mail module's POP3 proxy, $NGINX_WORKERS workers (as many as Stoa's proxy has event loops), \`pop3_auth plain\`; its \`auth_http\` is bench/lib/auth_http.py: the user → mailHost map and \`{SSHA}\` values written from the same data slapd was loaded with, held in memory (an always-warm cache: Stoa's proxy asks slapd and caches), and the \`{SSHA}\` password checked on every login, as Stoa's proxy checks it. The auth service is its own tier, so nginx's cost is shown with and without it. nginx logs in to the store with USER/PASS; Stoa's proxy with AUTH PLAIN after XCLIENT (the stores trust 127.0.0.0/8). Both stores verify the password again."
     fi

@@ -205,23 +205,6 @@ start_stoa() {
     STOA_PORT="${STOA_PORTS[http]}"
 }
 
-# check_fetch PORT DOCROOT LABEL: every test file comes back 200 with the right bytes.
-check_fetch() {
-    local port="$1" docroot="$2" label="$3"
-    python3 - "$port" "$docroot" "$label" <<'EOF' || die "sanity fetch from $label failed"
-import sys, urllib.request
-port, docroot, label = sys.argv[1], sys.argv[2], sys.argv[3]
-for name in ("1k.bin", "10k.bin", "100k.bin"):
-    with open(f"{docroot}/{name}", "rb") as f:
-        want = f.read()
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}", timeout=10) as r:
-        got = r.read()
-        if r.status != 200 or got != want:
-            sys.exit(f"{label}: /{name}: status {r.status}, {len(got)} bytes, want 200 and {len(want)} bytes")
-EOF
-}
-
-
 # --- wrk ---------------------------------------------------------------------------
 
 # run_wrk OUTFILE DURATION THREADS CONNS URL [close] -> sets WRK_RPS, WRK_TRANSFER
@@ -359,13 +342,6 @@ measure_row() {
         printf '%s\n' "${lines[@]}" >>"$RAW"
         return 0
     done
-}
-
-# Logs how many wrk runs ROUNDS x ROWS x SERVERS of DURATION seconds make, and
-# about how long they take.
-announce_rounds() {
-    local total=$((ROUNDS * ${#ROWS[@]} * ${#SERVERS[@]} * DURATION))
-    log "running $ROUNDS rounds x ${#ROWS[@]} rows x ${#SERVERS[@]} servers x ${DURATION}s (~$((total / 60 + 1)) min)"
 }
 
 # warm_up CONNS FILE...: 2 s of wrk per server in SERVERS (the calling script's

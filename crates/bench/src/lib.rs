@@ -1,4 +1,4 @@
-//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent|directory|results|compare|ab` runs.
+//! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent|directory|results|compare|ab|peers` runs.
 //!
 //! It owns the runs, not the command line: the `stoa` binary parses its flags
 //! (and durations) and hands this crate plain option structs:
@@ -25,6 +25,9 @@
 //!   it measured ([`archive::Keep`], `--archive`, `--label`), and the pages of
 //!   `stoa bench results` and `stoa bench compare`; `stats` holds the
 //!   intervals those comparisons print.
+//! - [`peers`]: `stoa bench peers`, Stoa and other servers (nginx) started
+//!   from generated configurations and compared in interleaved, pinned rounds,
+//!   each server's CPU from its process tree; writes a result directory.
 //! - [`cpus`]: `--harness-cpus` and `--server-cpus`, the harness's and the
 //!   built-in server's CPUs ([`cpus::CpuList`]).
 //!
@@ -53,6 +56,7 @@ mod compliance;
 pub mod cpus;
 pub mod directory;
 pub mod mail;
+pub mod peers;
 mod proctree;
 mod report;
 mod stats;

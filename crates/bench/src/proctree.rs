@@ -41,6 +41,8 @@ struct Stat {
     own: u64,
     /// cutime + cstime: reaped children, clock ticks.
     reaped: u64,
+    /// stime + cstime: the kernel's part of `own` + `reaped`, clock ticks.
+    system: u64,
     /// Start time after boot, clock ticks: with the pid, the process's key.
     start: u64,
 }
@@ -63,6 +65,7 @@ fn parse_stat(line: &str) -> Option<Stat> {
         // cutime and cstime are signed in the kernel's format; never negative
         // in practice.
         reaped: num(13).unwrap_or(0) + num(14).unwrap_or(0),
+        system: num(12)? + num(14).unwrap_or(0),
         start: num(19)?,
     })
 }
@@ -72,6 +75,53 @@ fn parse_stat(line: &str) -> Option<Stat> {
 pub(crate) fn own_ticks(pid: u32) -> Option<u64> {
     let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     Some(parse_stat(&line)?.own)
+}
+
+/// A process's reaped children's CPU time so far (cutime + cstime), clock
+/// ticks: what a harness that waits for its load generator was charged for
+/// it; `None` when it does not run.
+pub(crate) fn reaped_ticks(pid: u32) -> Option<u64> {
+    let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(parse_stat(&line)?.reaped)
+}
+
+/// The CPU time of a process tree so far, clock ticks: each process's own and
+/// reaped time (so a child that ended and was waited for still counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TreeTicks {
+    /// User + system.
+    pub(crate) total: u64,
+    /// System (kernel) time alone.
+    pub(crate) system: u64,
+}
+
+impl TreeTicks {
+    /// `roots` and their descendants now; zero when none runs.
+    pub(crate) fn of(roots: &[u32]) -> TreeTicks {
+        tree(all_processes(), roots)
+            .iter()
+            .fold(TreeTicks::default(), |t, s| TreeTicks {
+                total: t.total + s.own + s.reaped,
+                system: t.system + s.system,
+            })
+    }
+
+    /// What was spent from `before` to `self`.
+    pub(crate) fn since(self, before: TreeTicks) -> TreeTicks {
+        TreeTicks {
+            total: self.total.saturating_sub(before.total),
+            system: self.system.saturating_sub(before.system),
+        }
+    }
+}
+
+/// The descendants of `root` now (not `root` itself), deepest last.
+pub(crate) fn descendants(root: u32) -> Vec<u32> {
+    tree(all_processes(), &[root])
+        .into_iter()
+        .map(|s| s.pid)
+        .filter(|&p| p != root)
+        .collect()
 }
 
 /// Clock ticks (`/proc`'s unit) as a duration.
@@ -239,6 +289,7 @@ mod tests {
                 comm: "a (b) c".into(),
                 own: 42,
                 reaped: 12,
+                system: 19,
                 start: 9000,
             }
         );
@@ -254,6 +305,7 @@ mod tests {
             comm: format!("p{pid}"),
             own: 0,
             reaped: 0,
+            system: 0,
             start: 0,
         };
         let all = vec![p(1, 0), p(10, 1), p(11, 10), p(12, 11), p(20, 1), p(21, 20)];

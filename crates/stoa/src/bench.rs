@@ -28,6 +28,7 @@ pub(crate) fn run(command: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Compare(args) => compare(args),
         BenchCommand::Ab(args) => stoa_bench::ab::run(&ab_options(args)?),
         BenchCommand::Disclose(args) => disclose(args),
+        BenchCommand::Peers(args) => stoa_bench::peers::run(args),
     }
 }
 

@@ -126,6 +126,10 @@ pub(crate) enum BenchCommand {
     /// iterations, Hardware, Software, Network, Clients, Benchmark
     /// Configuration, Notes, and the non-compliance box when there is one.
     Disclose(BenchDiscloseArgs),
+    /// Stoa against other servers (nginx) started from generated configurations
+    /// on loopback, in interleaved pinned rounds (web99 or static workload);
+    /// writes README.md, summary.txt and raw.csv to a result directory.
+    Peers(stoa_bench::peers::Args),
 }
 
 /// `stoa bench disclose`.

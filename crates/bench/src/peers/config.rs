@@ -1,0 +1,258 @@
+//! The peers' generated configurations and content: nginx's `nginx.conf`,
+//! `stoa serve`'s flags, and the static comparison's three files.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+
+/// The static comparison's files: name and size (random bytes).
+pub(crate) const STATIC_FILES: [(&str, usize); 3] =
+    [("1k.bin", 1024), ("10k.bin", 10_240), ("100k.bin", 102_400)];
+
+/// The keep-alive timeout both servers get: nginx's default, long enough that
+/// no connection of a run is closed for being idle.
+pub(crate) const KEEPALIVE_SECS: u32 = 75;
+
+/// nginx's `open_file_cache max=`: the size the committed comparisons used, as
+/// many descriptors as stoa's own open-file cache holds by default.
+const NGINX_OPEN_FILE_CACHE: u32 = 10_000;
+
+/// What a peer's configuration is generated from.
+#[derive(Debug, Clone)]
+pub(crate) struct Setup<'a> {
+    /// The server's own directory (pid file, logs, temp paths).
+    pub(crate) dir: &'a Path,
+    /// Its loopback port.
+    pub(crate) port: u16,
+    /// The document root both servers serve.
+    pub(crate) docroot: &'a Path,
+    /// Simultaneous connections it must hold (and open files).
+    pub(crate) max_connections: u32,
+    /// The access log file (combined format), or `None` for none.
+    pub(crate) access_log: Option<&'a Path>,
+    /// Whether it runs as root (nginx then needs `user root;` to read the
+    /// temp directory).
+    pub(crate) root: bool,
+}
+
+/// nginx with one worker in the foreground, every path inside `setup.dir`,
+/// `sendfile`, `tcp_nopush` and `open_file_cache` on, and TCP_DEFER_ACCEPT
+/// (`deferred`), which stoa sets by default, so both accept the same way.
+pub(crate) fn nginx_conf(setup: &Setup<'_>) -> String {
+    let dir = setup.dir.display();
+    let mut conf = String::new();
+    conf.push_str("worker_processes 1;\ndaemon off;\nmaster_process on;\n");
+    if setup.root {
+        conf.push_str("user root;\n");
+    }
+    let _ = writeln!(conf, "pid {dir}/nginx.pid;");
+    let _ = writeln!(conf, "error_log {dir}/error.log warn;");
+    let _ = writeln!(
+        conf,
+        "worker_rlimit_nofile {};",
+        // Every connection and every descriptor open_file_cache may hold.
+        setup.max_connections + 100 + NGINX_OPEN_FILE_CACHE
+    );
+    let _ = writeln!(
+        conf,
+        "\nevents {{\n    worker_connections {};\n}}\n",
+        setup.max_connections + 100
+    );
+    conf.push_str("http {\n    types {\n        application/octet-stream bin;\n        text/html html;\n    }\n");
+    conf.push_str("    default_type application/octet-stream;\n");
+    for temp in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
+        let _ = writeln!(conf, "    {temp}_temp_path {dir}/{temp};");
+    }
+    conf.push_str("    sendfile on;\n    tcp_nopush on;\n");
+    let _ = writeln!(
+        conf,
+        "    open_file_cache max={NGINX_OPEN_FILE_CACHE} inactive=60s;\n    open_file_cache_valid 1s;"
+    );
+    match setup.access_log {
+        Some(log) => {
+            let _ = writeln!(conf, "    access_log {};", log.display());
+        }
+        None => conf.push_str("    access_log off;\n"),
+    }
+    let _ = writeln!(conf, "    keepalive_timeout {KEEPALIVE_SECS}s;");
+    conf.push_str("    keepalive_requests 1000;\n\n    server {\n");
+    let _ = writeln!(
+        conf,
+        "        listen 127.0.0.1:{} reuseport deferred;",
+        setup.port
+    );
+    let _ = writeln!(conf, "        root {};", setup.docroot.display());
+    conf.push_str("        location / { }\n    }\n}\n");
+    conf
+}
+
+/// The temp directories nginx's configuration names; they must exist.
+pub(crate) fn nginx_dirs(dir: &Path) -> anyhow::Result<()> {
+    for temp in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"] {
+        let path = dir.join(temp);
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `stoa serve`'s flags for a comparison (the address comes from its
+/// "listening on" line): one worker, the access log in the combined format,
+/// nginx's keep-alive timeout; with `web99`, the dynamic API's state and CGI
+/// directory too (a static request does not touch them). `extra` comes last,
+/// and a default flag it names again (`--workers 2`) is left out.
+pub(crate) fn stoa_args(
+    setup: &Setup<'_>,
+    web99: Option<(&Path, &Path)>,
+    extra: &[String],
+) -> Vec<String> {
+    let log = setup
+        .access_log
+        .map_or_else(|| "off".to_owned(), |l| l.display().to_string());
+    let mut defaults: Vec<(&str, Option<String>)> = vec![
+        ("--listen", Some("127.0.0.1:0".to_owned())),
+        ("--workers", Some("1".to_owned())),
+        ("--docroot", Some(setup.docroot.display().to_string())),
+        ("--access-log", Some(log)),
+        ("--log-format", Some("combined".to_owned())),
+        ("--keepalive-timeout", Some(format!("{KEEPALIVE_SECS}s"))),
+        (
+            "--max-connections",
+            Some((setup.max_connections + 100).to_string()),
+        ),
+    ];
+    if setup.access_log.is_none() {
+        defaults.retain(|(flag, _)| *flag != "--log-format");
+    }
+    if let Some((state, cgi)) = web99 {
+        defaults.push(("--web99", None));
+        defaults.push(("--web99-state", Some(state.display().to_string())));
+        defaults.push(("--cgi-dir", Some(cgi.display().to_string())));
+    }
+    let mut args = vec!["serve".to_owned()];
+    for (flag, value) in defaults {
+        if extra
+            .iter()
+            .any(|e| e == flag || e.starts_with(&format!("{flag}=")))
+        {
+            continue;
+        }
+        args.push(flag.to_owned());
+        args.extend(value);
+    }
+    args.extend(extra.iter().cloned());
+    args
+}
+
+/// Writes [`STATIC_FILES`] of random bytes into `docroot`.
+pub(crate) fn write_static_files(docroot: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(docroot)
+        .with_context(|| format!("cannot create {}", docroot.display()))?;
+    let mut rng = fastrand::Rng::new();
+    for (name, size) in STATIC_FILES {
+        let bytes: Vec<u8> = std::iter::repeat_with(|| rng.u8(..)).take(size).collect();
+        let path = docroot.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `text` with every occurrence of the temporary directory `tmp` written as
+/// `$TMP`, as a result directory keeps a generated configuration.
+pub(crate) fn with_tmp_named(text: &str, tmp: &Path) -> String {
+    text.replace(&tmp.display().to_string(), "$TMP")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup<'a>(dir: &'a Path, docroot: &'a Path, log: Option<&'a Path>) -> Setup<'a> {
+        Setup {
+            dir,
+            port: 40123,
+            docroot,
+            max_connections: 64,
+            access_log: log,
+            root: false,
+        }
+    }
+
+    #[test]
+    fn nginx_listens_on_loopback_with_one_worker_and_paths_inside_its_dir() {
+        let (dir, www) = (Path::new("/tmp/x/nginx"), Path::new("/tmp/x/www"));
+        let conf = nginx_conf(&setup(dir, www, Some(Path::new("/tmp/x/a.log"))));
+        for line in [
+            "worker_processes 1;",
+            "daemon off;",
+            "pid /tmp/x/nginx/nginx.pid;",
+            "worker_connections 164;",
+            "worker_rlimit_nofile 10164;",
+            "open_file_cache max=10000 inactive=60s;",
+            "client_body_temp_path /tmp/x/nginx/client_body;",
+            "access_log /tmp/x/a.log;",
+            "keepalive_timeout 75s;",
+            "listen 127.0.0.1:40123 reuseport deferred;",
+            "root /tmp/x/www;",
+        ] {
+            assert!(conf.contains(line), "{line} missing from:\n{conf}");
+        }
+        assert!(!conf.contains("user root;"));
+        assert_eq!(conf.matches('{').count(), conf.matches('}').count());
+        let off = nginx_conf(&setup(dir, www, None));
+        assert!(off.contains("access_log off;"));
+    }
+
+    #[test]
+    fn stoa_gets_the_same_docroot_log_and_keepalive() {
+        let (dir, www) = (Path::new("/t/stoa"), Path::new("/t/www"));
+        let args = stoa_args(&setup(dir, www, Some(Path::new("/t/s.log"))), None, &[]);
+        let line = args.join(" ");
+        assert_eq!(
+            line,
+            "serve --listen 127.0.0.1:0 --workers 1 --docroot /t/www --access-log /t/s.log \
+             --log-format combined --keepalive-timeout 75s --max-connections 164"
+        );
+        let web99 = stoa_args(
+            &setup(dir, www, None),
+            Some((Path::new("/t/state"), Path::new("/t/cgi"))),
+            &[],
+        )
+        .join(" ");
+        assert!(web99.contains("--access-log off"), "{web99}");
+        assert!(
+            web99.ends_with("--web99 --web99-state /t/state --cgi-dir /t/cgi"),
+            "{web99}"
+        );
+    }
+
+    #[test]
+    fn extra_flags_replace_the_defaults_they_name() {
+        let (dir, www) = (Path::new("/t/stoa"), Path::new("/t/www"));
+        let extra: Vec<String> = [
+            "--workers",
+            "2",
+            "--runtime",
+            "per-core",
+            "--access-log=off",
+        ]
+        .map(String::from)
+        .into();
+        let line = stoa_args(&setup(dir, www, Some(Path::new("/t/s.log"))), None, &extra).join(" ");
+        assert_eq!(
+            line,
+            "serve --listen 127.0.0.1:0 --docroot /t/www --log-format combined \
+             --keepalive-timeout 75s --max-connections 164 --workers 2 --runtime per-core \
+             --access-log=off"
+        );
+    }
+
+    #[test]
+    fn the_temp_dir_is_written_as_tmp() {
+        assert_eq!(
+            with_tmp_named("root /tmp/abc/www;", Path::new("/tmp/abc")),
+            "root $TMP/www;"
+        );
+    }
+}

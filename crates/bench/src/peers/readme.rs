@@ -1,0 +1,178 @@
+//! The result directory's README.md: the command, the machine, the setup,
+//! how to read the files, and the summary.
+
+use std::time::Duration;
+
+use super::{Args, Pinning, WARM_UP, Workload};
+
+/// What the README is written from.
+pub(super) struct Parts<'a> {
+    pub(super) args: &'a Args,
+    pub(super) servers: &'a [String],
+    pub(super) pinning: &'a Pinning,
+    pub(super) run_time: Duration,
+    pub(super) summary: &'a str,
+}
+
+/// The result directory's README: the command, the machine, the setup, how to
+/// read the files, and the summary.
+pub(super) fn readme(p: &Parts<'_>) -> String {
+    let mut md = String::new();
+    let command: Vec<String> = std::iter::once("stoa".to_owned())
+        .chain(std::env::args().skip(1))
+        .collect();
+    let w = p.args.workload.name();
+    md.push_str(&format!("# {}: {}\n\n", w, p.servers.join(" vs ")));
+    md.push_str(&format!(
+        "Command (from the repository root): `{}`\n\n",
+        command.join(" ")
+    ));
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    md.push_str(&format!("Date: {now}\n\n## Machine\n\n"));
+    let system = crate::archive::System::collect(crate::archive::Server::default());
+    for (k, v) in system.rows() {
+        if k.starts_with("Server") || k.starts_with("Target") || k.starts_with("Harness") {
+            continue;
+        }
+        md.push_str(&format!("- {k}: {v}\n"));
+    }
+    for (name, cmd) in [
+        ("stoa revision", "git rev-parse --short HEAD"),
+        ("nginx", "nginx -v"),
+        ("wrk", "wrk -v"),
+    ] {
+        md.push_str(&format!("- {name}: {}\n", version_of(cmd)));
+    }
+    md.push_str(&format!(
+        "- Server sources (crates/, Cargo.toml, Cargo.lock) changed since that revision: {}\n",
+        sources_dirty()
+    ));
+    md.push_str("\n## Setup\n\n");
+    md.push_str(&setup_lines(p));
+    md.push_str("\n## Reading\n\n");
+    md.push_str(READING);
+    md.push_str("\n## Summary\n\n```\n");
+    md.push_str(p.summary);
+    md.push_str("```\n");
+    md
+}
+
+fn setup_lines(p: &Parts<'_>) -> String {
+    let a = p.args;
+    let mut s = String::new();
+    match a.workload {
+        Workload::Web99 => {
+            s.push_str(&format!(
+                "- Load: `stoa bench web --static-only --connections N --run-time {}s` at N = {}, paced \
+                 SPECweb99-style connections over the same file set (`stoa fileset`){}.\n",
+                p.run_time.as_secs(),
+                a.loads.0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+                if a.mix_load > 0 {
+                    format!("; the mix row: the full mix at {} against stoa only", a.mix_load)
+                } else {
+                    String::new()
+                }
+            ));
+            if !a.no_warm {
+                s.push_str("- Before each run every file of the set was read once (page cache warm).\n");
+            }
+        }
+        Workload::Static => s.push_str(&format!(
+            "- Load: `wrk -t{} -cC -d{}s --latency URL` with C in {{{}}} (plus `-H 'Connection: close'` \
+             for the close rows) against {} (random bytes); {}s of wrk per server and file first.\n",
+            a.threads,
+            p.run_time.as_secs(),
+            a.connections.0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            a.files.iter().map(|f| f.file()).collect::<Vec<_>>().join(", "),
+            WARM_UP.as_secs()
+        )),
+    }
+    s.push_str(
+        "- Servers: one worker each, on 127.0.0.1, the same document root, access log on (combined, to a \
+         file, truncated after each run), keep-alive timeout 75 s. nginx: sendfile, tcp_nopush, \
+         open_file_cache (nginx.conf); stoa: stoa.args (`$TMP` is the temporary directory).\n",
+    );
+    for (name, flags) in [("stoa", &a.stoa_flags), ("stoa-base", &a.baseline_flags)] {
+        if let Some(flags) = flags {
+            s.push_str(&format!(
+                "- {name}'s own flags: `{flags}` (see {name}.args).\n"
+            ));
+        }
+    }
+    if a.baseline_flags.is_some() && a.baseline.is_none() {
+        s.push_str("- stoa-base runs the same binary as stoa: two configurations of one build.\n");
+    }
+    s.push_str(&format!(
+        "- {} rounds; each round runs every row against every server, in the order {} in odd rounds and \
+         reversed in even ones.\n",
+        a.rounds,
+        p.servers.join(", ")
+    ));
+    s.push_str(&format!("- Pinning: {}.\n", p.pinning.words()));
+    if a.workload == Workload::Web99 {
+        s.push_str(&format!(
+            "- Each `stoa bench web` run's JSON is in the results archive (`stoa bench results`), \
+             labelled `peers-web99-SERVER`; none is kept here{}.\n",
+            if a.no_archive {
+                " (`--no-archive`: nor there)"
+            } else {
+                ""
+            }
+        ));
+    }
+    s
+}
+
+/// How to read the result directory's files.
+const READING: &str = "\
+- summary.txt: per row and server, the medians over the rounds; then each server's per-round ratio to \
+the reference (median, smallest, largest), for operations per second and for server CPU per operation.
+- Server CPU: the server's whole process tree (nginx's master and workers, stoa and its CGI children), \
+utime + stime from /proc before and after each run, per operation the load finished; kernel % is the \
+system time's share. On loopback a server's kernel time includes part of the load's receive work.
+- harness %: the load generator's CPU over the run, % of one core; a row where it used more than \
+70 % of its cores (\"bound\") may have measured the generator, not the server: compare CPU per \
+operation there, not throughput.
+- raw.csv: one line per run (round,row,server,ops_per_sec,errors,server_cpu_us_per_op,\
+server_kernel_pct,harness_cpu_pct,harness_bound,conform_pct).
+";
+
+/// The first line a version command prints (to standard output or error), or
+/// `unknown`.
+fn version_of(command: &str) -> String {
+    let mut words = command.split_whitespace();
+    let Some(program) = words.next() else {
+        return "unknown".to_owned();
+    };
+    std::process::Command::new(program)
+        .args(words)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr);
+            text.lines()
+                .next()
+                .map(|l| l.split(" Copyright").next().unwrap_or(l).trim().to_owned())
+        })
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// `yes` when git sees uncommitted changes to the sources of the binary in
+/// the current directory's checkout, `no` when it sees none, else `unknown`.
+fn sources_dirty() -> &'static str {
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no", "--"])
+        .args(["crates", "Cargo.toml", "Cargo.lock"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() && o.stdout.is_empty() => "no",
+        Ok(o) if o.status.success() => "yes",
+        _ => "unknown",
+    }
+}

@@ -1,0 +1,110 @@
+//! `stoa bench peers` end to end: a short static comparison of `stoa serve`
+//! (and nginx when `/usr/sbin/nginx` exists) under wrk on loopback, bounded in
+//! time; the result directory holds README.md, summary.txt and raw.csv with a
+//! line per round, row and server, and no per-run JSON.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::run_stoa;
+
+/// Two rounds of six one-second rows per server, the warm-up and the starts,
+/// with room for a slow machine.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn installed(path: &str) -> bool {
+    Path::new(path).is_file()
+}
+
+#[test]
+fn a_static_comparison_writes_its_result_directory() {
+    if !installed("/usr/bin/wrk") {
+        eprintln!("skipped: the static workload needs wrk (/usr/bin/wrk; apt-get install wrk)");
+        return;
+    }
+    let nginx = installed("/usr/sbin/nginx");
+    if !nginx {
+        eprintln!("nginx not installed (/usr/sbin/nginx): comparing stoa alone");
+    }
+    let servers = if nginx { "nginx,stoa" } else { "stoa" };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("result");
+    let out_arg = out.to_str().expect("utf-8 path");
+    let (status, stderr) = run_stoa(
+        &[
+            "bench",
+            "peers",
+            "--workload",
+            "static",
+            "--servers",
+            servers,
+            "--rounds",
+            "2",
+            "--run-time",
+            "1",
+            "--connections",
+            "4",
+            "--no-archive",
+            "--out",
+            out_arg,
+        ],
+        TIMEOUT,
+    );
+    assert!(status.success(), "stoa bench peers failed: {stderr}");
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .expect("the result directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want = vec!["README.md", "raw.csv", "stoa.args", "summary.txt"];
+    if nginx {
+        want.push("nginx.conf");
+    }
+    want.sort_unstable();
+    assert_eq!(names, want, "only the result files, no per-run JSON");
+
+    let raw = std::fs::read_to_string(out.join("raw.csv")).expect("raw.csv");
+    let lines: Vec<&str> = raw.lines().collect();
+    assert!(
+        lines[0].starts_with("round,row,server,ops_per_sec,errors"),
+        "{raw}"
+    );
+    let per_server = 2 * 6;
+    let servers_n = if nginx { 2 } else { 1 };
+    assert_eq!(lines.len(), 1 + per_server * servers_n, "{raw}");
+    for line in &lines[1..] {
+        let f: Vec<&str> = line.split(',').collect();
+        let ops: f64 = f[3].parse().expect("ops/s");
+        assert!(ops > 0.0, "no requests served: {line}");
+        assert_eq!(f[4], "0", "errors: {line}");
+        assert!(!f[5].is_empty(), "no server CPU per operation: {line}");
+    }
+    // Rounds alternate who goes first.
+    let first = |round: &str| {
+        lines[1..]
+            .iter()
+            .find(|l| l.starts_with(&format!("{round},")))
+            .map(|l| l.split(',').nth(2).unwrap_or_default().to_owned())
+    };
+    if nginx {
+        assert_eq!(first("1").as_deref(), Some("nginx"));
+        assert_eq!(first("2").as_deref(), Some("stoa"));
+    }
+
+    let summary = std::fs::read_to_string(out.join("summary.txt")).expect("summary.txt");
+    assert!(summary.contains("100k-close"), "{summary}");
+    if nginx {
+        assert!(summary.contains("stoa / nginx, per round"), "{summary}");
+    }
+    let readme = std::fs::read_to_string(out.join("README.md")).expect("README.md");
+    assert!(
+        readme.contains("`stoa bench peers --workload static"),
+        "{readme}"
+    );
+    assert!(
+        readme.contains("## Machine") && readme.contains(&summary),
+        "{readme}"
+    );
+}
