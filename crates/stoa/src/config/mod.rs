@@ -115,8 +115,7 @@ impl Loaded {
 
     /// The settings of the server whose settings are a `T`, taken out.
     pub(crate) fn take<T: Configured>(&mut self) -> Option<T> {
-        let is = |s: &Box<dyn Configured>| (&**s as &dyn std::any::Any).is::<T>();
-        let at = self.services.iter().position(is)?;
+        let at = (self.services.iter()).position(|s| (&**s as &dyn std::any::Any).is::<T>())?;
         let taken: Box<dyn std::any::Any> = self.services.remove(at);
         taken.downcast::<T>().ok().map(|t| *t)
     }

@@ -20,13 +20,13 @@ use crate::cli::ServeArgs;
 use crate::privilege::Need;
 
 /// SMTP's entry in the list of servers.
-pub(super) static SMTP: Smtp = Smtp;
+pub(super) static SMTP: SmtpService = SmtpService;
 
 /// The SMTP server, as an entry of the list.
 #[derive(Debug)]
-pub(super) struct Smtp;
+pub(super) struct SmtpService;
 
-impl Service for Smtp {
+impl Service for SmtpService {
     fn name(&self) -> &'static str {
         "smtp"
     }

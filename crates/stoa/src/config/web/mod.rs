@@ -30,13 +30,13 @@ use crate::privilege::Need;
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// The web server's entry in the list of servers.
-pub(super) static WEB: Web = Web;
+pub(super) static WEB: WebService = WebService;
 
 /// The web server, as an entry of the list.
 #[derive(Debug)]
-pub(super) struct Web;
+pub(super) struct WebService;
 
-impl Service for Web {
+impl Service for WebService {
     fn name(&self) -> &'static str {
         "web"
     }
