@@ -39,17 +39,20 @@ const FIRST_LOOK: u32 = 3;
 /// Most rounds any comparison may take.
 pub const MAX_ROUNDS: u32 = 200;
 
-/// The figure each run yields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The figure each run yields (`--metric`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Metric {
-    /// Conforming connections (web, `--find-max` from the side's last
-    /// result) or established msgs/min (mail, `--find-max`).
-    Score,
-    /// Operations/s (web) or sessions/s (mail) at the fixed load.
-    Throughput,
     /// The server's CPU per operation (web) or per session (mail) at the fixed
     /// load; lower is better.
+    #[value(name = "cpu", help = None::<&str>)]
     CpuPerOp,
+    /// Operations/s (web) or sessions/s (mail) at the fixed load.
+    #[value(help = None::<&str>)]
+    Throughput,
+    /// Conforming connections (web, `--find-max` from the side's last
+    /// result) or established msgs/min (mail, `--find-max`).
+    #[value(help = None::<&str>)]
+    Score,
 }
 
 impl Metric {
@@ -75,12 +78,14 @@ impl Metric {
     }
 }
 
-/// The order of A and B within each round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The order of A and B within each round (`--order`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Order {
     /// A B, then B A, then A B …
+    #[value(help = None::<&str>)]
     Alternate,
     /// A random order each round (`--seed`).
+    #[value(help = None::<&str>)]
     Random,
 }
 

@@ -1,7 +1,9 @@
 //! Stoa's benchmark harness: what `stoa bench web|mail|mail-users|agent|directory|results|compare|ab|peers` runs.
 //!
-//! It owns the runs, not the command line: the `stoa` binary parses its flags
-//! (and durations) and hands this crate plain option structs:
+//! It owns the runs and their flags, not the command line: each harness's
+//! option struct derives its flags (`#[derive(clap::Args)]`, each field's
+//! documentation its help, the values parsed by `flags`), and the `stoa` binary
+//! flattens them into its commands and hands the parsed structs back:
 //!
 //! - [`web`]: the SPECweb99-style run ([`web::Options`], [`web::run`]): validation,
 //!   iterations of paced load (`stoa-loadgen`), the post.log audit, `--find-max`,
@@ -31,7 +33,7 @@
 //! - [`cpus`]: `--harness-cpus` and `--server-cpus`, the harness's and the
 //!   built-in server's CPUs ([`cpus::CpuList`]).
 //!
-//! It does not parse command lines or configuration files, write the file set
+//! It does not build the command line or read configuration files, write the file set
 //! (the binary's `stoa fileset` does, through [`web::FilesetWriter`]), or serve:
 //! the built-in targets are the `stoa` binary itself, started as `stoa serve`
 //! (by default this process's executable: the harness runs inside `stoa`).
@@ -55,6 +57,7 @@ pub mod archive;
 mod compliance;
 pub mod cpus;
 pub mod directory;
+mod flags;
 pub mod mail;
 pub mod peers;
 mod proctree;

@@ -1,28 +1,27 @@
-//! `stoa bench …`: the parsed flags turned into `stoa-bench`'s options, and the
-//! harness wired to the rest of the binary (the file set comes from
-//! `stoa fileset`; the built-in servers are this binary's `stoa serve`).
+//! `stoa bench …`: `stoa-bench`'s options (the harnesses' flags, which they
+//! derive themselves) handed to the harness, which is wired to the rest of the
+//! binary here (the file set comes from `stoa fileset`; the built-in servers are
+//! this binary's `stoa serve`). Only `stoa bench ab` has flags of the binary's
+//! own to turn into options: each side's target and flags become harness flags.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use stoa_bench::{agent, archive, directory, mail, web};
-use stoa_web99::workload::HttpVersion;
 
 use crate::cli::{
-    ArchiveArgs, BenchAbArgs, BenchAgentArgs, BenchCommand, BenchCompareArgs, BenchDirectoryArgs,
-    BenchDiscloseArgs, BenchMailArgs, BenchMailUsersArgs, BenchResultsArgs, BenchWebArgs,
-    FilesetArgs,
+    BenchAbArgs, BenchCommand, BenchCompareArgs, BenchDirectoryArgs, BenchDiscloseArgs,
+    BenchResultsArgs, FilesetArgs,
 };
 
 /// Runs one `stoa bench` command.
 pub(crate) fn run(command: &BenchCommand) -> anyhow::Result<()> {
     match command {
-        BenchCommand::Web(args) => web::run(&web_options(args)?, &fileset_writer()),
-        BenchCommand::Agent(args) => agent::serve(&agent_options(args)),
-        BenchCommand::Mail(args) => mail::run(&mail_options(args)?),
-        BenchCommand::MailUsers(args) => mail::write_users(&users_options(args)),
+        BenchCommand::Web(options) => web::run(options, &fileset_writer()),
+        BenchCommand::Agent(options) => agent::serve(options),
+        BenchCommand::Mail(options) => mail::run(options),
+        BenchCommand::MailUsers(options) => mail::write_users(options),
         BenchCommand::Directory(args) => bench_directory(args),
         BenchCommand::Results(args) => results(args),
         BenchCommand::Compare(args) => compare(args),
@@ -98,18 +97,10 @@ fn ab_options(args: &BenchAbArgs) -> anyhow::Result<stoa_bench::ab::Options> {
             harness_args: side_args(&args.b_target, "--b-target", &args.b_flags, "--b-flags")?,
             setup: args.b_setup.clone(),
         },
-        metric: match args.metric.as_str() {
-            "score" => ab::Metric::Score,
-            "throughput" => ab::Metric::Throughput,
-            _ => ab::Metric::CpuPerOp,
-        },
+        metric: args.metric,
         precision: args.precision,
         max_rounds: args.max_rounds,
-        order: if args.order == "random" {
-            ab::Order::Random
-        } else {
-            ab::Order::Alternate
-        },
+        order: args.order,
         seed: args.seed,
         harness_args: args.harness.clone(),
         archive: archive::Keep {
@@ -120,16 +111,6 @@ fn ab_options(args: &BenchAbArgs) -> anyhow::Result<stoa_bench::ab::Options> {
         },
         exe: None,
     })
-}
-
-/// The archive flags as the harness takes them.
-fn keep(args: &ArchiveArgs) -> archive::Keep {
-    archive::Keep {
-        dir: args.archive.clone(),
-        off: args.no_archive,
-        label: args.label.clone(),
-        server_config: args.server_config.clone(),
-    }
 }
 
 /// `--archive DIR`, else the default archive.
@@ -154,12 +135,6 @@ fn compare(args: &BenchCompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A duration flag's value; the error names the flag.
-fn duration(text: Option<&String>, flag: &str) -> anyhow::Result<Option<Duration>> {
-    text.map(|t| crate::config::parse_duration(t).map_err(|e| anyhow::anyhow!("{flag} {t}: {e}")))
-        .transpose()
-}
-
 /// The built-in web target's file set: `stoa fileset` with the kit's seed,
 /// quietly (the harness prints its own line).
 fn fileset_writer() -> web::FilesetWriter {
@@ -177,133 +152,11 @@ fn fileset_writer() -> web::FilesetWriter {
     })
 }
 
-fn web_options(args: &BenchWebArgs) -> anyhow::Result<web::Options> {
-    Ok(web::Options {
-        target: args.target.clone(),
-        tls: args.tls,
-        tls_resume: args.tls_resume,
-        tls_ca: args.tls_ca.clone(),
-        tls_insecure: args.tls_insecure,
-        http2: args.http == "2",
-        connections: args.connections,
-        profile: if args.profile == "standard" {
-            web::ProfileName::Standard
-        } else {
-            web::ProfileName::Quick
-        },
-        run_time: duration(args.run_time.as_ref(), "--run-time")?,
-        iterations: args.iterations,
-        http: if args.http == "1.0" {
-            HttpVersion::Http10
-        } else {
-            HttpVersion::Http11
-        },
-        static_only: args.static_only,
-        closed_loop: args.closed_loop,
-        print_urls: args.print_urls,
-        find_max: args.find_max,
-        find_max_limit: args.find_max_limit,
-        threads: args.threads,
-        agents: args.agents.clone(),
-        server_pid: args.server_pid.clone(),
-        harness_cpus: args.harness_cpus.clone(),
-        server_cpus: args.server_cpus.clone(),
-        out: args.out.clone(),
-        dynamic_path: args.dynamic_path.clone(),
-        cgi_path: args.cgi_path.clone(),
-        server_exe: None,
-        archive: keep(&args.archive),
-    })
-}
-
-fn agent_options(args: &BenchAgentArgs) -> agent::Options {
-    agent::Options {
-        listen: args.listen.clone(),
-        allow: args.allow.clone(),
-        threads: args.threads,
-        runs: args.runs,
-    }
-}
-
-fn mail_options(args: &BenchMailArgs) -> anyhow::Result<mail::Options> {
-    Ok(mail::Options {
-        smtp: args.smtp.clone(),
-        pop3: args.pop3.clone(),
-        rate: args.rate,
-        users: args.users,
-        store_users: args.store_users,
-        domain: args.domain.clone(),
-        remote_domain: args.remote_domain.clone(),
-        password: args.password.clone(),
-        password_scheme: args.password_scheme,
-        sink_listen: args.sink_listen.clone(),
-        profile: if args.profile == "standard" {
-            mail::ProfileName::Standard
-        } else {
-            mail::ProfileName::Quick
-        },
-        warmup: duration(args.warmup.as_ref(), "--warmup")?,
-        run_time: duration(args.run_time.as_ref(), "--run-time")?,
-        cooldown: duration(args.cooldown.as_ref(), "--cooldown")?,
-        levels: args.levels.clone(),
-        find_max: args.find_max,
-        init_only: args.init_only,
-        init_journal: args.init_journal.clone(),
-        init_connections: args.init_connections,
-        check_sample: args.check_sample,
-        probe_share: args.probe_share,
-        reply_timeout: duration(Some(&args.reply_timeout), "--reply-timeout")?
-            .unwrap_or(Duration::from_secs(60)),
-        threads: args.threads,
-        agents: args.agents.clone(),
-        drain_limit: duration(args.drain_limit.as_ref(), "--drain-limit")?,
-        seed: args.seed,
-        store_seed: args.store_seed,
-        server_software: args.server_software.clone(),
-        server_pid: args.server_pid.clone(),
-        harness_cpus: args.harness_cpus.clone(),
-        server_cpus: args.server_cpus.clone(),
-        server_set: args.server_set.clone(),
-        tiers: parse_all(&args.tier, "--tier")?,
-        tier_notes: parse_all(&args.tier_note, "--tier-note")?,
-        tier_counts: parse_all(&args.tier_count, "--tier-count")?,
-        out: args.out.clone(),
-        server_exe: None,
-        archive: keep(&args.archive),
-    })
-}
-
-/// Each of a repeated flag's values, parsed.
-fn parse_all<T: std::str::FromStr<Err = String>>(
-    values: &[String],
-    flag: &str,
-) -> anyhow::Result<Vec<T>> {
-    values
-        .iter()
-        .map(|v| v.parse().map_err(|e| anyhow::anyhow!("{flag} {e}")))
-        .collect()
-}
-
-fn users_options(args: &BenchMailUsersArgs) -> mail::UsersOptions {
-    mail::UsersOptions {
-        users: args.users,
-        domain: args.domain.clone(),
-        password: args.password.clone(),
-        format: if args.format == "dovecot" {
-            mail::UsersFormat::Dovecot
-        } else {
-            mail::UsersFormat::Plain
-        },
-        scheme: args.scheme,
-        out: args.out.clone(),
-    }
-}
-
 /// `stoa bench directory`: the `[directory]` of the file, opened fresh for
 /// each cache mode.
 fn bench_directory(args: &BenchDirectoryArgs) -> anyhow::Result<()> {
     let ldap = ldap_options(&args.config)?;
-    let options = directory_options(args)?;
+    let options = &args.options;
     let capacity = if ldap.cache_capacity == 0 {
         stoa_directory::ldap::DEFAULT_CACHE_CAPACITY
     } else {
@@ -323,7 +176,7 @@ fn bench_directory(args: &BenchDirectoryArgs) -> anyhow::Result<()> {
         };
         Ok(Arc::new(stoa_directory::LdapDirectory::new(o)?))
     };
-    directory::run(&options, &open).map(|_| ())
+    directory::run(options, &open).map(|_| ())
 }
 
 /// The LDAP settings of the file's `[directory]`, read as `stoa serve` reads them.
@@ -347,75 +200,50 @@ fn ldap_options(config: &Path) -> anyhow::Result<stoa_directory::LdapOptions> {
     }
 }
 
-fn directory_options(args: &BenchDirectoryArgs) -> anyhow::Result<directory::Options> {
-    let cache = args
-        .cache
-        .iter()
-        .map(|c| {
-            if c == "on" {
-                directory::Cache::On
-            } else {
-                directory::Cache::Off
-            }
-        })
-        .collect();
-    Ok(directory::Options {
-        users: args.users,
-        domain: args.domain.clone(),
-        concurrency: args.concurrency.iter().map(|&c| c as usize).collect(),
-        duration: duration(Some(&args.duration), "--duration")?.unwrap_or_default(),
-        cache,
-        hot_set: args.hot_set,
-        verify: args
-            .verify
-            .iter()
-            .map(|v| directory::parse_verify(v))
-            .collect::<anyhow::Result<_>>()?,
-        password: args.password.clone(),
-        seed: args.seed,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use clap::Parser as _;
 
     use super::*;
 
-    fn mail_args(extra: &[&str]) -> BenchMailArgs {
-        let mut argv = vec!["stoa", "bench", "mail"];
-        argv.extend_from_slice(extra);
-        match crate::cli::Cli::try_parse_from(argv)
-            .expect("parses")
-            .command
-        {
-            crate::cli::Command::Bench(BenchCommand::Mail(a)) => a,
-            _ => unreachable!("bench mail"),
-        }
+    fn bench(argv: &[&str]) -> Result<BenchCommand, clap::Error> {
+        let argv = ["stoa", "bench"].iter().chain(argv);
+        crate::cli::Cli::try_parse_from(argv).map(|cli| match cli.command {
+            crate::cli::Command::Bench(command) => command,
+            _ => unreachable!("stoa bench"),
+        })
     }
 
-    fn directory_args(extra: &[&str]) -> BenchDirectoryArgs {
-        let mut argv = vec!["stoa", "bench", "directory", "--config", "d.toml"];
+    fn directory_options(extra: &[&str]) -> Result<directory::Options, clap::Error> {
+        let mut argv = vec!["directory", "--config", "d.toml"];
         argv.extend_from_slice(extra);
-        match crate::cli::Cli::try_parse_from(argv)
-            .expect("parses")
-            .command
-        {
-            crate::cli::Command::Bench(BenchCommand::Directory(a)) => a,
+        bench(&argv).map(|command| match command {
+            BenchCommand::Directory(a) => a.options,
             _ => unreachable!("bench directory"),
-        }
+        })
+    }
+
+    fn mail_options(extra: &[&str]) -> Result<mail::Options, clap::Error> {
+        let mut argv = vec!["mail"];
+        argv.extend_from_slice(extra);
+        bench(&argv).map(|command| match command {
+            BenchCommand::Mail(o) => o,
+            _ => unreachable!("bench mail"),
+        })
     }
 
     #[test]
     fn directory_flags() {
-        let o = directory_options(&directory_args(&["--users", "1500000"])).expect("defaults");
+        let o = directory_options(&["--users", "1500000"]).expect("defaults");
         assert_eq!(
             (o.users, o.concurrency.as_slice()),
             (1_500_000, &[1, 64][..])
         );
         assert_eq!(o.duration, Duration::from_secs(20));
         assert_eq!(o.cache, [directory::Cache::Off, directory::Cache::On]);
-        let o = directory_options(&directory_args(&[
+        let o = directory_options(&[
             "--users",
             "5",
             "--concurrency",
@@ -426,7 +254,7 @@ mod tests {
             "on",
             "--verify",
             "ssha=user1@stoa.test,user2@stoa.test",
-        ]))
+        ])
         .expect("custom");
         assert_eq!(
             (o.concurrency.as_slice(), o.duration),
@@ -436,33 +264,82 @@ mod tests {
             (o.cache.as_slice(), o.verify.len()),
             (&[directory::Cache::On][..], 1)
         );
-        let bad = ["--cache", "lukewarm"];
-        let argv = [
-            "stoa",
-            "bench",
-            "directory",
-            "--config",
-            "d",
-            "--users",
-            "1",
-        ];
-        assert!(crate::cli::Cli::try_parse_from(argv.iter().chain(&bad)).is_err());
-        let e = directory_options(&directory_args(&["--users", "1", "--duration", "x"]));
-        assert!(e.expect_err("x").to_string().starts_with("--duration x: "));
+        assert!(directory_options(&["--users", "1", "--cache", "lukewarm"]).is_err());
+        let e = directory_options(&["--users", "1", "--duration", "x"]).expect_err("x");
+        assert!(
+            e.to_string().contains("'x' for '--duration <DURATION>'"),
+            "{e}"
+        );
     }
 
     #[test]
-    fn mail_durations_are_parsed_here() {
-        let o = mail_options(&mail_args(&[])).expect("defaults");
+    fn mail_durations_are_parsed_with_the_flags() {
+        let o = mail_options(&[]).expect("defaults");
         assert_eq!(o.reply_timeout, Duration::from_secs(60));
         assert_eq!((o.run_time, o.profile), (None, mail::ProfileName::Quick));
-        let o = mail_options(&mail_args(&["--profile", "standard", "--run-time", "90s"]))
-            .expect("custom");
+        let o = mail_options(&["--profile", "standard", "--run-time", "90s"]).expect("custom");
         assert_eq!(
             (o.run_time, o.profile),
             (Some(Duration::from_secs(90)), mail::ProfileName::Standard)
         );
-        let e = mail_options(&mail_args(&["--reply-timeout", "soon"])).expect_err("soon");
-        assert!(e.to_string().starts_with("--reply-timeout soon: "), "{e}");
+        let e = mail_options(&["--reply-timeout", "soon"]).expect_err("soon");
+        assert!(
+            e.to_string()
+                .contains("'soon' for '--reply-timeout <DURATION>'"),
+            "{e}"
+        );
+    }
+
+    /// Issue 51: the choices are enums, spelled on the command line as before.
+    #[test]
+    fn choices_keep_their_spellings() {
+        let web = |argv: &[&str]| match bench(&[&["web"], argv].concat()) {
+            Ok(BenchCommand::Web(o)) => Ok(o),
+            Ok(_) => unreachable!("bench web"),
+            Err(e) => Err(e),
+        };
+        let o = web(&["--http", "2", "--profile", "standard"]).expect("valid");
+        assert!(o.http.is_http2() && o.profile == web::ProfileName::Standard);
+        let o = web(&["--http", "1.0"]).expect("valid");
+        assert_eq!(o.http.version(), stoa_web99::workload::HttpVersion::Http10);
+        assert!(web(&["--http", "3"]).is_err());
+        let users = [
+            "mail-users",
+            "--users",
+            "2",
+            "--out",
+            "u",
+            "--format",
+            "plain",
+        ];
+        match bench(&users).expect("valid") {
+            BenchCommand::MailUsers(o) => assert_eq!(o.format, mail::UsersFormat::Plain),
+            _ => unreachable!("bench mail-users"),
+        }
+        match bench(&["ab", "--metric", "throughput", "--order", "random"]).expect("valid") {
+            BenchCommand::Ab(a) => {
+                let o = ab_options(&a).expect("options");
+                assert_eq!(o.metric, stoa_bench::ab::Metric::Throughput);
+                assert_eq!(o.order, stoa_bench::ab::Order::Random);
+            }
+            _ => unreachable!("bench ab"),
+        }
+        let serve = crate::cli::Cli::try_parse_from([
+            "stoa",
+            "serve",
+            "--runtime",
+            "multi-thread",
+            "--log-format",
+            "combined",
+        ])
+        .expect("valid");
+        match serve.command {
+            crate::cli::Command::Serve(a) => {
+                assert_eq!(a.runtime, Some(crate::cli::Runtime::MultiThread));
+                assert_eq!(a.log_format, Some(crate::cli::LogFormat::Combined));
+            }
+            _ => unreachable!("serve"),
+        }
+        assert!(crate::cli::Cli::try_parse_from(["stoa", "serve", "--runtime", "x"]).is_err());
     }
 }

@@ -14,7 +14,21 @@ use anyhow::Context;
 
 use crate::cli::ServeArgs;
 use crate::config::{self, Loaded, Rejected};
-use crate::serve::InvalidConfig;
+
+/// Configuration errors, already printed; the process exits with status 2.
+#[derive(Debug)]
+pub(crate) struct InvalidConfig(pub(crate) usize);
+
+impl std::fmt::Display for InvalidConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            1 => write!(f, "invalid configuration (1 error)"),
+            n => write!(f, "invalid configuration ({n} errors)"),
+        }
+    }
+}
+
+impl std::error::Error for InvalidConfig {}
 
 /// Checks the configuration `args` name (or the default file) and prints it.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {

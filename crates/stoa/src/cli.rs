@@ -1,10 +1,12 @@
 //! The command line. Flags that take numbers, durations or addresses are read as
 //! text here and checked by [`crate::config`] together with the configuration file,
-//! so one run reports every mistake at once.
+//! so one run reports every mistake at once; a flag that takes one of a few words
+//! is a [`ValueEnum`], refused here. The benchmark harnesses' flags are
+//! `stoa-bench`'s option structs, flattened in.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use stoa_directory::Scheme;
 
 /// Stoa: a web server, a mail server and SPEC-style benchmarks in one binary.
@@ -93,18 +95,18 @@ pub(crate) enum BenchCommand {
     /// A SPECweb99-style run: paced 400 kbit/s connections, conformance, report.
     /// Without --target, generates a file set and benchmarks a built-in
     /// `stoa serve --web99` on loopback.
-    Web(BenchWebArgs),
+    Web(stoa_bench::web::Options),
     /// SPECmail2001-style mail benchmark (SMTP + POP3 at 80/100/120 % of a rate,
     /// with the published QoS tables). Without --smtp/--pop3, benchmarks a
     /// built-in `stoa serve` with generated users.
-    Mail(BenchMailArgs),
+    Mail(stoa_bench::mail::Options),
     /// Writes the benchmark's users for another server: a Dovecot passwd-file
     /// (or a plain list), so Postfix + Dovecot can be measured the same way.
-    MailUsers(BenchMailUsersArgs),
+    MailUsers(stoa_bench::mail::UsersOptions),
     /// A client daemon for `stoa bench web --agents` and `stoa bench mail
     /// --agents`: runs the load generators a prime client sends it and answers
     /// with their counters.
-    Agent(BenchAgentArgs),
+    Agent(stoa_bench::agent::Options),
     /// Lookups/s and latency of the configured user directory (the LDAP
     /// backend): random users of `user1@DOMAIN` … `userN@DOMAIN`, cold and warm
     /// cache, at each concurrency; optionally password checks.
@@ -202,8 +204,8 @@ pub(crate) struct BenchAbArgs {
     /// cheap, and an external server needs `--a-flags "--server-pid PID"`),
     /// `throughput`, or `score` (a --find-max per measurement, started near
     /// the side's last score).
-    #[arg(long, value_name = "METRIC", default_value = "cpu", value_parser = ["cpu", "throughput", "score"])]
-    pub(crate) metric: String,
+    #[arg(long, value_name = "METRIC", value_enum, default_value = "cpu")]
+    pub(crate) metric: stoa_bench::ab::Metric,
 
     /// Stop as "no difference" once the interval is this narrow (share of A).
     #[arg(long, value_name = "PERCENT", default_value = "1%", value_parser = parse_percent)]
@@ -214,8 +216,8 @@ pub(crate) struct BenchAbArgs {
     pub(crate) max_rounds: u32,
 
     /// The order within rounds: `alternate` (A B, B A, …) or `random`.
-    #[arg(long, value_name = "ORDER", default_value = "alternate", value_parser = ["alternate", "random"])]
-    pub(crate) order: String,
+    #[arg(long, value_name = "ORDER", value_enum, default_value = "alternate")]
+    pub(crate) order: stoa_bench::ab::Order,
 
     /// The seed of the random order.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -234,29 +236,6 @@ pub(crate) struct BenchAbArgs {
     /// --connections 400 --run-time 30s`).
     #[arg(last = true, value_name = "HARNESS FLAGS")]
     pub(crate) harness: Vec<String>,
-}
-
-/// Where a run is archived (`stoa bench web` and `stoa bench mail`).
-#[derive(Debug, Clone, Args)]
-pub(crate) struct ArchiveArgs {
-    /// The results archive. Default: $XDG_DATA_HOME/stoa/results, else
-    /// ~/.local/share/stoa/results.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) archive: Option<PathBuf>,
-
-    /// Do not store this run in the archive.
-    #[arg(long, conflicts_with = "archive")]
-    pub(crate) no_archive: bool,
-
-    /// The configuration's name in the archive (`stoa bench compare` groups
-    /// runs by it), e.g. "autocorking off".
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) label: Option<String>,
-
-    /// A file describing the server's configuration (nginx.conf, stoa.toml …),
-    /// stored with the run.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) server_config: Option<PathBuf>,
 }
 
 /// `stoa bench results`.
@@ -280,368 +259,6 @@ pub(crate) struct BenchCompareArgs {
     pub(crate) archive: Option<PathBuf>,
 }
 
-/// `stoa bench agent`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct BenchAgentArgs {
-    /// Address to listen on for the prime client.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub(crate) listen: String,
-
-    /// Prime clients allowed to connect, as an address or CIDR block; repeat for
-    /// several. Default: loopback only. An agent runs whatever load an allowed
-    /// prime asks for, so allow only machines of the test network.
-    #[arg(long, value_name = "CIDR")]
-    pub(crate) allow: Vec<String>,
-
-    /// Load threads (default: one per core).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) threads: Option<u32>,
-
-    /// Serve this many runs, then exit (default: serve until killed).
-    #[arg(long, value_name = "N", hide = true)]
-    pub(crate) runs: Option<u32>,
-}
-
-/// `stoa bench web`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct BenchWebArgs {
-    /// The server, `http://HOST:PORT[/path-of-the-file_set-parent]`. Default: a
-    /// built-in `stoa serve --web99` on loopback.
-    #[arg(long, value_name = "URL")]
-    pub(crate) target: Option<String>,
-
-    /// The built-in target over HTTPS (a SPECweb99_SSL-style run), with a
-    /// self-signed certificate made for the run.
-    #[arg(long)]
-    pub(crate) tls: bool,
-
-    /// Share (0–1) of new HTTPS connections that resume an earlier TLS session;
-    /// the rest pay a full handshake. The kit's ratio is not known (web99.md
-    /// §10); 0.5 keeps the full handshake (the key exchange the 2003 defect
-    /// notice insists on) a large part of the load while exercising resumption.
-    #[arg(long, value_name = "RATIO", default_value_t = 0.5, value_parser = parse_ratio)]
-    pub(crate) tls_resume: f64,
-
-    /// Certificates to trust for an https target (PEM); default: the system's.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) tls_ca: Option<PathBuf>,
-
-    /// Accept any certificate from an https target (handshake signatures are
-    /// still checked).
-    #[arg(long)]
-    pub(crate) tls_insecure: bool,
-
-    /// Simultaneous connections (load generators).
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) connections: u32,
-
-    /// Phase lengths: `quick` (seconds) or `standard` (the kit's 20-minute phases).
-    #[arg(long, value_name = "PROFILE", default_value = "quick", value_parser = ["quick", "standard"])]
-    pub(crate) profile: String,
-
-    /// Measurement time of each iteration, overriding the profile's (e.g. `30s`).
-    #[arg(long, value_name = "DURATION")]
-    pub(crate) run_time: Option<String>,
-
-    /// Iterations (default: 3 for the standard profile, as the run rules require;
-    /// 1 for quick).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) iterations: Option<u32>,
-
-    /// HTTP version of the whole run: 1.0 or 1.1 (the kit's), or 2 (HTTPS only:
-    /// the same requests and connections as HTTP/2 streams, one at a time on
-    /// each connection; a non-compliant run).
-    #[arg(long, value_name = "VERSION", default_value = "1.1", value_parser = ["1.0", "1.1", "2"])]
-    pub(crate) http: String,
-
-    /// Only static GETs, for servers without the dynamic API (the report says so).
-    #[arg(long)]
-    pub(crate) static_only: bool,
-
-    /// Closed loop: no pacing and every connection kept alive (wrk's model), to
-    /// cross-check throughput; conformance is meaningless in this mode.
-    #[arg(long)]
-    pub(crate) closed_loop: bool,
-
-    /// Print the URLs of the first deck of each connection (one per line) and exit:
-    /// the same requests for another load tool.
-    #[arg(long, hide = true)]
-    pub(crate) print_urls: bool,
-
-    /// Search for the highest connection count that still conforms.
-    #[arg(long)]
-    pub(crate) find_max: bool,
-
-    /// Highest load --find-max may try (the target's file set must hold it).
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
-    pub(crate) find_max_limit: u32,
-
-    /// Load threads of the harness (each one event loop on its own core). One
-    /// leaves the other cores to a server on the same machine.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) threads: u32,
-
-    /// Run the load on these `stoa bench agent` daemons (`HOST:PORT,…`) instead of
-    /// in this process; the connections are split evenly between them and their
-    /// counters merged. This process validates, resets and reports.
-    #[arg(long, value_name = "ADDR,…", value_delimiter = ',')]
-    pub(crate) agents: Vec<String>,
-
-    /// Processes of the server under test whose CPU time the report puts beside
-    /// the harness's (repeat for several, e.g. nginx's master and worker; the
-    /// built-in server is measured without it). Same machine only.
-    #[arg(long, value_name = "PID")]
-    pub(crate) server_pid: Vec<u32>,
-
-    /// Run the harness on these CPUs only (a `taskset -c` list: `1`, `2-3`,
-    /// `0,2`); the report then judges its CPU share against them and calls a
-    /// trial where it passed 70 % harness-bound.
-    #[arg(long, value_name = "LIST")]
-    pub(crate) harness_cpus: Option<stoa_bench::cpus::CpuList>,
-
-    /// Run the built-in server on these CPUs only (a `taskset -c` list); pin an
-    /// external server with `taskset -c LIST` when starting it.
-    #[arg(long, value_name = "LIST", conflicts_with = "target")]
-    pub(crate) server_cpus: Option<stoa_bench::cpus::CpuList>,
-
-    /// Write report.txt, report.json and report.html here.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub(crate) archive: ArchiveArgs,
-
-    /// The dynamic API's entry point on the server.
-    #[arg(long, value_name = "PATH", default_value = "/web99")]
-    pub(crate) dynamic_path: String,
-
-    /// The SPECweb99 CGI program on the server.
-    #[arg(long, value_name = "PATH", default_value = "/cgi-bin/web99")]
-    pub(crate) cgi_path: String,
-}
-
-/// `stoa bench mail`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct BenchMailArgs {
-    /// The server's SMTP service (`HOST:PORT`); with --pop3. Default: a built-in
-    /// `stoa serve` on loopback, filled and checked for the run.
-    #[arg(long, value_name = "ADDR", requires = "pop3")]
-    pub(crate) smtp: Option<String>,
-
-    /// The server's POP3 service (`HOST:PORT`); with --smtp.
-    #[arg(long, value_name = "ADDR", requires = "smtp")]
-    pub(crate) pop3: Option<String>,
-
-    /// The claimed rate, SPECmail2001-style messages per minute (the 100 %
-    /// level); users = 200 × rate. Default: --users / 200, or 20 (4,000 users).
-    #[arg(long, value_name = "MPM", value_parser = parse_positive)]
-    pub(crate) rate: Option<f64>,
-
-    /// Accounts in the store (`user1@DOMAIN` … `userN@DOMAIN`); at least 200 ×
-    /// rate. --find-max searches rates up to N / 200. Default 200 × rate.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) users: Option<u32>,
-
-    /// Fill and use a store of N accounts whatever the rate: below 200 × rate
-    /// a declared smaller store, and the run is non-compliant (every report
-    /// says so and how). --find-max then searches the rate with the store
-    /// fixed, up to what its retry pool holds (see the README).
-    #[arg(long, value_name = "N", conflicts_with = "users",
-          value_parser = clap::value_parser!(u32).range(10..))]
-    pub(crate) store_users: Option<u32>,
-
-    /// The local domain.
-    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
-    pub(crate) domain: String,
-
-    /// The remote domain: mail to it must be relayed by the server to the sink.
-    #[arg(long, value_name = "NAME", default_value = "remote.test")]
-    pub(crate) remote_domain: String,
-
-    /// Every account's password.
-    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
-    pub(crate) password: String,
-
-    /// The password scheme of the built-in server's generated users: argon2id,
-    /// sha512-crypt, blf-crypt, ssha or plain (any case; plain turns on the
-    /// server's allow_plain_passwords). The report says which.
-    #[arg(long, value_name = "SCHEME", default_value = "argon2id", value_parser = parse_scheme)]
-    pub(crate) password_scheme: Scheme,
-
-    /// Where the harness's SMTP sink listens (the server relays remote mail
-    /// here). Default 127.0.0.1:2526 for an external server; any free port for
-    /// the built-in one.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) sink_listen: Option<String>,
-
-    /// Phase lengths: `quick` (per level 10 s warm-up, 60 s measurement, 20 s
-    /// cool-down) or `standard` (the white paper's 5 min, 60 min, 15 min).
-    #[arg(long, value_name = "PROFILE", default_value = "quick", value_parser = ["quick", "standard"])]
-    pub(crate) profile: String,
-
-    /// Warm-up of each level, overriding the profile's (e.g. `30s`).
-    #[arg(long, value_name = "DURATION")]
-    pub(crate) warmup: Option<String>,
-
-    /// Measurement window of each level, overriding the profile's.
-    #[arg(long, value_name = "DURATION")]
-    pub(crate) run_time: Option<String>,
-
-    /// Cool-down of each level, overriding the profile's.
-    #[arg(long, value_name = "DURATION")]
-    pub(crate) cooldown: Option<String>,
-
-    /// Load levels to run, percent of the rate.
-    #[arg(long, value_name = "PERCENT,…", value_delimiter = ',', default_value = "80,100,120",
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub(crate) levels: Vec<u32>,
-
-    /// Search the highest rate whose 100 % level passes (up to --users / 200).
-    #[arg(long)]
-    pub(crate) find_max: bool,
-
-    /// Only fill the store to the steady state (by SMTP), check it and stop.
-    /// Resumable: accounts already filled are in --init-journal.
-    #[arg(long)]
-    pub(crate) init_only: bool,
-
-    /// The fill's journal (accounts done). Default `init-HOST:PORT.journal`
-    /// (the --smtp address) in the harness's cache directory,
-    /// `$XDG_CACHE_HOME/stoa/bench-mail` or `~/.cache/stoa/bench-mail`.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) init_journal: Option<PathBuf>,
-
-    /// Parallel SMTP connections of the fill.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub(crate) init_connections: u32,
-
-    /// Mailboxes whose contents are checked before the run.
-    #[arg(long, value_name = "N", default_value_t = 200)]
-    pub(crate) check_sample: u32,
-
-    /// Share (0–1) of SMTP sessions carrying a delivery probe. Default: the white
-    /// paper's 0.01 at every rate; with fewer than 59 probes in a level its
-    /// Delivery Time row is reported as too few probes to judge.
-    #[arg(long, value_name = "RATIO", value_parser = parse_ratio)]
-    pub(crate) probe_share: Option<f64>,
-
-    /// Time a reply may take before it counts as an error (60 s in the white
-    /// paper).
-    #[arg(long, value_name = "DURATION", default_value = "60s")]
-    pub(crate) reply_timeout: String,
-
-    /// Load threads of the harness.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub(crate) threads: u32,
-
-    /// Run the four streams on these `stoa bench agent` daemons (`HOST:PORT,…`)
-    /// instead of in this process: each sends an even share of the SMTP
-    /// sessions and checks its own share of the mailboxes. This process keeps
-    /// the sink, the store's fill and check, the delivery probes, the QoS tally
-    /// and the one report. The agents must reach --smtp/--pop3 (the built-in
-    /// server listens on loopback: agents on this machine only).
-    #[arg(long, value_name = "ADDR,…", value_delimiter = ',')]
-    pub(crate) agents: Vec<String>,
-
-    /// Longest wait after a level's cool-down for its judged sessions and
-    /// probes (default: 2 min for the quick profile, 20 min for standard).
-    #[arg(long, value_name = "DURATION", hide = true)]
-    pub(crate) drain_limit: Option<String>,
-
-    /// The random seed of the load (the store's fill uses --store-seed).
-    #[arg(long, value_name = "N")]
-    pub(crate) seed: Option<u64>,
-
-    /// The seed of the initial store's contents.
-    #[arg(long, value_name = "N", default_value_t = 2001)]
-    pub(crate) store_seed: u64,
-
-    /// The server's name in the report. Default: Stoa's version for the built-in
-    /// server, "unnamed server" otherwise.
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) server_software: Option<String>,
-
-    /// Processes of the server under test whose CPU time the report shows (same
-    /// machine; the built-in server is measured without it).
-    #[arg(long, value_name = "PID")]
-    pub(crate) server_pid: Vec<u32>,
-
-    /// Run the harness on these CPUs only (a `taskset -c` list: `1`, `2-3`,
-    /// `0,2`); the report then judges its CPU share against them and calls a
-    /// trial where it passed 70 % harness-bound.
-    #[arg(long, value_name = "LIST")]
-    pub(crate) harness_cpus: Option<stoa_bench::cpus::CpuList>,
-
-    /// Run the built-in server on these CPUs only (a `taskset -c` list); pin an
-    /// external server with `taskset -c LIST` when starting it.
-    #[arg(long, value_name = "LIST", conflicts_with = "smtp")]
-    pub(crate) server_cpus: Option<stoa_bench::cpus::CpuList>,
-
-    /// A setting of the built-in server's configuration, `TABLE.KEY=VALUE` with
-    /// a TOML value (`smtp.max_deliveries=100`, `directory.cache_ttl="0s"`),
-    /// repeatable; the report's server name lists them. Not the keys the
-    /// harness itself sets (listeners, mail_dir, domains, relay_host,
-    /// trusted_networks, the password scheme: --password-scheme).
-    #[arg(long, value_name = "TABLE.KEY=VALUE", conflicts_with = "smtp")]
-    pub(crate) server_set: Vec<String>,
-
-    /// One tier of a system of several processes on this machine: its role, its
-    /// processes, and `@smtp`/`@pop3` for the tier that answers --smtp/--pop3
-    /// (`"POP proxy=1234@pop3"`, `"MMP=10+11+12"`). The report's System
-    /// Configuration lists each tier's CPU time over each measurement window, its
-    /// peak memory and what it handled. Repeat for each tier.
-    #[arg(long, value_name = "ROLE=PID[+PID…][@smtp|@pop3]")]
-    pub(crate) tier: Vec<String>,
-
-    /// A line of description for a --tier's row (`"LDAP=slapd on 127.0.0.10"`).
-    #[arg(long, value_name = "ROLE=TEXT")]
-    pub(crate) tier_note: Vec<String>,
-
-    /// What a --tier handled, from its log: the lines of FILE containing TEXT
-    /// written during each measurement window count as LABEL
-    /// (`"POP store 1=POP logins:logged in (:/tmp/store1.log"`).
-    #[arg(long, value_name = "ROLE=LABEL:TEXT:FILE")]
-    pub(crate) tier_count: Vec<String>,
-
-    /// Write result.txt, result.json and result.html here.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) out: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub(crate) archive: ArchiveArgs,
-}
-
-/// `stoa bench mail-users`.
-#[derive(Debug, Clone, Args)]
-pub(crate) struct BenchMailUsersArgs {
-    /// Accounts (`user1@DOMAIN` … `userN@DOMAIN`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub(crate) users: u32,
-
-    /// The local domain.
-    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
-    pub(crate) domain: String,
-
-    /// Every account's password.
-    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
-    pub(crate) password: String,
-
-    /// `dovecot`: passwd-file lines `ADDRESS:{SCHEME}VALUE` (one hash of --scheme,
-    /// Stoa's default costs, shared by every account; the strings
-    /// `stoa user add --scheme` stores); `plain`: one address per line.
-    #[arg(long, value_name = "FORMAT", default_value = "dovecot", value_parser = ["dovecot", "plain"])]
-    pub(crate) format: String,
-
-    /// The password scheme of the dovecot format: argon2id, sha512-crypt,
-    /// blf-crypt, ssha or plain (written {PLAIN.BASE64}), any case.
-    #[arg(long, value_name = "SCHEME", default_value = "argon2id", value_parser = parse_scheme)]
-    pub(crate) scheme: Scheme,
-
-    /// The file to write (replaced atomically).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) out: PathBuf,
-}
-
 /// `stoa bench directory`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchDirectoryArgs {
@@ -649,64 +266,12 @@ pub(crate) struct BenchDirectoryArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) config: PathBuf,
 
-    /// Users in the directory: `user1@DOMAIN` … `userN@DOMAIN`.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) users: u64,
-
-    /// The users' domain.
-    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
-    pub(crate) domain: String,
-
-    /// Threads calling the directory at once, one run per value.
-    #[arg(long, value_name = "C,C…", value_delimiter = ',', default_value = "1,64",
-          value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub(crate) concurrency: Vec<u64>,
-
-    /// Length of each run.
-    #[arg(long, value_name = "DURATION", default_value = "20s")]
-    pub(crate) duration: String,
-
-    /// `off`: the directory's cache disabled, lookups of any user (cold);
-    /// `on`: a hot set looked up once first, then lookups of it (warm).
-    #[arg(long, value_name = "on|off", value_delimiter = ',', default_value = "off,on",
-          value_parser = ["on", "off"])]
-    pub(crate) cache: Vec<String>,
-
-    /// Users in the warm runs' hot set (at most the configured cache_size).
-    #[arg(long, value_name = "N", default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) hot_set: u64,
-
-    /// Password checks to time, without the cache: `LABEL=LOGIN[,LOGIN…]`
-    /// (e.g. `ssha=user1@stoa.test`); repeat for several.
-    #[arg(long, value_name = "LABEL=LOGINS")]
-    pub(crate) verify: Vec<String>,
-
-    /// The password of the --verify users.
-    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
-    pub(crate) password: String,
-
-    /// Seed of the random choice of users.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) options: stoa_bench::directory::Options,
 }
 
 fn parse_scheme(s: &str) -> Result<Scheme, String> {
     s.parse::<Scheme>().map_err(|e| e.to_string())
-}
-
-fn parse_positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        _ => Err(format!("{s:?} is not a positive number")),
-    }
-}
-
-fn parse_ratio(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
-        _ => Err(format!("{s:?} is not a number from 0 to 1")),
-    }
 }
 
 /// A share written as a percentage (`1%`, `0.5 %`) or a bare number of per
@@ -997,8 +562,8 @@ pub(crate) struct ServeArgs {
     pub(crate) access_log: Option<String>,
 
     /// Access-log format: `common` or `combined`.
-    #[arg(long, value_name = "FORMAT")]
-    pub(crate) log_format: Option<String>,
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub(crate) log_format: Option<LogFormat>,
 
     /// Time allowed for a request head (e.g. `20s`, `200ms`).
     #[arg(long, value_name = "DURATION")]
@@ -1017,8 +582,8 @@ pub(crate) struct ServeArgs {
     pub(crate) max_connections: Option<String>,
 
     /// Event-loop model: `per-core` (default) or `multi-thread` (for measurement).
-    #[arg(long, value_name = "MODEL")]
-    pub(crate) runtime: Option<String>,
+    #[arg(long, value_name = "MODEL", value_enum)]
+    pub(crate) runtime: Option<Runtime>,
 
     /// Enable the SPECweb99 dynamic API at /web99.
     #[arg(long)]
@@ -1091,4 +656,36 @@ pub(crate) struct ServeArgs {
     /// for root, ~/.local/state/stoa/web99 otherwise.
     #[arg(long, value_name = "DIR")]
     pub(crate) web99_state: Option<PathBuf>,
+}
+
+/// `--runtime`: the event-loop model (`[web] runtime`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Runtime {
+    PerCore,
+    MultiThread,
+}
+
+impl From<Runtime> for stoa_web::config::RuntimeModel {
+    fn from(r: Runtime) -> Self {
+        match r {
+            Runtime::PerCore => stoa_web::config::RuntimeModel::PerCore,
+            Runtime::MultiThread => stoa_web::config::RuntimeModel::MultiThread,
+        }
+    }
+}
+
+/// `--log-format`: the access log's format (`[web] log_format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    Common,
+    Combined,
+}
+
+impl From<LogFormat> for stoa_web::config::LogFormat {
+    fn from(f: LogFormat) -> Self {
+        match f {
+            LogFormat::Common => stoa_web::config::LogFormat::Common,
+            LogFormat::Combined => stoa_web::config::LogFormat::Combined,
+        }
+    }
 }

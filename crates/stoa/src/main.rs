@@ -48,7 +48,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<serve::InvalidConfig>() => {
+        Err(e) if e.is::<check_config::InvalidConfig>() => {
             eprintln!("stoa: {e}");
             ExitCode::from(2)
         }

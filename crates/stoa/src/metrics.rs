@@ -8,31 +8,48 @@
 //! library knows Prometheus. Here, at each scrape, [`Collector`] reads them and
 //! encodes them with `prometheus-client`; nothing is kept between scrapes.
 //!
-//! The listener is a [`Service`] like the others, bound before the privilege drop
-//! and drained by the same shutdown. Its HTTP is the least that works and nothing
-//! more: one request per connection, its head read up to [`MAX_HEAD`] bytes within
-//! [`READ_TIMEOUT`], `GET /metrics` answered `200`, any other path `404`, any
-//! other method `405`, anything unreadable `400`, then the connection closes; at
-//! most [`MAX_CONNECTIONS`] at once (the others wait in the kernel's backlog).
+//! The listener runs on netkit's server skeleton like every other server (a
+//! [`Handler`] for the scrapes, a [`Service`] for `stoa serve`: bound before the
+//! privilege drop, handed over on a reload and drained by the same shutdown),
+//! and counts in `stoa_connections_open` as `metrics`. Its HTTP is the least
+//! that works: one request per connection, its head read up to [`MAX_HEAD`]
+//! bytes within [`READ_TIMEOUT`] and parsed by `stoa_http_proto::parse_request`
+//! (as strictly as the web server's), `GET /metrics` answered `200`, any other
+//! path `404`, any other method `405`, a head the parser refuses with the status
+//! it names (`400`, `431`, ...), then the connection closes; at most
+//! [`MAX_CONNECTIONS`] at once (the others wait in the kernel's backlog). A
+//! scrape still being answered at shutdown is dropped.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use stoa_netkit::server::{BoxError, Endpoint, Service};
+use stoa_http_proto::response::HeadWriter;
+use stoa_http_proto::{Method, RequestHead, Status, parse_request};
+use stoa_netkit::server::{
+    Accepted, BoxError, Endpoint, Handler, Listeners, RuntimeModel, Service, WorkerScope,
+};
 use stoa_netkit::shutdown::Shutdown;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::net::TcpStream;
 
 /// Longest request head read: a scraper's is a few hundred bytes.
 const MAX_HEAD: usize = 8 * 1024;
+/// The parser's limits: the whole head within [`MAX_HEAD`]; a scraper sends a
+/// handful of header fields, far fewer than the web server's 100.
+const LIMITS: stoa_http_proto::Limits = stoa_http_proto::Limits {
+    max_request_line: MAX_HEAD,
+    max_header_line: MAX_HEAD,
+    max_head: MAX_HEAD,
+    max_headers: 32,
+};
 /// Time for the request head to arrive, and for the answer to be written.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Scrapes served at once: Prometheus sends one at a time per target; a few more
@@ -43,32 +60,31 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 
 /// The bound metrics listener.
 pub(crate) struct Server {
-    listener: std::net::TcpListener,
+    listeners: Listeners<()>,
     addr: SocketAddr,
 }
 
 impl Server {
-    /// Binds `addr` (before the privilege drop, like every listener).
+    /// Binds `addr` (before the privilege drop, like every listener) with one
+    /// worker.
     pub(crate) fn bind(
         addr: SocketAddr,
         sockets: &stoa_netkit::listener::Pool,
     ) -> anyhow::Result<Server> {
-        use anyhow::Context as _;
-        let cannot = || format!("cannot listen for metrics on {addr}");
-        let listener = sockets
-            .bind_group(addr, 1, stoa_netkit::listener::DEFAULT_BACKLOG)
-            .with_context(cannot)?
-            .into_iter()
-            .next()
-            .with_context(cannot)?;
-        let addr = listener.local_addr()?;
-        Ok(Server { listener, addr })
+        let mut listeners = Listeners::with_pool(1, sockets.clone());
+        let bound = listeners
+            .bind(addr, ())
+            .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+        Ok(Server {
+            listeners,
+            addr: bound,
+        })
     }
 }
 
 impl Service for Server {
     fn name(&self) -> &'static str {
-        "metrics"
+        Scrapes::NAME
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
@@ -79,44 +95,51 @@ impl Service for Server {
     }
 
     fn run(self: Box<Self>, shutdown: Shutdown) -> Result<(), BoxError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        runtime.block_on(serve(self.listener, shutdown))?;
+        let scrapes = Arc::new(Scrapes);
+        stoa_netkit::server::run(&scrapes, self.listeners, RuntimeModel::PerCore, shutdown)?;
         Ok(())
     }
 }
 
-/// Accepts scrapes until `shutdown` (its hand-over or its stop: a reload's new
-/// listener takes the socket); a scrape in progress then is dropped.
-async fn serve(listener: std::net::TcpListener, mut shutdown: Shutdown) -> io::Result<()> {
-    let listener = TcpListener::from_std(listener)?;
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    loop {
-        let permit = tokio::select! {
-            () = shutdown.accepting_ends() => return Ok(()),
-            permit = Arc::clone(&slots).acquire_owned() => permit.map_err(io::Error::other)?,
-        };
-        let accepted = tokio::select! {
-            () = shutdown.accepting_ends() => return Ok(()),
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                tokio::spawn(async move {
-                    let answered = tokio::time::timeout(READ_TIMEOUT, answer(stream)).await;
-                    if !matches!(answered, Ok(Ok(()))) {
-                        tracing::debug!("metrics: scrape from {peer} failed or timed out");
-                    }
-                    drop(permit);
-                });
+/// The metrics endpoint on the skeleton: each connection is one scrape.
+struct Scrapes;
+
+impl Handler for Scrapes {
+    type Kind = ();
+    type Worker = ();
+    const NAME: &'static str = "metrics";
+
+    fn max_connections(&self) -> usize {
+        MAX_CONNECTIONS
+    }
+
+    /// Nothing to wait for: a scrape in progress at shutdown is dropped.
+    fn grace(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    fn in_flight(&self) -> usize {
+        0
+    }
+
+    fn start_worker(self: &Arc<Self>, _scope: WorkerScope) {}
+
+    fn accept(self: &Arc<Self>, _worker: &Arc<()>, conn: Accepted<()>) {
+        let Accepted {
+            stream,
+            peer,
+            permit,
+            ..
+        } = conn;
+        tokio::spawn(async move {
+            if let Some(stream) = stoa_netkit::accept::register(stream, peer) {
+                let answered = tokio::time::timeout(READ_TIMEOUT, answer(stream)).await;
+                if !matches!(answered, Ok(Ok(()))) {
+                    tracing::debug!("metrics: scrape from {peer} failed or timed out");
+                }
             }
-            Err(e) => {
-                // EMFILE and the like: do not spin on them.
-                tracing::warn!("metrics: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
+            drop(permit);
+        });
     }
 }
 
@@ -124,54 +147,59 @@ async fn serve(listener: std::net::TcpListener, mut shutdown: Shutdown) -> io::R
 async fn answer(mut stream: TcpStream) -> io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        if head.len() >= MAX_HEAD {
-            return respond(&mut stream, 431, "text/plain", b"request head too large\n").await;
+    let routed = loop {
+        match route(&head) {
+            Ok(Some(route)) => break Ok(route),
+            Err(e) => break Err(e),
+            // One byte past the limit, for the parser to refuse.
+            Ok(None) if head.len() > MAX_HEAD => break Err(stoa_http_proto::Error::HeadTooLarge),
+            Ok(None) => {}
         }
-        let room = (MAX_HEAD - head.len()).min(chunk.len());
+        let room = (MAX_HEAD + 1 - head.len()).min(chunk.len());
         let n = stream.read(&mut chunk[..room]).await?;
         if n == 0 {
             return Ok(());
         }
         head.extend_from_slice(&chunk[..n]);
-    }
-    match route(&head) {
-        Route::Metrics => {
+    };
+    match routed {
+        Ok(Route::Metrics) => {
             let body = encode();
             respond(&mut stream, 200, CONTENT_TYPE, body.as_bytes()).await
         }
-        Route::NotFound => respond(&mut stream, 404, "text/plain", b"not found\n").await,
-        Route::NotAllowed => respond(&mut stream, 405, "text/plain", b"GET only\n").await,
-        Route::Bad => respond(&mut stream, 400, "text/plain", b"bad request\n").await,
+        Ok(Route::NotFound) => respond(&mut stream, 404, "text/plain", b"not found\n").await,
+        Ok(Route::NotAllowed) => respond(&mut stream, 405, "text/plain", b"GET only\n").await,
+        Err(e) => {
+            let body = format!("{e}\n");
+            respond(&mut stream, e.status(), "text/plain", body.as_bytes()).await
+        }
     }
 }
 
-/// What a request head asks for.
+/// What a request asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Route {
     Metrics,
     NotFound,
     NotAllowed,
-    Bad,
 }
 
-/// The request line's method and target; the query is ignored.
-fn route(head: &[u8]) -> Route {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let mut parts = line.split(|&b| b == b' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Route::Bad;
-    };
-    if !version.starts_with(b"HTTP/1.") {
-        return Route::Bad;
+/// What the request head at the start of `buf` asks for: `None` while it is
+/// incomplete, the parser's error when it is malformed.
+fn route(buf: &[u8]) -> Result<Option<Route>, stoa_http_proto::Error> {
+    let mut storage = stoa_http_proto::request::header_storage();
+    match parse_request(buf, &mut storage, &LIMITS)? {
+        Status::Partial => Ok(None),
+        Status::Complete(head) => Ok(Some(route_of(&head))),
     }
-    if method != b"GET" {
+}
+
+/// The method and the path of the target; the query is ignored.
+fn route_of(head: &RequestHead<'_, '_>) -> Route {
+    if head.method != Method::Get {
         return Route::NotAllowed;
     }
-    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    let path = head.target.split(|&b| b == b'?').next().unwrap_or_default();
     if path == b"/metrics" {
         Route::Metrics
     } else {
@@ -185,20 +213,15 @@ async fn respond(
     content_type: &str,
     body: &[u8],
 ) -> io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        _ => "Request Header Fields Too Large",
-    };
-    let allow = if status == 405 { "Allow: GET\r\n" } else { "" };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n\
-         Content-Length: {}\r\n{allow}Connection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await?;
+    let mut head = Vec::with_capacity(160);
+    let mut writer = HeadWriter::new(&mut head, status)
+        .header("Content-Type", content_type.as_bytes())
+        .content_length(body.len() as u64);
+    if status == 405 {
+        writer = writer.header("Allow", b"GET");
+    }
+    writer.header("Connection", b"close").finish();
+    stream.write_all(&head).await?;
     stream.write_all(body).await?;
     stream.shutdown().await
 }
@@ -446,13 +469,33 @@ mod tests {
 
     #[test]
     fn routes_are_get_metrics_only() {
-        assert_eq!(route(b"GET /metrics HTTP/1.1\r\n\r\n"), Route::Metrics);
-        assert_eq!(route(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"), Route::Metrics);
-        assert_eq!(route(b"GET / HTTP/1.1\r\n\r\n"), Route::NotFound);
-        assert_eq!(route(b"POST /metrics HTTP/1.1\r\n\r\n"), Route::NotAllowed);
-        assert_eq!(route(b"GET /metrics\r\n\r\n"), Route::Bad);
-        assert_eq!(route(b"GET /metrics SPDY/3\r\n\r\n"), Route::Bad);
-        assert_eq!(route(b"\xff\xfe\r\n\r\n"), Route::Bad);
+        let status = |head: &[u8]| route(head).map_err(|e| e.status());
+        let host = "Host: 127.0.0.1:9100\r\n";
+        let get = |target: &str| format!("GET {target} HTTP/1.1\r\n{host}\r\n");
+        assert_eq!(status(get("/metrics").as_bytes()), Ok(Some(Route::Metrics)));
+        assert_eq!(
+            status(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"),
+            Ok(Some(Route::Metrics))
+        );
+        assert_eq!(status(get("/").as_bytes()), Ok(Some(Route::NotFound)));
+        let post = format!("POST /metrics HTTP/1.1\r\n{host}Content-Length: 0\r\n\r\n");
+        assert_eq!(status(post.as_bytes()), Ok(Some(Route::NotAllowed)));
+        assert_eq!(status(b"GET /metr"), Ok(None));
+        for bad in [
+            &b"GET /metrics\r\n\r\n"[..],
+            b"GET /metrics SPDY/3\r\n\r\n",
+            b"\xff\xfe\r\n\r\n",
+            // HTTP/1.1 without Host, and a bare LF: the web server's rules.
+            b"GET /metrics HTTP/1.1\r\n\r\n",
+            b"GET /metrics HTTP/1.0\n\n",
+        ] {
+            assert_eq!(status(bad), Err(400), "{bad:?}");
+        }
+        let long = format!(
+            "GET /metrics HTTP/1.1\r\n{host}X: {}\r\n\r\n",
+            "a".repeat(MAX_HEAD)
+        );
+        assert_eq!(status(long.as_bytes()), Err(431));
     }
 
     /// Encodes `h` alone.

@@ -25,8 +25,6 @@ use anyhow::{Context, bail};
 use nix::unistd::{Gid, Group, Uid, User};
 use rustix::fs::Access;
 
-use crate::config;
-
 /// Most files and directories given to the user after a start that created them
 /// (a new mail directory holds a handful); more means the path was not new.
 const MAX_GIVEN: usize = 10_000;
@@ -42,12 +40,13 @@ pub(crate) struct Target {
     gid: Gid,
 }
 
-/// The user `process` names, looked up; `None` when there is nothing to switch to
-/// (none named, or the process already runs as that user). Running as root with
-/// no user is allowed, with a warning.
-pub(crate) fn resolve(process: &config::Process) -> anyhow::Result<Option<Target>> {
+/// The user `user` (and the group `group`, else the user's) the configuration
+/// names, looked up; `None` when there is nothing to switch to (none named, or
+/// the process already runs as that user). Running as root with no user is
+/// allowed, with a warning.
+pub(crate) fn resolve(user: Option<&str>, group: Option<&str>) -> anyhow::Result<Option<Target>> {
     let root = Uid::effective().is_root();
-    let Some(name) = &process.user else {
+    let Some(name) = user else {
         if root {
             tracing::warn!(
                 "running as root: set user = \"NAME\" in the configuration (or --user NAME) \
@@ -64,12 +63,12 @@ pub(crate) fn resolve(process: &config::Process) -> anyhow::Result<Option<Target
     if user.uid.is_root() {
         bail!("user {name}: that is root; name an unprivileged user");
     }
-    let (gid, group) = match &process.group {
+    let (gid, group) = match group {
         Some(g) => {
             let found = Group::from_name(g)
                 .with_context(|| format!("group {g}: cannot read the group database"))?
                 .with_context(|| format!("group {g}: no such group"))?;
-            (found.gid, g.clone())
+            (found.gid, g.to_owned())
         }
         None => {
             let group = Group::from_gid(user.gid).ok().flatten();
@@ -87,7 +86,7 @@ pub(crate) fn resolve(process: &config::Process) -> anyhow::Result<Option<Target
         );
     }
     Ok(Some(Target {
-        name: name.clone(),
+        name: name.to_owned(),
         group,
         uid: user.uid,
         gid,

@@ -1,5 +1,6 @@
-//! `stoa serve`: load the configuration, bind the web, SMTP, POP3 and LMTP
-//! servers, serve, react to signals.
+//! `stoa serve`: load the configuration, bind the servers it names (the list
+//! of `crate::config`: web, SMTP, POP3, the POP3 proxy, LMTP, metrics), serve,
+//! react to signals.
 //!
 //! The order at start: the configuration; the umask; the user to become, looked
 //! up; every service bound (listeners, certificates, document root, logs, mail
@@ -27,31 +28,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use stoa_directory::{Directory, EmbeddedDirectory, LdapDirectory};
+use stoa_directory::EmbeddedDirectory;
 use stoa_netkit::listener::Pool;
 use stoa_netkit::server::{BoxError, Service};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::signals::{Signal, Signals};
 use stoa_netkit::throttle::Throttle;
 
+use crate::check_config::InvalidConfig;
 use crate::cli::ServeArgs;
-use crate::config;
+use crate::config::{self, MailParts};
 use crate::privilege::{self, Need};
-
-/// Configuration errors, already printed; the process exits with status 2.
-#[derive(Debug)]
-pub(crate) struct InvalidConfig(pub(crate) usize);
-
-impl std::fmt::Display for InvalidConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            1 => write!(f, "invalid configuration (1 error)"),
-            n => write!(f, "invalid configuration ({n} errors)"),
-        }
-    }
-}
-
-impl std::error::Error for InvalidConfig {}
 
 /// Runs the servers until SIGTERM or SIGINT, reloading on SIGHUP.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
@@ -65,7 +52,7 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     }
     let process = loaded.process.clone();
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(process.umask));
-    let target = privilege::resolve(&process)?;
+    let target = privilege::resolve(process.user.as_deref(), process.group.as_deref())?;
     let (needs, created) = match &target {
         Some(_) => {
             let (needs, managed) = used_paths(&loaded);
@@ -243,7 +230,8 @@ impl Servers {
 struct Generation {
     trigger: stoa_netkit::shutdown::Trigger,
     threads: Vec<(&'static str, ServiceThread)>,
-    reopener: Option<stoa_web::LogReopener>,
+    /// What a refused reload reopens (the access logs).
+    reopen: Vec<Box<dyn Fn() + Send>>,
     mail: Option<MailParts>,
     /// The mail directory the configuration named (a reload cannot move it).
     mail_dir: Option<std::path::PathBuf>,
@@ -265,7 +253,7 @@ impl Generation {
         Ok(Generation {
             trigger,
             threads,
-            reopener: bound.reopener,
+            reopen: bound.reopen,
             mail: bound.mail,
             mail_dir: bound.mail_dir,
             since: None,
@@ -293,8 +281,8 @@ fn reload(args: &ServeArgs, servers: &mut Servers) {
                 "reload refused, the running configuration stays: {}",
                 crate::chain(&e)
             );
-            if let Some(reopener) = &servers.current.reopener {
-                reopener.reopen();
+            for reopen in &servers.current.reopen {
+                reopen();
             }
         }
     }
@@ -323,8 +311,7 @@ fn replace(args: &ServeArgs, servers: &mut Servers) -> anyhow::Result<()> {
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(loaded.process.umask));
         servers.process.umask = loaded.process.umask;
     }
-    let mail_dir = mail_dir_of(&loaded);
-    if let (Some(old), Some(new)) = (&servers.current.mail_dir, &mail_dir)
+    if let (Some(old), Some(new)) = (&servers.current.mail_dir, &loaded.mail_dir)
         && old != new
     {
         anyhow::bail!(
@@ -380,30 +367,12 @@ fn notify(states: &[sd_notify::NotifyState<'_>]) {
 
 /// What the servers use after a switch of user ([`privilege::check_access`]),
 /// and the paths that they may create at start ([`privilege::missing`]): the
-/// mail directory, the web99 state directory, the access logs (the server's and
-/// the sites').
+/// mail directory first, then each server's own (the web server's document
+/// roots, access logs and web99 state directory; SMTP's queue).
 fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
     let (mut needs, mut managed) = (Vec::new(), Vec::new());
-    if let Some(web) = &loaded.web {
-        for site in web.effective_sites() {
-            needs.push(Need::read("the document root", &site.docroot));
-            for m in &site.cgi {
-                needs.push(Need::read("the CGI directory", &m.dir));
-            }
-            if let stoa_web::config::AccessLogTarget::File(log) = web.access_log_of(&site)
-                && !managed.contains(log)
-            {
-                needs.push(Need::write("the access log (reopened on SIGHUP)", log));
-                managed.push(log.clone());
-            }
-        }
-        if let Some(w) = &web.web99 {
-            needs.push(Need::write("the web99 state directory", &w.state_dir));
-            managed.push(w.state_dir.clone());
-        }
-    }
-    let mail_dir =
-        mail_dir_of(loaded).or_else(|| loaded.pop3_proxy.as_ref().and_then(|p| p.mail_dir.clone()));
+    let mail_dir = (loaded.mail_dir.clone())
+        .or_else(|| (loaded.services.iter()).find_map(|s| s.directory_home().map(Path::to_owned)));
     if let Some(dir) = &mail_dir {
         let mut mail = vec![Need::read("the mail directory", dir)];
         if matches!(loaded.directory, config::Directory::Embedded(_)) {
@@ -413,15 +382,15 @@ fn used_paths(loaded: &config::Loaded) -> (Vec<Need>, Vec<std::path::PathBuf>) {
                 dir.join("directory/entries.txt"),
             ));
         }
-        if loaded.smtp.is_some() {
-            mail.push(Need::write("the mail queue", dir.join("queue")));
-        }
         for sub in ["store", "store/tmp", "store/mailboxes"] {
             mail.push(Need::write("the mail store", dir.join(sub)));
         }
         // Any of them may be new, in an old mail directory too.
         managed.extend(mail.iter().map(|n| n.path.clone()));
         needs.extend(mail);
+    }
+    for service in &loaded.services {
+        service.paths(&mut needs, &mut managed);
     }
     (needs, managed)
 }
@@ -471,22 +440,14 @@ fn join_services(threads: Vec<(&'static str, ServiceThread)>) -> anyhow::Result<
 /// A server running on its own thread.
 type ServiceThread = JoinHandle<Result<(), BoxError>>;
 
-/// The bound servers, in the order they announce themselves (metrics, web, SMTP,
-/// POP3, LMTP, POP3 proxy), the access log's reopener, and the mail parts they
+/// The bound servers, in the order they announce themselves (the list of
+/// `crate::config`), what a refused reload reopens, and the mail parts they
 /// share (kept for the next reload).
 struct Bound {
     services: Vec<Box<dyn Service>>,
-    reopener: Option<stoa_web::LogReopener>,
+    reopen: Vec<Box<dyn Fn() + Send>>,
     mail: Option<MailParts>,
     mail_dir: Option<std::path::PathBuf>,
-}
-
-/// The mail directory the SMTP, POP3 or LMTP server names (the configuration
-/// checked they agree).
-fn mail_dir_of(loaded: &config::Loaded) -> Option<std::path::PathBuf> {
-    (loaded.smtp.as_ref().map(|c| c.mail_dir.clone()))
-        .or_else(|| loaded.pop3.as_ref().map(|p| p.mail_dir.clone()))
-        .or_else(|| loaded.lmtp.as_ref().map(|l| l.mail_dir.clone()))
 }
 
 /// Binds every configured server, so that every start-up error surfaces before
@@ -494,85 +455,41 @@ fn mail_dir_of(loaded: &config::Loaded) -> Option<std::path::PathBuf> {
 /// `previous` (the running generation's, on a reload) are used again where the
 /// configuration still names them.
 fn bind_services(
-    mut loaded: config::Loaded,
+    loaded: config::Loaded,
     sockets: &Pool,
     previous: Option<&MailParts>,
 ) -> anyhow::Result<Bound> {
-    let mut services: Vec<Box<dyn Service>> = Vec::new();
-    if let Some(m) = &loaded.metrics {
-        services.push(Box::new(crate::metrics::Server::bind(m.listen, sockets)?));
-    }
-    let mail_dir = mail_dir_of(&loaded);
-    // Every server takes its sockets from the process's pool.
-    if let Some(c) = &mut loaded.web {
-        c.sockets = sockets.clone();
-    }
-    if let Some(c) = &mut loaded.smtp {
-        c.sockets = sockets.clone();
-    }
-    if let Some(c) = &mut loaded.pop3 {
-        c.config.sockets = sockets.clone();
-    }
-    if let Some(c) = &mut loaded.lmtp {
-        c.config.sockets = sockets.clone();
-    }
-    if let Some(c) = &mut loaded.pop3_proxy {
-        c.config.sockets = sockets.clone();
-    }
-    let mut reopener = None;
-    if let Some(config) = loaded.web {
-        let server = stoa_web::Server::bind(config).context("cannot start the web server")?;
-        reopener = Some(server.log_reopener());
-        services.push(Box::new(server));
-    }
-    let proxy_directory = loaded
-        .pop3_proxy
-        .is_some()
-        .then(|| loaded.directory.clone());
-    let mut mail = open_mail(
-        loaded.smtp.as_ref(),
-        loaded.pop3.as_ref(),
-        loaded.lmtp.as_ref(),
-        loaded.directory,
-        &loaded.process,
-        previous,
-    )?;
-    if let (Some(config), Some(parts)) = (loaded.smtp, &mut mail) {
-        services.push(Box::new(bind_smtp(config, parts)?));
-    }
-    if let (Some(pop3), Some(parts)) = (loaded.pop3, &mail) {
-        let server = stoa_pop3::Server::bind_with_throttle(
-            pop3.config,
-            parts.directory.clone(),
-            parts.store.clone(),
-            Arc::clone(&parts.throttle),
-        )
-        .context("cannot start the POP3 server")?;
-        services.push(Box::new(server));
-    }
-    if let (Some(lmtp), Some(parts)) = (loaded.lmtp, &mail) {
-        let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
-        let server = stoa_smtp::lmtp::Server::bind(lmtp.config, parts.directory.clone(), local)
-            .context("cannot start the LMTP server")?;
-        services.push(Box::new(server));
-    }
-    if let (Some(proxy), Some(directory)) = (loaded.pop3_proxy, proxy_directory) {
-        // Beside a store host the proxy shares its directory; alone it opens its
-        // own (LDAP, or the embedded one under its mail directory).
-        let directory = match &mail {
-            Some(parts) => parts.directory.clone(),
-            None => {
-                let mail_dir = proxy.mail_dir.clone().unwrap_or_default();
-                open_directory(&mail_dir, directory)?.0
-            }
-        };
-        let server = stoa_pop3::Server::bind_proxy(proxy.config, proxy.proxy, directory)
-            .context("cannot start the POP3 proxy")?;
-        services.push(Box::new(server));
-    }
+    let config::Loaded {
+        services: configured,
+        mail_dir,
+        auth_throttle,
+        directory,
+        process,
+        ..
+    } = loaded;
+    let mut mail = match &mail_dir {
+        Some(dir) => Some(open_mail(
+            dir,
+            auth_throttle,
+            directory.clone(),
+            &process,
+            previous,
+        )?),
+        None => None,
+    };
+    let mut reopen = Vec::new();
+    let mut shared = config::Shared {
+        sockets,
+        mail: mail.as_mut(),
+        directory: &directory,
+        reopen: &mut reopen,
+    };
+    let services = (configured.into_iter())
+        .map(|service| service.bind(&mut shared))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(Bound {
         services,
-        reopener,
+        reopen,
         mail,
         mail_dir,
     })
@@ -595,43 +512,16 @@ fn spawn_service(
 /// (a `stat` of one file).
 const DIRECTORY_RELOAD: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// What the mail servers share: the user directory and the mail store of one mail
-/// directory, each opened once, and the queue's delivery thread; a reload keeps
-/// each that the configuration still names the same way.
-struct MailParts {
-    directory: Arc<dyn Directory>,
-    /// The directory again when it is the embedded one, to reload its file.
-    embedded: Option<Arc<EmbeddedDirectory>>,
-    /// What the directory was opened from.
-    directory_config: config::Directory,
-    store: Arc<stoa_mailstore::MailStore>,
-    /// Failed logins per client address, counted alike by SMTP AUTH and POP3 (the
-    /// configuration gave both the same settings).
-    throttle: Arc<Throttle>,
-    /// The queue and its delivery thread, once SMTP has been configured: it
-    /// outlives the SMTP servers (and stays when a reload leaves SMTP out, for
-    /// the mail still queued).
-    runner: Option<Arc<stoa_smtp::QueueRunner>>,
-}
-
-/// Opens the directory and the mail store of the mail directory, when SMTP, POP3
-/// or LMTP is configured (the configuration checked that they use the same one),
-/// or keeps `previous`'s where they are the same.
+/// Opens the directory and the mail store of the mail directory `mail_dir`, with
+/// the failed-login throttle of `throttle`'s settings, or keeps `previous`'s
+/// where they are the same.
 fn open_mail(
-    smtp: Option<&stoa_smtp::Config>,
-    pop3: Option<&config::Pop3>,
-    lmtp: Option<&config::Lmtp>,
+    mail_dir: &Path,
+    throttle: stoa_netkit::throttle::AuthThrottle,
     directory: config::Directory,
     process: &config::Process,
     previous: Option<&MailParts>,
-) -> anyhow::Result<Option<MailParts>> {
-    let Some(mail_dir) = smtp
-        .map(|c| c.mail_dir.as_path())
-        .or(pop3.map(|p| p.mail_dir.as_path()))
-        .or(lmtp.map(|l| l.mail_dir.as_path()))
-    else {
-        return Ok(None);
-    };
+) -> anyhow::Result<MailParts> {
     if previous.is_none() {
         std::os::unix::fs::DirBuilderExt::mode(
             std::fs::DirBuilder::new().recursive(true),
@@ -640,10 +530,6 @@ fn open_mail(
         .create(mail_dir)
         .with_context(|| format!("cannot create the mail directory {}", mail_dir.display()))?;
     }
-    let throttle = smtp
-        .map(|c| c.auth_throttle.clone())
-        .or_else(|| pop3.map(|p| p.config.auth_throttle.clone()))
-        .unwrap_or_default();
     let throttle = match previous {
         Some(p) if *p.throttle.settings() == throttle => Arc::clone(&p.throttle),
         _ => Arc::new(Throttle::new(throttle)),
@@ -651,21 +537,21 @@ fn open_mail(
     let directory_config = directory.clone();
     let (directory, embedded) = match previous {
         Some(p) if p.directory_config == directory => (p.directory.clone(), p.embedded.clone()),
-        _ => open_directory(mail_dir, directory)?,
+        _ => directory.open(mail_dir)?,
     };
     let store = match previous {
         // The same mail directory (a reload cannot move it).
         Some(p) => Arc::clone(&p.store),
         None => Arc::new(open_store(mail_dir, process)?),
     };
-    Ok(Some(MailParts {
+    Ok(MailParts {
         directory,
         embedded,
         directory_config,
         store,
         throttle,
         runner: previous.and_then(|p| p.runner.clone()),
-    }))
+    })
 }
 
 /// Opens the store of the mail directory.
@@ -689,62 +575,6 @@ fn open_store(
         );
     }
     Ok(store)
-}
-
-/// The directory the mail servers share.
-type SharedDirectory = Arc<dyn Directory>;
-
-/// The configured directory; the embedded one also as itself, for reloads.
-fn open_directory(
-    mail_dir: &Path,
-    directory: config::Directory,
-) -> anyhow::Result<(SharedDirectory, Option<Arc<EmbeddedDirectory>>)> {
-    match directory {
-        config::Directory::Embedded(options) => {
-            let dir = mail_dir.join("directory");
-            let embedded = EmbeddedDirectory::open(&dir, options)
-                .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
-            let embedded = Arc::new(embedded);
-            Ok((embedded.clone(), Some(embedded)))
-        }
-        config::Directory::Ldap(options) => {
-            let urls = options.urls.join(" ");
-            let ldap = LdapDirectory::new(*options).context("cannot set up the LDAP directory")?;
-            tracing::info!("user directory: LDAP at {urls}");
-            Ok((Arc::new(ldap), None))
-        }
-    }
-}
-
-/// Binds the SMTP server over the shared directory and store, on the queue
-/// runner of `parts` (opened here the first time, given the new settings on a
-/// reload).
-fn bind_smtp(
-    config: stoa_smtp::Config,
-    parts: &mut MailParts,
-) -> anyhow::Result<stoa_smtp::Server> {
-    let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
-    let runner = match &parts.runner {
-        Some(runner) => {
-            runner
-                .update(&config, parts.directory.clone(), local)
-                .context("cannot start the mail server")?;
-            Arc::clone(runner)
-        }
-        None => {
-            let runner = stoa_smtp::QueueRunner::open(&config, parts.directory.clone(), local)
-                .context("cannot start the mail server")?;
-            if runner.recovered() > 0 {
-                tracing::info!("{} queued messages recovered", runner.recovered());
-            }
-            let runner = Arc::new(runner);
-            parts.runner = Some(Arc::clone(&runner));
-            runner
-        }
-    };
-    let throttle = Arc::clone(&parts.throttle);
-    stoa_smtp::Server::bind_on_runner(config, parts.directory.clone(), throttle, runner)
-        .context("cannot start the mail server")
 }
 
 fn reload_directory(directory: Option<&EmbeddedDirectory>) {

@@ -47,17 +47,26 @@ use tokio::net::TcpListener;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
-/// A `stoa bench agent` daemon; each field is the flag of the same name.
-#[derive(Debug, Clone)]
+/// A `stoa bench agent` daemon; each field is the flag of the same name, and
+/// its documentation the flag's help.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
-    /// Address to listen on for the prime client (`ADDR:PORT`).
+    /// Address to listen on for the prime client.
+    #[arg(long, value_name = "ADDR:PORT")]
     pub listen: String,
-    /// Prime clients allowed to connect, as addresses or CIDR blocks; empty:
-    /// loopback only.
+
+    /// Prime clients allowed to connect, as an address or CIDR block; repeat for
+    /// several. Default: loopback only. An agent runs whatever load an allowed
+    /// prime asks for, so allow only machines of the test network.
+    #[arg(long, value_name = "CIDR")]
     pub allow: Vec<String>,
-    /// Load threads; `None`: one per core.
+
+    /// Load threads (default: one per core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub threads: Option<u32>,
-    /// Serve this many runs, then return; `None`: serve until killed.
+
+    /// Serve this many runs, then exit (default: serve until killed).
+    #[arg(long, value_name = "N", hide = true)]
     pub runs: Option<u32>,
 }
 

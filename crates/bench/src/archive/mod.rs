@@ -56,16 +56,27 @@ impl Kind {
 }
 
 /// What a run does with its result at the end (`--archive DIR`,
-/// `--no-archive`, `--label TEXT`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `--no-archive`, `--label TEXT`, `--server-config FILE`): the flags of
+/// `stoa bench web` and `stoa bench mail`, each field's documentation its help.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct Keep {
-    /// The archive; `None`: [`default_dir`].
+    /// The results archive. Default: $XDG_DATA_HOME/stoa/results, else
+    /// ~/.local/share/stoa/results.
+    #[arg(id = "archive", long = "archive", value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Keep nothing.
+
+    /// Do not store this run in the archive.
+    #[arg(long = "no-archive", conflicts_with = "archive")]
     pub off: bool,
-    /// The configuration's name; `None`: `unlabelled`.
+
+    /// The configuration's name in the archive (`stoa bench compare` groups
+    /// runs by it), e.g. "autocorking off".
+    #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// A file describing the server's configuration, stored with the run.
+
+    /// A file describing the server's configuration (nginx.conf, stoa.toml …),
+    /// stored with the run.
+    #[arg(long, value_name = "FILE")]
     pub server_config: Option<PathBuf>,
 }
 

@@ -28,13 +28,15 @@ use stoa_latency::Latency;
 #[cfg(test)]
 mod tests;
 
-/// Whether the directory's own cache of answers is used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether the directory's own cache of answers is used (`--cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Cache {
-    /// No cache: every lookup asks the backend ("cold").
-    Off,
     /// The configured cache, warmed with the hot set first ("warm").
+    #[value(help = None::<&str>)]
     On,
+    /// No cache: every lookup asks the backend ("cold").
+    #[value(help = None::<&str>)]
+    Off,
 }
 
 impl Cache {
@@ -58,26 +60,54 @@ pub struct VerifyCase {
     pub logins: Vec<String>,
 }
 
-/// What to measure.
-#[derive(Debug, Clone)]
+/// What to measure: the flags of `stoa bench directory` (but `--config`, which
+/// the binary reads), each field's documentation its help.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
     /// Users in the directory: `user1@DOMAIN` … `userN@DOMAIN`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub users: u64,
-    /// Their domain.
+
+    /// The users' domain.
+    #[arg(long, value_name = "NAME", default_value = "stoa.test")]
     pub domain: String,
-    /// Threads calling the directory at once; one run per value.
+
+    /// Threads calling the directory at once, one run per value.
+    #[arg(long, value_name = "C,C…", value_delimiter = ',', default_value = "1,64",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub concurrency: Vec<usize>,
+
     /// Length of each run.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = crate::flags::duration)]
     pub duration: Duration,
-    /// The cache modes, run in this order.
+
+    /// `off`: the directory's cache disabled, lookups of any user (cold);
+    /// `on`: a hot set looked up once first, then lookups of it (warm).
+    #[arg(
+        long,
+        value_name = "on|off",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "off,on"
+    )]
     pub cache: Vec<Cache>,
-    /// Users in the warm runs' hot set; at most the cache's capacity.
+
+    /// Users in the warm runs' hot set (at most the configured cache_size).
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub hot_set: u64,
-    /// Password checks, each run without the cache at every concurrency.
+
+    /// Password checks to time, without the cache: `LABEL=LOGIN[,LOGIN…]`
+    /// (e.g. `ssha=user1@stoa.test`); repeat for several.
+    #[arg(long, value_name = "LABEL=LOGINS", value_parser = parse_verify)]
     pub verify: Vec<VerifyCase>,
-    /// The users' password, for `verify`.
+
+    /// The password of the --verify users.
+    #[arg(long, value_name = "PASSWORD", default_value = "stoa-bench")]
     pub password: String,
-    /// Seed of the address draws, so two runs ask for the same users.
+
+    /// Seed of the random choice of users.
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
 }
 
@@ -89,7 +119,7 @@ pub fn address(n: u64, domain: &str) -> String {
 /// Reads `LABEL=LOGIN[,LOGIN…]` (the `--verify` flag).
 pub fn parse_verify(text: &str) -> anyhow::Result<VerifyCase> {
     let Some((label, logins)) = text.split_once('=') else {
-        bail!("--verify {text}: expected LABEL=LOGIN[,LOGIN...]");
+        bail!("expected LABEL=LOGIN[,LOGIN...]");
     };
     let logins: Vec<String> = logins
         .split(',')
@@ -98,7 +128,7 @@ pub fn parse_verify(text: &str) -> anyhow::Result<VerifyCase> {
         .map(str::to_owned)
         .collect();
     if label.is_empty() || logins.is_empty() {
-        bail!("--verify {text}: expected LABEL=LOGIN[,LOGIN...]");
+        bail!("expected LABEL=LOGIN[,LOGIN...]");
     }
     Ok(VerifyCase {
         label: label.to_owned(),

@@ -101,7 +101,7 @@ pub(crate) fn deviations(args: &Options, profile: &Profile) -> Vec<Deviation> {
         ),
         rule(
             "http2",
-            args.http2,
+            args.http.is_http2(),
             "HTTP/2 (--http 2): the kit's requests, one stream at a time on each connection",
             "the kit sends HTTP/1.0 and HTTP/1.1 requests (web99.md §4.4)",
         ),

@@ -34,7 +34,7 @@ use crate::agent;
 use crate::cpu_of;
 pub(crate) use control::INTERPRETATIONS;
 pub(crate) use options::http_label;
-pub use options::{FilesetWriter, Options, ProfileName};
+pub use options::{FilesetWriter, Http, Options, ProfileName};
 use server::Wiring;
 pub(crate) use server::terminate;
 
@@ -352,7 +352,7 @@ async fn run_async(args: &Options, write_fileset: &FilesetWriter) -> anyhow::Res
         dynamic: args.dynamic_path.clone(),
         cgi: args.cgi_path.clone(),
         post: args.dynamic_path.clone(),
-        version: args.http,
+        version: args.http.version(),
     };
     let server_pids: Vec<u32> = match &server {
         Some(s) => s.pid().into_iter().collect(),
@@ -525,7 +525,7 @@ async fn connect(
             .target
             .as_deref()
             .is_some_and(|t| t.starts_with("https://"));
-    if args.http2 && !https {
+    if args.http.is_http2() && !https {
         anyhow::bail!(
             "--http 2 needs HTTPS (--tls, or an https:// target): HTTP/2 is offered over TLS only"
         );
@@ -564,7 +564,7 @@ async fn connect(
                 resume_ratio: args.tls_resume,
                 ca_pem: Some(pem),
                 insecure: false,
-                http2: args.http2,
+                http2: args.http.is_http2(),
             });
             let ep = control::Endpoint::new(s.addr, tls)?;
             Ok((ep, String::new(), s.addr.to_string(), Some(s)))
@@ -652,7 +652,7 @@ fn tls_plan(args: &Options, host: &str) -> anyhow::Result<stoa_loadgen::TlsPlan>
         resume_ratio: args.tls_resume,
         ca_pem,
         insecure: args.tls_insecure,
-        http2: args.http2,
+        http2: args.http.is_http2(),
     })
 }
 

@@ -1,4 +1,5 @@
-//! The failed-login throttle's four keys, which `[smtp]` and `[pop3]` both take.
+//! The failed-login throttle's four keys, which `[smtp]` and `[pop3]` both take
+//! (and `[pop3_proxy]`, for its own throttle).
 //!
 //! `stoa serve` counts SMTP AUTH and POP3 login failures in one table per client
 //! address (a guesser must not get twice the tries by switching service), so a
@@ -21,7 +22,7 @@ const MAX_DELAY: &str = "auth_failure_max_delay";
 
 /// The settings one table gave; `None` for a key it left out.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct Given {
+pub(crate) struct Given {
     delay: Option<Duration>,
     max_delay: Option<Duration>,
     max_failures: Option<u32>,
@@ -64,48 +65,76 @@ pub(super) fn validate(a: &AuthThrottle, path: &str, r: &mut Report) {
     );
 }
 
-/// The one set of settings when SMTP and POP3 run together: each key from
-/// whichever table gives it; a key both give differently is an error.
-pub(super) fn share(smtp: &Given, pop3: &Given, r: &mut Report) -> AuthThrottle {
+/// One table whose server counts failed logins in the process's one throttle.
+#[derive(Debug, Clone)]
+pub(super) struct Sharer {
+    /// The table, `smtp`.
+    pub(super) table: &'static str,
+    /// Its logins in words, `SMTP AUTH`.
+    pub(super) logins: &'static str,
+    /// The keys it gave.
+    pub(super) given: Given,
+}
+
+/// The one set of settings of the servers that share the throttle (SMTP and
+/// POP3): each key from whichever table gives it; a key two give differently
+/// is an error. The defaults when none runs.
+pub(super) fn share(tables: &[Sharer], r: &mut Report) -> AuthThrottle {
     let merged = Given {
-        delay: pick(DELAY, smtp.delay, pop3.delay, r),
-        max_delay: pick(MAX_DELAY, smtp.max_delay, pop3.max_delay, r),
-        max_failures: pick(KEYS[2], smtp.max_failures, pop3.max_failures, r),
-        window: pick(KEYS[3], smtp.window, pop3.window, r),
+        delay: pick(DELAY, tables, |g| g.delay, r),
+        max_delay: pick(MAX_DELAY, tables, |g| g.max_delay, r),
+        max_failures: pick(KEYS[2], tables, |g| g.max_failures, r),
+        window: pick(KEYS[3], tables, |g| g.window, r),
     };
     let a = merged.settings();
     // Each table's own values were checked; only a mix can break the rule anew.
-    let (own_smtp, own_pop3) = (smtp.settings(), pop3.settings());
-    if own_smtp.max_delay >= own_smtp.delay && own_pop3.max_delay >= own_pop3.delay {
+    let each_valid = tables.iter().all(|t| {
+        let own = t.given.settings();
+        own.max_delay >= own.delay
+    });
+    if each_valid && tables.len() > 1 {
+        let names: Vec<&str> = tables.iter().map(|t| t.table).collect();
         r.check(
             a.max_delay >= a.delay,
             &format!(
-                "{MAX_DELAY}: must be at least {DELAY} (smtp and pop3 share them: the one \
-                 from each table, together)"
+                "{MAX_DELAY}: must be at least {DELAY} ({} share them: the one from each \
+                 table, together)",
+                names.join(" and ")
             ),
         );
     }
     a
 }
 
-/// One key: from either table, or an error naming both values.
+/// One key: from the first table that gives it, or an error naming two
+/// values that differ.
 fn pick<T: PartialEq + std::fmt::Debug + Copy>(
     key: &str,
-    smtp: Option<T>,
-    pop3: Option<T>,
+    tables: &[Sharer],
+    value: impl Fn(&Given) -> Option<T>,
     r: &mut Report,
 ) -> Option<T> {
-    match (smtp, pop3) {
-        (Some(s), Some(p)) if s != p => {
-            r.errors.push(format!(
-                "smtp.{key} ({s:?}) and pop3.{key} ({p:?}) differ: SMTP AUTH and POP3 logins \
-                 share one failed-login count per client address, so give the same value or \
-                 set it in one table only"
-            ));
-            Some(s)
-        }
-        (s, p) => s.or(p),
+    let mut given = tables
+        .iter()
+        .filter_map(|t| value(&t.given).map(|v| (t, v)));
+    let (first, v) = given.next()?;
+    if let Some((other, w)) = given.find(|(_, w)| *w != v) {
+        r.errors.push(format!(
+            "{}.{key} ({v:?}) and {}.{key} ({w:?}) differ: {} and {} share one failed-login \
+             count per client address, so give the same value or set it in one table only",
+            first.table, other.table, first.logins, other.logins
+        ));
     }
+    Some(v)
+}
+
+/// The four keys, as `stoa check-config` prints them.
+pub(super) fn print(doc: &mut super::print::Doc, a: &AuthThrottle) {
+    use super::print::{duration, int};
+    doc.set(DELAY, duration(a.delay));
+    doc.set(MAX_DELAY, duration(a.max_delay));
+    doc.set(KEYS[2], int(a.max_failures));
+    doc.set(KEYS[3], duration(a.window));
 }
 
 #[cfg(test)]
@@ -118,12 +147,27 @@ mod tests {
         (read(&table, path, &mut r), r)
     }
 
+    fn both(smtp: Given, pop3: Given) -> [Sharer; 2] {
+        [
+            Sharer {
+                table: "smtp",
+                logins: "SMTP AUTH",
+                given: smtp,
+            },
+            Sharer {
+                table: "pop3",
+                logins: "POP3 logins",
+                given: pop3,
+            },
+        ]
+    }
+
     #[test]
     fn a_key_in_one_table_applies_to_both() {
         let (smtp, _) = given("auth_max_failures = 3\n", "smtp.");
         let (pop3, _) = given("auth_failure_delay = \"50ms\"\n", "pop3.");
         let mut r = Report::default();
-        let a = share(&smtp, &pop3, &mut r);
+        let a = share(&both(smtp, pop3), &mut r);
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         assert_eq!(a.max_failures, 3);
         assert_eq!(a.delay, Duration::from_millis(50));
@@ -138,12 +182,14 @@ mod tests {
         );
         let (pop3, _) = given("auth_failure_delay = 1\nauth_max_failures = 5\n", "pop3.");
         let mut r = Report::default();
-        share(&smtp, &pop3, &mut r);
-        assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
-        assert!(
-            r.errors[0].starts_with("smtp.auth_max_failures (4) and pop3.auth_max_failures (5)"),
-            "{:?}",
-            r.errors
+        share(&both(smtp, pop3), &mut r);
+        assert_eq!(
+            r.errors,
+            [
+                "smtp.auth_max_failures (4) and pop3.auth_max_failures (5) differ: SMTP AUTH and \
+              POP3 logins share one failed-login count per client address, so give the same \
+              value or set it in one table only"
+            ]
         );
     }
 
@@ -152,7 +198,7 @@ mod tests {
         let (smtp, _) = given("auth_failure_delay = \"5s\"\n", "smtp.");
         let (pop3, _) = given("auth_failure_max_delay = \"3s\"\n", "pop3.");
         let mut r = Report::default();
-        share(&smtp, &pop3, &mut r);
+        share(&both(smtp, pop3), &mut r);
         assert!(
             r.errors.iter().any(|e| e.contains("must be at least")),
             "{:?}",

@@ -1,17 +1,92 @@
 //! The LMTP server's part of the configuration: the `[lmtp]` table, then
 //! `--lmtp-listen` over it, then its checks. LMTP delivers into the mail store of
 //! the same mail directory as SMTP and POP3, so a store host can run LMTP and POP3
-//! without SMTP.
+//! without SMTP. It prints `[lmtp]` and binds over the shared directory and store.
 
-use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use anyhow::Context as _;
 use stoa_smtp::lmtp::Config;
 use toml::Table;
 
-use super::mail_limits::SMTP_LIMIT_KEYS;
-use super::{Report, parse_addr, parse_count};
+use super::Report;
+use super::mail_limits::{self, SMTP_LIMIT_KEYS};
+use super::print::{Doc, addrs, duration, int, path};
+use super::service::{self, Configured, Finish, Read, Service, Shared};
+use super::units::{is_private, parse_addr, parse_count};
 use crate::cli::ServeArgs;
+
+/// LMTP's entry in the list of servers.
+pub(super) static LMTP: LmtpService = LmtpService;
+
+/// The LMTP server, as an entry of the list.
+#[derive(Debug)]
+pub(super) struct LmtpService;
+
+impl Service for LmtpService {
+    fn name(&self) -> &'static str {
+        "lmtp"
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["lmtp"]
+    }
+
+    fn mail(&self) -> bool {
+        true
+    }
+
+    fn flags_given(&self, args: &ServeArgs) -> bool {
+        !args.lmtp_listen.is_empty()
+    }
+
+    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
+        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
+    }
+
+    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
+        Box::new(Draft::default())
+    }
+}
+
+impl service::Draft for Draft {
+    fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
+        let lmtp = finish(*self, cx, r)?;
+        cx.uses_store("lmtp", &lmtp.mail_dir);
+        Some(Box::new(lmtp))
+    }
+}
+
+impl Configured for Lmtp {
+    fn service(&self) -> &'static dyn Service {
+        &LMTP
+    }
+
+    fn print(&self, doc: &mut Doc) {
+        let c = &self.config;
+        doc.table("lmtp");
+        doc.set("mail_dir", path(&self.mail_dir));
+        doc.set("listen", addrs(&c.listen));
+        doc.set("hostname", c.hostname.as_str());
+        doc.set("workers", int(c.workers));
+        mail_limits::print(doc, &c.limits);
+        doc.set("shutdown_grace", duration(c.shutdown_grace));
+    }
+
+    fn bind(
+        self: Box<Self>,
+        shared: &mut Shared<'_>,
+    ) -> anyhow::Result<Box<dyn stoa_netkit::server::Service>> {
+        let mut config = self.config;
+        config.sockets = shared.sockets.clone();
+        let parts = shared.mail()?;
+        let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+        let server = stoa_smtp::lmtp::Server::bind(config, parts.directory.clone(), local)
+            .context("cannot start the LMTP server")?;
+        Ok(Box::new(server))
+    }
+}
 
 /// The LMTP server as configured: its mail directory and its settings.
 #[derive(Debug)]
@@ -22,14 +97,9 @@ pub(crate) struct Lmtp {
     pub(crate) config: Config,
 }
 
-/// Whether `--lmtp-listen` was given.
-pub(super) fn flags_given(args: &ServeArgs) -> bool {
-    !args.lmtp_listen.is_empty()
-}
-
 /// The `[lmtp]` table while it is being read.
 #[derive(Debug, Default)]
-pub(super) struct Draft {
+struct Draft {
     mail_dir: Option<PathBuf>,
     config: Config,
 }
@@ -48,7 +118,7 @@ const KEYS: &[&str] = &[
 
 /// The `[lmtp]` table, if present. `base` resolves a relative `mail_dir` (the
 /// file's directory).
-pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
+fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
     let (t, mail_dir) = r.mail_table(table, "lmtp", &[KEYS, SMTP_LIMIT_KEYS].concat(), base)?;
     let mut d = Draft {
         mail_dir,
@@ -64,15 +134,10 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
 }
 
 /// Applies `--lmtp-listen` and `--workers` over the file's `[lmtp]` (or the
-/// defaults), then checks the result. `others` are the SMTP and POP3 mail
-/// directories, when those servers run.
-pub(super) fn finish(
-    draft: Option<Draft>,
-    args: &ServeArgs,
-    others: &[&Path],
-    r: &mut Report,
-) -> Option<Lmtp> {
-    let mut d = draft.unwrap_or_default();
+/// defaults), then checks the result. The mail directory must be the one of the
+/// servers finished before it that use the store (SMTP, POP3), when they run.
+fn finish(mut d: Draft, cx: &Finish<'_>, r: &mut Report) -> Option<Lmtp> {
+    let args = cx.args;
     let c = &mut d.config;
     r.flag_list(
         "--lmtp-listen",
@@ -84,9 +149,9 @@ pub(super) fn finish(
         c.workers = n;
     }
     validate(c, r);
-    let mail_dir = match (args.mail_dir.clone(), d.mail_dir, others.first()) {
+    let mail_dir = match (args.mail_dir.clone(), d.mail_dir, cx.mail_dir()) {
         (Some(flag), _, _) => Some(flag),
-        (None, Some(own), Some(other)) if own != *other => {
+        (None, Some(own), Some((_, other))) if own != other => {
             r.errors.push(format!(
                 "lmtp.mail_dir {} differs from the SMTP/POP3 mail directory {}: LMTP delivers \
                  into the store they use",
@@ -96,7 +161,7 @@ pub(super) fn finish(
             None
         }
         (None, Some(own), _) => Some(own),
-        (None, None, Some(other)) => Some(other.to_path_buf()),
+        (None, None, Some((_, other))) => Some(other.to_path_buf()),
         (None, None, None) => {
             r.errors.push(
                 "no mail directory: give --mail-dir DIR or lmtp.mail_dir in the configuration \
@@ -127,19 +192,6 @@ fn validate(c: &Config, r: &mut Report) {
     r.check_smtp_limits(P, &c.limits);
 }
 
-/// Loopback, RFC 1918, link-local, or IPv6 unique-local: not reachable from the
-/// Internet. The unspecified address (every interface) is not.
-pub(super) fn is_private(addr: &SocketAddr) -> bool {
-    match addr.ip() {
-        IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
-        IpAddr::V6(ip) => {
-            ip.is_loopback()
-                || (ip.segments()[0] & 0xfe00) == 0xfc00
-                || (ip.segments()[0] & 0xffc0) == 0xfe80
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -159,10 +211,14 @@ mod tests {
     fn an_lmtp_only_store_host() {
         let file = "[lmtp]\nmail_dir = \"mail\"\nlisten = [\"10.0.0.2:24\"]\nhostname = \"store-a.test\"\n\
                     max_message_size = \"20M\"\ncommand_timeout = \"1m\"\n";
-        let loaded = load_file(file, ServeArgs::default()).expect("valid");
-        assert!(loaded.web.is_none() && loaded.smtp.is_none() && loaded.pop3.is_none());
+        let mut loaded = load_file(file, ServeArgs::default()).expect("valid");
+        assert!(
+            !loaded.runs::<stoa_web::Config>()
+                && !loaded.runs::<stoa_smtp::Config>()
+                && !loaded.runs::<super::super::Pop3>()
+        );
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-        let lmtp = loaded.lmtp.expect("LMTP configured");
+        let lmtp = loaded.take::<Lmtp>().expect("LMTP configured");
         assert_eq!(lmtp.mail_dir, PathBuf::from("/etc/stoa/mail"));
         let c = lmtp.config;
         assert_eq!(c.listen, ["10.0.0.2:24".parse().expect("addr")]);
@@ -183,9 +239,12 @@ mod tests {
             pop3_listen: vec!["127.0.0.1:110".into()],
             ..ServeArgs::default()
         };
-        let loaded = load_file("[pop3]\nallow_plaintext_auth = true\n", args).expect("valid");
-        assert!(loaded.smtp.is_none(), "no SMTP on a store host");
-        let lmtp = loaded.lmtp.expect("LMTP");
+        let mut loaded = load_file("[pop3]\nallow_plaintext_auth = true\n", args).expect("valid");
+        assert!(
+            !loaded.runs::<stoa_smtp::Config>(),
+            "no SMTP on a store host"
+        );
+        let lmtp = loaded.take::<Lmtp>().expect("LMTP");
         assert_eq!(lmtp.mail_dir, PathBuf::from("/m"));
         assert!(
             loaded

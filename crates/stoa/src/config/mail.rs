@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use stoa_netkit::tls::CertKeyFiles;
 use toml::Table;
 
-use super::{MAX_WORKERS, Report, cert_errors, parse_count, read_certs};
+use super::Report;
+use super::tls::{cert_errors, read_certs};
+use super::units::{MAX_WORKERS, parse_count};
 use crate::cli::ServeArgs;
 
 /// `path` from the file: a relative one is relative to the file's directory

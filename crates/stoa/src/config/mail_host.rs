@@ -143,7 +143,7 @@ mod tests {
         let loaded =
             super::super::load(&args, |_| Ok(file.to_owned()), Path::new("/w")).expect("valid");
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-        let hosts = loaded.smtp.expect("SMTP").mail_hosts;
+        let hosts = loaded.mail_hosts;
         assert_eq!(hosts.len(), 1);
         assert_eq!(hosts[0].lmtp.as_deref(), Some("10.0.0.3:24"));
     }

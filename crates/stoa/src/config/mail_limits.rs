@@ -4,7 +4,8 @@
 //! a `stoa_smtp::config::Limits`). Every key and message is named after the
 //! table's prefix (`smtp.`, `lmtp.`), so each table still reports in its own
 //! words, and each helper reads or checks its keys in the order the tables always
-//! did, which is the order their errors are reported in.
+//! did, which is the order their errors are reported in; the SMTP dialects'
+//! keys print alike too.
 
 use stoa_smtp::config::Limits;
 use toml::Table;
@@ -82,6 +83,23 @@ impl Report {
             ],
         );
     }
+}
+
+/// The keys of [`SMTP_LIMIT_KEYS`] as `stoa check-config` prints them, for
+/// `[smtp]` and `[lmtp]`.
+pub(super) fn print(doc: &mut super::print::Doc, l: &Limits) {
+    use super::print::{duration, int, size};
+    doc.set("max_message_size", size(l.session.max_message_size));
+    doc.set("max_recipients", int(l.session.max_recipients));
+    doc.set("max_connections", int(l.max_connections));
+    doc.set(
+        "max_connections_per_client",
+        int(l.max_connections_per_client),
+    );
+    doc.set("command_timeout", duration(l.command_timeout));
+    doc.set("data_timeout", duration(l.data_timeout));
+    doc.set("session_timeout", duration(l.session_timeout));
+    doc.set("send_timeout", duration(l.send_timeout));
 }
 
 #[cfg(test)]

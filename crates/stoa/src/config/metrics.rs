@@ -1,11 +1,71 @@
 //! The `[metrics]` table: where `stoa serve` answers Prometheus' scrapes
-//! (`listen`, one address). Without the table there is no metrics listener.
+//! (`listen`, one address). Without the table there is no metrics listener. It
+//! prints `[metrics]` and binds `crate::metrics`'s server.
 
 use std::net::SocketAddr;
 
 use toml::Table;
 
-use super::{Report, lmtp, parse_addr};
+use super::Report;
+use super::print::Doc;
+use super::service::{self, Configured, Finish, Read, Service, Shared};
+use super::units::{is_private, parse_addr};
+use crate::cli::ServeArgs;
+
+/// The metrics endpoint's entry in the list of servers.
+pub(super) static METRICS: MetricsService = MetricsService;
+
+/// The metrics endpoint, as an entry of the list.
+#[derive(Debug)]
+pub(super) struct MetricsService;
+
+impl Service for MetricsService {
+    fn name(&self) -> &'static str {
+        "metrics"
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["metrics"]
+    }
+
+    /// An endpoint beside the servers, not a role of its own.
+    fn role(&self) -> bool {
+        false
+    }
+
+    /// Only the file asks for it.
+    fn flags_given(&self, _args: &ServeArgs) -> bool {
+        false
+    }
+
+    fn read(
+        &self,
+        file: &Table,
+        _cx: &Read<'_>,
+        r: &mut Report,
+    ) -> Option<Box<dyn service::Draft>> {
+        let t = r.table(file, "", "metrics")?;
+        Some(Box::new(Draft(read(t, r))))
+    }
+
+    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
+        Box::new(Draft(None))
+    }
+}
+
+/// The `[metrics]` table as read: `None` when it is wrong (errors reported).
+#[derive(Debug)]
+struct Draft(Option<Metrics>);
+
+impl service::Draft for Draft {
+    fn finish(
+        self: Box<Self>,
+        _cx: &mut Finish<'_>,
+        _r: &mut Report,
+    ) -> Option<Box<dyn Configured>> {
+        self.0.map(|m| Box::new(m) as Box<dyn Configured>)
+    }
+}
 
 /// The metrics endpoint as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,15 +74,33 @@ pub(crate) struct Metrics {
     pub(crate) listen: SocketAddr,
 }
 
+impl Configured for Metrics {
+    fn service(&self) -> &'static dyn Service {
+        &METRICS
+    }
+
+    fn print(&self, doc: &mut Doc) {
+        doc.table("metrics");
+        doc.set("listen", self.listen.to_string());
+    }
+
+    fn bind(
+        self: Box<Self>,
+        shared: &mut Shared<'_>,
+    ) -> anyhow::Result<Box<dyn stoa_netkit::server::Service>> {
+        let server = crate::metrics::Server::bind(self.listen, shared.sockets)?;
+        Ok(Box::new(server))
+    }
+}
+
 /// The prefix of `[metrics]` keys in messages.
 const P: &str = "metrics.";
 
 /// The keys of `[metrics]`.
 const KEYS: &[&str] = &["listen"];
 
-/// The `[metrics]` table, if present and valid (errors reported otherwise).
-pub(super) fn read_table(table: &Table, r: &mut Report) -> Option<Metrics> {
-    let t = r.table(table, "", "metrics")?;
+/// The `[metrics]` table `t`, if valid (errors reported otherwise).
+fn read(t: &Table, r: &mut Report) -> Option<Metrics> {
     r.known_keys(t, P, KEYS);
     let listen = match r.string(t, P, "listen").map(|text| parse_addr(&text)) {
         Some(Ok(addr)) => addr,
@@ -40,7 +118,7 @@ pub(super) fn read_table(table: &Table, r: &mut Report) -> Option<Metrics> {
             return None;
         }
     };
-    if !lmtp::is_private(&listen) {
+    if !is_private(&listen) {
         r.warnings.push(format!(
             "{P}listen {listen}: /metrics has no authentication and tells anyone who \
              connects how busy every server is; listen on loopback or a private network"

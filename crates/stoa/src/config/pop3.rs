@@ -1,17 +1,101 @@
 //! The POP3 server's part of the configuration: the `[pop3]` table, then the POP3
 //! flags over it, then its checks. Errors join the same report as the web and SMTP
-//! servers', so one run names every mistake.
+//! servers', so one run names every mistake. It prints `[pop3]` (and what
+//! `[pop3_proxy]` prints alike), and binds over the shared directory, store and
+//! throttle.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use stoa_pop3::config::CertKeyFiles;
+use anyhow::Context as _;
 use toml::{Table, Value};
 
 use super::auth_throttle::{self, Given};
-use super::smtp::parse_net;
-use super::{Report, mail, parse_addr};
+use super::print::{Doc, addrs, duration, int, nets, path};
+use super::service::{self, Configured, Finish, Read, Service, Settled, Shared};
+use super::units::{parse_addr, parse_net};
+use super::{Report, mail};
 use crate::cli::ServeArgs;
+
+/// POP3's entry in the list of servers.
+pub(super) static POP3: Pop3Service = Pop3Service;
+
+/// The POP3 server, as an entry of the list.
+#[derive(Debug)]
+pub(super) struct Pop3Service;
+
+impl Service for Pop3Service {
+    fn name(&self) -> &'static str {
+        "pop3"
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["pop3"]
+    }
+
+    fn mail(&self) -> bool {
+        true
+    }
+
+    fn flags_given(&self, args: &ServeArgs) -> bool {
+        !args.pop3_listen.is_empty() || !args.pop3s_listen.is_empty()
+    }
+
+    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
+        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
+    }
+
+    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
+        Box::new(Draft::default())
+    }
+}
+
+impl service::Draft for Draft {
+    fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
+        let auth = self.auth.clone();
+        let pop3 = finish(*self, cx, r)?;
+        cx.uses_store("pop3", &pop3.mail_dir);
+        cx.shares_throttle("pop3", "POP3 logins", auth);
+        Some(Box::new(pop3))
+    }
+}
+
+impl Configured for Pop3 {
+    fn service(&self) -> &'static dyn Service {
+        &POP3
+    }
+
+    /// POP3 counts failed logins in the throttle SMTP AUTH shares.
+    fn settle(&mut self, settled: &Settled<'_>, _r: &mut Report) {
+        self.config.auth_throttle = settled.auth_throttle.clone();
+    }
+
+    fn print(&self, doc: &mut Doc) {
+        doc.table("pop3");
+        doc.set("mail_dir", path(&self.mail_dir));
+        print_common(doc, &self.config);
+        doc.set("trusted_proxies", nets(&self.config.trusted_proxies));
+        print_limits(doc, &self.config);
+    }
+
+    fn bind(
+        self: Box<Self>,
+        shared: &mut Shared<'_>,
+    ) -> anyhow::Result<Box<dyn stoa_netkit::server::Service>> {
+        let mut config = self.config;
+        config.sockets = shared.sockets.clone();
+        let parts = shared.mail()?;
+        let server = stoa_pop3::Server::bind_with_throttle(
+            config,
+            parts.directory.clone(),
+            parts.store.clone(),
+            Arc::clone(&parts.throttle),
+        )
+        .context("cannot start the POP3 server")?;
+        Ok(Box::new(server))
+    }
+}
 
 /// The autologout minimum of RFC 1939 §3.
 const RFC_MIN_AUTOLOGOUT: Duration = Duration::from_secs(600);
@@ -25,18 +109,13 @@ pub(crate) struct Pop3 {
     pub(crate) config: stoa_pop3::Config,
 }
 
-/// Whether any POP3 flag was given.
-pub(super) fn flags_given(args: &ServeArgs) -> bool {
-    !args.pop3_listen.is_empty() || !args.pop3s_listen.is_empty()
-}
-
 /// The `[pop3]` table while it is being read.
 #[derive(Debug, Default)]
-pub(super) struct Draft {
+struct Draft {
     mail_dir: Option<PathBuf>,
     config: stoa_pop3::Config,
     /// The failed-login throttle's keys this table gave (shared with `[smtp]`).
-    pub(super) auth: Given,
+    auth: Given,
 }
 
 /// The prefix of `[pop3]` keys in messages.
@@ -71,7 +150,7 @@ const OWN_KEYS: &[&str] = &["trusted_proxies"];
 
 /// The `[pop3]` table, if present. `base` resolves relative paths (the file's
 /// directory).
-pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
+fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
     let keys = [COMMON_KEYS, OWN_KEYS].concat();
     let (t, mail_dir) = r.mail_table(table, "pop3", &keys, base)?;
     let mut d = Draft {
@@ -126,16 +205,11 @@ fn read_limits(t: &Table, p: &str, c: &mut stoa_pop3::Config, r: &mut Report) {
 }
 
 /// Applies the POP3 flags over the file's `[pop3]` (or the defaults), then checks
-/// the result. `mail_dir` is the SMTP side's (the flag, or `smtp.mail_dir`), `certs`
-/// the `--tls-cert`/`--tls-key` pairs.
-pub(super) fn finish(
-    draft: Option<Draft>,
-    args: &ServeArgs,
-    smtp_mail_dir: Option<&Path>,
-    certs: Vec<CertKeyFiles>,
-    r: &mut Report,
-) -> Option<Pop3> {
-    let mut d = draft.unwrap_or_default();
+/// the result. The mail directory must be the one of the server finished before
+/// it that uses the store (SMTP's: the flag, or `smtp.mail_dir`).
+fn finish(mut d: Draft, cx: &Finish<'_>, r: &mut Report) -> Option<Pop3> {
+    let (args, certs) = (cx.args, cx.certs.clone());
+    let before = cx.mail_dir();
     let c = &mut d.config;
     c.auth_throttle = d.auth.settings();
     r.flag_list(
@@ -151,14 +225,14 @@ pub(super) fn finish(
         &mut c.tls_listen,
     );
     mail::apply_shared_flags(args, certs, &mut c.tls, &mut c.workers);
-    let mail_dir = mail_dir(args.mail_dir.as_deref(), d.mail_dir, smtp_mail_dir, r);
-    if mail_dir.is_none() && smtp_mail_dir.is_none() {
+    let mail_dir = mail_dir(args.mail_dir.as_deref(), d.mail_dir, before, r);
+    if mail_dir.is_none() && before.is_none() {
         r.errors.push(
             "no mail directory: give --mail-dir DIR or pop3.mail_dir in the configuration file"
                 .into(),
         );
     }
-    validate(c, &POP3, r);
+    validate(c, &NAMES, r);
     mail_dir.map(|mail_dir| Pop3 {
         mail_dir,
         config: d.config,
@@ -166,18 +240,18 @@ pub(super) fn finish(
 }
 
 /// The mail directory: the flag's, else `pop3.mail_dir` (which must be SMTP's
-/// when both are given), else SMTP's.
+/// when both are given: `before`, with its table's name), else SMTP's.
 fn mail_dir(
     flag: Option<&Path>,
     own: Option<PathBuf>,
-    smtp: Option<&Path>,
+    before: Option<(&str, &Path)>,
     r: &mut Report,
 ) -> Option<PathBuf> {
-    match (flag, own, smtp) {
+    match (flag, own, before) {
         (Some(flag), _, _) => Some(flag.to_owned()),
-        (None, Some(own), Some(smtp)) if own != smtp => {
+        (None, Some(own), Some((name, smtp))) if own != smtp => {
             r.errors.push(format!(
-                "pop3.mail_dir {} differs from smtp.mail_dir {}: POP3 reads the store SMTP \
+                "pop3.mail_dir {} differs from {name}.mail_dir {}: POP3 reads the store SMTP \
                  delivers into",
                 own.display(),
                 smtp.display()
@@ -185,7 +259,7 @@ fn mail_dir(
             None
         }
         (None, Some(own), _) => Some(own),
-        (None, None, smtp) => smtp.map(Path::to_owned),
+        (None, None, before) => before.map(|(_, dir)| dir.to_owned()),
     }
 }
 
@@ -204,7 +278,7 @@ pub(super) struct Names {
 }
 
 /// The POP3 server's.
-const POP3: Names = Names {
+const NAMES: Names = Names {
     p: P,
     plain: "POP3",
     tls: "POP3S",
@@ -274,4 +348,31 @@ fn check_listeners(c: &stoa_pop3::Config, n: &Names, r: &mut Report) {
             "the secure networks (loopback by default)"
         ));
     }
+}
+
+/// What `[pop3]` and `[pop3_proxy]` share before their own keys ([`read_common`]'s keys).
+pub(super) fn print_common(doc: &mut Doc, c: &stoa_pop3::Config) {
+    doc.set("hostname", c.hostname.as_str());
+    doc.set("listen", addrs(&c.listen));
+    doc.set("tls_listen", addrs(&c.tls_listen));
+    doc.tls(&c.tls);
+    doc.set("allow_plaintext_auth", c.allow_plaintext_auth);
+    doc.set("secure_networks", nets(&c.secure_networks));
+    doc.set("workers", int(c.workers));
+}
+
+/// `[pop3]`'s and `[pop3_proxy]`'s limits, throttle and grace.
+pub(super) fn print_limits(doc: &mut Doc, c: &stoa_pop3::Config) {
+    let l = &c.limits;
+    doc.set("max_connections", int(l.max_connections));
+    doc.set(
+        "max_connections_per_client",
+        int(l.max_connections_per_client),
+    );
+    doc.set("login_timeout", duration(l.login_timeout));
+    doc.set("idle_timeout", duration(l.idle_timeout));
+    doc.set("session_timeout", duration(l.session_timeout));
+    doc.set("send_timeout", duration(l.send_timeout));
+    auth_throttle::print(doc, &c.auth_throttle);
+    doc.set("shutdown_grace", duration(c.shutdown_grace));
 }

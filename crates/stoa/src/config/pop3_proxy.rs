@@ -2,18 +2,124 @@
 //! same listener, login and limit keys as `[pop3]`, plus the leg to the store
 //! hosts), then its flags, then its checks. The store hosts are the file's
 //! `[[mail_host]]` entries (`pop3`), the users and their `mailHost` the
-//! `[directory]`.
+//! `[directory]`. It prints `[pop3_proxy]` and binds over the shared directory,
+//! or opens its own when no mail store runs beside it.
 
 use std::path::{Path, PathBuf};
 
-use stoa_pop3::config::CertKeyFiles;
+use anyhow::Context as _;
 use stoa_pop3::{BackendTls, ProxyConfig, StoreHost};
 use toml::{Table, Value};
 
 use super::auth_throttle;
-use super::pop3::{COMMON_KEYS, Names, read_common, validate};
-use super::{Report, mail, parse_addr};
+use super::pop3::{COMMON_KEYS, Names, print_common, print_limits, read_common, validate};
+use super::print::{Doc, duration, path};
+use super::service::{self, Configured, Finish, Read, Service, Settled, Shared};
+use super::units::parse_addr;
+use super::{Directory, Report, mail};
 use crate::cli::ServeArgs;
+
+/// The POP3 proxy's entry in the list of servers.
+pub(super) static POP3_PROXY: Pop3ProxyService = Pop3ProxyService;
+
+/// The POP3 proxy, as an entry of the list.
+#[derive(Debug)]
+pub(super) struct Pop3ProxyService;
+
+impl Service for Pop3ProxyService {
+    fn name(&self) -> &'static str {
+        "pop3_proxy"
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["pop3_proxy"]
+    }
+
+    fn mail(&self) -> bool {
+        true
+    }
+
+    fn flags_given(&self, args: &ServeArgs) -> bool {
+        !args.pop3_proxy_listen.is_empty() || !args.pop3s_proxy_listen.is_empty()
+    }
+
+    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
+        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
+    }
+
+    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
+        Box::new(Draft::default())
+    }
+}
+
+impl service::Draft for Draft {
+    fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
+        Some(Box::new(finish(*self, cx, r)))
+    }
+}
+
+impl Configured for Pop3Proxy {
+    fn service(&self) -> &'static dyn Service {
+        &POP3_PROXY
+    }
+
+    /// Its mail directory, for the embedded directory: its own, else the mail
+    /// store's; one of them, or the LDAP directory, it must have.
+    fn settle(&mut self, settled: &Settled<'_>, r: &mut Report) {
+        let other = settled.mail_dir.map(Path::to_path_buf);
+        self.mail_dir = self.mail_dir.take().or(other);
+        r.check(
+            self.mail_dir.is_some() || !matches!(settled.directory, Directory::Embedded(_)),
+            "the POP3 proxy needs a directory: [directory] backend = \"ldap\" (as a proxy \
+             has), or --mail-dir DIR for the embedded one",
+        );
+    }
+
+    fn directory_home(&self) -> Option<&Path> {
+        self.mail_dir.as_deref()
+    }
+
+    fn print(&self, doc: &mut Doc) {
+        doc.table("pop3_proxy");
+        match &self.mail_dir {
+            Some(dir) => doc.set("mail_dir", path(dir)),
+            None => doc.comment("mail_dir: not set"),
+        }
+        print_common(doc, &self.config);
+        print_limits(doc, &self.config);
+        let p = &self.proxy;
+        doc.set("backend_tls", p.backend_tls.name());
+        let cas: Vec<Value> = p.backend_ca.iter().map(|f| path(f)).collect();
+        doc.set("backend_ca", Value::Array(cas));
+        doc.set("backend_connect_timeout", duration(p.connect_timeout));
+        doc.set("backend_timeout", duration(p.reply_timeout));
+        doc.set("forward_client", p.forward_client);
+    }
+
+    /// Beside a store host the proxy shares its directory; alone it opens its
+    /// own (LDAP, or the embedded one under its mail directory).
+    fn bind(
+        self: Box<Self>,
+        shared: &mut Shared<'_>,
+    ) -> anyhow::Result<Box<dyn stoa_netkit::server::Service>> {
+        let Pop3Proxy {
+            mail_dir,
+            mut config,
+            proxy,
+        } = *self;
+        config.sockets = shared.sockets.clone();
+        let directory = match shared.mail.as_deref() {
+            Some(parts) => parts.directory.clone(),
+            None => {
+                let mail_dir = mail_dir.unwrap_or_default();
+                shared.directory.clone().open(&mail_dir)?.0
+            }
+        };
+        let server = stoa_pop3::Server::bind_proxy(config, proxy, directory)
+            .context("cannot start the POP3 proxy")?;
+        Ok(Box::new(server))
+    }
+}
 
 /// The proxy as configured.
 #[derive(Debug)]
@@ -47,14 +153,9 @@ const OWN_KEYS: &[&str] = &[
     "forward_client",
 ];
 
-/// Whether a proxy flag was given.
-pub(super) fn flags_given(args: &ServeArgs) -> bool {
-    !args.pop3_proxy_listen.is_empty() || !args.pop3s_proxy_listen.is_empty()
-}
-
 /// The `[pop3_proxy]` table while it is being read.
 #[derive(Debug, Default)]
-pub(super) struct Draft {
+struct Draft {
     mail_dir: Option<PathBuf>,
     config: stoa_pop3::Config,
     proxy: ProxyConfig,
@@ -62,7 +163,7 @@ pub(super) struct Draft {
 }
 
 /// The `[pop3_proxy]` table, if present; `base` resolves relative paths.
-pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
+fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
     let keys = [COMMON_KEYS, OWN_KEYS].concat();
     let (t, mail_dir) = r.mail_table(table, "pop3_proxy", &keys, base)?;
     let mut d = Draft {
@@ -101,16 +202,9 @@ pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> 
 }
 
 /// Applies the proxy's flags over its table (or the defaults) and checks the
-/// result; `stores` are the `[[mail_host]]` entries, `certs` the
-/// `--tls-cert`/`--tls-key` pairs.
-pub(super) fn finish(
-    draft: Option<Draft>,
-    args: &ServeArgs,
-    stores: &[stoa_smtp::config::MailHost],
-    certs: Vec<CertKeyFiles>,
-    r: &mut Report,
-) -> Pop3Proxy {
-    let mut d = draft.unwrap_or_default();
+/// result; its store hosts are the file's `[[mail_host]]` entries.
+fn finish(mut d: Draft, cx: &Finish<'_>, r: &mut Report) -> Pop3Proxy {
+    let (args, stores, certs) = (cx.args, cx.mail_hosts, cx.certs.clone());
     let c = &mut d.config;
     c.auth_throttle = d.auth.settings();
     r.flag_list(

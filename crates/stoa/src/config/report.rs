@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use toml::{Table, Value};
 
-use super::{parse_duration, parse_size};
+use super::units::{parse_duration, parse_size};
 
 /// Collects errors and warnings while reading.
 #[derive(Debug, Default)]
-pub(super) struct Report {
+pub(crate) struct Report {
     pub(super) errors: Vec<String>,
     pub(super) warnings: Vec<String>,
 }

@@ -1,20 +1,151 @@
 //! The mail server's part of the configuration: the `[smtp]` table, then the mail
 //! flags over it, then its checks. Errors join the same report as the web
-//! server's, so one run names every mistake.
+//! server's, so one run names every mistake. It prints `[smtp]`, needs the mail
+//! queue, and binds over the shared directory, store, throttle and queue runner.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use stoa_smtp::config::{CertKeyFiles, IpNet};
+use anyhow::Context as _;
+use stoa_smtp::config::CertKeyFiles;
 use toml::Table;
 
 use super::auth_throttle::{self, Given};
 use super::mail_limits::SMTP_LIMIT_KEYS;
-use super::{Report, mail, parse_addr};
+use super::print::{Doc, addrs, duration, int, nets, path, strings};
+use super::service::{self, Configured, Finish, Implied, Read, Service, Settled, Shared};
+use super::units::{parse_addr, parse_net};
+use super::{Report, mail, mail_limits};
 use crate::cli::ServeArgs;
+use crate::privilege::Need;
+
+/// SMTP's entry in the list of servers.
+pub(super) static SMTP: SmtpService = SmtpService;
+
+/// The SMTP server, as an entry of the list.
+#[derive(Debug)]
+pub(super) struct SmtpService;
+
+impl Service for SmtpService {
+    fn name(&self) -> &'static str {
+        "smtp"
+    }
+
+    fn keys(&self) -> &'static [&'static str] {
+        &["smtp"]
+    }
+
+    fn mail(&self) -> bool {
+        true
+    }
+
+    fn implied(&self) -> Implied {
+        Implied::ByMailDir
+    }
+
+    fn flags_given(&self, args: &ServeArgs) -> bool {
+        flags_given(args)
+    }
+
+    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
+        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
+    }
+
+    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
+        Box::new(Draft::default())
+    }
+}
+
+impl service::Draft for Draft {
+    fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
+        let auth = self.auth.clone();
+        let mut c = finish(*self, cx.args, cx.certs.clone(), r);
+        c.mail_hosts = cx.mail_hosts.to_vec();
+        cx.uses_store("smtp", &c.mail_dir);
+        cx.shares_throttle("smtp", "SMTP AUTH", auth);
+        Some(Box::new(c))
+    }
+}
+
+impl Configured for stoa_smtp::Config {
+    fn service(&self) -> &'static dyn Service {
+        &SMTP
+    }
+
+    /// SMTP AUTH counts failed logins in the throttle POP3 shares.
+    fn settle(&mut self, settled: &Settled<'_>, _r: &mut Report) {
+        self.auth_throttle = settled.auth_throttle.clone();
+    }
+
+    fn print(&self, doc: &mut Doc) {
+        let c = self;
+        doc.table("smtp");
+        doc.set("mail_dir", path(&c.mail_dir));
+        doc.set("hostname", c.hostname.as_str());
+        doc.set("domains", strings(&c.domains));
+        doc.set("listen", addrs(&c.listen));
+        doc.set("submission_listen", addrs(&c.submission_listen));
+        doc.tls(&c.tls);
+        doc.set("trusted_networks", nets(&c.trusted_networks));
+        doc.optional("relay_host", c.relay_host.as_deref());
+        doc.set("workers", int(c.workers));
+        mail_limits::print(doc, &c.limits);
+        let q = &c.queue;
+        doc.set("min_backoff", duration(q.min_backoff));
+        doc.set("max_backoff", duration(q.max_backoff));
+        doc.set("max_queue_lifetime", duration(q.max_lifetime));
+        doc.set("max_deliveries", int(q.max_deliveries));
+        doc.set("relay_timeout", duration(q.relay_command_timeout));
+        auth_throttle::print(doc, &c.auth_throttle);
+        doc.set("shutdown_grace", duration(c.shutdown_grace));
+    }
+
+    fn paths(&self, needs: &mut Vec<Need>, managed: &mut Vec<PathBuf>) {
+        let queue = self.mail_dir.join("queue");
+        needs.push(Need::write("the mail queue", &queue));
+        managed.push(queue);
+    }
+
+    /// Binds over the shared directory and store, on the queue runner of the
+    /// mail parts (opened here the first time, given the new settings on a
+    /// reload).
+    fn bind(
+        mut self: Box<Self>,
+        shared: &mut Shared<'_>,
+    ) -> anyhow::Result<Box<dyn stoa_netkit::server::Service>> {
+        self.sockets = shared.sockets.clone();
+        let config = *self;
+        let parts = shared.mail()?;
+        let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+        let runner = match &parts.runner {
+            Some(runner) => {
+                runner
+                    .update(&config, parts.directory.clone(), local)
+                    .context("cannot start the mail server")?;
+                Arc::clone(runner)
+            }
+            None => {
+                let runner = stoa_smtp::QueueRunner::open(&config, parts.directory.clone(), local)
+                    .context("cannot start the mail server")?;
+                if runner.recovered() > 0 {
+                    tracing::info!("{} queued messages recovered", runner.recovered());
+                }
+                let runner = Arc::new(runner);
+                parts.runner = Some(Arc::clone(&runner));
+                runner
+            }
+        };
+        let throttle = Arc::clone(&parts.throttle);
+        let server =
+            stoa_smtp::Server::bind_on_runner(config, parts.directory.clone(), throttle, runner)
+                .context("cannot start the mail server")?;
+        Ok(Box::new(server))
+    }
+}
 
 /// Whether any SMTP flag was given (`--mail-dir` is shared with POP3 and is not
 /// one).
-pub(super) fn flags_given(args: &ServeArgs) -> bool {
+fn flags_given(args: &ServeArgs) -> bool {
     !args.smtp_listen.is_empty()
         || !args.submission_listen.is_empty()
         || !args.domain.is_empty()
@@ -50,7 +181,7 @@ const KEYS: &[&str] = &[
 
 /// The `[smtp]` table, if present. `base` resolves relative paths (the file's
 /// directory).
-pub(super) fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
+fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
     let (t, mail_dir) = r.mail_table(table, "smtp", &[KEYS, SMTP_LIMIT_KEYS].concat(), base)?;
     let mut d = Draft {
         mail_dir,
@@ -85,11 +216,11 @@ fn read_limits(t: &Table, c: &mut stoa_smtp::Config, r: &mut Report) {
 
 /// The mail server's configuration while it is being read.
 #[derive(Debug)]
-pub(super) struct Draft {
+struct Draft {
     mail_dir: Option<PathBuf>,
     config: stoa_smtp::Config,
     /// The failed-login throttle's keys this table gave (shared with `[pop3]`).
-    pub(super) auth: Given,
+    auth: Given,
 }
 
 impl Default for Draft {
@@ -104,13 +235,12 @@ impl Default for Draft {
 
 /// Applies the mail flags over the file's `[smtp]` (or the defaults), then checks
 /// the result. `certs` are the `--tls-cert`/`--tls-key` pairs.
-pub(super) fn finish(
-    draft: Option<Draft>,
+fn finish(
+    mut d: Draft,
     args: &ServeArgs,
     certs: Vec<CertKeyFiles>,
     r: &mut Report,
-) -> Option<stoa_smtp::Config> {
-    let mut d = draft.unwrap_or_default();
+) -> stoa_smtp::Config {
     if let Some(dir) = &args.mail_dir {
         d.mail_dir = Some(dir.clone());
     }
@@ -125,7 +255,7 @@ pub(super) fn finish(
         ),
     }
     validate(c, r);
-    Some(d.config)
+    d.config
 }
 
 fn apply_flags(
@@ -217,14 +347,4 @@ fn check_limits(c: &stoa_smtp::Config, r: &mut Report) {
         c.queue.max_deliveries != 0,
         "smtp.max_deliveries: must be at least 1",
     );
-}
-
-/// A CIDR block, or a single address.
-pub(super) fn parse_net(text: &str) -> Result<IpNet, String> {
-    if let Ok(net) = text.parse::<IpNet>() {
-        return Ok(net.trunc());
-    }
-    text.parse::<std::net::IpAddr>()
-        .map(IpNet::from)
-        .map_err(|_| format!("{text:?} is not a network like 192.0.2.0/24 or an address"))
 }

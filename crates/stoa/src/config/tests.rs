@@ -1,9 +1,15 @@
 use std::collections::HashMap;
 use std::io;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use stoa_web::config::{AccessLogTarget, CertKeyFiles, LogFormat, TlsListener, Web99Config};
+
 use super::*;
+
+/// The web server's listen address when neither file nor flags name one.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// A web configuration and its warnings.
 #[derive(Debug)]
@@ -14,8 +20,8 @@ struct WebLoaded {
 
 /// Loads a configuration that must include the web server.
 fn load_with(file: Option<&str>, args: ServeArgs) -> Result<WebLoaded, Vec<String>> {
-    load_all(file, args).map(|l| WebLoaded {
-        web: l.web.expect("the web server is configured"),
+    load_all(file, args).map(|mut l| WebLoaded {
+        web: (l.take::<stoa_web::Config>()).expect("the web server is configured"),
         warnings: l.warnings,
     })
 }
@@ -549,9 +555,9 @@ fn mail_only_flags_configure_no_web_server() {
         workers: Some("3".into()),
         ..ServeArgs::default()
     };
-    let loaded = load_all(None, args).expect("valid");
-    assert!(loaded.web.is_none());
-    let smtp = loaded.smtp.expect("mail configured");
+    let mut loaded = load_all(None, args).expect("valid");
+    assert!(!loaded.runs::<stoa_web::Config>());
+    let smtp = loaded.take::<stoa_smtp::Config>().expect("mail configured");
     assert_eq!(smtp.mail_dir, PathBuf::from("/var/mail/stoa"));
     assert_eq!(
         smtp.listen,
@@ -586,9 +592,9 @@ fn smtp_table_and_flags_over_it() {
                 listen = [\"127.0.0.1:25\"]\nmax_message_size = \"20MiB\"\nmax_recipients = 50\n\
                 command_timeout = \"2m\"\nmin_backoff = \"1m\"\nmax_backoff = \"1h\"\n\
                 max_queue_lifetime = \"2d\"\nbogus = 1\n";
-    let loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
-    assert!(loaded.web.is_none());
-    let smtp = loaded.smtp.expect("mail configured");
+    let mut loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    assert!(!loaded.runs::<stoa_web::Config>());
+    let smtp = loaded.take::<stoa_smtp::Config>().expect("mail configured");
     assert_eq!(smtp.mail_dir, PathBuf::from("/etc/stoa/mail"));
     assert_eq!(smtp.hostname, "mx.test");
     assert_eq!(smtp.domains, ["a.test", "b.test"]);
@@ -605,7 +611,7 @@ fn smtp_table_and_flags_over_it() {
     };
     let smtp = load_all(Some(file), flags)
         .expect("valid")
-        .smtp
+        .take::<stoa_smtp::Config>()
         .expect("mail");
     assert_eq!(
         smtp.listen,
@@ -654,9 +660,9 @@ fn pop3_flags_alone_configure_pop3_only() {
         workers: Some("2".into()),
         ..ServeArgs::default()
     };
-    let loaded = load_all(None, args).expect("valid");
-    assert!(loaded.web.is_none() && loaded.smtp.is_none());
-    let pop3 = loaded.pop3.expect("POP3 configured");
+    let mut loaded = load_all(None, args).expect("valid");
+    assert!(!loaded.runs::<stoa_web::Config>() && !loaded.runs::<stoa_smtp::Config>());
+    let pop3 = loaded.take::<Pop3>().expect("POP3 configured");
     assert_eq!(pop3.mail_dir, PathBuf::from("/var/mail/stoa"));
     assert_eq!(
         pop3.config.listen,
@@ -681,8 +687,11 @@ fn pop3_table_beside_smtp_shares_the_mail_dir() {
                 hostname = \"pop.test\"\nidle_timeout = \"15m\"\nlogin_timeout = \"30s\"\n\
                 auth_failure_delay = \"1s\"\nauth_failure_max_delay = \"8s\"\n\
                 auth_max_failures = 5\nmax_connections_per_client = 0\nbogus = 1\n";
-    let loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
-    let (smtp, pop3) = (loaded.smtp.expect("smtp"), loaded.pop3.expect("pop3"));
+    let mut loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    let (smtp, pop3) = (
+        loaded.take::<stoa_smtp::Config>().expect("smtp"),
+        loaded.take::<Pop3>().expect("pop3"),
+    );
     assert_eq!(pop3.mail_dir, smtp.mail_dir);
     assert_eq!(pop3.mail_dir, PathBuf::from("/etc/stoa/mail"));
     let c = &pop3.config;
@@ -702,7 +711,7 @@ fn pop3_table_beside_smtp_shares_the_mail_dir() {
     };
     let pop3 = load_all(Some(file), flags)
         .expect("valid")
-        .pop3
+        .take::<Pop3>()
         .expect("pop3");
     assert_eq!(
         pop3.config.listen,
@@ -751,8 +760,8 @@ fn pop3_proxy_table_flags_and_mistakes() {
                 [pop3]\nmail_dir = \"/m\"\nlisten = [\"127.0.0.1:110\"]\n\
                 trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1\"]\n\n\
                 [[mail_host]]\nname = \"store1.test\"\npop3 = \"127.0.0.2:110\"\n";
-    let loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
-    let proxy = loaded.pop3_proxy.expect("the proxy");
+    let mut loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    let proxy = loaded.take::<Pop3Proxy>().expect("the proxy");
     assert_eq!(
         proxy.config.listen,
         ["127.0.0.1:1110".parse().expect("addr")]
@@ -767,7 +776,7 @@ fn pop3_proxy_table_flags_and_mistakes() {
         Some(Path::new("/m")),
         "beside the store"
     );
-    let pop3 = loaded.pop3.expect("pop3");
+    let pop3 = loaded.take::<Pop3>().expect("pop3");
     assert_eq!(pop3.config.trusted_proxies.len(), 2);
     assert_eq!(pop3.config.secure_networks, stoa_pop3::config::loopback());
 
@@ -791,8 +800,8 @@ fn pop3_proxy_table_flags_and_mistakes() {
         ..ServeArgs::default()
     };
     let loaded = load_all(None, args).expect("the flag alone, the embedded directory");
-    assert!(loaded.web.is_none() && loaded.smtp.is_none());
-    assert!(loaded.pop3_proxy.is_some());
+    assert!(!loaded.runs::<stoa_web::Config>() && !loaded.runs::<stoa_smtp::Config>());
+    assert!(loaded.runs::<Pop3Proxy>());
 }
 
 #[test]
@@ -803,7 +812,7 @@ fn metrics_listen_is_read_and_printed() {
     );
     let loaded = load_all(Some(&file), ServeArgs::default()).expect("valid");
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
-    let metrics = loaded.metrics.as_ref().expect("[metrics] read");
+    let metrics = loaded.get::<Metrics>().expect("[metrics] read");
     assert_eq!(metrics.listen, "127.0.0.1:9100".parse().expect("addr"));
     let printed = effective(&loaded);
     assert!(
@@ -813,7 +822,7 @@ fn metrics_listen_is_read_and_printed() {
     // Without the table, no listener.
     let file = format!("[web]\ndocroot = \"{}\"\n", tmp_docroot());
     let loaded = load_all(Some(&file), ServeArgs::default()).expect("valid");
-    assert_eq!(loaded.metrics, None);
+    assert!(!loaded.runs::<Metrics>());
 }
 
 #[test]

@@ -1,6 +1,14 @@
-//! Durations and sizes as people write them in configuration files.
+//! Values as people write them in configuration files and flags: durations,
+//! sizes, addresses, networks and counts.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
+
+use stoa_smtp::config::IpNet;
+
+/// Most workers a server accepts; far above any machine Stoa runs on, low enough
+/// to catch a typo before it spawns a million threads.
+pub(super) const MAX_WORKERS: usize = 1024;
 
 /// `"32KiB"` → `(32, "KiB")`: the leading whole number and the trimmed rest.
 fn number_and_unit(text: &str) -> Option<(u64, &str)> {
@@ -44,6 +52,41 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     };
     n.checked_mul(1 << shift)
         .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// `127.0.0.1:8080` or `[::1]:8080`.
+pub(super) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not an address like 127.0.0.1:8080 or [::1]:8080"))
+}
+
+/// A whole number (of workers, connections).
+pub(super) fn parse_count(text: &str) -> Result<usize, String> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not a whole number"))
+}
+
+/// A CIDR block, or a single address.
+pub(super) fn parse_net(text: &str) -> Result<IpNet, String> {
+    if let Ok(net) = text.parse::<IpNet>() {
+        return Ok(net.trunc());
+    }
+    text.parse::<IpAddr>()
+        .map(IpNet::from)
+        .map_err(|_| format!("{text:?} is not a network like 192.0.2.0/24 or an address"))
+}
+
+/// Loopback, RFC 1918, link-local, or IPv6 unique-local: not reachable from the
+/// Internet. The unspecified address (every interface) is not.
+pub(super) fn is_private(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        IpAddr::V6(ip) => {
+            ip.is_loopback()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,11 +4,10 @@ use std::time::Duration;
 
 use stoa_loadgen::{Tally, TlsParameters, TlsPlan};
 use stoa_web99::metrics::{ClassStats, GeneratorStats, Iteration, Validity};
-use stoa_web99::workload::HttpVersion;
 
 use super::text::Layout;
 use crate::cpus::{HarnessLoad, Placement, ServerLoad};
-use crate::web::{IterationResult, Options, Profile, ProfileName, QUICK, Run, Trial};
+use crate::web::{Http, IterationResult, Options, Profile, ProfileName, QUICK, Run, Trial};
 
 fn gens(n: u32, seed: f64) -> Vec<GeneratorStats> {
     (0..n)
@@ -70,15 +69,14 @@ fn options(static_only: bool, agents: bool) -> Options {
         tls_resume: 0.5,
         tls_ca: None,
         tls_insecure: false,
-        http2: false,
         connections: 10,
         profile: ProfileName::Quick,
         run_time: None,
         iterations: None,
         http: if static_only {
-            HttpVersion::Http10
+            Http::Http10
         } else {
-            HttpVersion::Http11
+            Http::Http11
         },
         static_only,
         closed_loop: false,

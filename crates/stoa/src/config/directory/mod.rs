@@ -7,10 +7,12 @@
 //! timeout and cache settings of [`stoa_directory::LdapOptions`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use anyhow::Context as _;
 use stoa_directory::ldap::AuthMode;
 use stoa_directory::scheme::{MAX_BCRYPT_COST, MIN_BCRYPT_COST, Scheme};
-use stoa_directory::{LdapOptions, Options};
+use stoa_directory::{EmbeddedDirectory, LdapDirectory, LdapOptions, Options};
 use toml::{Table, Value};
 
 use super::Report;
@@ -67,6 +69,35 @@ pub(crate) enum Directory {
 impl Default for Directory {
     fn default() -> Self {
         Directory::Embedded(Options::default())
+    }
+}
+
+/// An open user directory, shared by the servers that use it.
+pub(crate) type SharedDirectory = Arc<dyn stoa_directory::Directory>;
+
+impl Directory {
+    /// Opens it: the embedded one under `mail_dir` (returned again as itself,
+    /// for reloads of its file), or the LDAP one.
+    pub(crate) fn open(
+        self,
+        mail_dir: &Path,
+    ) -> anyhow::Result<(SharedDirectory, Option<Arc<EmbeddedDirectory>>)> {
+        match self {
+            Directory::Embedded(options) => {
+                let dir = mail_dir.join("directory");
+                let embedded = EmbeddedDirectory::open(&dir, options)
+                    .with_context(|| format!("cannot open the user directory {}", dir.display()))?;
+                let embedded = Arc::new(embedded);
+                Ok((embedded.clone(), Some(embedded)))
+            }
+            Directory::Ldap(options) => {
+                let urls = options.urls.join(" ");
+                let ldap =
+                    LdapDirectory::new(*options).context("cannot set up the LDAP directory")?;
+                tracing::info!("user directory: LDAP at {urls}");
+                Ok((Arc::new(ldap), None))
+            }
+        }
     }
 }
 

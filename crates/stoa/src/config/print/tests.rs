@@ -25,11 +25,8 @@ fn settings(l: &Loaded) -> String {
     format!(
         "{:#?}",
         (
-            &l.web,
-            &l.smtp,
-            &l.pop3,
-            &l.pop3_proxy,
-            &l.lmtp,
+            &l.services,
+            &l.mail_hosts,
             &l.directory,
             &l.bind_password_file,
             &l.process
@@ -327,7 +324,7 @@ fn units_are_the_largest_exact_ones() {
     assert_eq!(size(1_u64 << 30).to_string(), "\"1GiB\"");
     assert_eq!(size(0_u64).to_string(), "0");
     for text in ["200ms", "1500ms", "0s", "5m", "4000s", "5d"] {
-        let v = super::super::parse_duration(text).expect("reads back");
+        let v = super::super::units::parse_duration(text).expect("reads back");
         assert_eq!(duration(v).as_str(), Some(text));
     }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use stoa_web::config::{AccessLogTarget, CgiMount, SiteConfig};
 use toml::Table;
 
-use super::Report;
+use super::super::Report;
 
 /// The keys of a `[[site]]`.
 const SITE_KEYS: &[&str] = &[
@@ -81,7 +81,7 @@ fn read_site(t: &Table, p: &str, base: Option<&Path>, r: &mut Report) -> Option<
         *path = rebase(std::mem::take(path));
     }
     if let Some(v) = t.get("tls")
-        && let Some(certs) = super::read_certs(v, &format!("{p}tls"), r)
+        && let Some(certs) = super::super::tls::read_certs(v, &format!("{p}tls"), r)
     {
         site.tls = certs
             .into_iter()
@@ -94,7 +94,7 @@ fn read_site(t: &Table, p: &str, base: Option<&Path>, r: &mut Report) -> Option<
     }
     if let Some(cgi) = r.table(t, p, "cgi") {
         let mut mounts = Vec::new();
-        super::read_cgi_mounts(cgi, &format!("{p}cgi"), &mut mounts, r);
+        super::read::read_cgi_mounts(cgi, &format!("{p}cgi"), &mut mounts, r);
         site.cgi = mounts
             .into_iter()
             .map(|m| CgiMount {

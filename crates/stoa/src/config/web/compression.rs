@@ -8,7 +8,7 @@
 use stoa_web::config::CompressionConfig;
 use toml::Table;
 
-use super::Report;
+use super::super::Report;
 
 const P: &str = "web.compression.";
 
