@@ -11,7 +11,7 @@ use crate::sasl;
 /// Line limits tried: none to speak of, POP3's 255, SMTP's 2048, and tiny ones.
 const MAXES: [usize; 5] = [0, 2, 7, 255, 2048];
 
-/// `data` framed into lines with each limit of [`MAXES`], every frame checked
+/// `data` framed into lines with each limit of `MAXES`, every frame checked
 /// against the input; and every complete line decoded as a SASL response, initial
 /// and not, and as a PLAIN message, both raw and decoded.
 pub fn lines(data: &[u8]) {
