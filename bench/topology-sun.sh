@@ -4,7 +4,8 @@
 #   bench/topology-sun.sh [--users N] [--rate R] [--levels 80,100,120]
 #                         [--peer-proxy stoa|nginx|none] [--profile quick]
 #                         [--warmup D] [--run-time D] [--cooldown D]
-#                         [--drain-limit D] [--stoa PATH] [--out DIR] [--run-timeout 7200]
+#                         [--drain-limit D] [--stoa PATH] [--out DIR] [--keep-runs DIR]
+#                         [--run-timeout 7200]
 #   bench/topology-sun.sh --compare-proxies [--rounds 3] [--perf] [--users N] [--rate R] ...
 #
 # Sun's published page (shared/specs/published-results/specmail2001-sun-jsms61-7500.txt)
@@ -37,7 +38,9 @@
 # -g` over its runs and writes where their CPU went (perf report, by symbol) beside
 # the reports.
 #
-# Results go to bench-results/<date>-<host>-topology-sun/ (or --out). See
+# Results go to bench-results/<date>-<host>-topology-sun/ (or --out); each harness
+# run's own files (result.json, reports, ticks) to a temporary directory, or to
+# --keep-runs DIR, which scripts/test.sh checks the run's result.json in. See
 # bench/README.md.
 set -euo pipefail
 
@@ -54,6 +57,7 @@ RUN_TIME=""
 COOLDOWN=""
 DRAIN_LIMIT=""
 STOA=""
+KEEP_RUNS=""
 OUT_ARG=""
 RUN_TIMEOUT=7200
 FILL_TIMEOUT=3600
@@ -77,7 +81,7 @@ AUTH_IP=127.0.0.16
 KIB_PER_USER=200
 bench_cmdline "$@"
 parse_args "--users=USERS --rate=RATE --levels=LEVELS --peer-proxy=PEER --profile=PROFILE
-    --warmup=WARMUP --run-time=RUN_TIME --cooldown=COOLDOWN --drain-limit=DRAIN_LIMIT --stoa=STOA --out=OUT_ARG
+    --warmup=WARMUP --run-time=RUN_TIME --cooldown=COOLDOWN --drain-limit=DRAIN_LIMIT --stoa=STOA --out=OUT_ARG --keep-runs=KEEP_RUNS
     --run-timeout=RUN_TIMEOUT --fill-timeout=FILL_TIMEOUT --compare-proxies=COMPARE=1 --perf=PERF=1
     --rounds=ROUNDS --seed=SEED" "$@"
 case "$PEER" in stoa | nginx | none) ;; *) die "--peer-proxy: stoa, nginx or none" ;; esac
@@ -145,6 +149,10 @@ if [[ -n "$OUT_ARG" ]]; then
     check_background "before the run"
 else
     bench_begin topology-sun
+fi
+if [[ -n "$KEEP_RUNS" ]]; then
+    mkdir -p "$KEEP_RUNS"
+    RUN_DIR="$(cd "$KEEP_RUNS" && pwd)"
 fi
 
 # Whether every user lives on store 1 (direct POP3 needs one address).

@@ -102,8 +102,8 @@ cargo test --workspace --locked
 topology_out="$(mktemp -d)"
 timeout 600 bench/topology-sun.sh --stoa "${CARGO_TARGET_DIR:-target}/debug/stoa" \
   --users 2000 --rate 10 --levels 100 --warmup 5s --run-time 30s --cooldown 10s \
-  --out "$topology_out"
-python3 bench/lib/topology_summary.py check "$topology_out/run/result.json"
+  --out "$topology_out" --keep-runs "$topology_out/runs"
+python3 bench/lib/topology_summary.py check "$topology_out/runs/run/result.json"
 rm -rf "$topology_out"
 # The mail queue's crash points are compiled only with this feature.
 cargo clippy -p stoa-smtp --features failpoints --all-targets --locked -- -D warnings
