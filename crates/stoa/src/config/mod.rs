@@ -2,8 +2,8 @@
 //! validation of the result. Every problem is collected and reported together;
 //! unknown keys are warnings (a typo should not go unnoticed, nor stop a server).
 //!
-//! Each server is one entry of [`SERVICES`], described in its own file
-//! (`service.rs` says what an entry is): the web server (`web/`), SMTP
+//! Each server is one entry of [`SERVICES`], a `static` of data declared in its
+//! own file (`service.rs` says what an entry is): the web server (`web/`), SMTP
 //! (`smtp.rs`), POP3 (`pop3.rs`), the POP3 proxy (`pop3_proxy.rs`), LMTP
 //! (`lmtp.rs`) and the metrics endpoint (`metrics.rs`). This file only
 //! orchestrates: it reads the file, decides which servers run (a table or a
@@ -59,7 +59,8 @@ use service::{Finish, Implied, Read, Service, Settled};
 
 /// Every server `stoa serve` can run, in the order they are read, finished,
 /// printed, bound and announced. A new server is a file beside these that
-/// implements `service.rs`'s traits, and a line here.
+/// declares its `service::Service` and implements `service.rs`'s two traits,
+/// and a line here.
 ///
 /// The order matters where one server's settings or binding depend on
 /// another's: the metrics endpoint binds first (it touches nothing shared);

@@ -1,15 +1,19 @@
 //! What one server of `stoa serve` is, described once: an entry of
-//! [`super::SERVICES`] (a [`Service`]) says how the configuration asks for it and
-//! reads its table; its [`Draft`] becomes, with the flags over it and its checks,
-//! its [`Configured`] settings, which say how they are printed, which paths they
-//! use, and how the server binds from them and the parts every server shares
-//! ([`Shared`]: the socket pool, the mail store, the directory, the failed-login
-//! throttle).
+//! [`super::SERVICES`] is a [`Service`], plain data (its name and keys, whether
+//! it is a mail server and a role, when it is implied, and the functions that
+//! tell whether its flags ask for it and read its table), declared as one
+//! `static` in the server's file. What it reads is its [`Draft`], which becomes,
+//! with the flags over it and its checks, its [`Configured`] settings, which say
+//! how they are printed, which paths they use, and how the server binds from
+//! them and the parts every server shares ([`Shared`]: the socket pool, the mail
+//! store, the directory, the failed-login throttle). `Draft` and `Configured`
+//! are traits: they carry each server's own state.
 //!
 //! The orchestration (`mod.rs`) reads, finishes and settles every entry in the
 //! list's order, `stoa check-config` prints them in it, and `stoa serve` binds
 //! and announces them in it. A new server is a file beside the others that
-//! implements the three traits, and a line in the list.
+//! declares its `Service` and implements the two traits, and a line in the
+//! list.
 
 use std::any::Any;
 use std::fmt::Debug;
