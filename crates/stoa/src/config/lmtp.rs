@@ -13,42 +13,20 @@ use toml::Table;
 use super::Report;
 use super::mail_limits::{self, SMTP_LIMIT_KEYS};
 use super::print::{Doc, addrs, duration, int, path};
-use super::service::{self, Configured, Finish, Read, Service, Shared};
+use super::service::{self, Configured, Finish, Implied, Service, Shared};
 use super::units::{is_private, parse_addr, parse_count};
-use crate::cli::ServeArgs;
 
 /// LMTP's entry in the list of servers.
-pub(super) static LMTP: LmtpService = LmtpService;
-
-/// The LMTP server, as an entry of the list.
-#[derive(Debug)]
-pub(super) struct LmtpService;
-
-impl Service for LmtpService {
-    fn name(&self) -> &'static str {
-        "lmtp"
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        &["lmtp"]
-    }
-
-    fn mail(&self) -> bool {
-        true
-    }
-
-    fn flags_given(&self, args: &ServeArgs) -> bool {
-        !args.lmtp_listen.is_empty()
-    }
-
-    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
-        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
-    }
-
-    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
-        Box::new(Draft::default())
-    }
-}
+pub(super) static LMTP: Service = Service {
+    name: "lmtp",
+    keys: &["lmtp"],
+    mail: true,
+    role: true,
+    implied: Implied::Never,
+    flags_given: |args| !args.lmtp_listen.is_empty(),
+    read: |file, cx, r| service::boxed(read_table(file, cx.base, r)),
+    draft: service::default::<Draft>,
+};
 
 impl service::Draft for Draft {
     fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
@@ -59,7 +37,7 @@ impl service::Draft for Draft {
 }
 
 impl Configured for Lmtp {
-    fn service(&self) -> &'static dyn Service {
+    fn service(&self) -> &'static Service {
         &LMTP
     }
 
@@ -198,6 +176,7 @@ mod tests {
 
     use super::super::load;
     use super::*;
+    use crate::cli::ServeArgs;
 
     fn load_file(text: &str, args: ServeArgs) -> Result<super::super::Loaded, Vec<String>> {
         let args = ServeArgs {

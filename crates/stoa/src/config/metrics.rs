@@ -8,53 +8,28 @@ use toml::Table;
 
 use super::Report;
 use super::print::Doc;
-use super::service::{self, Configured, Finish, Read, Service, Shared};
+use super::service::{self, Configured, Finish, Implied, Service, Shared};
 use super::units::{is_private, parse_addr};
-use crate::cli::ServeArgs;
 
 /// The metrics endpoint's entry in the list of servers.
-pub(super) static METRICS: MetricsService = MetricsService;
-
-/// The metrics endpoint, as an entry of the list.
-#[derive(Debug)]
-pub(super) struct MetricsService;
-
-impl Service for MetricsService {
-    fn name(&self) -> &'static str {
-        "metrics"
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        &["metrics"]
-    }
-
-    /// An endpoint beside the servers, not a role of its own.
-    fn role(&self) -> bool {
-        false
-    }
-
-    /// Only the file asks for it.
-    fn flags_given(&self, _args: &ServeArgs) -> bool {
-        false
-    }
-
-    fn read(
-        &self,
-        file: &Table,
-        _cx: &Read<'_>,
-        r: &mut Report,
-    ) -> Option<Box<dyn service::Draft>> {
+pub(super) static METRICS: Service = Service {
+    name: "metrics",
+    keys: &["metrics"],
+    mail: false,
+    // An endpoint beside the servers, not a role of its own.
+    role: false,
+    implied: Implied::Never,
+    // Only the file asks for it.
+    flags_given: |_| false,
+    read: |file, _, r| {
         let t = r.table(file, "", "metrics")?;
-        Some(Box::new(Draft(read(t, r))))
-    }
-
-    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
-        Box::new(Draft(None))
-    }
-}
+        service::boxed(Some(Draft(read(t, r))))
+    },
+    draft: service::default::<Draft>,
+};
 
 /// The `[metrics]` table as read: `None` when it is wrong (errors reported).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Draft(Option<Metrics>);
 
 impl service::Draft for Draft {
@@ -75,7 +50,7 @@ pub(crate) struct Metrics {
 }
 
 impl Configured for Metrics {
-    fn service(&self) -> &'static dyn Service {
+    fn service(&self) -> &'static Service {
         &METRICS
     }
 

@@ -2,8 +2,8 @@
 //! validation of the result. Every problem is collected and reported together;
 //! unknown keys are warnings (a typo should not go unnoticed, nor stop a server).
 //!
-//! Each server is one entry of [`SERVICES`], described in its own file
-//! (`service.rs` says what an entry is): the web server (`web/`), SMTP
+//! Each server is one entry of [`SERVICES`], a `static` of data declared in its
+//! own file (`service.rs` says what an entry is): the web server (`web/`), SMTP
 //! (`smtp.rs`), POP3 (`pop3.rs`), the POP3 proxy (`pop3_proxy.rs`), LMTP
 //! (`lmtp.rs`) and the metrics endpoint (`metrics.rs`). This file only
 //! orchestrates: it reads the file, decides which servers run (a table or a
@@ -59,14 +59,15 @@ use service::{Finish, Implied, Read, Service, Settled};
 
 /// Every server `stoa serve` can run, in the order they are read, finished,
 /// printed, bound and announced. A new server is a file beside these that
-/// implements `service.rs`'s traits, and a line here.
+/// declares its `service::Service` and implements `service.rs`'s two traits,
+/// and a line here.
 ///
 /// The order matters where one server's settings or binding depend on
 /// another's: the metrics endpoint binds first (it touches nothing shared);
 /// SMTP comes before the other mail servers, whose mail directory must be its
 /// own; and SMTP binds after the web server, so that a web server that does not
 /// bind stops a reload before SMTP's queue runner takes the new settings.
-static SERVICES: [&dyn Service; 6] = [
+static SERVICES: [&Service; 6] = [
     &metrics::METRICS,
     &web::WEB,
     &smtp::SMTP,
@@ -232,7 +233,7 @@ pub(crate) fn load_all(
     let mut drafts = file.drafts;
     drafts.resize_with(SERVICES.len(), || None);
     let runs = which_run(args, &drafts);
-    let mail = (SERVICES.iter().zip(&runs)).any(|(s, runs)| *runs && s.mail());
+    let mail = (SERVICES.iter().zip(&runs)).any(|(s, runs)| *runs && s.mail);
     let mut cx = Finish::new(args, mail, &file.mail_hosts, default_web99_state);
     let defaults = Read {
         base: None,
@@ -240,7 +241,7 @@ pub(crate) fn load_all(
     };
     let mut services = Vec::new();
     for ((service, draft), runs) in SERVICES.iter().zip(drafts).zip(runs) {
-        let draft = draft.unwrap_or_else(|| service.draft(&defaults));
+        let draft = draft.unwrap_or_else(|| (service.draft)(&defaults));
         if runs {
             services.extend(draft.finish(&mut cx, &mut report));
         } else {
@@ -283,17 +284,17 @@ pub(crate) fn load_all(
 /// flag of their own asks for, and the implied ones ([`Implied`]).
 fn which_run(args: &ServeArgs, drafts: &[Option<Box<dyn service::Draft>>]) -> Vec<bool> {
     let asked: Vec<bool> = (SERVICES.iter().zip(drafts))
-        .map(|(s, d)| d.is_some() || s.flags_given(args))
+        .map(|(s, d)| d.is_some() || (s.flags_given)(args))
         .collect();
-    let mail_asked = (SERVICES.iter().zip(&asked)).any(|(s, asked)| *asked && s.mail());
+    let mail_asked = (SERVICES.iter().zip(&asked)).any(|(s, asked)| *asked && s.mail);
     let asked: Vec<bool> = (SERVICES.iter().zip(asked))
         .map(|(s, asked)| {
-            asked || (s.implied() == Implied::ByMailDir && !mail_asked && args.mail_dir.is_some())
+            asked || (s.implied == Implied::ByMailDir && !mail_asked && args.mail_dir.is_some())
         })
         .collect();
-    let mail = (SERVICES.iter().zip(&asked)).any(|(s, asked)| *asked && s.mail());
+    let mail = (SERVICES.iter().zip(&asked)).any(|(s, asked)| *asked && s.mail);
     (SERVICES.iter().zip(asked))
-        .map(|(s, asked)| asked || (s.implied() == Implied::WithoutMail && !mail))
+        .map(|(s, asked)| asked || (s.implied == Implied::WithoutMail && !mail))
         .collect()
 }
 
@@ -338,7 +339,7 @@ fn read_config(
         }
     };
     let known: Vec<&str> = (SERVICES.iter())
-        .flat_map(|s| s.keys().iter().copied())
+        .flat_map(|s| s.keys.iter().copied())
         .chain(SHARED_KEYS.iter().copied())
         .collect();
     r.known_keys(&table, "", &known);
@@ -346,7 +347,7 @@ fn read_config(
         base: path.parent(),
         default_web99_state,
     };
-    file.drafts = SERVICES.iter().map(|s| s.read(&table, &cx, r)).collect();
+    file.drafts = SERVICES.iter().map(|s| (s.read)(&table, &cx, r)).collect();
     file.directory = directory::read_table(&table, path.parent(), r);
     file.mail_hosts = mail_host::read(&table, r);
     file.process = Some(process::read_table(&table, r));

@@ -13,43 +13,21 @@ use toml::{Table, Value};
 
 use super::auth_throttle::{self, Given};
 use super::print::{Doc, addrs, duration, int, nets, path};
-use super::service::{self, Configured, Finish, Read, Service, Settled, Shared};
+use super::service::{self, Configured, Finish, Implied, Service, Settled, Shared};
 use super::units::{parse_addr, parse_net};
 use super::{Report, mail};
-use crate::cli::ServeArgs;
 
 /// POP3's entry in the list of servers.
-pub(super) static POP3: Pop3Service = Pop3Service;
-
-/// The POP3 server, as an entry of the list.
-#[derive(Debug)]
-pub(super) struct Pop3Service;
-
-impl Service for Pop3Service {
-    fn name(&self) -> &'static str {
-        "pop3"
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        &["pop3"]
-    }
-
-    fn mail(&self) -> bool {
-        true
-    }
-
-    fn flags_given(&self, args: &ServeArgs) -> bool {
-        !args.pop3_listen.is_empty() || !args.pop3s_listen.is_empty()
-    }
-
-    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
-        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
-    }
-
-    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
-        Box::new(Draft::default())
-    }
-}
+pub(super) static POP3: Service = Service {
+    name: "pop3",
+    keys: &["pop3"],
+    mail: true,
+    role: true,
+    implied: Implied::Never,
+    flags_given: |args| !args.pop3_listen.is_empty() || !args.pop3s_listen.is_empty(),
+    read: |file, cx, r| service::boxed(read_table(file, cx.base, r)),
+    draft: service::default::<Draft>,
+};
 
 impl service::Draft for Draft {
     fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
@@ -62,7 +40,7 @@ impl service::Draft for Draft {
 }
 
 impl Configured for Pop3 {
-    fn service(&self) -> &'static dyn Service {
+    fn service(&self) -> &'static Service {
         &POP3
     }
 

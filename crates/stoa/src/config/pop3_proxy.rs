@@ -14,43 +14,21 @@ use toml::{Table, Value};
 use super::auth_throttle;
 use super::pop3::{COMMON_KEYS, Names, print_common, print_limits, read_common, validate};
 use super::print::{Doc, duration, path};
-use super::service::{self, Configured, Finish, Read, Service, Settled, Shared};
+use super::service::{self, Configured, Finish, Implied, Service, Settled, Shared};
 use super::units::parse_addr;
 use super::{Directory, Report, mail};
-use crate::cli::ServeArgs;
 
 /// The POP3 proxy's entry in the list of servers.
-pub(super) static POP3_PROXY: Pop3ProxyService = Pop3ProxyService;
-
-/// The POP3 proxy, as an entry of the list.
-#[derive(Debug)]
-pub(super) struct Pop3ProxyService;
-
-impl Service for Pop3ProxyService {
-    fn name(&self) -> &'static str {
-        "pop3_proxy"
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        &["pop3_proxy"]
-    }
-
-    fn mail(&self) -> bool {
-        true
-    }
-
-    fn flags_given(&self, args: &ServeArgs) -> bool {
-        !args.pop3_proxy_listen.is_empty() || !args.pop3s_proxy_listen.is_empty()
-    }
-
-    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
-        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
-    }
-
-    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
-        Box::new(Draft::default())
-    }
-}
+pub(super) static POP3_PROXY: Service = Service {
+    name: "pop3_proxy",
+    keys: &["pop3_proxy"],
+    mail: true,
+    role: true,
+    implied: Implied::Never,
+    flags_given: |args| !args.pop3_proxy_listen.is_empty() || !args.pop3s_proxy_listen.is_empty(),
+    read: |file, cx, r| service::boxed(read_table(file, cx.base, r)),
+    draft: service::default::<Draft>,
+};
 
 impl service::Draft for Draft {
     fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
@@ -59,7 +37,7 @@ impl service::Draft for Draft {
 }
 
 impl Configured for Pop3Proxy {
-    fn service(&self) -> &'static dyn Service {
+    fn service(&self) -> &'static Service {
         &POP3_PROXY
     }
 

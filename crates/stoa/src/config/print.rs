@@ -33,7 +33,7 @@ pub(crate) fn effective(loaded: &Loaded) -> String {
     for service in &loaded.services {
         service.print(&mut doc);
     }
-    if loaded.services.iter().any(|s| s.service().mail()) {
+    if loaded.services.iter().any(|s| s.service().mail) {
         directory_section(&mut doc, &loaded.directory, loaded);
         mail_hosts(&mut doc, loaded);
     }
@@ -44,8 +44,8 @@ pub(crate) fn effective(loaded: &Loaded) -> String {
 pub(crate) fn roles(loaded: &Loaded) -> String {
     let on: Vec<&str> = (loaded.services.iter())
         .map(|s| s.service())
-        .filter(|s| s.role())
-        .map(|s| s.name())
+        .filter(|s| s.role)
+        .map(|s| s.name)
         .collect();
     on.join(", ")
 }

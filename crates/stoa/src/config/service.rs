@@ -1,15 +1,19 @@
 //! What one server of `stoa serve` is, described once: an entry of
-//! [`super::SERVICES`] (a [`Service`]) says how the configuration asks for it and
-//! reads its table; its [`Draft`] becomes, with the flags over it and its checks,
-//! its [`Configured`] settings, which say how they are printed, which paths they
-//! use, and how the server binds from them and the parts every server shares
-//! ([`Shared`]: the socket pool, the mail store, the directory, the failed-login
-//! throttle).
+//! [`super::SERVICES`] is a [`Service`], plain data (its name and keys, whether
+//! it is a mail server and a role, when it is implied, and the functions that
+//! tell whether its flags ask for it and read its table), declared as one
+//! `static` in the server's file. What it reads is its [`Draft`], which becomes,
+//! with the flags over it and its checks, its [`Configured`] settings, which say
+//! how they are printed, which paths they use, and how the server binds from
+//! them and the parts every server shares ([`Shared`]: the socket pool, the mail
+//! store, the directory, the failed-login throttle). `Draft` and `Configured`
+//! are traits: they carry each server's own state.
 //!
 //! The orchestration (`mod.rs`) reads, finishes and settles every entry in the
 //! list's order, `stoa check-config` prints them in it, and `stoa serve` binds
 //! and announces them in it. A new server is a file beside the others that
-//! implements the three traits, and a line in the list.
+//! declares its `Service` and implements the two traits, and a line in the
+//! list.
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -29,32 +33,37 @@ use super::{Directory, Report};
 use crate::cli::ServeArgs;
 use crate::privilege::Need;
 
-/// One kind of server: how the configuration asks for it, and its table.
-pub(crate) trait Service: Sync {
+/// One kind of server: how the configuration asks for it, and its table. Each
+/// server's file declares its entry as a `static` of this.
+pub(crate) struct Service {
     /// Its name: its table, and its role in `stoa check-config`.
-    fn name(&self) -> &'static str;
+    pub(crate) name: &'static str,
     /// The file's top-level keys it reads (its table; the web server has several).
-    fn keys(&self) -> &'static [&'static str];
+    pub(crate) keys: &'static [&'static str],
     /// A mail server: asked for, it runs without the web server, which then
     /// runs only when configured too.
-    fn mail(&self) -> bool {
-        false
-    }
+    pub(crate) mail: bool,
     /// A role of `stoa check-config`'s roles line (every server but the metrics
     /// endpoint).
-    fn role(&self) -> bool {
-        true
-    }
+    pub(crate) role: bool,
     /// When it runs though neither its table nor a flag of its own asks for it.
-    fn implied(&self) -> Implied {
-        Implied::Never
-    }
+    pub(crate) implied: Implied,
     /// Whether a flag of its own asks for it.
-    fn flags_given(&self, args: &ServeArgs) -> bool;
+    pub(crate) flags_given: fn(&ServeArgs) -> bool,
     /// Reads its part of the file: `None` when the file has none of its keys.
-    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn Draft>>;
+    pub(crate) read: fn(&Table, &Read<'_>, &mut Report) -> Option<Box<dyn Draft>>,
     /// Its part when the file has none: the defaults.
-    fn draft(&self, cx: &Read<'_>) -> Box<dyn Draft>;
+    pub(crate) draft: fn(&Read<'_>) -> Box<dyn Draft>,
+}
+
+/// A server's part of the file as [`Service::read`] gives it: `draft`, boxed.
+pub(crate) fn boxed<D: Draft + 'static>(draft: Option<D>) -> Option<Box<dyn Draft>> {
+    draft.map(|d| Box::new(d) as Box<dyn Draft>)
+}
+
+/// A [`Service::draft`] for a server whose defaults are its draft's `Default`.
+pub(crate) fn default<D: Draft + Default + 'static>(_cx: &Read<'_>) -> Box<dyn Draft> {
+    Box::new(D::default())
 }
 
 /// When a server runs that neither its table nor its flags ask for.
@@ -178,7 +187,7 @@ pub(crate) struct Settled<'a> {
 /// A server's finished settings.
 pub(crate) trait Configured: Debug + Send + Any {
     /// Its entry of the list.
-    fn service(&self) -> &'static dyn Service;
+    fn service(&self) -> &'static Service;
     /// Takes what the servers share (`settled`), with its checks.
     fn settle(&mut self, _settled: &Settled<'_>, _r: &mut Report) {}
     /// Where the embedded user directory it reads is, when it uses no mail

@@ -13,48 +13,23 @@ use toml::Table;
 use super::auth_throttle::{self, Given};
 use super::mail_limits::SMTP_LIMIT_KEYS;
 use super::print::{Doc, addrs, duration, int, nets, path, strings};
-use super::service::{self, Configured, Finish, Implied, Read, Service, Settled, Shared};
+use super::service::{self, Configured, Finish, Implied, Service, Settled, Shared};
 use super::units::{parse_addr, parse_net};
 use super::{Report, mail, mail_limits};
 use crate::cli::ServeArgs;
 use crate::privilege::Need;
 
 /// SMTP's entry in the list of servers.
-pub(super) static SMTP: SmtpService = SmtpService;
-
-/// The SMTP server, as an entry of the list.
-#[derive(Debug)]
-pub(super) struct SmtpService;
-
-impl Service for SmtpService {
-    fn name(&self) -> &'static str {
-        "smtp"
-    }
-
-    fn keys(&self) -> &'static [&'static str] {
-        &["smtp"]
-    }
-
-    fn mail(&self) -> bool {
-        true
-    }
-
-    fn implied(&self) -> Implied {
-        Implied::ByMailDir
-    }
-
-    fn flags_given(&self, args: &ServeArgs) -> bool {
-        flags_given(args)
-    }
-
-    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
-        read_table(file, cx.base, r).map(|d| Box::new(d) as Box<dyn service::Draft>)
-    }
-
-    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
-        Box::new(Draft::default())
-    }
-}
+pub(super) static SMTP: Service = Service {
+    name: "smtp",
+    keys: &["smtp"],
+    mail: true,
+    role: true,
+    implied: Implied::ByMailDir,
+    flags_given,
+    read: |file, cx, r| service::boxed(read_table(file, cx.base, r)),
+    draft: service::default::<Draft>,
+};
 
 impl service::Draft for Draft {
     fn finish(self: Box<Self>, cx: &mut Finish<'_>, r: &mut Report) -> Option<Box<dyn Configured>> {
@@ -68,7 +43,7 @@ impl service::Draft for Draft {
 }
 
 impl Configured for stoa_smtp::Config {
-    fn service(&self) -> &'static dyn Service {
+    fn service(&self) -> &'static Service {
         &SMTP
     }
 

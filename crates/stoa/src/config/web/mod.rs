@@ -30,65 +30,54 @@ use crate::privilege::Need;
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 /// The web server's entry in the list of servers.
-pub(super) static WEB: WebService = WebService;
+pub(super) static WEB: Service = Service {
+    name: "web",
+    keys: &["web", "listener", "web99", "cgi", "site"],
+    mail: false,
+    role: true,
+    implied: Implied::WithoutMail,
+    flags_given,
+    read: read_tables,
+    draft: service::default::<Draft>,
+};
 
-/// The web server, as an entry of the list.
-#[derive(Debug)]
-pub(super) struct WebService;
+/// Whether any web flag was given.
+fn flags_given(args: &ServeArgs) -> bool {
+    args.docroot.is_some()
+        || !args.listen.is_empty()
+        || !args.tls_listen.is_empty()
+        || args.web99
+        || args.web99_state.is_some()
+        || args.cgi_dir.is_some()
+}
 
-impl Service for WebService {
-    fn name(&self) -> &'static str {
-        "web"
+/// Reads the web server's tables: `None` when the file has none of them.
+fn read_tables(file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
+    if !WEB.keys.iter().any(|k| file.contains_key(*k)) {
+        return None;
     }
-
-    fn keys(&self) -> &'static [&'static str] {
-        &["web", "listener", "web99", "cgi", "site"]
+    let mut d = Draft::default();
+    if let Some(listeners) = file.get("listener") {
+        read::read_listeners(listeners, &mut d.config, r);
     }
-
-    fn implied(&self) -> Implied {
-        Implied::WithoutMail
+    if let Some(section) = r.table(file, "", "web") {
+        read::read_web(section, &mut d.config, &mut d.docroot, r);
     }
-
-    fn flags_given(&self, args: &ServeArgs) -> bool {
-        args.docroot.is_some()
-            || !args.listen.is_empty()
-            || !args.tls_listen.is_empty()
-            || args.web99
-            || args.web99_state.is_some()
-            || args.cgi_dir.is_some()
-    }
-
-    fn read(&self, file: &Table, cx: &Read<'_>, r: &mut Report) -> Option<Box<dyn service::Draft>> {
-        if !self.keys().iter().any(|k| file.contains_key(*k)) {
-            return None;
-        }
-        let mut d = Draft::default();
-        if let Some(listeners) = file.get("listener") {
-            read::read_listeners(listeners, &mut d.config, r);
-        }
-        if let Some(section) = r.table(file, "", "web") {
-            read::read_web(section, &mut d.config, &mut d.docroot, r);
-        }
-        read::read_web99(file, &mut d.config, cx.default_web99_state, r);
-        read::read_cgi(file, &mut d.config, r);
-        d.config.sites = site::read(file, cx.base, r);
-        // Relative paths in a file are relative to the file, as in nginx's
-        // prefix-relative paths.
-        if let Some(base) = cx.base {
-            let files = d.config.tls_listen.iter_mut().flat_map(|l| &mut l.certs);
-            let files = files.flat_map(|c| [&mut c.cert, &mut c.key]);
-            for p in d.docroot.iter_mut().chain(files) {
-                if p.is_relative() {
-                    *p = base.join(&*p);
-                }
+    read::read_web99(file, &mut d.config, cx.default_web99_state, r);
+    read::read_cgi(file, &mut d.config, r);
+    d.config.sites = site::read(file, cx.base, r);
+    // Relative paths in a file are relative to the file, as in nginx's
+    // prefix-relative paths.
+    if let Some(base) = cx.base {
+        let files = d.config.tls_listen.iter_mut().flat_map(|l| &mut l.certs);
+        let files = files.flat_map(|c| [&mut c.cert, &mut c.key]);
+        for p in d.docroot.iter_mut().chain(files) {
+            if p.is_relative() {
+                *p = base.join(&*p);
             }
         }
-        Some(Box::new(d))
     }
-
-    fn draft(&self, _cx: &Read<'_>) -> Box<dyn service::Draft> {
-        Box::new(Draft::default())
-    }
+    Some(Box::new(d))
 }
 
 /// The web server's settings while they are read: the file's, and its
@@ -130,7 +119,7 @@ impl service::Draft for Draft {
 }
 
 impl Configured for stoa_web::Config {
-    fn service(&self) -> &'static dyn Service {
+    fn service(&self) -> &'static Service {
         &WEB
     }
 
