@@ -8,13 +8,17 @@
 //! from round to round (`results::round_order`), with the load pinned to the
 //! harness CPUs. A server's CPU is its whole process tree's (nginx's master and
 //! workers, stoa's CGI children), from `/proc` before and after the run
-//! (`proctree`). The workloads ([`Workload`]):
+//! (`proctree`), beside what the whole disks read and the CPU the machine
+//! spent on other work over the same run (`machine`). The workloads
+//! ([`Workload`]):
 //!
 //! - `web99`: `stoa bench web --static-only` of this binary at each `--loads`
-//!   (paced SPECweb99-style connections over the same file set), and with
-//!   `--mix-load` the full mix against stoa;
+//!   (paced SPECweb99-style connections over the same file set, read once
+//!   before each run), with `--mix-load` the full mix against stoa (its CGI
+//!   and commit CPU apart), and with `--profile-load` one run per server
+//!   under `perf` after the rounds (`profile`);
 //! - `static`: `wrk` against 1 KiB, 10 KiB and 100 KiB files, keep-alive and
-//!   `Connection: close`.
+//!   `Connection: close`, the served bytes checked after every run (`check`).
 //!
 //! The result directory gets `README.md` (the command, the machine, the setup,
 //! how to read it), `summary.txt`, `raw.csv` and the peers' configurations;

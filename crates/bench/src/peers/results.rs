@@ -211,11 +211,11 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
         let secs: Vec<f64> = warm.iter().map(|&(_, s)| s).collect();
         let _ = writeln!(
             out,
-            "\nThe file set read before each run: MB from the disks {}, seconds {} \
-             (median [min, max] over {} runs).",
+            "\nThe file set read before each run (median [min, max] over {} runs):\n\
+             MB from the disks {}, seconds {}.",
+            warm.len(),
             spread(&mb),
             spread(&secs),
-            warm.len()
         );
     }
     out.push_str(
