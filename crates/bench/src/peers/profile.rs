@@ -128,48 +128,43 @@ fn syscalls(text: &str) -> Option<u64> {
         .and_then(|f| f.first()?.trim().parse().ok())
 }
 
-/// `perf script -i DATA | inferno-collapse-perf --all > FOLDED`.
+/// `perf script -i DATA | inferno-collapse-perf --all > FOLDED` (through a
+/// file beside DATA).
 fn fold(data: &Path, folded: &Path) -> anyhow::Result<PathBuf> {
-    let script = File::create(data.with_extension("script")).context("cannot create a file")?;
-    let status = Command::new("perf")
-        .arg("script")
-        .arg("-i")
-        .arg(data)
-        .stdin(Stdio::null())
-        .stdout(script)
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot run perf script")
-        .and_then(|c| super::load::wait_bounded(c, FINISH))?;
-    if !status.success() {
-        bail!("perf script failed ({status})");
-    }
-    let collapse = Command::new("inferno-collapse-perf")
-        .arg("--all")
-        .stdin(File::open(data.with_extension("script"))?)
-        .stdout(File::create(folded)?)
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot run inferno-collapse-perf")
-        .and_then(|c| super::load::wait_bounded(c, FINISH))?;
-    if !collapse.success() {
-        bail!("inferno-collapse-perf failed ({collapse})");
-    }
+    let script = data.with_extension("script");
+    let mut perf = Command::new("perf");
+    perf.arg("script").arg("-i").arg(data);
+    filter(perf, None, &script)?;
+    let mut collapse = Command::new("inferno-collapse-perf");
+    collapse.arg("--all");
+    filter(collapse, Some(&script), folded)?;
     Ok(folded.to_owned())
 }
 
 /// `inferno-flamegraph --title TITLE < FOLDED > SVG`.
 pub(crate) fn draw(folded: &Path, svg: &Path, title: &str) -> anyhow::Result<()> {
-    let status = Command::new("inferno-flamegraph")
-        .args(["--title", title])
-        .stdin(File::open(folded)?)
-        .stdout(File::create(svg)?)
+    let mut draw = Command::new("inferno-flamegraph");
+    draw.args(["--title", title]);
+    filter(draw, Some(folded), svg)
+}
+
+/// Runs `cmd` from `input` (or nothing) to `output`, up to [`FINISH`]; fails
+/// unless it exits with success.
+fn filter(mut cmd: Command, input: Option<&Path>, output: &Path) -> anyhow::Result<()> {
+    let stdin = match input {
+        Some(path) => Stdio::from(File::open(path)?),
+        None => Stdio::null(),
+    };
+    let program = cmd.get_program().to_owned();
+    let status = cmd
+        .stdin(stdin)
+        .stdout(File::create(output)?)
         .stderr(Stdio::null())
         .spawn()
-        .context("cannot run inferno-flamegraph")
+        .with_context(|| format!("cannot run {program:?}"))
         .and_then(|c| super::load::wait_bounded(c, FINISH))?;
     if !status.success() {
-        bail!("inferno-flamegraph failed ({status})");
+        bail!("{program:?} failed ({status})");
     }
     Ok(())
 }
