@@ -309,10 +309,11 @@ round_order() {
 
 # run_peers WORKLOAD CMD:PKG... -- ARGS...: `stoa bench peers --workload WORKLOAD
 # ARGS...` from the repository root (results in bench-results/<date>-<host>-WORKLOAD,
-# or $BENCH_OUT), once the commands it needs are installed and stoa is built. The
-# comparison itself (servers, rounds, pinning, CPU, the result directory) is Rust.
+# or $BENCH_OUT), once the commands it needs are installed and stoa is built;
+# BENCH_WAIT_IDLE=SECS becomes `--wait-idle SECS`. The comparison itself
+# (servers, rounds, pinning, CPU, the result directory) is Rust.
 run_peers() {
-    local workload="$1" needs=()
+    local workload="$1" needs=() wait=()
     shift
     while [[ "$1" != -- ]]; do needs+=("$1"); shift; done
     shift
@@ -320,7 +321,9 @@ run_peers() {
     ensure_commands "${needs[@]}" git:git
     build_stoa
     cd "$REPO_ROOT" || die "cannot enter $REPO_ROOT"
-    "$STOA_BIN" bench peers --workload "$workload" ${BENCH_OUT:+--out "$BENCH_OUT"} "$@"
+    [[ "${BENCH_WAIT_IDLE:-0}" =~ ^[0-9]+$ ]] || die "BENCH_WAIT_IDLE must be a number of seconds"
+    ((${BENCH_WAIT_IDLE:-0} == 0)) || wait=(--wait-idle "$BENCH_WAIT_IDLE")
+    "$STOA_BIN" bench peers --workload "$workload" ${BENCH_OUT:+--out "$BENCH_OUT"} "${wait[@]}" "$@"
 }
 
 # --- ports -----------------------------------------------------------------------

@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Summarise a raw.csv written by compare-static.sh, compare-runtime.sh or compare-smtp.sh.
+"""Summarise a raw.csv written by lib/web.sh's measure_row (compare-tls.sh, compare-h2.sh)
+or in its format (compare-smtp.sh, compare-pop3.sh).
+
+The raw.csv of `stoa bench peers` (compare-static.sh, compare-web99.sh,
+compare-runtime.sh) has other columns and is not read here: the Rust writes its
+summary.txt from the same rows (crates/bench/src/peers/results.rs).
 
     summarize.py [--unit req/s] [--log wrk.log] [--errors TEXT] RAW_CSV BASELINE CANDIDATE
 

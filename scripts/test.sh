@@ -33,6 +33,9 @@ declare -A needs=(
   [gzip]=gzip
   [brotli]=brotli
   [zstd]=zstd
+  # The load of crates/stoa/tests/bench_peers.rs (`stoa bench peers --workload
+  # static`), which without it is skipped.
+  [wrk]=wrk
 )
 missing=()
 for cmd in "${!needs[@]}"; do
@@ -57,6 +60,9 @@ command -v h2load >/dev/null || missing+=(nghttp2-client)
 # (crates/stoa/tests/routing.rs starts its own `dovecot -F` in a temporary
 # directory).
 [ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
+# nginx, the peer crates/stoa/tests/bench_peers.rs compares stoa with (it starts
+# its own from a generated nginx.conf on a free port).
+[ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "scripts/test.sh: missing ${missing[*]}; run as root or install them" >&2
@@ -85,6 +91,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   pidfile=/run/dovecot/master.pid
   if [ -s "$pidfile" ] && kill -0 $(cat "$pidfile") 2>/dev/null; then
     kill $(cat "$pidfile")
+  fi
+  # Nor a system nginx, which the package starts on port 80.
+  pidfile=/run/nginx.pid
+  if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")"
   fi
 fi
 

@@ -1,7 +1,8 @@
 //! `stoa bench peers` end to end: a short static comparison of `stoa serve`
 //! (and nginx when `/usr/sbin/nginx` exists) under wrk on loopback, bounded in
 //! time; the result directory holds README.md, summary.txt and raw.csv with a
-//! line per round, row and server, and no per-run JSON.
+//! line per round, row and server (the disks' reads and the machine's other
+//! work included), and no per-run JSON; the served bytes were checked.
 
 mod common;
 
@@ -10,8 +11,8 @@ use std::time::Duration;
 
 use common::run_stoa;
 
-/// Two rounds of six one-second rows per server, the warm-up and the starts,
-/// with room for a slow machine.
+/// Two rounds of two one-second rows per server, the warm-up, the background
+/// samples and the starts (some 15 s in all), with room for a slow machine.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn installed(path: &str) -> bool {
@@ -46,6 +47,8 @@ fn a_static_comparison_writes_its_result_directory() {
             "1",
             "--connections",
             "4",
+            "--files",
+            "1k",
             "--no-archive",
             "--out",
             out_arg,
@@ -71,7 +74,7 @@ fn a_static_comparison_writes_its_result_directory() {
         lines[0].starts_with("round,row,server,ops_per_sec,errors"),
         "{raw}"
     );
-    let per_server = 2 * 6;
+    let per_server = 2 * 2;
     let servers_n = if nginx { 2 } else { 1 };
     assert_eq!(lines.len(), 1 + per_server * servers_n, "{raw}");
     for line in &lines[1..] {
@@ -80,6 +83,8 @@ fn a_static_comparison_writes_its_result_directory() {
         assert!(ops > 0.0, "no requests served: {line}");
         assert_eq!(f[4], "0", "errors: {line}");
         assert!(!f[5].is_empty(), "no server CPU per operation: {line}");
+        assert!(f[10].parse::<u64>().is_ok(), "no disk reads: {line}");
+        assert!(f[11].parse::<f64>().is_ok(), "no other work: {line}");
     }
     // Rounds alternate who goes first.
     let first = |round: &str| {
@@ -94,7 +99,10 @@ fn a_static_comparison_writes_its_result_directory() {
     }
 
     let summary = std::fs::read_to_string(out.join("summary.txt")).expect("summary.txt");
-    assert!(summary.contains("100k-close"), "{summary}");
+    assert!(
+        summary.contains("1k-close") && summary.contains("disk MB"),
+        "{summary}"
+    );
     if nginx {
         assert!(summary.contains("stoa / nginx, per round"), "{summary}");
     }
@@ -105,6 +113,10 @@ fn a_static_comparison_writes_its_result_directory() {
     );
     assert!(
         readme.contains("## Machine") && readme.contains(&summary),
+        "{readme}"
+    );
+    assert!(
+        readme.contains("byte for byte") && readme.contains("after the rounds (servers idle)"),
         "{readme}"
     );
 }

@@ -199,7 +199,7 @@ fn run_logged(
 }
 
 /// Waits for `child` until `limit`, then kills it.
-fn wait_bounded(mut child: Child, limit: Duration) -> anyhow::Result<ExitStatus> {
+pub(super) fn wait_bounded(mut child: Child, limit: Duration) -> anyhow::Result<ExitStatus> {
     let deadline = Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait()? {
@@ -208,7 +208,7 @@ fn wait_bounded(mut child: Child, limit: Duration) -> anyhow::Result<ExitStatus>
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            bail!("the load ran past {limit:?} and was killed");
+            bail!("it ran past {limit:?} and was killed");
         }
         super::server::pause(Duration::from_millis(50));
     }

@@ -8,21 +8,28 @@
 //! from round to round (`results::round_order`), with the load pinned to the
 //! harness CPUs. A server's CPU is its whole process tree's (nginx's master and
 //! workers, stoa's CGI children), from `/proc` before and after the run
-//! (`proctree`). The workloads ([`Workload`]):
+//! (`proctree`), beside what the whole disks read and the CPU the machine
+//! spent on other work over the same run (`machine`). The workloads
+//! ([`Workload`]):
 //!
 //! - `web99`: `stoa bench web --static-only` of this binary at each `--loads`
-//!   (paced SPECweb99-style connections over the same file set), and with
-//!   `--mix-load` the full mix against stoa;
+//!   (paced SPECweb99-style connections over the same file set, read once
+//!   before each run), with `--mix-load` the full mix against stoa (its CGI
+//!   and commit CPU apart), and with `--profile-load` one run per server
+//!   under `perf` after the rounds (`profile`);
 //! - `static`: `wrk` against 1 KiB, 10 KiB and 100 KiB files, keep-alive and
-//!   `Connection: close`.
+//!   `Connection: close`, the served bytes checked after every run (`check`).
 //!
 //! The result directory gets `README.md` (the command, the machine, the setup,
 //! how to read it), `summary.txt`, `raw.csv` and the peers' configurations;
 //! each `stoa bench web` run's JSON goes to the results archive (labelled
 //! `peers-WORKLOAD-SERVER`), never into the result directory.
 
+mod check;
 mod config;
 mod load;
+mod machine;
+mod profile;
 mod readme;
 mod results;
 mod server;
@@ -171,10 +178,21 @@ pub struct Args {
     /// at this load every round (0: not).
     #[arg(long, default_value_t = 0)]
     pub mix_load: u32,
+    /// web99: after the rounds, one more run per server at this load
+    /// (static-only) under `perf stat` (system calls per operation) and, when
+    /// inferno is installed, `perf record -g` (a flame graph beside the run's
+    /// record in the results archive).
+    #[arg(long, value_name = "N")]
+    pub profile_load: Option<u32>,
     /// web99: do not read the whole file set before each run (by default it is
     /// read once, so every run starts with it in the page cache).
     #[arg(long)]
     pub no_warm: bool,
+    /// Wait up to this long (`60s`, `2m`) before the first round and between
+    /// rounds for other work on the machine to fall to 10 % of the CPU
+    /// (default: do not wait; the load is sampled and noted either way).
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub wait_idle: Option<Duration>,
     /// static: wrk's connections; several (`64,256`) make a row each.
     #[arg(long, default_value = "64")]
     pub connections: Loads,
@@ -408,6 +426,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if run_time > MAX_RUN_TIME {
         bail!("--run-time: at most {MAX_RUN_TIME:?}");
     }
+    if args.workload == Workload::Static && args.profile_load.is_some() {
+        bail!("--profile-load is for the web99 workload");
+    }
     if args.workload == Workload::Static && server::which("wrk").is_none() {
         bail!("the static workload needs wrk (apt-get install wrk)");
     }
@@ -428,6 +449,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         cmp.start(name, software)?;
     }
     cmp.rounds(args)?;
+    if let Some(load) = args.profile_load {
+        cmp.profile(load)?;
+    }
     // The ratios' denominator: nginx, else the baseline, else the first.
     let reference = ["nginx", "stoa-base"]
         .into_iter()
@@ -457,6 +481,9 @@ struct Comparison<'a> {
     max_connections: u32,
     servers: Vec<Running>,
     rows: Vec<Row>,
+    background: machine::Background,
+    /// The summary's profile section (`--profile-load`), else empty.
+    profile: String,
 }
 
 impl<'a> Comparison<'a> {
@@ -474,7 +501,7 @@ impl<'a> Comparison<'a> {
                 .0
                 .iter()
                 .copied()
-                .chain([args.mix_load])
+                .chain([args.mix_load, args.profile_load.unwrap_or(0)])
                 .max()
                 .unwrap_or(1),
             Workload::Static => args.connections.0.iter().copied().max().unwrap_or(1),
@@ -495,6 +522,8 @@ impl<'a> Comparison<'a> {
             max_connections,
             servers: Vec::new(),
             rows: Vec::new(),
+            background: machine::Background::default(),
+            profile: String::new(),
         })
     }
 
@@ -521,8 +550,13 @@ impl<'a> Comparison<'a> {
     fn rounds(&mut self, args: &Args) -> anyhow::Result<()> {
         let specs = rows_of(args);
         if args.workload == Workload::Static {
+            for i in 0..self.servers.len() {
+                self.check_bytes(i)?;
+            }
             self.warm_up()?;
         }
+        let wait = args.wait_idle.unwrap_or_default();
+        self.background.wait_idle(wait, "before the rounds");
         eprintln!(
             "stoa bench peers: {} rounds x {} rows x {} servers x {:?}",
             args.rounds,
@@ -531,6 +565,10 @@ impl<'a> Comparison<'a> {
             self.run_time
         );
         for round in 1..=args.rounds {
+            if round > 1 && !wait.is_zero() {
+                self.background
+                    .wait_idle(wait, &format!("before round {round}"));
+            }
             let order = results::round_order(round, self.servers.len());
             for spec in &specs {
                 for &i in &order {
@@ -551,6 +589,7 @@ impl<'a> Comparison<'a> {
                 }
             }
         }
+        self.background.check("after the rounds (servers idle)");
         Ok(())
     }
 
@@ -572,26 +611,44 @@ impl<'a> Comparison<'a> {
         Ok(())
     }
 
-    /// One run of `spec` against server `i`, with its CPU.
+    /// One run of `spec` against server `i`, with its CPU, the disks' reads
+    /// and the machine's other work.
     fn measure(&mut self, round: u32, spec: &RowSpec, i: usize) -> anyhow::Result<Row> {
-        if self.args.workload == Workload::Web99 && !self.args.no_warm {
-            warm(&self.docroot);
-        }
+        let warm = (self.args.workload == Workload::Web99 && !self.args.no_warm)
+            .then(|| warm(&self.docroot));
         let root = self.servers[i].pid();
         let me = std::process::id();
-        let (before, h0, t0) = (
+        let mix = matches!(spec, RowSpec::Web99 { mix: true, .. });
+        let parts = |root| mix.then(|| MixTicks::of(root));
+        let (before, h0, own0, parts0) = (
             TreeTicks::of(&[root]),
             proctree::reaped_ticks(me),
+            proctree::own_ticks(me),
+            parts(root),
+        );
+        let (machine0, disk0, t0) = (
+            machine::MachineTicks::now(),
+            machine::disk_sectors_read(),
             Instant::now(),
         );
         let label = format!("r{round}-{}", spec.name());
         let load = self.load(i, spec, self.run_time, &label);
         let spent = TreeTicks::of(&[root]).since(before);
-        let wall = t0.elapsed().as_secs_f64();
-        let harness = match (h0, proctree::reaped_ticks(me)) {
-            (Some(a), Some(b)) => proctree::ticks_to_duration(b.saturating_sub(a)).as_secs_f64(),
-            _ => 0.0,
+        let (machine1, disk1, wall) = (
+            machine::MachineTicks::now(),
+            machine::disk_sectors_read(),
+            t0.elapsed().as_secs_f64(),
+        );
+        let harness_ticks = match (h0, proctree::reaped_ticks(me)) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
         };
+        let own = match (own0, proctree::own_ticks(me)) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        let parts1 = parts(root);
+        let harness = proctree::ticks_to_duration(harness_ticks).as_secs_f64();
         let server = &mut self.servers[i];
         server.truncate_log();
         if !server.alive() {
@@ -599,7 +656,19 @@ impl<'a> Comparison<'a> {
         }
         let load = load
             .with_context(|| format!("round {round}, {} against {}", spec.name(), server.name))?;
+        if let RowSpec::Static { .. } = spec {
+            self.check_bytes(i)
+                .with_context(|| format!("after round {round}, {}", spec.name()))?;
+        }
         let cpu = proctree::ticks_to_duration(spent.total).as_secs_f64();
+        let per_op = |ticks: u64| {
+            (load.ops > 0.0)
+                .then(|| proctree::ticks_to_duration(ticks).as_secs_f64() * 1e6 / load.ops)
+        };
+        let part = |f: fn(&MixTicks) -> Option<u64>| {
+            let (a, b) = (parts0.as_ref()?, parts1.as_ref()?);
+            per_op(f(b)?.saturating_sub(f(a)?))
+        };
         let harness_cpu_pct = 100.0 * harness / wall.max(1e-9);
         let harness_bound = match load.harness_share {
             Some(share) => share > crate::cpus::HARNESS_BOUND_SHARE,
@@ -613,6 +682,7 @@ impl<'a> Comparison<'a> {
                 harness_cpu_pct / 100.0 / f64::from(threads) > crate::cpus::HARNESS_BOUND_SHARE
             }
         };
+        let server = &self.servers[i];
         Ok(Row {
             round,
             row: spec.name(),
@@ -625,16 +695,120 @@ impl<'a> Comparison<'a> {
             harness_cpu_pct,
             harness_bound,
             conform_pct: load.conform_pct,
+            disk_sectors: disk0.zip(disk1).map(|(a, b)| b.saturating_sub(a)),
+            other_cpu_pct: machine1.other_pct(machine0, spent.total + harness_ticks + own),
+            cgi_cpu_us_per_op: part(|p| p.cgi),
+            commit_cpu_us_per_op: part(|p| p.commits),
+            warm: warm.flatten(),
         })
+    }
+
+    /// The static files served by server `i` compared with those on disk.
+    fn check_bytes(&self, i: usize) -> anyhow::Result<()> {
+        let server = &self.servers[i];
+        let files: Vec<&str> = self.args.files.iter().map(|f| f.file()).collect();
+        check::served_files_match(server.addr, &self.docroot, &files).with_context(|| {
+            format!(
+                "{} served other bytes than the files': not a figure",
+                server.name
+            )
+        })
+    }
+
+    /// Where server `i`'s run `label` writes (a temporary directory; the load's
+    /// log is beside it, `.log`).
+    fn run_dir(&self, i: usize, label: &str) -> PathBuf {
+        self.tmp
+            .join("runs")
+            .join(format!("{}-{label}", self.servers[i].name))
+    }
+
+    /// `--profile-load`: one more static-only run per server at `load` with
+    /// `perf` on its worker; the summary's profile section.
+    fn profile(&mut self, load: u32) -> anyhow::Result<()> {
+        let (perf, inferno) = profile::tools();
+        if !perf {
+            eprintln!("stoa bench peers: perf is not installed; no profile");
+            self.profile = profile::section(
+                load,
+                &[],
+                Some("perf is not installed (apt-get install linux-perf): no profile"),
+            );
+            return Ok(());
+        }
+        let spec = RowSpec::Web99 {
+            connections: load,
+            mix: false,
+        };
+        let label = format!("profile-{load}");
+        let mut outcomes = Vec::new();
+        for i in 0..self.servers.len() {
+            let (name, root) = (self.servers[i].name.clone(), self.servers[i].pid());
+            // nginx's worker does the work; stoa's one process.
+            let worker = match name.as_str() {
+                "nginx" => proctree::descendants(root).first().copied().unwrap_or(root),
+                _ => root,
+            };
+            let run_dir = self.run_dir(i, &label);
+            let flame = inferno && !self.args.no_archive;
+            eprintln!("stoa bench peers: {name} at {load} connections under perf");
+            let attached = profile::Attached::start(worker, &run_dir.with_extension("perf"), flame);
+            let loaded = self.load(i, &spec, self.run_time, &label);
+            self.servers[i].truncate_log();
+            let finished = attached.and_then(profile::Attached::finish);
+            let loaded = loaded.with_context(|| format!("the profiled run against {name}"))?;
+            let (calls, folded) = match finished {
+                Ok((calls, folded)) => (Ok(calls), folded),
+                Err(e) => (Err(format!("{e:#}")), None),
+            };
+            let flame = match folded {
+                Some(folded) => self.keep_flame(&run_dir, &folded, &name, load),
+                None if !inferno => {
+                    Err("inferno is not installed (cargo install inferno)".to_owned())
+                }
+                None if self.args.no_archive => Err("--no-archive: nowhere to keep it".to_owned()),
+                None => Err("perf record gave no stacks".to_owned()),
+            };
+            outcomes.push(profile::Outcome {
+                server: name,
+                syscalls_per_op: calls.and_then(|c| {
+                    (loaded.ops > 0.0)
+                        .then(|| c as f64 / loaded.ops)
+                        .ok_or_else(|| "no operation finished".to_owned())
+                }),
+                flame,
+            });
+        }
+        self.profile = profile::section(load, &outcomes, None);
+        Ok(())
+    }
+
+    /// Draws the flame graph of `folded` into the directory named after the
+    /// run's record in the archive; returns the SVG's path.
+    fn keep_flame(
+        &self,
+        run_dir: &Path,
+        folded: &Path,
+        name: &str,
+        load: u32,
+    ) -> Result<PathBuf, String> {
+        let record = profile::archived_as(&run_dir.with_extension("log"))
+            .ok_or("the run was not archived")?;
+        let dir = record.with_extension("");
+        let svg = dir.join(format!("flame-{name}.svg"));
+        let title = format!("{name}, {load} paced connections, static-only, access log on");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::copy(folded, dir.join(format!("{name}.folded")))
+            .map_err(|e| format!("cannot keep the folded stacks: {e}"))?;
+        profile::draw(folded, &svg, &title).map_err(|e| format!("{e:#}"))?;
+        Ok(svg)
     }
 
     /// The load of `spec` against server `i` for `time`.
     fn load(&self, i: usize, spec: &RowSpec, time: Duration, label: &str) -> anyhow::Result<Load> {
         let server = &self.servers[i];
-        let run_dir = self
-            .tmp
-            .join("runs")
-            .join(format!("{}-{label}", server.name));
+        let run_dir = self.run_dir(i, label);
         std::fs::create_dir_all(run_dir.parent().unwrap_or(self.tmp))?;
         match *spec {
             RowSpec::Static {
@@ -687,7 +861,7 @@ impl<'a> Comparison<'a> {
     /// `raw.csv`, `summary.txt`, the configurations and `README.md` in `out`;
     /// returns the summary.
     fn write(&self, args: &Args, out: &Path, reference: &str) -> anyhow::Result<String> {
-        let summary = results::summary(&self.rows, reference);
+        let summary = results::summary(&self.rows, reference) + &self.profile;
         let put = |name: &str, text: &str| {
             let path = out.join(name);
             std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
@@ -716,8 +890,28 @@ impl<'a> Comparison<'a> {
                 .collect::<Vec<_>>(),
             pinning: &self.pinning,
             run_time: self.run_time,
+            background: &self.background.markdown(),
             summary,
         })
+    }
+}
+
+/// The parts of a stoa's CPU so far that the mix row gives on lines of their
+/// own, clock ticks.
+#[derive(Debug, Clone, Copy)]
+struct MixTicks {
+    /// Its reaped children's (cutime + cstime): the CGI scripts.
+    cgi: Option<u64>,
+    /// Its `web99-state` thread's: the POSTs' durable commits.
+    commits: Option<u64>,
+}
+
+impl MixTicks {
+    fn of(pid: u32) -> MixTicks {
+        MixTicks {
+            cgi: proctree::reaped_ticks(pid),
+            commits: machine::thread_ticks(pid, "web99-state"),
+        }
     }
 }
 
@@ -745,15 +939,24 @@ fn write_fileset(exe: &Path, connections: u32, docroot: &Path, cgi: &Path) -> an
 }
 
 /// Reads every file under `dir` once, so a run starts with the whole file set
-/// in the page cache.
-fn warm(dir: &Path) {
+/// in the page cache; returns the sectors the whole disks read meanwhile and
+/// the seconds it took (`None` without `/proc/diskstats`).
+fn warm(dir: &Path) -> Option<(u64, f64)> {
+    let (before, t0) = (machine::disk_sectors_read(), Instant::now());
+    read_all(dir);
+    let after = machine::disk_sectors_read();
+    Some((after?.saturating_sub(before?), t0.elapsed().as_secs_f64()))
+}
+
+/// Reads every file under `dir` once.
+fn read_all(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         match entry.file_type() {
-            Ok(t) if t.is_dir() => warm(&path),
+            Ok(t) if t.is_dir() => read_all(&path),
             Ok(t) if t.is_file() => {
                 if let Ok(mut f) = std::fs::File::open(&path) {
                     let _ = std::io::copy(&mut f, &mut std::io::sink());

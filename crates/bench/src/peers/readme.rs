@@ -11,6 +11,8 @@ pub(super) struct Parts<'a> {
     pub(super) servers: &'a [String],
     pub(super) pinning: &'a Pinning,
     pub(super) run_time: Duration,
+    /// The background-load notes, a Markdown list.
+    pub(super) background: &'a str,
     pub(super) summary: &'a str,
 }
 
@@ -51,8 +53,14 @@ pub(super) fn readme(p: &Parts<'_>) -> String {
     ));
     md.push_str("\n## Setup\n\n");
     md.push_str(&setup_lines(p));
+    md.push_str("\n## Background load\n\n");
+    md.push_str(p.background);
     md.push_str("\n## Reading\n\n");
     md.push_str(READING);
+    md.push_str(&format!(
+        "- raw.csv: one line per run ({}; sectors of 512 bytes).\n",
+        super::results::RAW_COLUMNS
+    ));
     md.push_str("\n## Summary\n\n```\n");
     md.push_str(p.summary);
     md.push_str("```\n");
@@ -75,11 +83,34 @@ fn setup_lines(p: &Parts<'_>) -> String {
                     String::new()
                 }
             ));
-            if !a.no_warm {
-                s.push_str("- Before each run every file of the set was read once (page cache warm).\n");
+            if a.no_warm {
+                s.push_str("- `--no-warm`: the file set was not read before the runs; the disks' reads are in the table.\n");
+            } else {
+                s.push_str(
+                    "- Before each run every file of the set was read once, so that the run started with all of \
+                     it in the page cache; what that read took from the disks is in raw.csv (warm_disk_sectors, \
+                     warm_secs) and summary.txt.\n",
+                );
+            }
+            if let Some(n) = a.profile_load {
+                s.push_str(&format!(
+                    "- Profile: after the rounds, one more static-only run per server at {n} connections with \
+                     `perf stat -e raw_syscalls:sys_enter` (system calls per operation) and, with inferno, \
+                     `perf record -e cpu-clock -F 999 -g` on its worker (nginx's worker, stoa's process) for \
+                     the whole run; the flame graphs are kept beside the runs' records in the results \
+                     archive, not here. These runs are not in raw.csv.\n"
+                ));
+            }
+            if a.mix_load > 0 {
+                s.push_str(
+                    "- Mix row: the CGI children's CPU (cutime + cstime stoa reaped over the run) and the \
+                     web99-state thread's (utime + stime from /proc/PID/task/TID/stat: the POSTs' durable \
+                     commits) per operation of the whole mix, on lines of their own.\n",
+                );
             }
         }
-        Workload::Static => s.push_str(&format!(
+        Workload::Static => {
+            s.push_str(&format!(
             "- Load: `wrk -t{} -cC -d{}s --latency URL` with C in {{{}}} (plus `-H 'Connection: close'` \
              for the close rows) against {} (random bytes); {}s of wrk per server and file first.\n",
             a.threads,
@@ -87,7 +118,13 @@ fn setup_lines(p: &Parts<'_>) -> String {
             a.connections.0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
             a.files.iter().map(|f| f.file()).collect::<Vec<_>>().join(", "),
             WARM_UP.as_secs()
-        )),
+            ));
+            s.push_str(
+                "- Before the rounds and after every run each file is fetched from each server and compared \
+                 with the file byte for byte: a server that served other bytes stops the comparison (an \
+                 error, not a figure).\n",
+            );
+        }
     }
     s.push_str(
         "- Servers: one worker each, on 127.0.0.1, the same document root, access log on (combined, to a \
@@ -135,8 +172,10 @@ system time's share. On loopback a server's kernel time includes part of the loa
 - harness %: the load generator's CPU over the run, % of one core; a row where it used more than \
 70 % of its cores (\"bound\") may have measured the generator, not the server: compare CPU per \
 operation there, not throughput.
-- raw.csv: one line per run (round,row,server,ops_per_sec,errors,server_cpu_us_per_op,\
-server_kernel_pct,harness_cpu_pct,harness_bound,conform_pct).
+- disk MB: what the machine's whole disks (not partitions) read during the run, from \
+/proc/diskstats: a file set read from disk caps the figure. other %: the machine's CPU busy with \
+work other than the server's and the load's during the run (/proc/stat), % of all CPUs; above 10 % \
+the figures are disturbed (see also the background load above).
 ";
 
 /// The first line a version command prints (to standard output or error), or

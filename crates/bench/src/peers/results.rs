@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 /// The columns of `raw.csv`, in order.
 pub(crate) const RAW_COLUMNS: &str = "round,row,server,ops_per_sec,errors,server_cpu_us_per_op,\
-server_kernel_pct,harness_cpu_pct,harness_bound,conform_pct";
+server_kernel_pct,harness_cpu_pct,harness_bound,conform_pct,disk_sectors_read,other_cpu_pct,\
+cgi_cpu_us_per_op,commit_cpu_us_per_op,warm_disk_sectors,warm_secs";
 
 /// One measurement: one server, one row (a load or a file and mode), one round.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +34,21 @@ pub(crate) struct Row {
     pub(crate) harness_bound: bool,
     /// web99: the share of connections that conformed, %.
     pub(crate) conform_pct: Option<f64>,
+    /// 512-byte sectors the machine's whole disks read during the run: a file
+    /// set read from disk caps the figure.
+    pub(crate) disk_sectors: Option<u64>,
+    /// The machine's CPU busy with work other than the server's and the
+    /// load's during the run, % of all CPUs.
+    pub(crate) other_cpu_pct: Option<f64>,
+    /// The mix row: the CGI children's CPU (the time stoa reaped) per
+    /// operation of the whole mix, µs.
+    pub(crate) cgi_cpu_us_per_op: Option<f64>,
+    /// The mix row: the `web99-state` thread's CPU (the POSTs' durable
+    /// commits) per operation of the whole mix, µs.
+    pub(crate) commit_cpu_us_per_op: Option<f64>,
+    /// web99: what reading the file set before the run took from the disks
+    /// (sectors) and how long it took (s); `None` with `--no-warm`.
+    pub(crate) warm: Option<(u64, f64)>,
 }
 
 /// The order of `n` servers in `round` (from 1): as given in odd rounds,
@@ -55,7 +71,7 @@ pub(crate) fn raw_csv(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{:.1},{},{},{},{:.0},{},{}",
+            "{},{},{},{:.1},{},{},{},{:.0},{},{},{},{},{},{},{},{}",
             r.round,
             r.row,
             r.server,
@@ -66,6 +82,12 @@ pub(crate) fn raw_csv(rows: &[Row]) -> String {
             r.harness_cpu_pct,
             r.harness_bound,
             opt(r.conform_pct, 1),
+            r.disk_sectors.map_or(String::new(), |n| n.to_string()),
+            opt(r.other_cpu_pct, 1),
+            opt(r.cgi_cpu_us_per_op, 2),
+            opt(r.commit_cpu_us_per_op, 2),
+            r.warm.map_or(String::new(), |(n, _)| n.to_string()),
+            opt(r.warm.map(|(_, s)| s), 2),
         );
     }
     out
@@ -121,8 +143,17 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<20} {:<10} {:>10} {:>11} {:>9} {:>10} {:>7} {:>6}",
-        "row", "server", "ops/s", "CPU µs/op", "kernel %", "harness %", "errors", "bound"
+        "{:<20} {:<10} {:>10} {:>11} {:>9} {:>8} {:>10} {:>8} {:>7} {:>6}",
+        "row",
+        "server",
+        "ops/s",
+        "CPU µs/op",
+        "kernel %",
+        "disk MB",
+        "harness %",
+        "other %",
+        "errors",
+        "bound"
     );
     for row in &row_names {
         for server in &servers {
@@ -139,16 +170,26 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
             let bound = mine.iter().filter(|r| r.harness_bound).count();
             let _ = writeln!(
                 out,
-                "{:<20} {:<10} {:>10} {:>11} {:>9} {:>10} {:>7} {:>6}",
+                "{:<20} {:<10} {:>10} {:>11} {:>9} {:>8} {:>10} {:>8} {:>7} {:>6}",
                 row,
                 server,
                 opt(m(&|r| Some(r.ops_per_sec)), 1),
                 opt(m(&|r| r.server_cpu_us_per_op), 2),
                 opt(m(&|r| r.server_kernel_pct), 1),
+                opt(m(&|r| r.disk_sectors.map(megabytes)), 1),
                 opt(m(&|r| Some(r.harness_cpu_pct)), 0),
+                opt(m(&|r| r.other_cpu_pct), 1),
                 mine.iter().map(|r| r.errors).sum::<u64>(),
                 format!("{bound}/{}", mine.len()),
             );
+            for (what, part) in [
+                ("  of which CGI", m(&|r| r.cgi_cpu_us_per_op)),
+                ("  of which commits", m(&|r| r.commit_cpu_us_per_op)),
+            ] {
+                if let Some(part) = part {
+                    let _ = writeln!(out, "{what:<20} {server:<10} {:>10} {part:>11.2}", "");
+                }
+            }
         }
     }
     let mut pairs: Vec<(&str, &str)> = servers
@@ -164,11 +205,39 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
     for (a, b) in pairs {
         ratios(&mut out, rows, &row_names, a, b);
     }
+    let warm: Vec<(u64, f64)> = rows.iter().filter_map(|r| r.warm).collect();
+    if !warm.is_empty() {
+        let mb: Vec<f64> = warm.iter().map(|&(n, _)| megabytes(n)).collect();
+        let secs: Vec<f64> = warm.iter().map(|&(_, s)| s).collect();
+        let _ = writeln!(
+            out,
+            "\nThe file set read before each run (median [min, max] over {} runs):\n\
+             MB from the disks {}, seconds {}.",
+            warm.len(),
+            spread(&mb),
+            spread(&secs),
+        );
+    }
     out.push_str(
-        "\nbound: rounds in which the load generator used more than 70 % of its cores \
-         (the result may be its limit, not the server's).\n",
+        "\nbound: rounds in which the load generator used more than 70 % of its cores\n\
+         (the result may be its limit, not the server's).\n\
+         disk MB: what the whole disks read during the run (a figure capped by the disk\n\
+         shows it). other %: the machine's CPU busy with other work during the run, % of\n\
+         all CPUs (above 10 % the figures are disturbed).\n",
     );
+    if rows.iter().any(|r| r.cgi_cpu_us_per_op.is_some()) {
+        out.push_str(
+            "CGI: the CGI children's CPU (reaped by stoa); commits: the web99-state thread's\n\
+             (the POSTs' durable commits); both per operation of the whole mix, within the\n\
+             row's CPU.\n",
+        );
+    }
     out
+}
+
+/// Sectors as megabytes (10^6 bytes).
+fn megabytes(sectors: u64) -> f64 {
+    (sectors * super::machine::SECTOR) as f64 / 1e6
 }
 
 /// The per-round ratios `a` / `b` of each row.
@@ -218,6 +287,11 @@ mod tests {
             harness_cpu_pct: 99.0,
             harness_bound: server == "nginx" && round == 1,
             conform_pct: None,
+            disk_sectors: Some(2000),
+            other_cpu_pct: Some(1.0),
+            cgi_cpu_us_per_op: None,
+            commit_cpu_us_per_op: None,
+            warm: None,
         }
     }
 
@@ -243,7 +317,10 @@ mod tests {
         let csv = raw_csv(&[r]);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], RAW_COLUMNS);
-        assert_eq!(lines[1], "1,1k-keepalive,stoa,1000.0,0,12.35,,99,false,");
+        assert_eq!(
+            lines[1],
+            "1,1k-keepalive,stoa,1000.0,0,12.35,,99,false,,2000,1.0,,,,"
+        );
         assert_eq!(
             lines[0].split(',').count(),
             lines[1].split(',').count(),
@@ -284,5 +361,32 @@ mod tests {
         assert!(text.contains("stoa / nginx"), "{text}");
         assert!(text.contains("stoa / stoa-base"), "{text}");
         assert!(!text.contains("stoa-base / nginx"), "{text}");
+    }
+
+    #[test]
+    fn the_mix_rows_parts_and_the_warm_reads_have_lines_of_their_own() {
+        let mut mix = row(1, "stoa", 100.0, 40.0);
+        mix.row = "mix-1600".into();
+        mix.cgi_cpu_us_per_op = Some(12.5);
+        mix.commit_cpu_us_per_op = Some(3.25);
+        mix.warm = Some((4000, 1.5));
+        let text = summary(&[row(1, "nginx", 100.0, 10.0), mix], "nginx");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("mix-1600"))
+            .expect("the mix row");
+        assert!(lines[at + 1].starts_with("  of which CGI"), "{text}");
+        assert!(lines[at + 1].ends_with("12.50"), "{text}");
+        assert!(lines[at + 2].starts_with("  of which commits"), "{text}");
+        assert!(
+            lines[at].contains(" 1.0 "),
+            "disk MB beside the CPU: {text}"
+        );
+        assert!(
+            text.contains("MB from the disks 2.05 [2.05, 2.05]"),
+            "{text}"
+        );
+        assert!(!summary(&[row(1, "nginx", 1.0, 1.0)], "nginx").contains("of which"));
     }
 }

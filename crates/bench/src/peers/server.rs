@@ -145,7 +145,7 @@ impl Drop for Running {
     }
 }
 
-fn signal(pid: u32, sig: rustix::process::Signal) {
+pub(super) fn signal(pid: u32, sig: rustix::process::Signal) {
     if let Some(pid) = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
