@@ -50,6 +50,15 @@ fn web99_rows_are_the_loads_then_the_mix() {
 }
 
 #[test]
+fn h2_rows_are_the_old_scripts() {
+    let names: Vec<String> = rows_of(&args(&["--workload", "h2"]))
+        .iter()
+        .map(RowSpec::name)
+        .collect();
+    assert_eq!(names, ["h2-1k-c100-m10", "h2-10k-c100-m10", "handshake-h2"]);
+}
+
+#[test]
 fn static_rows_are_three_files_in_two_modes() {
     let names: Vec<String> = rows_of(&args(&["--workload", "static"]))
         .iter()
