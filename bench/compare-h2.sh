@@ -26,12 +26,4 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-args=()
-while (($#)); do
-    case "$1" in
-    -h | --help) usage 0 ;;
-    --duration) args+=(--run-time "${2:?--duration needs a value}"); shift 2 ;;
-    *) args+=("$1"); shift ;;
-    esac
-done
-run_peers h2 nginx:nginx h2load:nghttp2-client -- "${args[@]}"
+run_peers h2 nginx:nginx h2load:nghttp2-client -- "$@"
