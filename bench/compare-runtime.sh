@@ -24,7 +24,6 @@ common="--workers 2" args=() conns=64,256
 while (($#)); do
     case "$1" in
     -h | --help) usage 0 ;;
-    --duration) args+=(--run-time "${2:?--duration needs a value}"); shift 2 ;;
     --connections) conns="${2:?--connections needs a value}"; shift 2 ;;
     --access-log)
         case "${2:-}" in

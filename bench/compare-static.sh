@@ -22,12 +22,4 @@ set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-args=()
-while (($#)); do
-    case "$1" in
-    -h | --help) usage 0 ;;
-    --duration) args+=(--run-time "${2:?--duration needs a value}"); shift 2 ;;
-    *) args+=("$1"); shift ;;
-    esac
-done
-run_peers static nginx:nginx wrk:wrk -- "${args[@]}"
+run_peers static nginx:nginx wrk:wrk -- "$@"

@@ -310,13 +310,22 @@ round_order() {
 # run_peers WORKLOAD CMD:PKG... -- ARGS...: `stoa bench peers --workload WORKLOAD
 # ARGS...` from the repository root (results in bench-results/<date>-<host>-WORKLOAD,
 # or $BENCH_OUT), once the commands it needs are installed and stoa is built;
-# BENCH_WAIT_IDLE=SECS becomes `--wait-idle SECS`. The comparison itself
-# (servers, rounds, pinning, CPU, the result directory) is Rust.
+# BENCH_WAIT_IDLE=SECS becomes `--wait-idle SECS`, the shims' `--duration SECS`
+# becomes `--run-time SECS`, and -h or --help prints the script's usage. The
+# comparison itself (servers, rounds, pinning, CPU, the result directory) is Rust.
 run_peers() {
-    local workload="$1" needs=() wait=()
+    local workload="$1" needs=() wait=() args=()
     shift
     while [[ "$1" != -- ]]; do needs+=("$1"); shift; done
     shift
+    while (($#)); do
+        case "$1" in
+        -h | --help) usage 0 ;;
+        --duration) args+=(--run-time "${2:?--duration needs a value}"); shift 2 ;;
+        *) args+=("$1"); shift ;;
+        esac
+    done
+    set -- "${args[@]}"
     bench_install_traps
     ensure_commands "${needs[@]}" git:git
     build_stoa

@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::run_stoa;
@@ -17,6 +17,20 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn installed(path: &str) -> bool {
     Path::new(path).is_file()
+}
+
+/// `stoa bench peers ARGS --no-archive --out DIR/result`, which must succeed;
+/// the temporary directory (kept while it lives) and the result directory.
+fn peers(args: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("result");
+    let out_arg = out.to_str().expect("utf-8 path");
+    let mut all = vec!["bench", "peers"];
+    all.extend_from_slice(args);
+    all.extend(["--no-archive", "--out", out_arg]);
+    let (status, stderr) = run_stoa(&all, TIMEOUT);
+    assert!(status.success(), "stoa bench peers failed: {stderr}");
+    (dir, out)
 }
 
 #[test]
@@ -30,32 +44,20 @@ fn a_static_comparison_writes_its_result_directory() {
         eprintln!("nginx not installed (/usr/sbin/nginx): comparing stoa alone");
     }
     let servers = if nginx { "nginx,stoa" } else { "stoa" };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().join("result");
-    let out_arg = out.to_str().expect("utf-8 path");
-    let (status, stderr) = run_stoa(
-        &[
-            "bench",
-            "peers",
-            "--workload",
-            "static",
-            "--servers",
-            servers,
-            "--rounds",
-            "2",
-            "--run-time",
-            "1",
-            "--connections",
-            "4",
-            "--files",
-            "1k",
-            "--no-archive",
-            "--out",
-            out_arg,
-        ],
-        TIMEOUT,
-    );
-    assert!(status.success(), "stoa bench peers failed: {stderr}");
+    let (_dir, out) = peers(&[
+        "--workload",
+        "static",
+        "--servers",
+        servers,
+        "--rounds",
+        "2",
+        "--run-time",
+        "1",
+        "--connections",
+        "4",
+        "--files",
+        "1k",
+    ]);
     let mut names: Vec<String> = std::fs::read_dir(&out)
         .expect("the result directory")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -119,4 +121,51 @@ fn a_static_comparison_writes_its_result_directory() {
         readme.contains("byte for byte") && readme.contains("after the rounds (servers idle)"),
         "{readme}"
     );
+}
+
+/// One round of the h2 workload against stoa alone (the two timed rows take
+/// their second of warm-up each, the handshake row one second: some 6 s): stoa
+/// started over TLS from a generated certificate, h2 negotiated (h2load's
+/// output is checked for it), every row with requests and server CPU.
+#[test]
+fn an_h2_comparison_runs_over_tls_and_http2() {
+    if !installed("/usr/bin/h2load") {
+        eprintln!(
+            "skipped: the h2 workload needs h2load (/usr/bin/h2load; apt-get install nghttp2-client)"
+        );
+        return;
+    }
+    let (_dir, out) = peers(&[
+        "--workload",
+        "h2",
+        "--servers",
+        "stoa",
+        "--rounds",
+        "1",
+        "--run-time",
+        "1",
+        "--no-pin",
+    ]);
+    let raw = std::fs::read_to_string(out.join("raw.csv")).expect("raw.csv");
+    let rows: Vec<Vec<&str>> = raw
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|f| f[1]).collect();
+    assert_eq!(
+        names,
+        ["h2-1k-c100-m10", "h2-10k-c100-m10", "handshake-h2"],
+        "{raw}"
+    );
+    for f in &rows {
+        assert!(
+            f[3].parse::<f64>().expect("ops/s") > 0.0,
+            "no requests: {raw}"
+        );
+        assert_eq!(f[4], "0", "errors: {raw}");
+        assert!(!f[5].is_empty(), "no server CPU per request: {raw}");
+    }
+    let args = std::fs::read_to_string(out.join("stoa.args")).expect("stoa.args");
+    assert!(args.contains("--tls-cert $TMP/tls/cert.pem"), "{args}");
 }

@@ -2,7 +2,7 @@
 //! `stoa serve`'s flags, and the static comparison's three files.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -34,7 +34,16 @@ pub(crate) struct Setup<'a> {
     /// Whether it runs as root (nginx then needs `user root;` to read the
     /// temp directory).
     pub(crate) root: bool,
+    /// TLS with HTTP/2 by ALPN (the h2 workload): the certificate and key
+    /// files (PEM); `None` for plain HTTP/1.1.
+    pub(crate) tls: Option<(&'a Path, &'a Path)>,
 }
+
+/// nginx's `keepalive_requests` with TLS and HTTP/2: it also ends an HTTP/2
+/// connection after that many streams, and h2load does not reconnect in a
+/// timed run, so nginx's 1000 would stop each connection early; stoa has no
+/// such bound.
+const NGINX_H2_KEEPALIVE_REQUESTS: u32 = 1_000_000;
 
 /// nginx with one worker in the foreground, every path inside `setup.dir`,
 /// `sendfile`, `tcp_nopush` and `open_file_cache` on, and TCP_DEFER_ACCEPT
@@ -76,12 +85,31 @@ pub(crate) fn nginx_conf(setup: &Setup<'_>) -> String {
         None => conf.push_str("    access_log off;\n"),
     }
     let _ = writeln!(conf, "    keepalive_timeout {KEEPALIVE_SECS}s;");
-    conf.push_str("    keepalive_requests 1000;\n\n    server {\n");
+    let requests = if setup.tls.is_some() {
+        NGINX_H2_KEEPALIVE_REQUESTS
+    } else {
+        1000
+    };
+    let _ = writeln!(conf, "    keepalive_requests {requests};\n\n    server {{");
+    // `listen ... ssl http2` rather than `http2 on`, which nginx has only since
+    // 1.25.1 (Debian 12 ships 1.22); newer ones accept it with a warning. Its
+    // HTTP/2 defaults are kept (128 streams, as stoa's h2_max_streams).
+    let flags = if setup.tls.is_some() {
+        " ssl http2"
+    } else {
+        ""
+    };
     let _ = writeln!(
         conf,
-        "        listen 127.0.0.1:{} reuseport deferred;",
+        "        listen 127.0.0.1:{}{flags} reuseport deferred;",
         setup.port
     );
+    if let Some((cert, key)) = setup.tls {
+        let _ = writeln!(conf, "        ssl_certificate {};", cert.display());
+        let _ = writeln!(conf, "        ssl_certificate_key {};", key.display());
+        conf.push_str("        ssl_protocols TLSv1.2 TLSv1.3;\n");
+        conf.push_str("        ssl_session_cache shared:SSL:20m;\n");
+    }
     let _ = writeln!(conf, "        root {};", setup.docroot.display());
     conf.push_str("        location / { }\n    }\n}\n");
     conf
@@ -125,6 +153,11 @@ pub(crate) fn stoa_args(
     if setup.access_log.is_none() {
         defaults.retain(|(flag, _)| *flag != "--log-format");
     }
+    if let Some((cert, key)) = setup.tls {
+        defaults.push(("--tls-listen", Some("127.0.0.1:0".to_owned())));
+        defaults.push(("--tls-cert", Some(cert.display().to_string())));
+        defaults.push(("--tls-key", Some(key.display().to_string())));
+    }
     if let Some((state, cgi)) = web99 {
         defaults.push(("--web99", None));
         defaults.push(("--web99-state", Some(state.display().to_string())));
@@ -158,6 +191,23 @@ pub(crate) fn write_static_files(docroot: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A fresh self-signed certificate for `localhost` and 127.0.0.1 (ECDSA
+/// P-256, as the old script's) written to `dir` as `cert.pem` and `key.pem`;
+/// returns their paths. Both servers get the same pair.
+pub(crate) fn write_tls_pair(dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let pair = rcgen::generate_simple_self_signed(["localhost", "127.0.0.1"].map(String::from))
+        .context("cannot generate a certificate")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    for (path, pem) in [
+        (&cert, pair.cert.pem()),
+        (&key, pair.signing_key.serialize_pem()),
+    ] {
+        std::fs::write(path, pem).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok((cert, key))
+}
+
 /// `text` with every occurrence of the temporary directory `tmp` written as
 /// `$TMP`, as a result directory keeps a generated configuration.
 pub(crate) fn with_tmp_named(text: &str, tmp: &Path) -> String {
@@ -176,6 +226,7 @@ mod tests {
             max_connections: 64,
             access_log: log,
             root: false,
+            tls: None,
         }
     }
 
@@ -245,6 +296,51 @@ mod tests {
             "serve --listen 127.0.0.1:0 --docroot /t/www --log-format combined \
              --keepalive-timeout 75s --max-connections 164 --workers 2 --runtime per-core \
              --access-log=off"
+        );
+    }
+
+    #[test]
+    fn with_tls_both_serve_http2_over_the_same_pair() {
+        let (dir, www) = (Path::new("/t/nginx"), Path::new("/t/www"));
+        let (cert, key) = (Path::new("/t/tls/cert.pem"), Path::new("/t/tls/key.pem"));
+        let tls = Setup {
+            tls: Some((cert, key)),
+            ..setup(dir, www, None)
+        };
+        let conf = nginx_conf(&tls);
+        for line in [
+            "listen 127.0.0.1:40123 ssl http2 reuseport deferred;",
+            "ssl_certificate /t/tls/cert.pem;",
+            "ssl_certificate_key /t/tls/key.pem;",
+            "ssl_protocols TLSv1.2 TLSv1.3;",
+            "ssl_session_cache shared:SSL:20m;",
+            "keepalive_requests 1000000;",
+            "access_log off;",
+        ] {
+            assert!(conf.contains(line), "{line} missing from:\n{conf}");
+        }
+        assert_eq!(conf.matches('{').count(), conf.matches('}').count());
+        let plain = nginx_conf(&setup(dir, www, None));
+        assert!(plain.contains("keepalive_requests 1000;") && !plain.contains("ssl"));
+        let line = stoa_args(&tls, None, &[]).join(" ");
+        assert!(
+            line.ends_with(
+                "--tls-listen 127.0.0.1:0 --tls-cert /t/tls/cert.pem --tls-key /t/tls/key.pem"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_tls_pair_is_written_as_pem() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let (cert, key) = write_tls_pair(dir.path()).expect("the pair");
+        let cert = std::fs::read_to_string(cert).expect("the certificate");
+        assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+        assert!(
+            std::fs::read_to_string(key)
+                .expect("the key")
+                .contains("PRIVATE KEY")
         );
     }
 

@@ -1,6 +1,7 @@
 //! The load of one measurement: a `stoa bench web` run of this binary (the
-//! `web99` workload) or a `wrk` run against one file (`static`), each bounded
-//! in time, its figures read back.
+//! `web99` workload), a `wrk` run against one file (`static`), or `h2load`
+//! over TLS and HTTP/2 (`h2`: a timed run, or batches of new connections for
+//! the handshake rate), each bounded in time, its figures read back.
 
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -172,6 +173,112 @@ pub(crate) fn parse_wrk(text: &str) -> Option<Load> {
     seen.then_some(load)
 }
 
+/// Most `h2load` batches one handshake row runs, whatever its time.
+const MAX_BATCHES: u32 = 100_000;
+
+/// An `h2load` run over TLS with ALPN h2, one thread: timed (`-c C -m M -D
+/// SECS --warm-up-time 1`), or with no duration a batch of `-c C -n C -m 1`
+/// (C new connections, one request each, no resumption).
+#[derive(Debug, Clone)]
+pub(crate) struct H2loadRun<'a> {
+    /// The `https://` URL of the one file requested.
+    pub(crate) url: String,
+    /// Its connections.
+    pub(crate) connections: u32,
+    /// Streams in flight on each connection (timed runs).
+    pub(crate) streams: u32,
+    /// The measurement's duration; `None`: one batch of handshakes.
+    pub(crate) duration: Option<Duration>,
+    /// The CPUs it runs on.
+    pub(crate) cpus: Option<&'a CpuList>,
+    /// Where its output goes.
+    pub(crate) log: &'a Path,
+}
+
+impl H2loadRun<'_> {
+    /// h2load's arguments.
+    pub(crate) fn args(&self) -> Vec<String> {
+        let c = self.connections.to_string();
+        let mut args = vec!["-c".to_owned(), c.clone()];
+        match self.duration {
+            Some(d) => args.extend([
+                "-m".to_owned(),
+                self.streams.to_string(),
+                "-t".to_owned(),
+                "1".to_owned(),
+                "-D".to_owned(),
+                d.as_secs().to_string(),
+                "--warm-up-time".to_owned(),
+                "1".to_owned(),
+            ]),
+            None => args.extend(["-n", &c, "-m", "1", "-t", "1"].map(str::to_owned)),
+        }
+        args.push(self.url.clone());
+        args
+    }
+
+    /// Runs it and parses its output; fails unless h2 was negotiated.
+    pub(crate) fn run(&self) -> anyhow::Result<Load> {
+        let mut cmd = Command::new("h2load");
+        cmd.args(self.args());
+        let limit = self.duration.unwrap_or_default() + Duration::from_secs(30);
+        run_logged(cmd, self.cpus, self.log, limit)?;
+        let text = std::fs::read_to_string(self.log)
+            .with_context(|| format!("cannot read {}", self.log.display()))?;
+        if !text.contains("Application protocol: h2") {
+            bail!(
+                "h2load did not negotiate h2: {}",
+                super::server::tail(self.log)
+            );
+        }
+        parse_h2load(&text).with_context(|| format!("no h2load figures in {}", self.log.display()))
+    }
+
+    /// Batches of handshakes (this run with no duration) for `time` (at most
+    /// [`MAX_BATCHES`]): the requests done, and their rate over the wall time.
+    pub(crate) fn handshakes(&self, time: Duration) -> anyhow::Result<Load> {
+        let (t0, mut total) = (Instant::now(), Load::default());
+        for _ in 0..MAX_BATCHES {
+            if t0.elapsed() >= time {
+                break;
+            }
+            let batch = self.run()?;
+            total.ops += batch.ops;
+            total.errors += batch.errors;
+        }
+        total.ops_per_sec = total.ops / t0.elapsed().as_secs_f64().max(1e-9);
+        Ok(total)
+    }
+}
+
+/// h2load's output: "finished in 3.01s, 4320.00 req/s, …" (over the main
+/// duration), "requests: … N done, … F failed, …" and "status codes: … A 4xx,
+/// B 5xx"; the operations are the requests done, the errors F + A + B.
+pub(crate) fn parse_h2load(text: &str) -> Option<Load> {
+    let mut load = Load::default();
+    let mut seen = false;
+    // "8640 done, 0 failed": the number before `word`.
+    let count = |rest: &str, word: &str| -> Option<u64> {
+        rest.split(',').find_map(|kv| {
+            let (n, w) = kv.trim().split_once(' ')?;
+            (w == word).then(|| n.parse().ok()).flatten()
+        })
+    };
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("finished in ") {
+            let rate = rest.split(", ").nth(1)?.strip_suffix(" req/s")?;
+            load.ops_per_sec = rate.parse().ok()?;
+            seen = true;
+        } else if let Some(rest) = line.strip_prefix("requests:") {
+            load.ops = count(rest, "done")? as f64;
+            load.errors += count(rest, "failed")?;
+        } else if let Some(rest) = line.strip_prefix("status codes:") {
+            load.errors += count(rest, "4xx")? + count(rest, "5xx")?;
+        }
+    }
+    seen.then_some(load)
+}
+
 /// Runs `cmd` (on `cpus` when given) with its output to `log`, killed past
 /// `limit`; fails unless it exits with success.
 fn run_logged(
@@ -236,6 +343,43 @@ Transfer/sec:     12.02MB
         assert_eq!(load.ops_per_sec, 10468.20);
         assert_eq!(load.errors, 10);
         assert_eq!(parse_wrk("unable to connect to 127.0.0.1:1"), None);
+    }
+
+    #[test]
+    fn h2load_output_gives_the_rate_the_requests_done_and_errors() {
+        // Captured on this machine (h2load against stoa over TLS).
+        let timed = parse_h2load(include_str!("h2load-timed.txt")).expect("figures");
+        assert_eq!(timed.ops_per_sec, 4320.0);
+        assert_eq!((timed.ops, timed.errors), (8640.0, 0));
+        let batch = parse_h2load(include_str!("h2load-handshakes.txt")).expect("figures");
+        assert_eq!((batch.ops, batch.errors), (5.0, 0));
+        let bad = "finished in 1.00s, 10.00 req/s, 1KB/s\nrequests: 10 total, 10 started, \
+                   10 done, 7 succeeded, 3 failed, 1 errored, 0 timeout\n\
+                   status codes: 5 2xx, 0 3xx, 2 4xx, 0 5xx\n";
+        assert_eq!(parse_h2load(bad).expect("figures").errors, 5);
+        assert!(parse_h2load("starting benchmark...\n").is_none());
+    }
+
+    #[test]
+    fn h2load_gets_the_old_scripts_parameters() {
+        let log = Path::new("/t/h2load.txt");
+        let mut run = H2loadRun {
+            url: "https://127.0.0.1:1/1k.bin".to_owned(),
+            connections: 100,
+            streams: 10,
+            duration: Some(Duration::from_secs(10)),
+            cpus: None,
+            log,
+        };
+        assert_eq!(
+            run.args().join(" "),
+            "-c 100 -m 10 -t 1 -D 10 --warm-up-time 1 https://127.0.0.1:1/1k.bin"
+        );
+        (run.connections, run.duration) = (50, None);
+        assert_eq!(
+            run.args().join(" "),
+            "-c 50 -n 50 -m 1 -t 1 https://127.0.0.1:1/1k.bin"
+        );
     }
 
     #[test]

@@ -18,7 +18,11 @@
 //!   and commit CPU apart), and with `--profile-load` one run per server
 //!   under `perf` after the rounds (`profile`);
 //! - `static`: `wrk` against 1 KiB, 10 KiB and 100 KiB files, keep-alive and
-//!   `Connection: close`, the served bytes checked after every run (`check`).
+//!   `Connection: close`, the served bytes checked after every run (`check`);
+//! - `h2`: both servers over TLS with HTTP/2 by ALPN (one self-signed ECDSA
+//!   P-256 pair generated into the temporary directory, access log off),
+//!   `h2load -c 100 -m 10` for 1 KiB and 10 KiB files, then batches of
+//!   `h2load -c 50 -n 50 -m 1` (full handshakes) for the connection rate.
 //!
 //! The result directory gets `README.md` (the command, the machine, the setup,
 //! how to read it), `summary.txt`, `raw.csv` and the peers' configurations;
@@ -43,7 +47,7 @@ use anyhow::{Context as _, bail};
 use crate::cpus::CpuList;
 use crate::proctree::{self, TreeTicks};
 use config::Setup;
-use load::{Load, Web99Run, WrkRun};
+use load::{H2loadRun, Load, Web99Run, WrkRun};
 use results::Row;
 use server::{Running, Software};
 
@@ -53,6 +57,12 @@ const MAX_ROUNDS: u32 = 20;
 const MAX_RUN_TIME: Duration = Duration::from_secs(600);
 /// wrk's warm-up per server and file before the rounds (static).
 const WARM_UP: Duration = Duration::from_secs(2);
+/// h2: h2load's connections and streams in flight on each (the old
+/// `compare-h2.sh`'s), its files, and the new connections of a handshake batch.
+const H2_CONNECTIONS: u32 = 100;
+const H2_STREAMS: u32 = 10;
+const H2_FILES: [StaticFile; 2] = [StaticFile::K1, StaticFile::K10];
+const HANDSHAKE_BATCH: u32 = 50;
 
 /// A server the comparison can start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,6 +93,9 @@ pub enum Workload {
     Web99,
     /// wrk against 1k, 10k and 100k files, keep-alive and close.
     Static,
+    /// TLS and HTTP/2: h2load on 1k and 10k files, and the full-handshake
+    /// rate with ALPN h2.
+    H2,
 }
 
 impl Workload {
@@ -90,6 +103,7 @@ impl Workload {
         match self {
             Workload::Web99 => "web99",
             Workload::Static => "static",
+            Workload::H2 => "h2",
         }
     }
 }
@@ -167,8 +181,8 @@ pub struct Args {
     /// Rounds (at most 20).
     #[arg(long, default_value_t = 5)]
     pub rounds: u32,
-    /// Measurement time of each run (default 30s for web99, 5s for static;
-    /// at most 10 minutes).
+    /// Measurement time of each run (default 30s for web99, 5s for static,
+    /// 10s for h2; at most 10 minutes).
     #[arg(long, value_parser = parse_secs)]
     pub run_time: Option<Duration>,
     /// web99: the loads, paced connections (`1600,3200`).
@@ -290,6 +304,10 @@ enum RowSpec {
         connections: u32,
         suffix: bool,
     },
+    /// h2load's timed run against a file over HTTP/2.
+    H2 { file: &'static str },
+    /// Batches of new TLS connections with ALPN h2, one request each.
+    Handshake,
 }
 
 impl RowSpec {
@@ -311,6 +329,11 @@ impl RowSpec {
                     name
                 }
             }
+            RowSpec::H2 { file } => format!(
+                "h2-{}-c{H2_CONNECTIONS}-m{H2_STREAMS}",
+                file.trim_end_matches(".bin")
+            ),
+            RowSpec::Handshake => "handshake-h2".to_owned(),
         }
     }
 
@@ -357,6 +380,11 @@ fn rows_of(args: &Args) -> Vec<RowSpec> {
             }
             rows
         }
+        Workload::H2 => H2_FILES
+            .iter()
+            .map(|f| RowSpec::H2 { file: f.file() })
+            .chain([RowSpec::Handshake])
+            .collect(),
     }
 }
 
@@ -422,6 +450,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let run_time = args.run_time.unwrap_or(match args.workload {
         Workload::Web99 => Duration::from_secs(30),
         Workload::Static => Duration::from_secs(5),
+        Workload::H2 => Duration::from_secs(10),
     });
     if run_time > MAX_RUN_TIME {
         bail!("--run-time: at most {MAX_RUN_TIME:?}");
@@ -431,6 +460,12 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     if args.workload == Workload::Static && server::which("wrk").is_none() {
         bail!("the static workload needs wrk (apt-get install wrk)");
+    }
+    if args.workload == Workload::H2 && server::which("h2load").is_none() {
+        bail!("the h2 workload needs h2load (apt-get install nghttp2-client)");
+    }
+    if args.workload == Workload::H2 && args.profile_load.is_some() {
+        bail!("--profile-load is for the web99 workload");
     }
     let exe = crate::stoa_exe(None)?;
     let peers = peers_of(args, &exe)?;
@@ -479,6 +514,8 @@ struct Comparison<'a> {
     run_time: Duration,
     pinning: Pinning,
     max_connections: u32,
+    /// h2: the certificate and key both servers use.
+    tls: Option<(PathBuf, PathBuf)>,
     servers: Vec<Running>,
     rows: Vec<Row>,
     background: machine::Background,
@@ -505,18 +542,24 @@ impl<'a> Comparison<'a> {
                 .max()
                 .unwrap_or(1),
             Workload::Static => args.connections.0.iter().copied().max().unwrap_or(1),
+            Workload::H2 => H2_CONNECTIONS,
         };
         raise_nofile(u64::from(max_connections) * 2 + 1000)?;
         let docroot = tmp.join("www");
         match args.workload {
-            Workload::Static => config::write_static_files(&docroot)?,
+            Workload::Static | Workload::H2 => config::write_static_files(&docroot)?,
             Workload::Web99 => write_fileset(exe, max_connections, &docroot, &tmp.join("cgi-bin"))?,
         }
+        let tls = match args.workload {
+            Workload::H2 => Some(config::write_tls_pair(&tmp.join("tls"))?),
+            _ => None,
+        };
         Ok(Comparison {
             args,
             exe,
             tmp,
             docroot,
+            tls,
             run_time,
             pinning,
             max_connections,
@@ -537,8 +580,10 @@ impl<'a> Comparison<'a> {
             port: 0,
             docroot: &self.docroot,
             max_connections: self.max_connections,
-            access_log: Some(&log),
+            // h2: access log off, as the old script's.
+            access_log: self.tls.is_none().then_some(log.as_path()),
             root: rustix::process::geteuid().is_root(),
+            tls: self.tls.as_ref().map(|(c, k)| (c.as_path(), k.as_path())),
         };
         let web99 =
             (self.args.workload == Workload::Web99).then_some((state.as_path(), cgi.as_path()));
@@ -826,6 +871,24 @@ impl<'a> Comparison<'a> {
                 log: &run_dir.with_extension("wrk"),
             }
             .run(),
+            RowSpec::H2 { file } => H2loadRun {
+                url: format!("https://{}/{file}", server.addr),
+                connections: H2_CONNECTIONS,
+                streams: H2_STREAMS,
+                duration: Some(time),
+                cpus: self.pinning.harness.as_ref(),
+                log: &run_dir.with_extension("h2load"),
+            }
+            .run(),
+            RowSpec::Handshake => H2loadRun {
+                url: format!("https://{}/{}", server.addr, StaticFile::K1.file()),
+                connections: HANDSHAKE_BATCH,
+                streams: 1,
+                duration: None,
+                cpus: self.pinning.harness.as_ref(),
+                log: &run_dir.with_extension("h2load"),
+            }
+            .handshakes(time),
             RowSpec::Web99 { connections, mix } => {
                 let root = server.pid();
                 let archive = if self.args.no_archive {

@@ -125,12 +125,35 @@ fn setup_lines(p: &Parts<'_>) -> String {
                  error, not a figure).\n",
             );
         }
+        Workload::H2 => {
+            s.push_str(&format!(
+                "- Rows `h2-*`: `h2load -c {c} -m {m} -t 1 -D {t} --warm-up-time 1` against 1k.bin and \
+                 10k.bin over TLS with ALPN h2 (random bytes). `handshake-h2`: batches of `h2load -c {b} \
+                 -n {b} -m 1 -t 1` (each connection a full handshake with ALPN h2 and one 1 KiB request, \
+                 no resumption) for {t} s: new connections per second. A run that did not negotiate h2 \
+                 stops the comparison.\n",
+                c = super::H2_CONNECTIONS,
+                m = super::H2_STREAMS,
+                b = super::HANDSHAKE_BATCH,
+                t = p.run_time.as_secs(),
+            ));
+            s.push_str(
+                "- TLS: one self-signed ECDSA P-256 certificate for both, TLS 1.2 and 1.3. nginx: `listen ... \
+                 ssl http2` with its HTTP/2 defaults, `ssl_session_cache shared:SSL:20m`, and \
+                 `keepalive_requests 1000000`, since its 1000 also ends an HTTP/2 connection after 1000 \
+                 streams and h2load does not reconnect; stoa: its defaults. Access log off on both.\n",
+            );
+        }
     }
-    s.push_str(
-        "- Servers: one worker each, on 127.0.0.1, the same document root, access log on (combined, to a \
-         file, truncated after each run), keep-alive timeout 75 s. nginx: sendfile, tcp_nopush, \
-         open_file_cache (nginx.conf); stoa: stoa.args (`$TMP` is the temporary directory).\n",
-    );
+    let log = match a.workload {
+        Workload::H2 => "access log off",
+        _ => "access log on (combined, to a file, truncated after each run)",
+    };
+    s.push_str(&format!(
+        "- Servers: one worker each, on 127.0.0.1, the same document root, {log}, keep-alive timeout \
+         75 s. nginx: sendfile, tcp_nopush, open_file_cache (nginx.conf); stoa: stoa.args (`$TMP` is \
+         the temporary directory).\n",
+    ));
     for (name, flags) in [("stoa", &a.stoa_flags), ("stoa-base", &a.baseline_flags)] {
         if let Some(flags) = flags {
             s.push_str(&format!(

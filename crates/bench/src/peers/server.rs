@@ -177,10 +177,15 @@ fn start_stoa(
         .with_context(|| format!("cannot create {}", log_path.display()))?;
     let (tx, rx) = mpsc::channel();
     // Copies its standard error to the log (so it never blocks on a full pipe)
-    // and sends the address of its "listening on http://" line.
+    // and sends the address of its "listening on http://" line (https:// with
+    // TLS: the port the load goes to).
+    let prefix = match setup.tls {
+        Some(_) => "stoa: listening on https://",
+        None => "stoa: listening on http://",
+    };
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("stoa: listening on http://") {
+            if let Some(addr) = line.strip_prefix(prefix) {
                 let _ = tx.send(addr.trim().to_owned());
             }
             let _ = writeln!(log, "{line}");

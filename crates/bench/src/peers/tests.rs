@@ -49,14 +49,23 @@ fn web99_rows_are_the_loads_then_the_mix() {
     assert!(mix.wants("stoa") && mix.wants("stoa-base") && !mix.wants("nginx"));
 }
 
+/// The names of a comparison's rows, in order.
+fn row_names(a: &Args) -> Vec<String> {
+    rows_of(a).iter().map(RowSpec::name).collect()
+}
+
+#[test]
+fn h2_rows_are_the_old_scripts() {
+    assert_eq!(
+        row_names(&args(&["--workload", "h2"])),
+        ["h2-1k-c100-m10", "h2-10k-c100-m10", "handshake-h2"]
+    );
+}
+
 #[test]
 fn static_rows_are_three_files_in_two_modes() {
-    let names: Vec<String> = rows_of(&args(&["--workload", "static"]))
-        .iter()
-        .map(RowSpec::name)
-        .collect();
     assert_eq!(
-        names,
+        row_names(&args(&["--workload", "static"])),
         [
             "1k-keepalive",
             "1k-close",
