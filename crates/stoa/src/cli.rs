@@ -129,7 +129,7 @@ pub(crate) enum BenchCommand {
     /// Configuration, Notes, and the non-compliance box when there is one.
     Disclose(BenchDiscloseArgs),
     /// Stoa against other servers (nginx) started from generated configurations
-    /// on loopback, in interleaved pinned rounds (web99 or static workload);
+    /// on loopback, in interleaved pinned rounds (web99, static or h2 workload);
     /// writes README.md, summary.txt and raw.csv to a result directory.
     Peers(stoa_bench::peers::Args),
 }
