@@ -1,6 +1,6 @@
-//! The README's fetchmail recipe, run as written against `stoa serve` on
-//! loopback: the test certificate made with the README's `openssl` command, then
-//! fetchmail over STLS delivering through the README's `--mda` into a Maildir and
+//! The mail guide's fetchmail recipe, run as written against `stoa serve` on
+//! loopback: the test certificate made with the mail guide's `openssl` command, then
+//! fetchmail over STLS delivering through the mail guide's `--mda` into a Maildir and
 //! into an mbox, each checked to be one mutt opens (Maildir: `tmp`, `new`, `cur`
 //! and a file per message; mbox: a `From ` line before each message and `>From`
 //! quoting in the bodies).
@@ -20,15 +20,15 @@ use common::{ServerBuilder, tls_pair};
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const JOE: &str = "joe@example.test";
 
-/// The README's `--mda` for a Maildir (fetchmail runs it with `sh -c`).
+/// The mail guide's `--mda` for a Maildir (fetchmail runs it with `sh -c`).
 const MAILDIR_MDA: &str = "python3 -c 'import mailbox, sys; \
     mailbox.Maildir(sys.argv[1]).add(sys.stdin.buffer.read())' $HOME/Maildir";
 
-/// The README's `--mda` for an mbox.
+/// The mail guide's `--mda` for an mbox.
 const MBOX_MDA: &str = "python3 -c 'import mailbox, sys; m = mailbox.mbox(sys.argv[1]); \
     m.lock(); m.add(sys.stdin.buffer.read()); m.close()' $HOME/joe.mbox";
 
-/// The README's command for the test certificate.
+/// The mail guide's command for the test certificate.
 const OPENSSL: &[&str] = &[
     "req",
     "-x509",
@@ -70,7 +70,7 @@ fn arg(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
 
-/// `pop.crt` and `pop.key` in `dir`, made as the README says when openssl is
+/// `pop.crt` and `pop.key` in `dir`, made as the mail guide says when openssl is
 /// installed.
 fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
     if !installed("openssl") {
@@ -104,7 +104,7 @@ fn server(home: &Path) -> (common::Server, PathBuf) {
         ])
         .args(["--tls-cert", arg(&cert), "--tls-key", arg(&key)])
         .start();
-    // The README's ~/.fetchmailrc, on the test's port.
+    // The mail guide's ~/.fetchmailrc, on the test's port.
     let rc = home.join(".fetchmailrc");
     std::fs::write(
         &rc,
@@ -144,7 +144,7 @@ s.quit()
     );
 }
 
-/// The README's fetchmail command with `mda` (and, for the test, no daemon and
+/// The mail guide's fetchmail command with `mda` (and, for the test, no daemon and
 /// no syslog).
 fn fetchmail(home: &Path, mda: &str) {
     let (code, out) = run(
@@ -250,16 +250,19 @@ fn check_mbox(file: &Path) {
     assert!(!mbox.contains('\r'), "LF line endings: {mbox:?}");
 }
 
-/// The commands above are the README's, word for word.
+/// The commands above are the mail guide's, word for word.
 #[test]
 fn the_readme_gives_these_commands() {
-    let readme = include_str!("../../../README.md").replace("\\\n    ", "");
+    let readme = include_str!("../../../docs/mail-guide.md").replace("\\\n    ", "");
     for mda in [MAILDIR_MDA, MBOX_MDA] {
         assert!(
             readme.contains(&format!("--mda \"{mda}\"")),
-            "README lacks {mda}"
+            "docs/mail-guide.md lacks {mda}"
         );
     }
     let openssl = format!("openssl {}", OPENSSL.join(" "));
-    assert!(readme.contains(&openssl), "README lacks {openssl}");
+    assert!(
+        readme.contains(&openssl),
+        "docs/mail-guide.md lacks {openssl}"
+    );
 }

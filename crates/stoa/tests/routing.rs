@@ -10,8 +10,8 @@
 //! Dovecot's LMTP (Debian `dovecot-lmtpd`, started by the test in a temporary
 //! directory) as a store host behind the same MTA; skipped when not installed.
 //!
-//! The configurations written here are the ones the README's "Mail on several
-//! hosts" shows (listen addresses are flags here, on port 0).
+//! The configurations written here are the ones "Mail on several hosts" in
+//! docs/mail-guide.md shows (listen addresses are flags here, on port 0).
 
 mod common;
 
