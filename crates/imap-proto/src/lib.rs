@@ -1,0 +1,12 @@
+//! Sans-IO IMAP, server side, for Stoa (IMAP4rev2, RFC 9051, serving IMAP4rev1
+//! clients, RFC 3501, and the extensions Stoa advertises).
+//!
+//! This crate turns the bytes a client sends into commands, and the server's answers
+//! into response bytes. It never touches a socket, a file or a clock.
+//!
+//! # Layout
+//!
+//! - [`string`]: how IMAP strings go on the wire (atom, quoted or literal), shared by
+//!   every response encoder, the message structure's included.
+
+pub mod string;
