@@ -6,7 +6,11 @@
 //!
 //! # Layout
 //!
+//! - [`section`]: [`Section`], the part of a message a `BODY[...]` fetch names.
 //! - [`string`]: how IMAP strings go on the wire (atom, quoted or literal), shared by
 //!   every response encoder, the message structure's included.
 
+pub mod section;
 pub mod string;
+
+pub use section::{Section, SectionText};
