@@ -37,6 +37,11 @@ impl MailStore {
         // The links hold the message now. A failed unlink leaves a stray file that
         // the next open's recovery removes; it is not worth failing the delivery.
         let _ = fs::remove_file(&tmp);
+        if linked.is_ok() {
+            for &id in &targets {
+                self.notify(id);
+            }
+        }
         linked.map(|()| MessageUid(unique))
     }
 
@@ -83,7 +88,7 @@ impl MailStore {
 
 /// Writes `bytes` to a new file at `path` (permissions `mode`) and fsyncs it; on
 /// error, removes it.
-fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let result = create_new(mode)
         .open(path)
         .map_err(|e| StoreError::io("create", path, e))

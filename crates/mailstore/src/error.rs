@@ -45,6 +45,32 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// CREATE or RENAME to a folder name that exists.
+    #[error("folder {0:?} already exists")]
+    FolderExists(String),
+    /// No folder of that name.
+    #[error("no folder {0:?}")]
+    NoSuchFolder(String),
+    /// A folder name the store does not take.
+    #[error("bad folder name {name:?}: {reason}")]
+    BadFolderName {
+        /// The name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// DELETE of a folder with folders below it.
+    #[error("folder {0:?} has folders below it: delete them first")]
+    HasChildren(String),
+    /// The mailbox holds as many folders as it may.
+    #[error("a mailbox holds at most {0} folders")]
+    TooManyFolders(usize),
+    /// No message with that UID in the folder (expunged meanwhile).
+    #[error("no message with UID {0}")]
+    NoSuchUid(u32),
+    /// A flag or keyword the store does not take.
+    #[error("bad flag {0:?}")]
+    BadFlag(String),
     /// The export target already holds a message of the same name.
     #[error("{0} already exists")]
     Exists(PathBuf),

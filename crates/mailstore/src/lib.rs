@@ -1,5 +1,5 @@
 //! The durable mail store of Stoa's mail server: delivery into mailboxes, POP3
-//! sessions over them, and export to Maildir. It owns the on-disk format; nothing
+//! sessions over them, IMAP's folders, flags and UIDs, and export to Maildir. It owns the on-disk format; nothing
 //! else writes mail files.
 //!
 //! # Layout
@@ -12,8 +12,12 @@
 //!   tmp/                      messages being written, one file each
 //!   mailboxes/
 //!     cc1/                    fan-out: 4,096 directories, named by a hash of the id
-//!       1/                    mailbox 1: its message files and nothing else
+//!       1/                    mailbox 1 = its INBOX: the message files, and
 //!         1767225600.M000042P812Q7.mx1,S=2048
+//!         .index              INBOX's IMAP index (UIDs, flags, modseqs), once IMAP opened it
+//!         .folders            the folder list and subscriptions (IMAP, at first login)
+//!         .lock               serialises changes to the folder list
+//!         .f/3/               folder 3 (say "Sent"): its message files and its .index
 //! ```
 //!
 //! A message file holds the message exactly as received (CRLF line endings, headers,
@@ -25,6 +29,17 @@
 //! every directory small (about 370 entries at 1.5 M mailboxes). A mailbox directory
 //! is not itself a Maildir (no `tmp/new/cur`, which would cost three directory
 //! blocks per mailbox); [`MailStore::export_maildir`] writes a standard one.
+//!
+//! POP3 sees INBOX's message files only (dot files and directories are not
+//! messages). IMAP sees each folder through its index ([`Folder`], module docs in
+//! `folder.rs`, format in `index.rs`): an append-only log of UID assignments, flag
+//! changes and expunges, read incrementally by every session and compacted when it
+//! grows. Deliveries never touch an index: the next IMAP refresh finds the new
+//! file and gives it the next UID, and a file POP3 deleted is expunged the same way,
+//! so the two protocols see one mailbox. A mailbox made before IMAP existed opens
+//! with its messages in INBOX, in delivery order: that is the whole migration.
+//! Folder names live only in `.folders` ([`FolderList`]), so a rename rewrites that
+//! one file.
 //!
 //! # Durability (fsync discipline)
 //!
@@ -69,30 +84,44 @@
 //! # What it does not do
 //!
 //! No message parsing or header rewriting (the SMTP server adds `Received:`), no
-//! quotas, no folders or flags (POP3 needs neither), no IMAP, no index or cache of
-//! listings (a listing is one directory read), no removal of a deleted user's
+//! quotas, no IMAP protocol (the `stoa-imap` server speaks it over [`Folder`]), no
+//! cache of POP3 listings (a listing is one directory read), no removal of a deleted user's
 //! mailbox, and a single delivering process per store (the server); other processes
 //! (the CLI's export) may read and lock concurrently.
 
 mod deliver;
 mod error;
 mod export;
+mod folder;
+#[cfg(test)]
+mod folder_tests;
+mod folders;
 mod fsutil;
+mod index;
 mod layout;
 mod session;
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 pub use stoa_directory::MailboxId;
 
 pub use error::{Result, StoreError};
 pub use export::ExportReport;
+pub use folder::{FlagOp, Folder, StoreOutcome};
+pub use folders::{
+    DELIMITER, FolderInfo, FolderList, MAX_FOLDER_NAME, MAX_FOLDERS, SpecialUse, canonical,
+};
+pub use index::{IndexError, IndexState, IndexedMessage, normalize_flags, valid_flag};
 pub use layout::MessageUid;
 pub use session::{MailboxSession, MessageInfo};
+
+/// Called with a mailbox's id after a change to it (a delivery, or a change logged
+/// in one of its folders), so that a server can wake its sessions on that mailbox.
+pub type Observer = Arc<dyn Fn(MailboxId) + Send + Sync>;
 
 use fsutil::{Modes, create_dir_all, ensure_dir, list_dir};
 use layout::{MAILBOXES_DIR, TMP_DIR, fanout_dir, mailbox_dir};
@@ -168,6 +197,22 @@ pub struct MailStore {
     /// [`MailStore::mailbox_dir_durable`]).
     create: Mutex<()>,
     recovery: Recovery,
+    /// Told of every change (see [`MailStore::set_observer`]).
+    observer: ObserverCell,
+}
+
+/// The observer slot, printable for `MailStore`'s `Debug`.
+#[derive(Default)]
+struct ObserverCell(OnceLock<Observer>);
+
+impl std::fmt::Debug for ObserverCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "set"
+        } else {
+            "none"
+        })
+    }
 }
 
 impl MailStore {
@@ -201,7 +246,21 @@ impl MailStore {
             modes,
             create: Mutex::new(()),
             recovery: Recovery { stale_tmp_removed },
+            observer: ObserverCell::default(),
         })
+    }
+
+    /// Sets the function told of every change to a mailbox (once; later calls are
+    /// ignored). Deliveries and folder changes made through this store call it;
+    /// changes by other processes are seen at the next [`Folder::refresh`].
+    pub fn set_observer(&self, observer: Observer) {
+        let _ = self.observer.0.set(observer);
+    }
+
+    pub(crate) fn notify(&self, id: MailboxId) {
+        if let Some(observer) = self.observer.0.get() {
+            observer(id);
+        }
     }
 
     /// The store directory.
