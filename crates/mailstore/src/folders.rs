@@ -355,7 +355,7 @@ impl MailStore {
 
     /// Renames folder `from` to `to`, with the folders below it. Renaming INBOX
     /// moves its messages into a new folder `to` and leaves INBOX empty (RFC 9051
-    /// §6.3.6): that case is [`MailStore::rename_inbox`]'s, as it moves messages.
+    /// §6.3.6): the IMAP server does that with CREATE and MOVE.
     pub fn rename_folder(&self, id: MailboxId, from: &str, to: &str) -> Result<()> {
         let from = canonical(from);
         let to = canonical(to);
