@@ -10,7 +10,20 @@
 //! - [`string`]: how IMAP strings go on the wire (atom, quoted or literal), shared by
 //!   every response encoder, the message structure's included.
 
+mod error;
+pub mod command;
+pub mod date;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod mailbox;
+pub mod response;
 pub mod section;
+pub mod sequence;
+pub mod state;
 pub mod string;
 
+pub use command::{Command, CommandKind, CommandReader, Event, Limits, Step};
+pub use error::{Error, Rejection};
 pub use section::{Section, SectionText};
+pub use sequence::SequenceSet;
+pub use state::State;
