@@ -494,7 +494,8 @@ fn default_part(header: Span, body: Span, in_digest: bool) -> Part {
     let (media_type, subtype, params) = if in_digest {
         (&b"message"[..], &b"rfc822"[..], Vec::new())
     } else {
-        (&b"text"[..], &b"plain"[..], Vec::new())
+        let charset = (b"charset".to_vec(), b"us-ascii".to_vec());
+        (&b"text"[..], &b"plain"[..], vec![charset])
     };
     Part {
         header,
