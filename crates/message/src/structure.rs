@@ -1,0 +1,645 @@
+//! [`Structure`]: the part tree of a message and its envelope, built once from
+//! mail-parser's parse and owned (nothing borrows the message).
+
+use mail_parser::{
+    Addr, Address as MpAddress, Encoding, Header, HeaderValue, MessageParser, PartType,
+};
+
+/// How deep parts may nest (multiparts and encapsulated messages together) before
+/// the parts below are described as opaque `application/octet-stream` leaves.
+pub const MAX_DEPTH: usize = 100;
+
+/// How many parts a message may have before the parts after them are described as
+/// opaque leaves (Dovecot's default limit is the same).
+pub const MAX_PARTS: usize = 10_000;
+
+/// How many `message/` and `digest` mentions a message may have before it is not
+/// split into parts at all (each level of encapsulated messages needs one, and
+/// mail-parser's nested messages are dropped recursively: this keeps its stack use
+/// bounded). Such a message is described as one opaque part under its header.
+pub(crate) const MAX_MESSAGE_MENTIONS: usize = 1_000;
+
+/// A byte range of the stored message, `start..end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Span {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+}
+
+impl Span {
+    /// The bytes of this span in `message`, `None` when it lies outside (a cache
+    /// entry for another message).
+    pub(crate) fn of<'m>(&self, message: &'m [u8]) -> Option<&'m [u8]> {
+        message.get(self.start as usize..self.end as usize)
+    }
+
+    pub(crate) fn len(&self) -> u32 {
+        self.end.saturating_sub(self.start)
+    }
+
+    /// `start..end` clamped inside `outer` (and made non-decreasing).
+    fn clamped(start: u32, end: u32, outer: Span) -> Span {
+        let start = start.clamp(outer.start, outer.end);
+        let end = end.clamp(start, outer.end);
+        Span { start, end }
+    }
+}
+
+/// One entry of an envelope address list, in the order IMAP sends them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AddressItem {
+    /// A mailbox: display name (RFC 2047 form, see [`encode_word`]), local part, domain.
+    Mailbox {
+        name: Option<Vec<u8>>,
+        mailbox: Vec<u8>,
+        host: Vec<u8>,
+    },
+    /// The start of a group, with its name: `(NIL NIL "name" NIL)`.
+    GroupStart(Vec<u8>),
+    /// The end of a group: `(NIL NIL NIL NIL)`.
+    GroupEnd,
+}
+
+/// The envelope fields of a message (RFC 9051 §7.5.2). Text fields are the raw
+/// header values, unfolded and trimmed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Envelope {
+    pub(crate) date: Option<Vec<u8>>,
+    pub(crate) subject: Option<Vec<u8>>,
+    pub(crate) from: Vec<AddressItem>,
+    /// `None` when the header is absent or empty: the envelope repeats `from`.
+    pub(crate) sender: Option<Vec<AddressItem>>,
+    pub(crate) reply_to: Option<Vec<AddressItem>>,
+    pub(crate) to: Vec<AddressItem>,
+    pub(crate) cc: Vec<AddressItem>,
+    pub(crate) bcc: Vec<AddressItem>,
+    pub(crate) in_reply_to: Option<Vec<u8>>,
+    pub(crate) message_id: Option<Vec<u8>>,
+}
+
+/// A parameter list (`name`, `value`), as the body structure sends it.
+pub(crate) type Params = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// One MIME part: where it is, and its body fields.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Part {
+    /// Its MIME header, with the blank line that ends it (for a message's root part:
+    /// the message header).
+    pub(crate) header: Span,
+    /// Its body: for a part inside a multipart, up to the line break before the next
+    /// boundary.
+    pub(crate) body: Span,
+    /// Lines of the body (line feeds in it).
+    pub(crate) lines: u32,
+    pub(crate) media_type: Vec<u8>,
+    pub(crate) subtype: Vec<u8>,
+    pub(crate) params: Params,
+    pub(crate) id: Option<Vec<u8>>,
+    pub(crate) description: Option<Vec<u8>>,
+    pub(crate) encoding: Vec<u8>,
+    pub(crate) md5: Option<Vec<u8>>,
+    pub(crate) disposition: Option<(Vec<u8>, Params)>,
+    pub(crate) language: Vec<Vec<u8>>,
+    pub(crate) location: Option<Vec<u8>>,
+    pub(crate) kind: Kind,
+}
+
+/// What a part contains.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum Kind {
+    /// A leaf: text, an attachment, or anything described as opaque.
+    #[default]
+    Single,
+    /// A multipart with at least one child.
+    Multipart(Vec<Part>),
+    /// A `message/rfc822` (or `message/global`) part: the encapsulated message.
+    Message(Box<Msg>),
+}
+
+/// A message (the stored one, or one encapsulated in a part): its envelope and its
+/// root part, whose header is the message header.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Msg {
+    pub(crate) envelope: Envelope,
+    pub(crate) root: Part,
+}
+
+/// What FETCH and SEARCH need of a stored message, parsed once: the part tree with
+/// the byte ranges of every header and body, each part's body fields, the envelope
+/// of the message and of every encapsulated message, and the sent date.
+///
+/// It holds no reference to the message: [`Structure::section`] and the search
+/// methods take the message bytes again (the same bytes, or they answer `None` or
+/// nonsense, never panic). [`Structure::to_cache`] gives a compact form to store
+/// beside the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Structure {
+    pub(crate) message: Msg,
+    pub(crate) sent_date: Option<i64>,
+}
+
+impl Structure {
+    /// Parses `message` (stored as received, CRLF line endings; LF alone is read too).
+    /// Never fails: whatever is malformed is described as best it can be, and a
+    /// message that is no MIME at all is one `text/plain` part.
+    pub fn parse(message: &[u8]) -> Structure {
+        let Ok(len) = u32::try_from(message.len()) else {
+            // Never stored (the server's size limit is far lower); described as one
+            // opaque part so that nothing downstream overflows.
+            return Structure {
+                message: Msg {
+                    envelope: Envelope::default(),
+                    root: opaque_part(
+                        Span::default(),
+                        Span {
+                            start: 0,
+                            end: u32::MAX,
+                        },
+                    ),
+                },
+                sent_date: None,
+            };
+        };
+        let whole = Span { start: 0, end: len };
+        let lines = LineIndex::new(message);
+        let parser = MessageParser::default();
+        let flat = message_mentions(message) > MAX_MESSAGE_MENTIONS;
+        let parsed = if flat {
+            // Only the header: the body stays one opaque part.
+            parser.parse_headers(message)
+        } else {
+            parser.parse(message)
+        };
+        let Some(parsed) = parsed else {
+            // No header at all: the whole message is a text/plain body.
+            let mut root = default_part(Span { start: 0, end: 0 }, whole, false);
+            root.lines = lines.count(whole);
+            return Structure {
+                message: Msg {
+                    envelope: Envelope::default(),
+                    root,
+                },
+                sent_date: None,
+            };
+        };
+        let mut builder = Builder {
+            raw: message,
+            lines: &lines,
+            budget: MAX_PARTS,
+        };
+        let sent_date = parsed
+            .parts
+            .first()
+            .and_then(|p| find(&p.headers, "date"))
+            .and_then(|h| h.value.as_datetime())
+            .filter(|d| d.is_valid())
+            .map(|d| d.to_timestamp());
+        let mut msg = builder.message(&parsed, whole, 0);
+        if flat {
+            let end = header_end(message, &parsed);
+            msg.root = opaque_part(
+                Span { start: 0, end },
+                Span {
+                    start: end,
+                    end: len,
+                },
+            );
+        }
+        Structure {
+            message: msg,
+            sent_date,
+        }
+    }
+
+    /// The `Date:` header of the message as seconds since the Unix epoch (for
+    /// SENTBEFORE, SENTON, SENTSINCE), `None` when absent or unreadable.
+    pub fn sent_date(&self) -> Option<i64> {
+        self.sent_date
+    }
+}
+
+/// Where the header of a message parsed with `parse_headers` ends: after its last
+/// field and the blank line that follows it.
+fn header_end(message: &[u8], parsed: &mail_parser::Message<'_>) -> u32 {
+    let last = parsed
+        .parts
+        .first()
+        .and_then(|p| p.headers.iter().map(|h| h.offset_end).max())
+        .unwrap_or(0);
+    let last = (last as usize).min(message.len());
+    let rest = &message[last..];
+    let blank = if rest.starts_with(b"\r\n") {
+        2
+    } else {
+        usize::from(rest.starts_with(b"\n"))
+    };
+    u32::try_from(last + blank).unwrap_or(u32::MAX)
+}
+
+/// How many times `message/` or `digest` appears, case-insensitively: a bound on how
+/// deep encapsulated messages can nest.
+pub(crate) fn message_mentions(message: &[u8]) -> usize {
+    let mut count = 0;
+    for (i, &b) in message.iter().enumerate() {
+        let rest = &message[i..];
+        if (b == b'm' || b == b'M')
+            && rest.len() >= 8
+            && rest[..8].eq_ignore_ascii_case(b"message/")
+            || (b == b'd' || b == b'D')
+                && rest.len() >= 6
+                && rest[..6].eq_ignore_ascii_case(b"digest")
+        {
+            count += 1;
+        }
+    }
+    count
+}
+
+/// The positions of every line feed in a message, to count the lines of any range
+/// in logarithmic time (parts nest, and each level counts its own lines).
+pub(crate) struct LineIndex {
+    feeds: Vec<u32>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(message: &[u8]) -> LineIndex {
+        LineIndex {
+            feeds: memchr::memchr_iter(b'\n', message)
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect(),
+        }
+    }
+
+    /// Line feeds within `span`.
+    pub(crate) fn count(&self, span: Span) -> u32 {
+        let below = |x: u32| self.feeds.partition_point(|&f| f < x);
+        let n = below(span.end).saturating_sub(below(span.start));
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+}
+
+struct Builder<'a> {
+    raw: &'a [u8],
+    lines: &'a LineIndex,
+    /// Parts still allowed ([`MAX_PARTS`]).
+    budget: usize,
+}
+
+impl Builder<'_> {
+    /// The message `m` (the stored one or an encapsulated one), lying in `extent`.
+    fn message(&mut self, m: &mail_parser::Message<'_>, extent: Span, depth: usize) -> Msg {
+        let Some(root) = m.parts.first() else {
+            return Msg {
+                envelope: Envelope::default(),
+                root: default_part(
+                    Span {
+                        start: extent.start,
+                        end: extent.start,
+                    },
+                    extent,
+                    false,
+                ),
+            };
+        };
+        let envelope = self.envelope(&root.headers);
+        let root = self.part(m, 0, extent, false, depth);
+        Msg { envelope, root }
+    }
+
+    /// Part `id` of `m`, lying in `extent` (its parent's body).
+    fn part(
+        &mut self,
+        m: &mail_parser::Message<'_>,
+        id: usize,
+        extent: Span,
+        in_digest: bool,
+        depth: usize,
+    ) -> Part {
+        let Some(p) = m.parts.get(id) else {
+            return default_part(
+                Span {
+                    start: extent.start,
+                    end: extent.start,
+                },
+                extent,
+                false,
+            );
+        };
+        self.budget = self.budget.saturating_sub(1);
+        let header = Span::clamped(p.offset_header, p.offset_body, extent);
+        let body = Span::clamped(p.offset_body, p.offset_end, extent);
+        let headers = &p.headers;
+        let mut part = default_part(header, body, in_digest);
+
+        if let Some(HeaderValue::ContentType(ct)) = find(headers, "content-type").map(|h| &h.value)
+        {
+            let subtype = ct.subtype().unwrap_or("");
+            if !ct.ctype().is_empty() && !subtype.is_empty() {
+                part.media_type = ct.ctype().as_bytes().to_vec();
+                part.subtype = subtype.as_bytes().to_vec();
+                part.params = params(ct.attributes());
+            }
+        }
+        if let Some(h) = find(headers, "content-id") {
+            part.id = Some(self.raw_value(h));
+        }
+        if let Some(h) = find(headers, "content-description") {
+            part.description = Some(self.raw_value(h));
+        }
+        if let Some(h) = find(headers, "content-transfer-encoding") {
+            let value = self.raw_value(h);
+            if !value.is_empty() && value.iter().all(|&b| is_token_char(b)) {
+                part.encoding = value;
+            }
+        }
+        if let Some(h) = find(headers, "content-md5") {
+            part.md5 = Some(self.raw_value(h));
+        }
+        if let Some(HeaderValue::ContentType(d)) =
+            find(headers, "content-disposition").map(|h| &h.value)
+            && !d.ctype().is_empty()
+        {
+            part.disposition = Some((d.ctype().as_bytes().to_vec(), params(d.attributes())));
+        }
+        if let Some(h) = find(headers, "content-language") {
+            part.language = match &h.value {
+                HeaderValue::TextList(list) => list
+                    .iter()
+                    .filter(|l| !l.is_empty())
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect(),
+                HeaderValue::Text(l) if !l.is_empty() => vec![l.as_bytes().to_vec()],
+                _ => Vec::new(),
+            };
+        }
+        if let Some(h) = find(headers, "content-location") {
+            part.location = Some(self.raw_value(h));
+        }
+
+        let is_multipart = part.media_type.eq_ignore_ascii_case(b"multipart");
+        let is_message = part.media_type.eq_ignore_ascii_case(b"message")
+            && (part.subtype.eq_ignore_ascii_case(b"rfc822")
+                || part.subtype.eq_ignore_ascii_case(b"global"));
+        let room = depth < MAX_DEPTH && self.budget > 0;
+        match &p.body {
+            PartType::Multipart(children) if is_multipart && room && !children.is_empty() => {
+                let digest = part.subtype.eq_ignore_ascii_case(b"digest");
+                let mut parts = Vec::with_capacity(children.len().min(self.budget));
+                for &child in children {
+                    if self.budget == 0 {
+                        break;
+                    }
+                    parts.push(self.part(m, child as usize, body, digest, depth + 1));
+                }
+                part.kind = Kind::Multipart(parts);
+            }
+            PartType::Message(inner) if is_message && room && p.encoding == Encoding::None => {
+                part.lines = self.lines.count(body);
+                part.kind = Kind::Message(Box::new(self.message(inner, body, depth + 1)));
+            }
+            _ if is_multipart || is_message => {
+                // Not structured as its type says (no boundary, no parts, encoded,
+                // unparsable, or past the limits): an opaque leaf.
+                part = opaque_part(header, body);
+            }
+            _ => {
+                if part.media_type.eq_ignore_ascii_case(b"text") {
+                    part.lines = self.lines.count(body);
+                    if !part
+                        .params
+                        .iter()
+                        .any(|(n, _)| n.eq_ignore_ascii_case(b"charset"))
+                    {
+                        part.params
+                            .insert(0, (b"charset".to_vec(), b"us-ascii".to_vec()));
+                    }
+                }
+            }
+        }
+        part
+    }
+
+    fn envelope(&self, headers: &[Header<'_>]) -> Envelope {
+        let text = |name: &str| find(headers, name).map(|h| self.raw_value(h));
+        let addresses = |name: &str| -> Option<Vec<AddressItem>> {
+            let h = find(headers, name)?;
+            let ascii = self.raw_bytes(h).is_ascii();
+            let list = match &h.value {
+                HeaderValue::Address(a) => address_items(a, ascii),
+                _ => Vec::new(),
+            };
+            (!list.is_empty()).then_some(list)
+        };
+        Envelope {
+            date: text("date"),
+            subject: text("subject"),
+            from: addresses("from").unwrap_or_default(),
+            sender: addresses("sender"),
+            reply_to: addresses("reply-to"),
+            to: addresses("to").unwrap_or_default(),
+            cc: addresses("cc").unwrap_or_default(),
+            bcc: addresses("bcc").unwrap_or_default(),
+            in_reply_to: text("in-reply-to"),
+            message_id: text("message-id"),
+        }
+    }
+
+    /// The raw bytes of a header's value (after the colon, with its folding).
+    fn raw_bytes(&self, h: &Header<'_>) -> &[u8] {
+        let start = (h.offset_start as usize).min(self.raw.len());
+        let end = (h.offset_end as usize).clamp(start, self.raw.len());
+        &self.raw[start..end]
+    }
+
+    /// A header's value as IMAP wants it in the envelope and body fields: raw
+    /// (RFC 2047 words left for the client), unfolded and trimmed.
+    fn raw_value(&self, h: &Header<'_>) -> Vec<u8> {
+        unfold(self.raw_bytes(h))
+    }
+}
+
+/// The first header named `name` (case-insensitive).
+pub(crate) fn find<'h, 'x>(headers: &'h [Header<'x>], name: &str) -> Option<&'h Header<'x>> {
+    headers
+        .iter()
+        .find(|h| h.name.as_str().eq_ignore_ascii_case(name))
+}
+
+/// Removes the line breaks of a folded value and trims the white space around it.
+pub(crate) fn unfold(value: &[u8]) -> Vec<u8> {
+    let out: Vec<u8> = value
+        .iter()
+        .copied()
+        .filter(|&b| b != b'\r' && b != b'\n')
+        .collect();
+    let start = out
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(out.len());
+    let end = out
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |e| e + 1);
+    out[start..end].to_vec()
+}
+
+/// A MIME `token` character (RFC 2045): printable ASCII but `tspecials`.
+fn is_token_char(b: u8) -> bool {
+    matches!(b, 0x21..=0x7e) && !b"()<>@,;:\\\"/[]?=".contains(&b)
+}
+
+/// A part with the defaults of RFC 2045: `text/plain; charset=us-ascii` (or
+/// `message/rfc822` inside a `multipart/digest`), `7BIT`.
+fn default_part(header: Span, body: Span, in_digest: bool) -> Part {
+    let (media_type, subtype, params) = if in_digest {
+        (&b"message"[..], &b"rfc822"[..], Vec::new())
+    } else {
+        let charset = (b"charset".to_vec(), b"us-ascii".to_vec());
+        (&b"text"[..], &b"plain"[..], vec![charset])
+    };
+    Part {
+        header,
+        body,
+        media_type: media_type.to_vec(),
+        subtype: subtype.to_vec(),
+        params,
+        encoding: b"7bit".to_vec(),
+        ..Part::default()
+    }
+}
+
+/// An `application/octet-stream` leaf: what a part is described as when it cannot be
+/// described as its type says.
+fn opaque_part(header: Span, body: Span) -> Part {
+    Part {
+        header,
+        body,
+        media_type: b"application".to_vec(),
+        subtype: b"octet-stream".to_vec(),
+        encoding: b"7bit".to_vec(),
+        ..Part::default()
+    }
+}
+
+/// Parameters as the body structure sends them. Values mail-parser decoded to
+/// non-ASCII text (RFC 2231 or RFC 2047) are sent RFC 2231-encoded, `name*` =
+/// `utf-8''%XX...`, so that every client reads them and no 8-bit string is needed.
+fn params(attributes: Option<&[mail_parser::Attribute<'_>]>) -> Params {
+    let mut out = Params::new();
+    for a in attributes.unwrap_or_default() {
+        if a.value.is_ascii() {
+            out.push((a.name.as_bytes().to_vec(), a.value.as_bytes().to_vec()));
+        } else {
+            let mut name = a.name.as_bytes().to_vec();
+            name.push(b'*');
+            let mut value = b"utf-8''".to_vec();
+            for &b in a.value.as_bytes() {
+                if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+                    value.push(b);
+                } else {
+                    value.extend_from_slice(&[
+                        b'%',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 15)],
+                    ]);
+                }
+            }
+            out.push((name, value));
+        }
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// The envelope entries of an address header. `raw_ascii`: the raw header was 7-bit,
+/// so any non-ASCII name came from RFC 2047 decoding and is encoded again.
+fn address_items(address: &MpAddress<'_>, raw_ascii: bool) -> Vec<AddressItem> {
+    let mut out = Vec::new();
+    match address {
+        MpAddress::List(list) => {
+            out.extend(list.iter().filter_map(|a| mailbox(a, raw_ascii)));
+        }
+        MpAddress::Group(groups) => {
+            for g in groups {
+                match &g.name {
+                    Some(name) => {
+                        out.push(AddressItem::GroupStart(encode_word(name, raw_ascii)));
+                        out.extend(g.addresses.iter().filter_map(|a| mailbox(a, raw_ascii)));
+                        out.push(AddressItem::GroupEnd);
+                    }
+                    None => out.extend(g.addresses.iter().filter_map(|a| mailbox(a, raw_ascii))),
+                }
+            }
+        }
+    }
+    out
+}
+
+fn mailbox(a: &Addr<'_>, raw_ascii: bool) -> Option<AddressItem> {
+    let name = a
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .map(|n| encode_word(n, raw_ascii));
+    let (mailbox, host) = match a.address.as_deref() {
+        Some(address) => match address.rsplit_once('@') {
+            Some((local, domain)) => (local.as_bytes().to_vec(), domain.as_bytes().to_vec()),
+            None => (address.as_bytes().to_vec(), Vec::new()),
+        },
+        None if name.is_some() => (Vec::new(), Vec::new()),
+        None => return None,
+    };
+    Some(AddressItem::Mailbox {
+        name,
+        mailbox,
+        host,
+    })
+}
+
+/// A display name for the envelope: as it is when ASCII (or when the header was raw
+/// UTF-8, RFC 6532), else RFC 2047 encoded again (`=?utf-8?q?...?=` words of at most
+/// 75 characters), since mail-parser gives names decoded.
+pub(crate) fn encode_word(name: &str, raw_ascii: bool) -> Vec<u8> {
+    if name.is_ascii() || !raw_ascii {
+        return name.as_bytes().to_vec();
+    }
+    let mut out = Vec::new();
+    let mut word = Vec::new();
+    for c in name.chars() {
+        let mut buf = [0u8; 4];
+        let mut encoded = Vec::with_capacity(12);
+        for &b in c.encode_utf8(&mut buf).as_bytes() {
+            if b.is_ascii_alphanumeric() || b"!*+-/".contains(&b) {
+                encoded.push(b);
+            } else if b == b' ' {
+                encoded.push(b'_');
+            } else {
+                encoded.extend_from_slice(&[
+                    b'=',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+            }
+        }
+        // "=?utf-8?q?" + text + "?=" stays within 75.
+        if word.len() + encoded.len() > 75 - 12 {
+            flush_word(&mut out, &mut word);
+        }
+        word.extend_from_slice(&encoded);
+    }
+    flush_word(&mut out, &mut word);
+    out
+}
+
+fn flush_word(out: &mut Vec<u8>, word: &mut Vec<u8>) {
+    if word.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push(b' ');
+    }
+    out.extend_from_slice(b"=?utf-8?q?");
+    out.append(word);
+    out.extend_from_slice(b"?=");
+}
