@@ -1,22 +1,50 @@
 //! Stoa's IMAP server (IMAP4rev2, RFC 9051, serving IMAP4rev1 clients too): users
 //! log in with their directory password and read, file and flag the mail the SMTP
-//! server delivered, in folders kept by the mail store.
+//! server delivered, in folders kept by the mail store. POP3 reads the same INBOX.
 //!
 //! # Layout
 //!
+//! - [`Server`] (`server.rs`): binds the IMAP and IMAPS listeners on every worker
+//!   (one event loop per core, as the other servers), registers the store's
+//!   observer, drains on shutdown.
+//! - `conn.rs`: one connection: the socket and its buffers (`LineIo`), the command
+//!   framing (`stoa_imap_proto::CommandReader`), the state, the selected folder, the
+//!   untagged updates owed after each command, deadlines, STARTTLS.
+//! - `auth.rs`: LOGIN and AUTHENTICATE PLAIN (SASL-IR), the TLS rule, the shared
+//!   failed-login throttle, the per-user session limit.
+//! - `mailboxes.rs`: SELECT/EXAMINE (CONDSTORE, QRESYNC), CREATE, DELETE, RENAME,
+//!   (UN)SUBSCRIBE, LIST (LIST-EXTENDED, LIST-STATUS, SPECIAL-USE), LSUB, STATUS,
+//!   APPEND; `pattern.rs`: LIST's wildcards.
+//! - `messages.rs`: FETCH (batched), STORE (UNCHANGEDSINCE), SEARCH (ESEARCH,
+//!   SEARCHRES), COPY, MOVE, EXPUNGE, UID EXPUNGE, CLOSE, UNSELECT; `search.rs`:
+//!   the criteria.
+//! - `idle.rs`: IDLE, woken by the store's observer.
 //! - `view.rs`: a session's numbering of its selected folder and the untagged
-//!   updates (EXPUNGE, EXISTS, FETCH FLAGS) that bring the client up to date with
-//!   the store.
+//!   updates (EXPUNGE or VANISHED, EXISTS, FETCH FLAGS) that bring the client up to
+//!   date with the store.
 //! - `watch.rs`: the logged-in sessions per mailbox: the per-user limit, and the
-//!   wake-up the store's observer sends them (IDLE).
+//!   wake-up the store's observer sends them.
+//! - [`config`]: the plain configuration structs.
 //!
 //! # What it does not do (yet)
 //!
-//! This crate is being built (issue 52): the connection loop, the commands and the
-//! listener come next; until then the `stoa` binary does not start it.
+//! No COMPRESS=DEFLATE, no BINARY, no \Recent (no message is ever recent), no
+//! cached message structure (ENVELOPE, BODYSTRUCTURE and header searches parse the
+//! message each time), no proxy role, no shared or public namespaces, no ACLs or
+//! quotas.
 
-// Used by the connection loop, which lands next (issue 52).
-#[cfg_attr(not(test), allow(dead_code))]
+mod auth;
+pub mod config;
+mod conn;
+mod idle;
+mod mailboxes;
+mod messages;
+mod pattern;
+mod search;
+mod server;
+mod shared;
 mod view;
-#[cfg_attr(not(test), allow(dead_code))]
 mod watch;
+
+pub use config::Config;
+pub use server::{Error, Server};

@@ -26,6 +26,7 @@ pub(crate) struct Updates {
 
 impl Updates {
     /// Whether there is nothing to say.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.expunged_seqs.is_empty() && self.exists.is_none() && self.flag_changes.is_empty()
     }

@@ -614,6 +614,17 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) pop3s_listen: Vec<String>,
 
+    /// Address to listen on for IMAP (port 143 style: STARTTLS with --tls-cert and
+    /// --tls-key); repeat for several. Replaces the file's imap.listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) imap_listen: Vec<String>,
+
+    /// Address to listen on for IMAPS (port 993 style: TLS from the first byte;
+    /// needs --tls-cert and --tls-key); repeat for several. Replaces the file's
+    /// imap.tls_listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) imaps_listen: Vec<String>,
+
     /// Address to listen on as a POP3 proxy (logins checked in the directory and
     /// handed to the user's mailHost store host; STLS with --tls-cert and
     /// --tls-key); repeat for several. Replaces the file's pop3_proxy.listen.

@@ -5,7 +5,7 @@
 //! Each server is one entry of [`SERVICES`], a `static` of data declared in its
 //! own file (`service.rs` says what an entry is): the web server (`web/`), SMTP
 //! (`smtp.rs`), POP3 (`pop3.rs`), the POP3 proxy (`pop3_proxy.rs`), LMTP
-//! (`lmtp.rs`) and the metrics endpoint (`metrics.rs`). This file only
+//! (`lmtp.rs`), IMAP (`imap.rs`) and the metrics endpoint (`metrics.rs`). This file only
 //! orchestrates: it reads the file, decides which servers run (a table or a
 //! flag of their own asks for one; the web server runs unless only mail was
 //! asked for; `--mail-dir` alone asks for SMTP), finishes each in the list's
@@ -33,6 +33,7 @@ mod mail;
 mod mail_host;
 mod mail_limits;
 mod metrics;
+mod imap;
 mod pop3;
 mod pop3_proxy;
 pub(crate) mod print;
@@ -67,13 +68,14 @@ use service::{Finish, Implied, Read, Service, Settled};
 /// SMTP comes before the other mail servers, whose mail directory must be its
 /// own; and SMTP binds after the web server, so that a web server that does not
 /// bind stops a reload before SMTP's queue runner takes the new settings.
-static SERVICES: [&Service; 6] = [
+static SERVICES: [&Service; 7] = [
     &metrics::METRICS,
     &web::WEB,
     &smtp::SMTP,
     &pop3::POP3,
     &pop3_proxy::POP3_PROXY,
     &lmtp::LMTP,
+    &imap::IMAP,
 ];
 
 /// The top-level keys of the file that are no server's: the parts the servers

@@ -1,0 +1,178 @@
+//! LOGIN and AUTHENTICATE PLAIN: the TLS rule, the per-address throttle (shared
+//! with POP3 and SMTP AUTH), the password check through the directory, the
+//! per-user session limit, and the folder list made at first login.
+//!
+//! Every way of getting the credentials wrong is the same
+//! `NO [AUTHENTICATIONFAILED]`, after the throttle's delay.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+
+use stoa_imap_proto::command::auth_response;
+use stoa_imap_proto::response::{self, Code, Condition};
+use stoa_imap_proto::state::State;
+use stoa_mail_proto::sasl;
+
+use crate::conn::{Conn, Flow, User, blocking};
+
+impl Conn {
+    /// `AUTHENTICATE mechanism [initial-response]`: PLAIN only.
+    pub(crate) async fn authenticate(
+        &mut self,
+        tag: &str,
+        mechanism: &str,
+        initial: Option<Vec<u8>>,
+    ) -> io::Result<Flow> {
+        if mechanism != "PLAIN" {
+            let out = self.io.out();
+            response::write_tagged(out, tag, Condition::No, Some(&Code::Cannot), "Unsupported mechanism");
+            return Ok(Flow::Continue);
+        }
+        if !self.password_allowed() {
+            return self.refuse_plaintext(tag);
+        }
+        let message = match initial {
+            Some(message) => message,
+            None => {
+                response::write_continuation(self.io.out(), "");
+                match self.read_line(auth_response).await? {
+                    None => return Ok(Flow::Close),
+                    Some(Ok(message)) => message,
+                    Some(Err(e)) => {
+                        response::write_tagged(self.io.out(), tag, Condition::Bad, None, e.text());
+                        return Ok(Flow::Continue);
+                    }
+                }
+            }
+        };
+        match sasl::plain(&message) {
+            Ok(credentials) => {
+                if credentials
+                    .authzid
+                    .as_ref()
+                    .is_some_and(|z| *z != credentials.username)
+                {
+                    tracing::info!("{}: login for another identity refused", self.peer);
+                    return self.failed(tag, "AUTHENTICATE").await;
+                }
+                self.login(tag, credentials.username, credentials.password, Some("AUTHENTICATE"))
+                    .await
+            }
+            Err(_) => {
+                response::write_tagged(self.io.out(), tag, Condition::Bad, None, "Invalid PLAIN message");
+                Ok(Flow::Continue)
+            }
+        }
+    }
+
+    fn refuse_plaintext(&mut self, tag: &str) -> io::Result<Flow> {
+        response::write_tagged(
+            self.io.out(),
+            tag,
+            Condition::No,
+            Some(&Code::PrivacyRequired),
+            "Use TLS (STARTTLS or port 993) to log in",
+        );
+        Ok(Flow::Continue)
+    }
+
+    /// `LOGIN user password` (and the end of AUTHENTICATE).
+    pub(crate) async fn login(
+        &mut self,
+        tag: &str,
+        username: String,
+        password: String,
+        command: Option<&str>,
+    ) -> io::Result<Flow> {
+        let command = command.unwrap_or("LOGIN");
+        if !self.password_allowed() {
+            return self.refuse_plaintext(tag);
+        }
+        let peer = self.peer;
+        if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
+            tracing::info!("{peer}: login as {username:?} refused unchecked: too many failures");
+            let delay = self.shared.throttle.record_refusal(peer.ip(), Instant::now());
+            return self.refuse_after(tag, delay, command).await;
+        }
+        let found = match self.shared.verifier.verify(&username, &password).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                tracing::info!("{peer}: login as {username:?} failed");
+                return self.failed(tag, command).await;
+            }
+            Err(e) => {
+                tracing::error!("{peer}: password check for {username:?} failed: {e}");
+                let out = self.io.out();
+                response::write_tagged(out, tag, Condition::No, Some(&Code::Unavailable), "Try again later");
+                return Ok(Flow::Continue);
+            }
+        };
+        if let Some(host) = &found.mail_host {
+            tracing::warn!("{peer}: {username}: the mailbox is on {host}, not here");
+            let out = self.io.out();
+            response::write_tagged(out, tag, Condition::No, Some(&Code::Unavailable), "Your mailbox is on another server");
+            return Ok(Flow::Continue);
+        }
+        let limit = self.shared.config.limits.max_sessions_per_user;
+        let Some(watch) = self.shared.watchers.enter(found.mailbox, limit) else {
+            tracing::info!("{peer}: {}: too many sessions", found.address);
+            let out = self.io.out();
+            response::write_tagged(out, tag, Condition::No, Some(&Code::Limit), "Too many sessions for this user");
+            return Ok(Flow::Continue);
+        };
+        // The first login makes the folder list (INBOX and the special-use set).
+        let store = Arc::clone(&self.shared.store);
+        let mailbox = found.mailbox;
+        if let Err(e) = blocking(move || store.folder_list(mailbox)).await? {
+            tracing::error!("{peer}: {}: cannot read the folder list: {e}", found.address);
+            let out = self.io.out();
+            response::write_tagged(out, tag, Condition::No, Some(&Code::ServerBug), "Mailbox unavailable");
+            return Ok(Flow::Continue);
+        }
+        tracing::info!("{peer}: {} logged in", found.address);
+        self.user = Some(User {
+            address: found.address,
+            mailbox,
+            watch,
+        });
+        self.state = State::Authenticated;
+        let caps = Code::Capability(self.capabilities());
+        let text = format!("{command} completed");
+        response::write_tagged(self.io.out(), tag, Condition::Ok, Some(&caps), &text);
+        Ok(Flow::Continue)
+    }
+
+    /// A failed login: counted against the address, answered after the delay;
+    /// the connection closes after too many.
+    async fn failed(&mut self, tag: &str, command: &str) -> io::Result<Flow> {
+        let delay = self.shared.throttle.record_failure(self.peer.ip(), Instant::now());
+        self.refuse_after(tag, delay, command).await
+    }
+
+    async fn refuse_after(
+        &mut self,
+        tag: &str,
+        delay: std::time::Duration,
+        command: &str,
+    ) -> io::Result<Flow> {
+        self.flush().await?;
+        let draining = tokio::select! {
+            () = tokio::time::sleep(delay) => false,
+            () = self.shutdown.wait() => true,
+        };
+        let text = format!("{command} failed: authentication failed");
+        let out = self.io.out();
+        response::write_tagged(out, tag, Condition::No, Some(&Code::AuthenticationFailed), &text);
+        self.failed_logins += 1;
+        if draining {
+            response::write_bye(self.io.out(), Some(&Code::Unavailable), "Server shutting down");
+            return Ok(Flow::Close);
+        }
+        if self.failed_logins >= self.shared.config.limits.max_failed_logins {
+            response::write_bye(self.io.out(), None, "Too many failed logins");
+            return Ok(Flow::Close);
+        }
+        Ok(Flow::Continue)
+    }
+}
