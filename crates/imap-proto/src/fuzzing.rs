@@ -131,7 +131,13 @@ fn record(event: Event, transcript: &mut Vec<String>) -> Option<Expect> {
         }
         Event::Command(command) => {
             let mut out = Vec::new();
-            response::write_tagged(&mut out, &command.tag, Condition::Ok, None, command.kind.name());
+            response::write_tagged(
+                &mut out,
+                &command.tag,
+                Condition::Ok,
+                None,
+                command.kind.name(),
+            );
             check_one_line(&out);
             for state in [
                 State::NotAuthenticated,
@@ -196,7 +202,11 @@ fn exercise(kind: &CommandKind) {
         }
         let sorted = set.to_sorted(20);
         assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-        assert!(sorted.iter().all(|&n| (1..=20).contains(&n) && set.contains(n, 20)));
+        assert!(
+            sorted
+                .iter()
+                .all(|&n| (1..=20).contains(&n) && set.contains(n, 20))
+        );
         let mut out = Vec::new();
         crate::sequence::write_sequence(&mut out, &sorted);
     }
@@ -215,7 +225,10 @@ mod tests {
 
     #[test]
     fn seed_corpus() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/imap_command");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/imap_command"
+        );
         let mut count = 0;
         for entry in std::fs::read_dir(dir).expect("the seed corpus is committed") {
             let path = entry.expect("readable directory").path();
@@ -229,7 +242,8 @@ mod tests {
     #[test]
     fn random_bytes() {
         let mut rng = fastrand::Rng::with_seed(0x1ba9);
-        let alphabet: &[u8] = b"a1 {}+~()[]<>\"\\*$:,.%\r\n\r\nLOGIN FETCH SELECT UID SEARCH 0\x00\xff";
+        let alphabet: &[u8] =
+            b"a1 {}+~()[]<>\"\\*$:,.%\r\n\r\nLOGIN FETCH SELECT UID SEARCH 0\x00\xff";
         for _ in 0..300 {
             let len = rng.usize(0..300);
             let data: Vec<u8> = (0..len)

@@ -10,9 +10,9 @@
 //! - [`string`]: how IMAP strings go on the wire (atom, quoted or literal), shared by
 //!   every response encoder, the message structure's included.
 
-mod error;
 pub mod command;
 pub mod date;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mailbox;

@@ -68,9 +68,10 @@ impl SequenceSet {
     pub fn fits(&self, largest: u32) -> bool {
         match self {
             SequenceSet::Ranges(list) => list.iter().all(|&(a, b)| {
-                [a, b]
-                    .iter()
-                    .all(|n| matches!(n, SeqNumber::Largest) || matches!(n, SeqNumber::Value(v) if *v <= largest))
+                [a, b].iter().all(|n| {
+                    matches!(n, SeqNumber::Largest)
+                        || matches!(n, SeqNumber::Value(v) if *v <= largest)
+                })
             }),
             SequenceSet::Saved => true,
         }
@@ -192,6 +193,9 @@ mod tests {
         assert_eq!(format_sequence(&[]), "");
         assert_eq!(format_sequence(&[4]), "4");
         assert_eq!(format_sequence(&[4, 4, 5]), "4:5");
-        assert_eq!(format_sequence(&[u32::MAX - 1, u32::MAX]), "4294967294:4294967295");
+        assert_eq!(
+            format_sequence(&[u32::MAX - 1, u32::MAX]),
+            "4294967294:4294967295"
+        );
     }
 }

@@ -259,7 +259,9 @@ impl Flag {
                 .find(|(n, _)| n.eq_ignore_ascii_case(name))
                 .map(|(_, f)| f);
         }
-        if text.is_empty() || text.len() > 256 || !text.iter().all(|&b| crate::string::is_atom_char(b))
+        if text.is_empty()
+            || text.len() > 256
+            || !text.iter().all(|&b| crate::string::is_atom_char(b))
         {
             return None;
         }

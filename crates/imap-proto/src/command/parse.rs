@@ -224,7 +224,9 @@ impl<'a> Parser<'a> {
         }
         digits
             .iter()
-            .try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+            .try_fold(0u64, |n, &d| {
+                n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
             .ok_or(Error::Syntax("Number too large"))
     }
 
@@ -368,7 +370,11 @@ impl<'a> Parser<'a> {
         let mut ranges = Vec::new();
         loop {
             let a = self.seq_number()?;
-            let b = if self.eat(b':') { self.seq_number()? } else { a };
+            let b = if self.eat(b':') {
+                self.seq_number()?
+            } else {
+                a
+            };
             ranges.push((a, b));
             if !self.eat(b',') {
                 return Ok(SequenceSet::Ranges(ranges));
@@ -561,7 +567,9 @@ impl<'a> Parser<'a> {
             let key = self.string()?;
             self.sp()?;
             let value = self.nstring()?;
-            if fields.len() == 30 || key.len() > 30 || value.as_ref().is_some_and(|v| v.len() > 1024)
+            if fields.len() == 30
+                || key.len() > 30
+                || value.as_ref().is_some_and(|v| v.len() > 1024)
             {
                 return syntax("ID field too long or too many");
             }
@@ -837,7 +845,9 @@ impl<'a> Parser<'a> {
                     SearchKey::And(keys)
                 });
             }
-            Some(b'0'..=b'9' | b'*' | b'$') => return Ok(SearchKey::Sequence(self.sequence_set()?)),
+            Some(b'0'..=b'9' | b'*' | b'$') => {
+                return Ok(SearchKey::Sequence(self.sequence_set()?));
+            }
             _ => {}
         }
         let name = self.keyword()?;
