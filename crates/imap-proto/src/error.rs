@@ -44,9 +44,10 @@ pub enum Error {
     /// Parentheses nested deeper than the parser allows.
     #[error("nesting too deep")]
     TooDeep,
-    /// An AUTHENTICATE response that is not base64.
-    #[error("invalid base64")]
-    BadBase64,
+    /// An AUTHENTICATE response (or SASL-IR initial response) that is not base64, or
+    /// a PLAIN message that is malformed.
+    #[error("invalid SASL response")]
+    BadSaslResponse,
     /// The client cancelled an AUTHENTICATE exchange with `*`.
     #[error("authentication cancelled")]
     AuthCancelled,
@@ -69,7 +70,7 @@ impl Error {
             Error::NotUtf8 => "Invalid UTF-8",
             Error::BadMailboxName => "Invalid mailbox name",
             Error::TooDeep => "Too deeply nested",
-            Error::BadBase64 => "Invalid base64",
+            Error::BadSaslResponse => "Invalid SASL response",
             Error::AuthCancelled => "Authentication cancelled",
             Error::ExpectedDone => "Expected DONE",
         }
@@ -80,7 +81,7 @@ impl Error {
 /// rule it broke.
 impl From<stoa_mail_proto::Error> for Error {
     fn from(_: stoa_mail_proto::Error) -> Error {
-        Error::BadBase64
+        Error::BadSaslResponse
     }
 }
 

@@ -240,6 +240,16 @@ mod tests {
     }
 
     #[test]
+    fn limits_reached() {
+        for tag in [129, 130, 199, 250] {
+            session(&[&vec![b'z'; tag][..], b" NOOP\r\nb NOOP\r\n"].concat());
+        }
+        session(&[&b"a APPEND x {512}\r\n"[..], &[b'x'; 512], b"\r\n"].concat());
+        session(&[&b"a LOGIN {300+}\r\n"[..], &[b'\n'; 300], b" {300+}\r\n"].concat());
+        session(&[&vec![b'x'; 300][..], b" {5+}\r\n12345 {3}\r\nb NOOP\r\n"].concat());
+    }
+
+    #[test]
     fn random_bytes() {
         let mut rng = fastrand::Rng::with_seed(0x1ba9);
         let alphabet: &[u8] =

@@ -12,8 +12,9 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub use parse::{MAX_DEPTH, auth_response, idle_done, parse_command};
+pub use parse::{MAX_DEPTH, auth_response, idle_done, parse_command, sasl_plain};
 pub use reader::{CommandReader, Event, LITERAL_MINUS_MAX, Limits, Line, Step};
+pub use stoa_mail_proto::Credentials;
 
 use crate::section::Section;
 use crate::sequence::SequenceSet;

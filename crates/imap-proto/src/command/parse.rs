@@ -7,7 +7,7 @@
 //! keys, parentheses) is limited to [`MAX_DEPTH`].
 
 use stoa_mail_proto::line::{Line as RawLine, next_line};
-use stoa_mail_proto::sasl;
+use stoa_mail_proto::sasl::{self, Credentials};
 
 use super::reader::Line;
 use super::{
@@ -95,6 +95,13 @@ pub fn auth_response(input: &[u8], max: usize) -> Line<Vec<u8>> {
             sasl::decode(line, false).map_err(Error::from)
         }
     })
+}
+
+/// Decodes a PLAIN message (RFC 4616; the decoded initial response or AUTHENTICATE
+/// response) into credentials, with `stoa-mail-proto`'s rules: every malformed
+/// message is [`Error::BadSaslResponse`].
+pub fn sasl_plain(message: &[u8]) -> Result<Credentials, Error> {
+    sasl::plain(message).map_err(Error::from)
 }
 
 /// Reads the line that ends IDLE (RFC 2177): `DONE`, in any case; anything else is

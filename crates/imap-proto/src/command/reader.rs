@@ -215,13 +215,13 @@ impl CommandReader {
                 } else {
                     Error::LineTooLong
                 };
-                let tag = leading_tag(&buf[..buf.len().min(130)]);
+                let tag = tag_within(buf, bound);
                 self.mode = Mode::DiscardLine { tail: Vec::new() };
                 let consumed = bound + self.discard(&buf[bound..]);
                 return rejected(consumed, tag, error);
             };
             let lf = scanned + i;
-            let tag = || leading_tag(&buf[..buf.len().min(130)]);
+            let tag = || tag_within(buf, lf);
             if lf == line_start || buf[lf - 1] != b'\r' {
                 self.reset();
                 return rejected(lf + 1, tag(), Error::BareLf);
@@ -327,6 +327,15 @@ fn rejected(consumed: usize, tag: Option<String>, error: Error) -> Step {
         consumed,
         event: Event::Rejected(Rejection { tag, error }),
     }
+}
+
+/// The command's tag, when a valid one and the space after it are within the first
+/// `seen` bytes: bytes every way of cutting the input has delivered by the time the
+/// command is refused, so the answer does not depend on the reads.
+fn tag_within(buf: &[u8], seen: usize) -> Option<String> {
+    let seen = &buf[..seen.min(buf.len())];
+    let tag = leading_tag(&seen[..seen.len().min(130)])?;
+    (seen.get(tag.len()) == Some(&b' ')).then_some(tag)
 }
 
 fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {

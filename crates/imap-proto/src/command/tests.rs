@@ -502,7 +502,7 @@ fn lines_that_are_not_commands() {
     assert_eq!(ok(b"am9l\r\nx"), (Ok(b"joe".to_vec()), 6));
     assert_eq!(ok(b"\r\n"), (Ok(vec![]), 2));
     assert_eq!(ok(b"*\r\n"), (Err(Error::AuthCancelled), 3));
-    assert_eq!(ok(b"am9\r\n"), (Err(Error::BadBase64), 5));
+    assert_eq!(ok(b"am9\r\n"), (Err(Error::BadSaslResponse), 5));
     assert_eq!(ok(b"am9l\n"), (Err(Error::BareLf), 5));
     assert_eq!(ok(&[b'a'; 200]).0, Err(Error::LineTooLong));
     assert_eq!(auth_response(b"am9l", 100), Line::Partial);
@@ -756,5 +756,30 @@ fn literal_at_end_of_line() {
         b"}",
     ] {
         assert_eq!(literal_at_end(none), None, "{none:?}");
+    }
+}
+
+#[test]
+fn plain_credentials() {
+    let c = sasl_plain(b"\0joe\0secret").expect("valid");
+    assert_eq!(
+        (c.username.as_str(), c.password.as_str()),
+        ("joe", "secret")
+    );
+    assert_eq!(sasl_plain(b"joe"), Err(Error::BadSaslResponse));
+}
+
+#[test]
+fn refused_tags_do_not_depend_on_the_reads() {
+    // A tag cut by the line limit is no tag, however the bytes arrive.
+    for input in [[&[b'z'; 45][..], b" NOOP\r\n"].concat(), vec![b'z'; 45]] {
+        let mut whole = CommandReader::new(limits());
+        let Event::Rejected(r) = whole.next(&input).event else {
+            panic!("rejected")
+        };
+        assert_eq!(r.tag, None);
+        let mut reader = CommandReader::new(limits());
+        let step = reader.next(&input[..40]);
+        assert_eq!(step.event, Event::Rejected(r));
     }
 }
