@@ -496,14 +496,15 @@ pub enum SearchKey {
 /// FETCH's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fetch {
-    /// `UID FETCH` (the response must include UID).
+    /// `UID FETCH` (the response must include UID: [`FetchAttribute::Uid`] is then
+    /// added to the attributes when the client left it out).
     pub uid: bool,
     /// The messages.
     pub set: SequenceSet,
     /// What to return, macros expanded.
     pub attributes: Vec<FetchAttribute>,
     /// `(CHANGEDSINCE n)` (RFC 7162 §3.1.4.1): only messages changed since; MODSEQ
-    /// is then implied.
+    /// is then implied ([`FetchAttribute::ModSeq`] is added when left out).
     pub changed_since: Option<u64>,
     /// `(VANISHED)` with CHANGEDSINCE in UID FETCH (RFC 7162 §3.2.6).
     pub vanished: bool,

@@ -1007,6 +1007,9 @@ impl<'a> Parser<'a> {
         if uid && !attributes.contains(&FetchAttribute::Uid) {
             attributes.push(FetchAttribute::Uid);
         }
+        if fetch.changed_since.is_some() && !attributes.contains(&FetchAttribute::ModSeq) {
+            attributes.push(FetchAttribute::ModSeq);
+        }
         fetch.attributes = attributes;
         Ok(fetch)
     }
@@ -1085,7 +1088,7 @@ impl<'a> Parser<'a> {
                 return Ok(section);
             }
         }
-        if self.eat(b']') {
+        if section.part.is_empty() && self.eat(b']') {
             return Ok(section);
         }
         let word = self.take_while(|b| b.is_ascii_alphabetic() || b == b'.');

@@ -198,9 +198,10 @@ impl CommandReader {
                 } => (line_start, scanned),
                 _ => return need_more,
             };
+            // At least one byte, so that a refusal always makes progress.
             let bound = line_start
-                .saturating_add(self.limits.max_line)
-                .min(self.limits.max_command);
+                .saturating_add(self.limits.max_line.max(1))
+                .min(self.limits.max_command.max(line_start + 1));
             let limit = buf.len().min(bound);
             let Some(i) = memchr(b'\n', buf.get(scanned..limit).unwrap_or_default()) else {
                 if buf.len() < bound {
@@ -210,7 +211,7 @@ impl CommandReader {
                     };
                     return need_more;
                 }
-                let error = if bound == self.limits.max_command {
+                let error = if bound >= self.limits.max_command {
                     Error::CommandTooLong
                 } else {
                     Error::LineTooLong

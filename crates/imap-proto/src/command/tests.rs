@@ -322,7 +322,7 @@ fn fetch() {
     let CommandKind::Fetch(fetch) = kind("a UID FETCH 1 (FLAGS) (CHANGEDSINCE 7 VANISHED)") else {
         panic!("FETCH");
     };
-    assert_eq!(fetch.attributes, vec![Flags, Uid]);
+    assert_eq!(fetch.attributes, vec![Flags, Uid, ModSeq]);
     assert_eq!((fetch.changed_since, fetch.vanished), (Some(7), true));
     let CommandKind::Fetch(fetch) = kind(
         "a FETCH 2 (body[] BODY.PEEK[1.2.3] BODY[HEADER.FIELDS.NOT (X-A \"X-B\")]<5.10> BODY[3.TEXT] \
@@ -394,6 +394,8 @@ fn fetch() {
         "a FETCH 1 BODY[MIME]",
         "a FETCH 1 BODY[0]",
         "a FETCH 1 BODY[1.0]",
+        "a FETCH 1 BODY[1.]",
+        "a FETCH 1 BODY[.TEXT]",
         "a FETCH 1 BODY[HEADER.FIELDS ()]",
         "a FETCH 1 BODY[]<1.0>",
         "a FETCH 1 BODY.PEEK",
@@ -782,4 +784,22 @@ fn refused_tags_do_not_depend_on_the_reads() {
         let step = reader.next(&input[..40]);
         assert_eq!(step.event, Event::Rejected(r));
     }
+}
+
+#[test]
+fn silly_limits_still_make_progress() {
+    let mut reader = CommandReader::new(Limits {
+        max_line: 0,
+        max_literal: 0,
+        max_command: 0,
+        literal_minus: true,
+    });
+    let mut buf = b"a NOOP\r\nb NOOP\r\n".to_vec();
+    let evs = events(&mut reader, &mut buf);
+    assert!(
+        evs.iter()
+            .all(|e| matches!(e, Event::Rejected(_) | Event::NeedMore))
+    );
+    assert!(buf.is_empty());
+    assert_eq!(reader.next(b"").event, Event::NeedMore);
 }
