@@ -148,7 +148,16 @@ fn record(event: Event, transcript: &mut Vec<String>) -> Option<Expect> {
                 let _ = check(&command.kind, state);
             }
             exercise(&command.kind);
-            transcript.push(format!("{command:?}"));
+            // Debug hides credentials; the transcript must not.
+            let secret = match &command.kind {
+                CommandKind::Login { password, .. } => password.expose().as_bytes().to_vec(),
+                CommandKind::Authenticate {
+                    initial_response: Some(response),
+                    ..
+                } => response.expose().clone(),
+                _ => Vec::new(),
+            };
+            transcript.push(format!("{command:?} {secret:?}"));
             Some(match command.kind {
                 CommandKind::Idle => Expect::Done,
                 CommandKind::Authenticate {

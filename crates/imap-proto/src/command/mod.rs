@@ -19,6 +19,24 @@ pub use stoa_mail_proto::Credentials;
 use crate::section::Section;
 use crate::sequence::SequenceSet;
 
+/// A value that `Debug` does not show (passwords, SASL responses), so that logging
+/// a command never logs a credential.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret<T>(pub T);
+
+impl<T> Secret<T> {
+    /// The value.
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::fmt::Debug for Secret<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
 /// A complete command: its tag and what it asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
@@ -47,15 +65,16 @@ pub enum CommandKind {
     Login {
         /// The user name.
         username: String,
-        /// The password.
-        password: String,
+        /// The password (not shown by `Debug`).
+        password: Secret<String>,
     },
     /// `AUTHENTICATE mechanism [initial-response]` (SASL-IR, RFC 4959).
     Authenticate {
         /// The mechanism, upper-cased.
         mechanism: String,
-        /// The decoded initial response (`=` is an empty one), when sent.
-        initial_response: Option<Vec<u8>>,
+        /// The decoded initial response (`=` is an empty one), when sent; it holds
+        /// the password for PLAIN (not shown by `Debug`).
+        initial_response: Option<Secret<Vec<u8>>>,
     },
     /// `COMPRESS mechanism` (RFC 4978), upper-cased (`DEFLATE`).
     Compress(String),

@@ -12,7 +12,7 @@ use stoa_mail_proto::sasl::{self, Credentials};
 use super::reader::Line;
 use super::{
     Append, Command, CommandKind, Fetch, FetchAttribute, Flag, List, QResync, Search, SearchKey,
-    SearchReturn, Select, StatusItem, Store, StoreMode,
+    SearchReturn, Secret, Select, StatusItem, Store, StoreMode,
 };
 use crate::date::{Date, parse_date_time};
 use crate::section::{Section, SectionText};
@@ -470,7 +470,7 @@ impl<'a> Parser<'a> {
                 self.sp()?;
                 let username = self.utf8_astring()?;
                 self.sp()?;
-                let password = self.utf8_astring()?;
+                let password = Secret(self.utf8_astring()?);
                 CommandKind::Login { username, password }
             }
             "AUTHENTICATE" => {
@@ -483,7 +483,7 @@ impl<'a> Parser<'a> {
                     if text.is_empty() {
                         return syntax("Expected a base64 initial response");
                     }
-                    Some(sasl::decode(text, true)?)
+                    Some(Secret(sasl::decode(text, true)?))
                 } else {
                     None
                 };

@@ -52,7 +52,7 @@ fn simple_commands() {
             "a LOGIN joe {6+}\r\nsecret",
             CommandKind::Login {
                 username: "joe".into(),
-                password: "secret".into(),
+                password: Secret("secret".into()),
             },
         ),
         (
@@ -66,14 +66,14 @@ fn simple_commands() {
             "a AUTHENTICATE PLAIN =",
             CommandKind::Authenticate {
                 mechanism: "PLAIN".into(),
-                initial_response: Some(vec![]),
+                initial_response: Some(Secret(vec![])),
             },
         ),
         (
             "a AUTHENTICATE PLAIN AGpvZQBzZWNyZXQ=",
             CommandKind::Authenticate {
                 mechanism: "PLAIN".into(),
-                initial_response: Some(b"\0joe\0secret".to_vec()),
+                initial_response: Some(Secret(b"\0joe\0secret".to_vec())),
             },
         ),
         (
@@ -593,7 +593,7 @@ fn synchronizing_literals_are_acknowledged_once() {
             tag: "a".into(),
             kind: CommandKind::Login {
                 username: "joe".into(),
-                password: "secret".into()
+                password: Secret("secret".into())
             }
         })
     );
@@ -603,7 +603,7 @@ fn synchronizing_literals_are_acknowledged_once() {
     buf.extend_from_slice(b"\r\n");
     assert!(matches!(
         &events_of(&mut reader, &mut buf)[0],
-        Event::Command(Command { kind: CommandKind::Login { password, .. }, .. }) if password.is_empty()
+        Event::Command(Command { kind: CommandKind::Login { password, .. }, .. }) if password.expose().is_empty()
     ));
     // Non-synchronizing: never.
     let mut buf = b"c LOGIN {3+}\r\n".to_vec();
@@ -802,4 +802,15 @@ fn silly_limits_still_make_progress() {
     );
     assert!(buf.is_empty());
     assert_eq!(reader.next(b"").event, Event::NeedMore);
+}
+
+#[test]
+fn debug_hides_credentials() {
+    let login = format!("{:?}", kind("a LOGIN joe hunter2"));
+    assert!(
+        login.contains("joe") && !login.contains("hunter2"),
+        "{login}"
+    );
+    let auth = format!("{:?}", kind("a AUTHENTICATE PLAIN AGpvZQBodW50ZXIy"));
+    assert!(!auth.contains("104"), "{auth}");
 }
