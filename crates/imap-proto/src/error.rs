@@ -90,8 +90,8 @@ impl From<stoa_mail_proto::Error> for Error {
 ///
 /// [`Rejection::write_response`] writes the answer: `tag BAD text` (or
 /// `tag NO [TOOBIG] text` for a synchronizing literal over the limit, whose data the
-/// client will not send), `* BAD text` when no tag could be read, `* BYE text` when
-/// fatal. After a non-fatal rejection the session goes on with the next command; the
+/// client will not send), `* BAD text` when no tag could be read; when fatal,
+/// `tag BAD [TOOBIG] text` (RFC 7888 §4, when the tag is known) then `* BYE text`. After a non-fatal rejection the session goes on with the next command; the
 /// reader has already skipped (or will skip) the bad command's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
@@ -119,6 +119,9 @@ impl Rejection {
     pub fn write_response(&self, out: &mut Vec<u8>) {
         let text = self.error.text();
         if self.is_fatal() {
+            if let Some(tag) = &self.tag {
+                response::write_tagged(out, tag, Condition::Bad, Some(&Code::TooBig), text);
+            }
             response::write_bye(out, None, text);
             return;
         }

@@ -125,7 +125,13 @@ fn record(event: Event, transcript: &mut Vec<String>) -> Option<Expect> {
         Event::Rejected(rejection) => {
             let mut out = Vec::new();
             rejection.write_response(&mut out);
-            check_one_line(&out);
+            let lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+            assert!(lines.len() == 1 || (rejection.is_fatal() && lines.len() <= 2));
+            lines.iter().for_each(|line| check_one_line(line));
+            assert_eq!(
+                rejection.is_fatal(),
+                lines.last().is_some_and(|l| l.starts_with(b"* BYE "))
+            );
             transcript.push(format!("rejected {rejection:?}"));
             (!rejection.is_fatal()).then_some(Expect::Command)
         }

@@ -59,7 +59,9 @@ pub enum CommandKind {
     Id(Option<Vec<(String, Option<String>)>>),
     /// `ENABLE cap...` (RFC 5161), the capability names upper-cased.
     Enable(Vec<String>),
-    /// `STARTTLS`
+    /// `STARTTLS`. Bytes the client sent after it, before the handshake, must be
+    /// dropped, not read as commands (they would be plaintext injected into the
+    /// TLS session); the reader is then between commands and can be reused.
     StartTls,
     /// `LOGIN user password`; both UTF-8.
     Login {
@@ -76,7 +78,9 @@ pub enum CommandKind {
         /// the password for PLAIN (not shown by `Debug`).
         initial_response: Option<Secret<Vec<u8>>>,
     },
-    /// `COMPRESS mechanism` (RFC 4978), upper-cased (`DEFLATE`).
+    /// `COMPRESS mechanism` (RFC 4978), upper-cased (`DEFLATE`). Bytes after it in
+    /// the buffer are already compressed: the server inflates them before the reader
+    /// sees them.
     Compress(String),
     /// `NAMESPACE` (RFC 2342)
     Namespace,

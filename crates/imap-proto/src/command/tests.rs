@@ -648,7 +648,10 @@ fn literals_over_the_limit() {
     assert!(r.is_fatal() && buf.is_empty());
     let mut out = Vec::new();
     r.write_response(&mut out);
-    assert_eq!(out, b"* BYE Literal too large\r\n");
+    assert_eq!(
+        out,
+        b"a BAD [TOOBIG] Literal too large\r\n* BYE Literal too large\r\n"
+    );
     // Everything after is dropped.
     buf.extend_from_slice(b"b NOOP\r\n");
     assert_eq!(tags(&events(&mut reader, &mut buf)), ["more"]);
