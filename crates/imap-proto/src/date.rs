@@ -29,7 +29,11 @@ impl Date {
 
     /// Days since 1970-01-01 (negative before).
     pub fn days_since_epoch(self) -> i64 {
-        days_from_civil(i64::from(self.year), i64::from(self.month), i64::from(self.day))
+        days_from_civil(
+            i64::from(self.year),
+            i64::from(self.month),
+            i64::from(self.day),
+        )
     }
 
     /// The UTC date of a unix time.
@@ -81,7 +85,7 @@ fn month_number(name: &[u8]) -> Option<u8> {
 }
 
 fn is_leap(year: u16) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400)
 }
 
 fn days_in_month(year: u16, month: u8) -> u8 {

@@ -44,9 +44,10 @@ pub enum Error {
     /// Parentheses nested deeper than the parser allows.
     #[error("nesting too deep")]
     TooDeep,
-    /// An AUTHENTICATE response that is not base64.
-    #[error("invalid base64")]
-    BadBase64,
+    /// An AUTHENTICATE response (or SASL-IR initial response) that is not base64, or
+    /// a PLAIN message that is malformed.
+    #[error("invalid SASL response")]
+    BadSaslResponse,
     /// The client cancelled an AUTHENTICATE exchange with `*`.
     #[error("authentication cancelled")]
     AuthCancelled,
@@ -69,7 +70,7 @@ impl Error {
             Error::NotUtf8 => "Invalid UTF-8",
             Error::BadMailboxName => "Invalid mailbox name",
             Error::TooDeep => "Too deeply nested",
-            Error::BadBase64 => "Invalid base64",
+            Error::BadSaslResponse => "Invalid SASL response",
             Error::AuthCancelled => "Authentication cancelled",
             Error::ExpectedDone => "Expected DONE",
         }
@@ -80,7 +81,7 @@ impl Error {
 /// rule it broke.
 impl From<stoa_mail_proto::Error> for Error {
     fn from(_: stoa_mail_proto::Error) -> Error {
-        Error::BadBase64
+        Error::BadSaslResponse
     }
 }
 
@@ -89,8 +90,8 @@ impl From<stoa_mail_proto::Error> for Error {
 ///
 /// [`Rejection::write_response`] writes the answer: `tag BAD text` (or
 /// `tag NO [TOOBIG] text` for a synchronizing literal over the limit, whose data the
-/// client will not send), `* BAD text` when no tag could be read, `* BYE text` when
-/// fatal. After a non-fatal rejection the session goes on with the next command; the
+/// client will not send), `* BAD text` when no tag could be read; when fatal,
+/// `tag BAD [TOOBIG] text` (RFC 7888 §4, when the tag is known) then `* BYE text`. After a non-fatal rejection the session goes on with the next command; the
 /// reader has already skipped (or will skip) the bad command's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
@@ -118,6 +119,9 @@ impl Rejection {
     pub fn write_response(&self, out: &mut Vec<u8>) {
         let text = self.error.text();
         if self.is_fatal() {
+            if let Some(tag) = &self.tag {
+                response::write_tagged(out, tag, Condition::Bad, Some(&Code::TooBig), text);
+            }
             response::write_bye(out, None, text);
             return;
         }

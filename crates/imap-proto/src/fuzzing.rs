@@ -125,13 +125,25 @@ fn record(event: Event, transcript: &mut Vec<String>) -> Option<Expect> {
         Event::Rejected(rejection) => {
             let mut out = Vec::new();
             rejection.write_response(&mut out);
-            check_one_line(&out);
+            let lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+            assert!(lines.len() == 1 || (rejection.is_fatal() && lines.len() <= 2));
+            lines.iter().for_each(|line| check_one_line(line));
+            assert_eq!(
+                rejection.is_fatal(),
+                lines.last().is_some_and(|l| l.starts_with(b"* BYE "))
+            );
             transcript.push(format!("rejected {rejection:?}"));
             (!rejection.is_fatal()).then_some(Expect::Command)
         }
         Event::Command(command) => {
             let mut out = Vec::new();
-            response::write_tagged(&mut out, &command.tag, Condition::Ok, None, command.kind.name());
+            response::write_tagged(
+                &mut out,
+                &command.tag,
+                Condition::Ok,
+                None,
+                command.kind.name(),
+            );
             check_one_line(&out);
             for state in [
                 State::NotAuthenticated,
@@ -142,7 +154,16 @@ fn record(event: Event, transcript: &mut Vec<String>) -> Option<Expect> {
                 let _ = check(&command.kind, state);
             }
             exercise(&command.kind);
-            transcript.push(format!("{command:?}"));
+            // Debug hides credentials; the transcript must not.
+            let secret = match &command.kind {
+                CommandKind::Login { password, .. } => password.expose().as_bytes().to_vec(),
+                CommandKind::Authenticate {
+                    initial_response: Some(response),
+                    ..
+                } => response.expose().clone(),
+                _ => Vec::new(),
+            };
+            transcript.push(format!("{command:?} {secret:?}"));
             Some(match command.kind {
                 CommandKind::Idle => Expect::Done,
                 CommandKind::Authenticate {
@@ -194,9 +215,24 @@ fn exercise(kind: &CommandKind) {
             let _ = set.contains(3, largest);
             let _ = set.fits(largest);
         }
+        let merged = set.merged(u32::MAX);
+        assert!(
+            merged
+                .windows(2)
+                .all(|w| w[0].end().saturating_add(1) < *w[1].start())
+        );
+        assert!(
+            merged
+                .iter()
+                .all(|r| r.start() <= r.end() && *r.start() >= 1)
+        );
         let sorted = set.to_sorted(20);
         assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-        assert!(sorted.iter().all(|&n| (1..=20).contains(&n) && set.contains(n, 20)));
+        assert!(
+            sorted
+                .iter()
+                .all(|&n| (1..=20).contains(&n) && set.contains(n, 20))
+        );
         let mut out = Vec::new();
         crate::sequence::write_sequence(&mut out, &sorted);
     }
@@ -215,7 +251,10 @@ mod tests {
 
     #[test]
     fn seed_corpus() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/imap_command");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/imap_command"
+        );
         let mut count = 0;
         for entry in std::fs::read_dir(dir).expect("the seed corpus is committed") {
             let path = entry.expect("readable directory").path();
@@ -227,9 +266,114 @@ mod tests {
     }
 
     #[test]
+    fn limits_reached() {
+        for tag in [129, 130, 199, 250] {
+            session(&[&vec![b'z'; tag][..], b" NOOP\r\nb NOOP\r\n"].concat());
+        }
+        session(&[&b"a APPEND x {512}\r\n"[..], &[b'x'; 512], b"\r\n"].concat());
+        session(&[&b"a LOGIN {300+}\r\n"[..], &[b'\n'; 300], b" {300+}\r\n"].concat());
+        session(&[&vec![b'x'; 300][..], b" {5+}\r\n12345 {3}\r\nb NOOP\r\n"].concat());
+    }
+
+    /// Mutations of the seed corpus: byte flips, inserted IMAP fragments, cuts and
+    /// splices. Fast by default; `IMAP_FUZZ_ROUNDS=100000 cargo test --release ...
+    /// -- --ignored` runs it longer.
+    #[test]
+    fn mutated_corpus() {
+        mutate(200);
+    }
+
+    #[test]
+    #[ignore = "long; run with --ignored and IMAP_FUZZ_ROUNDS"]
+    fn mutated_corpus_long() {
+        let rounds = std::env::var("IMAP_FUZZ_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(20_000);
+        mutate(rounds);
+    }
+
+    fn mutate(rounds: usize) {
+        const PIECES: &[&[u8]] = &[
+            b"{0}\r\n",
+            b"{5}\r\n",
+            b"{3+}\r\n",
+            b"~{2}\r\n",
+            b"{600}\r\n",
+            b"{9999+}\r\n",
+            b"\r\n",
+            b"\n",
+            b"\r",
+            b" ",
+            b"(",
+            b")",
+            b"\"",
+            b"\\",
+            b"*",
+            b"$",
+            b":",
+            b",",
+            b"BODY[",
+            b"]",
+            b"<0.5>",
+            b"UID ",
+            b"NOT ",
+            b"OR ",
+            b"&",
+            b"&-",
+            b"&APw-",
+            b"\0",
+            b"a1 ",
+            b"DONE\r\n",
+            b"IDLE\r\n",
+            b"AUTHENTICATE PLAIN\r\n",
+        ];
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/imap_command"
+        );
+        let seeds: Vec<Vec<u8>> = std::fs::read_dir(dir)
+            .expect("the seed corpus is committed")
+            .map(|e| std::fs::read(e.expect("entry").path()).expect("seed"))
+            .collect();
+        let mut rng = fastrand::Rng::with_seed(0x5eed);
+        for _ in 0..rounds {
+            let mut data = seeds[rng.usize(..seeds.len())].clone();
+            for _ in 0..rng.usize(1..6) {
+                let at = rng.usize(..=data.len());
+                match rng.u8(..5) {
+                    0 if !data.is_empty() => {
+                        let i = rng.usize(..data.len());
+                        data[i] ^= 1 << rng.u8(..8);
+                    }
+                    1 => {
+                        let piece = PIECES[rng.usize(..PIECES.len())];
+                        data.splice(at..at, piece.iter().copied());
+                    }
+                    2 => {
+                        let end = (at + rng.usize(..20)).min(data.len());
+                        data.drain(at..end);
+                    }
+                    3 => {
+                        let other = &seeds[rng.usize(..seeds.len())];
+                        let from = rng.usize(..=other.len());
+                        data.splice(at..at, other[from..].iter().copied());
+                    }
+                    _ => {
+                        let run = vec![rng.u8(..); rng.usize(..300)];
+                        data.splice(at..at, run);
+                    }
+                }
+            }
+            session(&data);
+        }
+    }
+
+    #[test]
     fn random_bytes() {
         let mut rng = fastrand::Rng::with_seed(0x1ba9);
-        let alphabet: &[u8] = b"a1 {}+~()[]<>\"\\*$:,.%\r\n\r\nLOGIN FETCH SELECT UID SEARCH 0\x00\xff";
+        let alphabet: &[u8] =
+            b"a1 {}+~()[]<>\"\\*$:,.%\r\n\r\nLOGIN FETCH SELECT UID SEARCH 0\x00\xff";
         for _ in 0..300 {
             let len = rng.usize(0..300);
             let data: Vec<u8> = (0..len)

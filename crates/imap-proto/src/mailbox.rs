@@ -47,7 +47,9 @@ pub fn encode_name(name: &str, utf8: bool) -> Vec<u8> {
 }
 
 fn b64_value(b: u8) -> Option<u32> {
-    B64.iter().position(|&c| c == b).and_then(|i| u32::try_from(i).ok())
+    B64.iter()
+        .position(|&c| c == b)
+        .and_then(|i| u32::try_from(i).ok())
 }
 
 /// Decodes modified UTF-7 strictly; see the module docs for the rules.
@@ -157,7 +159,10 @@ mod tests {
             ("INBOX", b"INBOX"),
             ("Entwürfe", b"Entw&APw-rfe"),
             ("A&B", b"A&-B"),
-            ("~peter/mail/台北/日本語", b"~peter/mail/&U,BTFw-/&ZeVnLIqe-"),
+            (
+                "~peter/mail/台北/日本語",
+                b"~peter/mail/&U,BTFw-/&ZeVnLIqe-",
+            ),
             ("😀", b"&2D3eAA-"),
             ("Ünïcödé", b"&ANw-n&AO8-c&APY-d&AOk-"),
         ];
@@ -171,10 +176,10 @@ mod tests {
     fn utf7_refusals() {
         for bad in [
             &b"&"[..],
-            b"&AGE-",    // "a": printable ASCII in base64
-            b"&APw",     // unterminated
-            b"&APx-",    // padding bits set
-            b"&2D0-",    // lone high surrogate
+            b"&AGE-",     // "a": printable ASCII in base64
+            b"&APw",      // unterminated
+            b"&APx-",     // padding bits set
+            b"&2D0-",     // lone high surrogate
             b"a\xc3\xbc", // raw 8-bit
             b"a\tb",
             b"&APw-&APw-",

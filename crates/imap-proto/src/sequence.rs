@@ -68,37 +68,44 @@ impl SequenceSet {
     pub fn fits(&self, largest: u32) -> bool {
         match self {
             SequenceSet::Ranges(list) => list.iter().all(|&(a, b)| {
-                [a, b]
-                    .iter()
-                    .all(|n| matches!(n, SeqNumber::Largest) || matches!(n, SeqNumber::Value(v) if *v <= largest))
+                [a, b].iter().all(|n| {
+                    matches!(n, SeqNumber::Largest)
+                        || matches!(n, SeqNumber::Value(v) if *v <= largest)
+                })
             }),
             SequenceSet::Saved => true,
         }
     }
 
-    /// The numbers in the set that are at most `largest`, ascending and without
-    /// repeats. Bounded by `largest`, whatever the ranges say.
-    pub fn to_sorted(&self, largest: u32) -> Vec<u32> {
+    /// The set as ascending, disjoint, non-adjacent ranges within `1..=largest`:
+    /// what a server binary-searches or walks alongside its UID list, in
+    /// O(r log r) for r ranges whatever numbers they span.
+    pub fn merged(&self, largest: u32) -> Vec<RangeInclusive<u32>> {
         let mut ranges: Vec<RangeInclusive<u32>> = self
             .ranges(largest)
             .filter(|r| *r.start() <= largest)
             .map(|r| *r.start()..=(*r.end()).min(largest))
             .collect();
         ranges.sort_by_key(|r| *r.start());
-        let mut out = Vec::new();
-        let mut next = 1u32;
+        let mut out: Vec<RangeInclusive<u32>> = Vec::with_capacity(ranges.len());
         for r in ranges {
-            let start = (*r.start()).max(next);
-            if start > *r.end() {
-                continue;
-            }
-            out.extend(start..=*r.end());
-            next = r.end().saturating_add(1);
-            if *r.end() == u32::MAX {
-                break;
+            match out.last_mut() {
+                Some(last) if *r.start() <= last.end().saturating_add(1) => {
+                    if r.end() > last.end() {
+                        *last = *last.start()..=*r.end();
+                    }
+                }
+                _ => out.push(r),
             }
         }
         out
+    }
+
+    /// The numbers in the set that are at most `largest`, ascending and without
+    /// repeats. As many as `largest` at worst: for message sequence numbers (the
+    /// mailbox's size), not for UIDs (use [`Self::merged`] against the UID list).
+    pub fn to_sorted(&self, largest: u32) -> Vec<u32> {
+        self.merged(largest).into_iter().flatten().collect()
     }
 }
 
@@ -176,6 +183,15 @@ mod tests {
         assert!(set.contains(3, 7) && set.contains(8, 7) && !set.contains(6, 7));
         assert!(!set.fits(7) && set.fits(9));
         assert_eq!(set.to_sorted(7), vec![2, 3, 4, 5, 7]);
+        let overlapping = SequenceSet::Ranges(vec![
+            (Value(9), Value(12)),
+            (Value(1), Value(3)),
+            (Value(4), Value(4)),
+            (Value(2), Value(2)),
+            (Value(11), Largest),
+        ]);
+        assert_eq!(overlapping.merged(20), vec![1..=4, 9..=20]);
+        assert_eq!(overlapping.merged(10), vec![1..=4, 9..=10]);
         let star = SequenceSet::Ranges(vec![(Largest, Largest)]);
         assert_eq!(star.ranges(0).count(), 0);
         assert!(!star.contains(0, 0));
@@ -192,6 +208,9 @@ mod tests {
         assert_eq!(format_sequence(&[]), "");
         assert_eq!(format_sequence(&[4]), "4");
         assert_eq!(format_sequence(&[4, 4, 5]), "4:5");
-        assert_eq!(format_sequence(&[u32::MAX - 1, u32::MAX]), "4294967294:4294967295");
+        assert_eq!(
+            format_sequence(&[u32::MAX - 1, u32::MAX]),
+            "4294967294:4294967295"
+        );
     }
 }

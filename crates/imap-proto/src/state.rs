@@ -43,9 +43,7 @@ pub fn check(kind: &CommandKind, state: State) -> Result<(), &'static str> {
     match (kind, state) {
         (_, State::Logout) => Err("Logging out"),
         (K::Capability | K::Noop | K::Logout | K::Id(_), _) => Ok(()),
-        (K::StartTls | K::Login { .. } | K::Authenticate { .. }, State::NotAuthenticated) => {
-            Ok(())
-        }
+        (K::StartTls | K::Login { .. } | K::Authenticate { .. }, State::NotAuthenticated) => Ok(()),
         (K::StartTls | K::Login { .. } | K::Authenticate { .. }, _) => Err("Already authenticated"),
         (_, State::NotAuthenticated) => Err("Not authenticated"),
         (K::Enable(_), State::Selected { .. }) => Err("ENABLE not allowed with a mailbox selected"),
@@ -88,11 +86,17 @@ mod tests {
             check(&CommandKind::StartTls, auth),
             Err("Already authenticated")
         );
-        assert_eq!(check(&CommandKind::Namespace, not_auth), Err("Not authenticated"));
+        assert_eq!(
+            check(&CommandKind::Namespace, not_auth),
+            Err("Not authenticated")
+        );
         assert!(check(&CommandKind::Enable(vec![]), auth).is_ok());
         assert!(check(&CommandKind::Enable(vec![]), sel).is_err());
         assert!(check(&CommandKind::Idle, sel).is_ok());
-        assert_eq!(check(&CommandKind::Expunge, auth), Err("No mailbox selected"));
+        assert_eq!(
+            check(&CommandKind::Expunge, auth),
+            Err("No mailbox selected")
+        );
         assert!(check(&CommandKind::Expunge, sel).is_ok());
         assert!(check(&CommandKind::Close, not_auth).is_err());
         assert!(sel.is_authenticated() && !not_auth.is_authenticated());

@@ -12,11 +12,30 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub use parse::{MAX_DEPTH, auth_response, idle_done, parse_command};
+pub use parse::{MAX_DEPTH, auth_response, idle_done, parse_command, sasl_plain};
 pub use reader::{CommandReader, Event, LITERAL_MINUS_MAX, Limits, Line, Step};
+pub use stoa_mail_proto::Credentials;
 
 use crate::section::Section;
 use crate::sequence::SequenceSet;
+
+/// A value that `Debug` does not show (passwords, SASL responses), so that logging
+/// a command never logs a credential.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secret<T>(pub T);
+
+impl<T> Secret<T> {
+    /// The value.
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::fmt::Debug for Secret<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
 
 /// A complete command: its tag and what it asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,23 +59,28 @@ pub enum CommandKind {
     Id(Option<Vec<(String, Option<String>)>>),
     /// `ENABLE cap...` (RFC 5161), the capability names upper-cased.
     Enable(Vec<String>),
-    /// `STARTTLS`
+    /// `STARTTLS`. Bytes the client sent after it, before the handshake, must be
+    /// dropped, not read as commands (they would be plaintext injected into the
+    /// TLS session); the reader is then between commands and can be reused.
     StartTls,
     /// `LOGIN user password`; both UTF-8.
     Login {
         /// The user name.
         username: String,
-        /// The password.
-        password: String,
+        /// The password (not shown by `Debug`).
+        password: Secret<String>,
     },
     /// `AUTHENTICATE mechanism [initial-response]` (SASL-IR, RFC 4959).
     Authenticate {
         /// The mechanism, upper-cased.
         mechanism: String,
-        /// The decoded initial response (`=` is an empty one), when sent.
-        initial_response: Option<Vec<u8>>,
+        /// The decoded initial response (`=` is an empty one), when sent; it holds
+        /// the password for PLAIN (not shown by `Debug`).
+        initial_response: Option<Secret<Vec<u8>>>,
     },
-    /// `COMPRESS mechanism` (RFC 4978), upper-cased (`DEFLATE`).
+    /// `COMPRESS mechanism` (RFC 4978), upper-cased (`DEFLATE`). Bytes after it in
+    /// the buffer are already compressed: the server inflates them before the reader
+    /// sees them.
     Compress(String),
     /// `NAMESPACE` (RFC 2342)
     Namespace,
@@ -259,7 +283,9 @@ impl Flag {
                 .find(|(n, _)| n.eq_ignore_ascii_case(name))
                 .map(|(_, f)| f);
         }
-        if text.is_empty() || text.len() > 256 || !text.iter().all(|&b| crate::string::is_atom_char(b))
+        if text.is_empty()
+            || text.len() > 256
+            || !text.iter().all(|&b| crate::string::is_atom_char(b))
         {
             return None;
         }
@@ -493,14 +519,15 @@ pub enum SearchKey {
 /// FETCH's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fetch {
-    /// `UID FETCH` (the response must include UID).
+    /// `UID FETCH` (the response must include UID: [`FetchAttribute::Uid`] is then
+    /// added to the attributes when the client left it out).
     pub uid: bool,
     /// The messages.
     pub set: SequenceSet,
     /// What to return, macros expanded.
     pub attributes: Vec<FetchAttribute>,
     /// `(CHANGEDSINCE n)` (RFC 7162 §3.1.4.1): only messages changed since; MODSEQ
-    /// is then implied.
+    /// is then implied ([`FetchAttribute::ModSeq`] is added when left out).
     pub changed_since: Option<u64>,
     /// `(VANISHED)` with CHANGEDSINCE in UID FETCH (RFC 7162 §3.2.6).
     pub vanished: bool,

@@ -7,12 +7,12 @@
 //! keys, parentheses) is limited to [`MAX_DEPTH`].
 
 use stoa_mail_proto::line::{Line as RawLine, next_line};
-use stoa_mail_proto::sasl;
+use stoa_mail_proto::sasl::{self, Credentials};
 
 use super::reader::Line;
 use super::{
     Append, Command, CommandKind, Fetch, FetchAttribute, Flag, List, QResync, Search, SearchKey,
-    SearchReturn, Select, StatusItem, Store, StoreMode,
+    SearchReturn, Secret, Select, StatusItem, Store, StoreMode,
 };
 use crate::date::{Date, parse_date_time};
 use crate::section::{Section, SectionText};
@@ -95,6 +95,13 @@ pub fn auth_response(input: &[u8], max: usize) -> Line<Vec<u8>> {
             sasl::decode(line, false).map_err(Error::from)
         }
     })
+}
+
+/// Decodes a PLAIN message (RFC 4616; the decoded initial response or AUTHENTICATE
+/// response) into credentials, with `stoa-mail-proto`'s rules: every malformed
+/// message is [`Error::BadSaslResponse`].
+pub fn sasl_plain(message: &[u8]) -> Result<Credentials, Error> {
+    sasl::plain(message).map_err(Error::from)
 }
 
 /// Reads the line that ends IDLE (RFC 2177): `DONE`, in any case; anything else is
@@ -224,7 +231,9 @@ impl<'a> Parser<'a> {
         }
         digits
             .iter()
-            .try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+            .try_fold(0u64, |n, &d| {
+                n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
             .ok_or(Error::Syntax("Number too large"))
     }
 
@@ -368,7 +377,11 @@ impl<'a> Parser<'a> {
         let mut ranges = Vec::new();
         loop {
             let a = self.seq_number()?;
-            let b = if self.eat(b':') { self.seq_number()? } else { a };
+            let b = if self.eat(b':') {
+                self.seq_number()?
+            } else {
+                a
+            };
             ranges.push((a, b));
             if !self.eat(b',') {
                 return Ok(SequenceSet::Ranges(ranges));
@@ -457,7 +470,7 @@ impl<'a> Parser<'a> {
                 self.sp()?;
                 let username = self.utf8_astring()?;
                 self.sp()?;
-                let password = self.utf8_astring()?;
+                let password = Secret(self.utf8_astring()?);
                 CommandKind::Login { username, password }
             }
             "AUTHENTICATE" => {
@@ -470,7 +483,7 @@ impl<'a> Parser<'a> {
                     if text.is_empty() {
                         return syntax("Expected a base64 initial response");
                     }
-                    Some(sasl::decode(text, true)?)
+                    Some(Secret(sasl::decode(text, true)?))
                 } else {
                     None
                 };
@@ -561,7 +574,9 @@ impl<'a> Parser<'a> {
             let key = self.string()?;
             self.sp()?;
             let value = self.nstring()?;
-            if fields.len() == 30 || key.len() > 30 || value.as_ref().is_some_and(|v| v.len() > 1024)
+            if fields.len() == 30
+                || key.len() > 30
+                || value.as_ref().is_some_and(|v| v.len() > 1024)
             {
                 return syntax("ID field too long or too many");
             }
@@ -837,7 +852,9 @@ impl<'a> Parser<'a> {
                     SearchKey::And(keys)
                 });
             }
-            Some(b'0'..=b'9' | b'*' | b'$') => return Ok(SearchKey::Sequence(self.sequence_set()?)),
+            Some(b'0'..=b'9' | b'*' | b'$') => {
+                return Ok(SearchKey::Sequence(self.sequence_set()?));
+            }
             _ => {}
         }
         let name = self.keyword()?;
@@ -990,6 +1007,9 @@ impl<'a> Parser<'a> {
         if uid && !attributes.contains(&FetchAttribute::Uid) {
             attributes.push(FetchAttribute::Uid);
         }
+        if fetch.changed_since.is_some() && !attributes.contains(&FetchAttribute::ModSeq) {
+            attributes.push(FetchAttribute::ModSeq);
+        }
         fetch.attributes = attributes;
         Ok(fetch)
     }
@@ -1068,7 +1088,7 @@ impl<'a> Parser<'a> {
                 return Ok(section);
             }
         }
-        if self.eat(b']') {
+        if section.part.is_empty() && self.eat(b']') {
             return Ok(section);
         }
         let word = self.take_while(|b| b.is_ascii_alphabetic() || b == b'.');

@@ -198,9 +198,10 @@ impl CommandReader {
                 } => (line_start, scanned),
                 _ => return need_more,
             };
+            // At least one byte, so that a refusal always makes progress.
             let bound = line_start
-                .saturating_add(self.limits.max_line)
-                .min(self.limits.max_command);
+                .saturating_add(self.limits.max_line.max(1))
+                .min(self.limits.max_command.max(line_start + 1));
             let limit = buf.len().min(bound);
             let Some(i) = memchr(b'\n', buf.get(scanned..limit).unwrap_or_default()) else {
                 if buf.len() < bound {
@@ -210,18 +211,18 @@ impl CommandReader {
                     };
                     return need_more;
                 }
-                let error = if bound == self.limits.max_command {
+                let error = if bound >= self.limits.max_command {
                     Error::CommandTooLong
                 } else {
                     Error::LineTooLong
                 };
-                let tag = leading_tag(&buf[..buf.len().min(130)]);
+                let tag = tag_within(buf, bound);
                 self.mode = Mode::DiscardLine { tail: Vec::new() };
                 let consumed = bound + self.discard(&buf[bound..]);
                 return rejected(consumed, tag, error);
             };
             let lf = scanned + i;
-            let tag = || leading_tag(&buf[..buf.len().min(130)]);
+            let tag = || tag_within(buf, lf);
             if lf == line_start || buf[lf - 1] != b'\r' {
                 self.reset();
                 return rejected(lf + 1, tag(), Error::BareLf);
@@ -327,6 +328,15 @@ fn rejected(consumed: usize, tag: Option<String>, error: Error) -> Step {
         consumed,
         event: Event::Rejected(Rejection { tag, error }),
     }
+}
+
+/// The command's tag, when a valid one and the space after it are within the first
+/// `seen` bytes: bytes every way of cutting the input has delivered by the time the
+/// command is refused, so the answer does not depend on the reads.
+fn tag_within(buf: &[u8], seen: usize) -> Option<String> {
+    let seen = &buf[..seen.min(buf.len())];
+    let tag = leading_tag(&seen[..seen.len().min(130)])?;
+    (seen.get(tag.len()) == Some(&b' ')).then_some(tag)
 }
 
 fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {

@@ -246,7 +246,7 @@ pub fn write_tagged(
     code: Option<&Code>,
     text: &str,
 ) {
-    out.extend_from_slice(tag.as_bytes());
+    push_text(out, tag);
     out.push(b' ');
     status_tail(out, condition.as_str(), code, text);
 }
