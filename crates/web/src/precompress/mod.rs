@@ -24,10 +24,9 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Seek};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -216,16 +215,16 @@ fn compress_file(
     if !options.types.compressible(content_type(name.as_bytes())) {
         return;
     }
-    let path = dir_path.join(name);
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) => return summary.failed.push((path, e)),
+    let (mut source, st) = match open_source(dir, OsStr::new(name)) {
+        Ok(opened) => opened,
+        Err(e) => return summary.failed.push((dir_path.join(name), e)),
     };
-    if meta.len() < options.min_length {
+    let len = st.st_size as u64;
+    if len < options.min_length {
         return;
     }
     summary.files += 1;
-    let modified = (meta.mtime(), meta.mtime_nsec());
+    let modified = mtime(&st);
     for &coding in &options.codings {
         let sibling = format!("{name}{}", coding.extension());
         let current = rustix::fs::statat(dir, sibling.as_str(), AtFlags::SYMLINK_NOFOLLOW)
@@ -236,14 +235,15 @@ fn compress_file(
             summary.up_to_date += 1;
             continue;
         }
-        let result = File::open(&path).and_then(|mut source| {
-            write_sibling(dir, &mut source, &sibling, coding, meta.len(), meta.mode())
-        });
+        // Each coding reads the same descriptor from its start.
+        let result = source
+            .rewind()
+            .and_then(|()| write_sibling(dir, &mut source, &sibling, coding, len, st.st_mode));
         match result {
-            Ok(Some(len)) => {
+            Ok(Some(out)) => {
                 summary.written += 1;
-                summary.bytes_in += meta.len();
-                summary.bytes_out += len;
+                summary.bytes_in += len;
+                summary.bytes_out += out;
             }
             Ok(None) => {
                 summary.no_gain += 1;
@@ -256,6 +256,35 @@ fn compress_file(
             Err(e) => summary.failed.push((dir_path.join(sibling), e)),
         }
     }
+}
+
+/// Opens the file `name` of the directory `dir` to compress it, with its
+/// status: the type, size, mode and time every later decision uses, taken
+/// from the opened descriptor (`fstat`), as the web server's `openat2` is
+/// judged. The listing said it was a regular file, but the name may have been
+/// swapped since: `O_NOFOLLOW` refuses a link (`ELOOP`), `O_NONBLOCK` keeps a
+/// FIFO from blocking the open, and anything but a regular file is refused.
+fn open_source(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<(File, rustix::fs::Stat)> {
+    const FLAGS: OFlags = OFlags::RDONLY
+        .union(OFlags::NOFOLLOW)
+        .union(OFlags::NONBLOCK)
+        .union(OFlags::NOCTTY)
+        .union(OFlags::CLOEXEC);
+    let fd = rustix::fs::openat(dir, name, FLAGS, Mode::empty()).map_err(|e| match e {
+        Errno::LOOP => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a symbolic link now, not followed",
+        ),
+        e => e.into(),
+    })?;
+    let st = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file now, not read",
+        ));
+    }
+    Ok((File::from(fd), st))
 }
 
 /// A stat's modification time, seconds and nanoseconds.

@@ -1,11 +1,13 @@
 //! `stoa compress`'s tests: siblings written and skipped, and the attacks on a
 //! tree others can write (issue 56).
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::os::unix::fs::PermissionsExt;
 
-use super::{Options, compress_tree};
+use super::{Options, compress_tree, open_source};
 
 #[test]
 fn siblings_round_trip_keep_permissions_and_skip_what_they_should() {
@@ -132,4 +134,47 @@ fn symlinks_planted_at_temporary_and_sibling_names_are_not_written_through() {
         );
         assert_eq!(meta.permissions().mode() & 0o7777, 0o644);
     }
+}
+
+#[test]
+fn a_file_swapped_for_a_link_after_it_was_listed_is_not_read() {
+    // Issue 56 (4): the walk took a file's type from the directory listing (a
+    // link's own), then metadata() and open() followed the name, so a file
+    // swapped for a link to a root-only file in between was compressed into
+    // the tree, readable by whoever planted the link. What is read is now
+    // decided on the opened descriptor: the source is opened O_NOFOLLOW
+    // relative to its directory, and only a regular file is taken. This
+    // calls that decision directly with what the swap leaves behind.
+    let outside = tempfile::tempdir().expect("tempdir");
+    let secret = outside.path().join("shadow.html");
+    fs::write(&secret, PRECIOUS).expect("write secret");
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(&secret, dir.path().join("page.html")).expect("symlink");
+    let text = "<p>hello</p>\n".repeat(100);
+    fs::write(dir.path().join("real.html"), &text).expect("write");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.path().join("pipe.html"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
+    let fd = rustix::fs::open(
+        dir.path(),
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("open the directory");
+
+    let link = open_source(fd.as_fd(), OsStr::new("page.html"));
+    assert!(link.is_err(), "a link was opened as the source");
+    // A FIFO swapped in neither blocks the open nor is read.
+    assert!(open_source(fd.as_fd(), OsStr::new("pipe.html")).is_err());
+    let (mut file, st) = open_source(fd.as_fd(), OsStr::new("real.html")).expect("a regular file");
+    assert_eq!(st.st_size as usize, text.len());
+    let mut read = String::new();
+    file.read_to_string(&mut read).expect("read");
+    assert_eq!(read, text);
 }
