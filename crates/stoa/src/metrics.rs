@@ -13,12 +13,20 @@
 //! privilege drop, handed over on a reload and drained by the same shutdown),
 //! and counts in `stoa_connections_open` as `metrics`. Its HTTP is the least
 //! that works: one request per connection, its head read up to [`MAX_HEAD`]
-//! bytes within [`READ_TIMEOUT`] and parsed by `stoa_http_proto::parse_request`
+//! bytes within [`HEAD_TIMEOUT`] and parsed by `stoa_http_proto::parse_request`
 //! (as strictly as the web server's), `GET /metrics` answered `200`, any other
 //! path `404`, any other method `405`, a head the parser refuses with the status
-//! it names (`400`, `431`, ...), then the connection closes; at most
-//! [`MAX_CONNECTIONS`] at once (the others wait in the kernel's backlog). A
-//! scrape still being answered at shutdown is dropped.
+//! it names (`400`, `431`, ...), the answer written within [`SEND_TIMEOUT`],
+//! then the connection closes. A scrape still being answered at shutdown is
+//! dropped.
+//!
+//! Its limits are the web listener's, scaled to a scraper (issue 56: 16 slots
+//! held 10 s each by silent clients made a scrape wait 9.7 s):
+//! `TCP_DEFER_ACCEPT`, so a client that connects and says nothing is never
+//! handed over; a head timeout of seconds, not the answer's; and
+//! [`MAX_CONNECTIONS`] at once, enough that a scraper finds a slot unless a
+//! client holds a thousand connections open (the others wait in the kernel's
+//! backlog).
 
 use std::io;
 use std::net::SocketAddr;
@@ -50,11 +58,23 @@ const LIMITS: stoa_http_proto::Limits = stoa_http_proto::Limits {
     max_head: MAX_HEAD,
     max_headers: 32,
 };
-/// Time for the request head to arrive, and for the answer to be written.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Scrapes served at once: Prometheus sends one at a time per target; a few more
-/// leave room for a person with curl.
-const MAX_CONNECTIONS: usize = 16;
+/// Time for the request head to arrive, from the accept: a scraper sends it
+/// with the connection, so this only bounds how long a client that stalls
+/// holds its slot (Prometheus's whole scrape timeout is 10 s).
+const HEAD_TIMEOUT: Duration = Duration::from_secs(3);
+/// Time for the answer to be written (a few KiB): a client that stops reading
+/// is cut off, as the web server's `send_timeout` does.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once. Prometheus sends one scrape at a time per
+/// target, but each slot must outnumber what idle clients can hold: one
+/// waiting costs its task and at most [`MAX_HEAD`] bytes (under 10 MiB for
+/// all), and with [`HEAD_TIMEOUT`] a client must open a thousand every three
+/// seconds to keep a scrape waiting.
+const MAX_CONNECTIONS: usize = 1024;
+/// `TCP_DEFER_ACCEPT` on the listener, the web server's period
+/// ([`stoa_web::config::DEFER_ACCEPT_PERIOD`]): a connection is handed over
+/// with its first bytes, so a silent one holds no slot.
+const DEFER_ACCEPT: Duration = stoa_web::config::DEFER_ACCEPT_PERIOD;
 /// The content type of the OpenMetrics text `prometheus-client` writes.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -66,14 +86,16 @@ pub(crate) struct Server {
 
 impl Server {
     /// Binds `addr` (before the privilege drop, like every listener) with one
-    /// worker.
+    /// worker, and `TCP_DEFER_ACCEPT` ([`DEFER_ACCEPT`]).
     pub(crate) fn bind(
         addr: SocketAddr,
         sockets: &stoa_netkit::listener::Pool,
     ) -> anyhow::Result<Server> {
         let mut listeners = Listeners::with_pool(1, sockets.clone());
         let bound = listeners
-            .bind(addr, ())
+            .bind_with(addr, (), |l| {
+                stoa_sockopt::set_defer_accept(l, DEFER_ACCEPT)
+            })
             .with_context(|| format!("cannot listen for metrics on {addr}"))?;
         Ok(Server {
             listeners,
@@ -132,19 +154,36 @@ impl Handler for Scrapes {
             ..
         } = conn;
         tokio::spawn(async move {
-            if let Some(stream) = stoa_netkit::accept::register(stream, peer) {
-                let answered = tokio::time::timeout(READ_TIMEOUT, answer(stream)).await;
-                if !matches!(answered, Ok(Ok(()))) {
-                    tracing::debug!("metrics: scrape from {peer} failed or timed out");
-                }
+            if let Some(stream) = stoa_netkit::accept::register(stream, peer)
+                && let Err(e) = answer(stream).await
+            {
+                tracing::debug!("metrics: scrape from {peer} failed: {e}");
             }
             drop(permit);
         });
     }
 }
 
-/// Reads one request head and answers it.
+/// Reads one request head within [`HEAD_TIMEOUT`] and answers it within
+/// [`SEND_TIMEOUT`].
 async fn answer(mut stream: TcpStream) -> io::Result<()> {
+    let routed = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
+        Ok(Ok(Some(routed))) => routed,
+        // The client closed first.
+        Ok(Ok(None)) => return Ok(()),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(io::Error::new(io::ErrorKind::TimedOut, "no request head")),
+    };
+    tokio::time::timeout(SEND_TIMEOUT, respond_to(&mut stream, routed))
+        .await
+        .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "answer not taken")))
+}
+
+/// Reads a request head: what it asks for, or the parser's refusal; `None`
+/// when the client closes before it is whole.
+async fn read_head(
+    stream: &mut TcpStream,
+) -> io::Result<Option<Result<Route, stoa_http_proto::Error>>> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let routed = loop {
@@ -158,20 +197,28 @@ async fn answer(mut stream: TcpStream) -> io::Result<()> {
         let room = (MAX_HEAD + 1 - head.len()).min(chunk.len());
         let n = stream.read(&mut chunk[..room]).await?;
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
         head.extend_from_slice(&chunk[..n]);
     };
+    Ok(Some(routed))
+}
+
+/// Writes the answer to what the head asked for.
+async fn respond_to(
+    stream: &mut TcpStream,
+    routed: Result<Route, stoa_http_proto::Error>,
+) -> io::Result<()> {
     match routed {
         Ok(Route::Metrics) => {
             let body = encode();
-            respond(&mut stream, 200, CONTENT_TYPE, body.as_bytes()).await
+            respond(stream, 200, CONTENT_TYPE, body.as_bytes()).await
         }
-        Ok(Route::NotFound) => respond(&mut stream, 404, "text/plain", b"not found\n").await,
-        Ok(Route::NotAllowed) => respond(&mut stream, 405, "text/plain", b"GET only\n").await,
+        Ok(Route::NotFound) => respond(stream, 404, "text/plain", b"not found\n").await,
+        Ok(Route::NotAllowed) => respond(stream, 405, "text/plain", b"GET only\n").await,
         Err(e) => {
             let body = format!("{e}\n");
-            respond(&mut stream, e.status(), "text/plain", body.as_bytes()).await
+            respond(stream, e.status(), "text/plain", body.as_bytes()).await
         }
     }
 }

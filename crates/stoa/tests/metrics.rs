@@ -8,12 +8,15 @@
 //! `prometheus_client` comes from Debian's `python3-prometheus-client`
 //! (scripts/test.sh installs it); without it the test fails under CI and is
 //! skipped elsewhere.
+//!
+//! Also: idle clients cannot make a scrape wait (issue 56).
 
 mod common;
 
-use std::net::SocketAddr;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{READY_TIMEOUT, ServerBuilder, Site, add_user};
 
@@ -232,4 +235,53 @@ fn a_bad_metrics_address_stops_the_start_naming_it() {
         stderr.contains(&format!("cannot listen for metrics on {addr}")),
         "{stderr}"
     );
+}
+
+#[test]
+fn idle_connections_do_not_starve_a_scrape() {
+    // Issue 56 (6): the metrics listener served 16 connections at once and gave
+    // each 10 s for its head, so 20 clients that connect and say nothing made
+    // a scrape wait 9.7 s (Prometheus gives up at 10 s). Here 20 connect in
+    // silence and 20 more send half a head, then a scrape must be answered at
+    // once.
+    let site = Site::new();
+    let config = site.outside("stoa.toml");
+    std::fs::write(&config, "[metrics]\nlisten = \"127.0.0.1:0\"\n").expect("write config");
+    let server = ServerBuilder::new(site.root())
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args(["--listen", "127.0.0.1:0"])
+        .start();
+    let metrics = metrics_addr(&server);
+    let idle: Vec<TcpStream> = (0..40)
+        .map(|i| {
+            let mut c = TcpStream::connect(metrics).expect("connect");
+            if i % 2 == 1 {
+                c.write_all(b"GET /metrics HTTP/1.1\r\n")
+                    .expect("half a head");
+            }
+            c
+        })
+        .collect();
+    let start = Instant::now();
+    let mut scrape = TcpStream::connect(metrics).expect("connect");
+    scrape
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    scrape
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+        .expect("request");
+    let mut answer = Vec::new();
+    let read = scrape.read_to_end(&mut answer);
+    let took = start.elapsed();
+    assert!(
+        read.is_ok(),
+        "no answer to a scrape behind idle connections after {took:?}: {read:?}"
+    );
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert!(took < Duration::from_secs(3), "the scrape took {took:?}");
+    drop(idle);
 }

@@ -253,10 +253,17 @@ impl IdleSet {
 
     /// Closes the connections whose deadline has passed, and sets the timer
     /// to wake `cx` at the next one.
+    ///
+    /// With no deadline left the timer is disarmed (`armed` cleared), so the
+    /// next [`IdleSet::park`] wakes the loop to arm it: left set to the
+    /// deadline just passed, it made every later park look covered by a timer
+    /// that would never fire again, and a quiet worker never closed another
+    /// idle connection (issue 56).
     pub(crate) fn expire(&mut self, cx: &mut Context<'_>) {
         let mut now = Instant::now();
         loop {
             let Some(&Reverse((at, slot, parks))) = self.deadlines.heap.peek() else {
+                self.deadlines.armed = None;
                 return;
             };
             if at > now {

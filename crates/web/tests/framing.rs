@@ -142,7 +142,18 @@ fn host_must_appear_exactly_once_in_http11() {
 #[test]
 fn invalid_host_values_are_refused() {
     let s = TestServer::start();
-    for host in ["user:pw@t", "a b", "a/../b", "a:xyz", "[::1", "t:80:80"] {
+    // `a.test:999999` and `t:65536` (issue 56, 7): no TCP port has more than five
+    // digits or exceeds 65535.
+    for host in [
+        "user:pw@t",
+        "a b",
+        "a/../b",
+        "a:xyz",
+        "[::1",
+        "t:80:80",
+        "a.test:999999",
+        "t:65536",
+    ] {
         let req = format!("GET /a.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
         assert_rejected(&s, req.as_bytes(), 400);
     }

@@ -254,3 +254,38 @@ fn a_connection_parked_before_its_first_request_keeps_its_head_timeout() {
     );
     c.expect_closed();
 }
+
+#[test]
+fn a_quiet_worker_still_expires_connections_parked_after_a_timeout_round() {
+    // Issue 56 (1): once the idle set's last deadline had passed, the set kept
+    // its timer marked as armed for that past instant, so no later park re-armed
+    // it: on a worker with nothing else to do, every connection parked after a
+    // round of timeouts stayed open for ever (and held its connection slot).
+    // One worker, so the later connections park where the first one expired.
+    let s = TestServer::with(|c| {
+        c.workers = 1;
+        c.limits.keepalive_timeout = Duration::from_millis(400);
+        c.limits.head_timeout = Duration::from_millis(400);
+        c.limits.head_timeout_max = Duration::from_millis(400);
+        // Silent connections reach the server at once, not after the kernel's
+        // SYN-ACK retransmission.
+        c.defer_accept = false;
+    });
+    let bound = Duration::from_secs(5);
+    // The timeout round: one kept-alive connection, expired; the set is empty.
+    let mut first = s.connect();
+    assert_eq!(first.get("/a.txt").body, A_TXT);
+    first.set_read_timeout(bound);
+    assert_eq!(first.expect_closed(), Closed::Eof);
+    // Then a silent connection and an idle kept-alive one, on the quiet worker.
+    let mut silent = s.connect();
+    let mut kept = s.connect();
+    assert_eq!(kept.get("/b.txt").body, B_TXT);
+    let start = Instant::now();
+    for c in [&mut silent, &mut kept] {
+        c.set_read_timeout(bound);
+        c.expect_closed();
+    }
+    let took = start.elapsed();
+    assert!(took < bound, "closed after {took:?}");
+}

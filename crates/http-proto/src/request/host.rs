@@ -4,7 +4,9 @@
 //! IPv4 address or a reg-name, and `port` is digits. RFC 9112 §3.2 makes a server
 //! answer 400 to a Host it cannot parse: a value with userinfo (`user:pw@host`), a
 //! space, a path (`a/../b`) or a port that is not a number would otherwise reach
-//! the access log, CGI's `SERVER_NAME` and anything else that trusts it.
+//! the access log, CGI's `SERVER_NAME` and anything else that trusts it. RFC 3986
+//! lets a port be any run of digits; a port no TCP connection can have (more than
+//! [`MAX_PORT_DIGITS`] digits, or above 65535) is refused too, as the docs promise.
 //!
 //! [`authority`] is the name a request is for, which a server with several sites
 //! chooses the site by: the absolute-form target's authority when there is one
@@ -17,6 +19,10 @@ use crate::{Error, RequestHead};
 /// Longest `Host` value accepted: a host of 255 bytes (a DNS name is at most
 /// 253; IP literals are far shorter), a colon and a 5-digit port.
 pub const MAX_HOST: usize = 255 + 6;
+
+/// Most digits a port may have: 65535 has five (leading zeros count, so that
+/// the length bound [`MAX_HOST`] assumes holds).
+pub const MAX_PORT_DIGITS: usize = 5;
 
 /// Whether `value` (already trimmed of OWS) is `uri-host [ ":" port ]`.
 ///
@@ -52,7 +58,16 @@ pub(crate) fn valid_host(value: &[u8]) -> bool {
             None => (value, &[][..]),
         }
     };
-    is_reg_name(host) && port.iter().all(u8::is_ascii_digit)
+    is_reg_name(host) && is_port(port)
+}
+
+/// `port = *DIGIT` (RFC 3986 §3.2.3; empty is allowed), at most
+/// [`MAX_PORT_DIGITS`] digits and at most 65535.
+#[inline(always)]
+fn is_port(port: &[u8]) -> bool {
+    port.len() <= MAX_PORT_DIGITS
+        && port.iter().all(u8::is_ascii_digit)
+        && port.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= u32::from(u16::MAX)
 }
 
 /// The host of a valid `Host` value without its port: `example.com` of
@@ -207,7 +222,14 @@ mod tests {
             assert!(!is_valid_host(bad), "{:?}", String::from_utf8_lossy(bad));
         }
         assert!(is_valid_host(&long[..261]));
-        assert!(is_valid_host(b"a:123456"), "a port is digits (RFC 3986)");
+        // Issue 56 (7): RFC 3986 lets a port be any digits, but no TCP port has
+        // more than five or exceeds 65535; such a Host was served as valid.
+        for port in [&b"a:123456"[..], b"a:65536", b"[::1]:999999", b"a:0000080"] {
+            assert!(!is_valid_host(port), "{:?}", String::from_utf8_lossy(port));
+        }
+        for port in [&b"a:65535"[..], b"a:0", b"a:", b"[::1]:00443"] {
+            assert!(is_valid_host(port), "{:?}", String::from_utf8_lossy(port));
+        }
     }
 
     #[test]
