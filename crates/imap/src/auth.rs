@@ -26,7 +26,13 @@ impl Conn {
     ) -> io::Result<Flow> {
         if mechanism != "PLAIN" {
             let out = self.io.out();
-            response::write_tagged(out, tag, Condition::No, Some(&Code::Cannot), "Unsupported mechanism");
+            response::write_tagged(
+                out,
+                tag,
+                Condition::No,
+                Some(&Code::Cannot),
+                "Unsupported mechanism",
+            );
             return Ok(Flow::Continue);
         }
         if !self.password_allowed() {
@@ -56,11 +62,22 @@ impl Conn {
                     tracing::info!("{}: login for another identity refused", self.peer);
                     return self.failed(tag, "AUTHENTICATE").await;
                 }
-                self.login(tag, credentials.username, credentials.password, Some("AUTHENTICATE"))
-                    .await
+                self.login(
+                    tag,
+                    credentials.username,
+                    credentials.password,
+                    Some("AUTHENTICATE"),
+                )
+                .await
             }
             Err(_) => {
-                response::write_tagged(self.io.out(), tag, Condition::Bad, None, "Invalid PLAIN message");
+                response::write_tagged(
+                    self.io.out(),
+                    tag,
+                    Condition::Bad,
+                    None,
+                    "Invalid PLAIN message",
+                );
                 Ok(Flow::Continue)
             }
         }
@@ -92,7 +109,10 @@ impl Conn {
         let peer = self.peer;
         if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
             tracing::info!("{peer}: login as {username:?} refused unchecked: too many failures");
-            let delay = self.shared.throttle.record_refusal(peer.ip(), Instant::now());
+            let delay = self
+                .shared
+                .throttle
+                .record_refusal(peer.ip(), Instant::now());
             return self.refuse_after(tag, delay, command).await;
         }
         let found = match self.shared.verifier.verify(&username, &password).await {
@@ -104,30 +124,57 @@ impl Conn {
             Err(e) => {
                 tracing::error!("{peer}: password check for {username:?} failed: {e}");
                 let out = self.io.out();
-                response::write_tagged(out, tag, Condition::No, Some(&Code::Unavailable), "Try again later");
+                response::write_tagged(
+                    out,
+                    tag,
+                    Condition::No,
+                    Some(&Code::Unavailable),
+                    "Try again later",
+                );
                 return Ok(Flow::Continue);
             }
         };
         if let Some(host) = &found.mail_host {
             tracing::warn!("{peer}: {username}: the mailbox is on {host}, not here");
             let out = self.io.out();
-            response::write_tagged(out, tag, Condition::No, Some(&Code::Unavailable), "Your mailbox is on another server");
+            response::write_tagged(
+                out,
+                tag,
+                Condition::No,
+                Some(&Code::Unavailable),
+                "Your mailbox is on another server",
+            );
             return Ok(Flow::Continue);
         }
         let limit = self.shared.config.limits.max_sessions_per_user;
         let Some(watch) = self.shared.watchers.enter(found.mailbox, limit) else {
             tracing::info!("{peer}: {}: too many sessions", found.address);
             let out = self.io.out();
-            response::write_tagged(out, tag, Condition::No, Some(&Code::Limit), "Too many sessions for this user");
+            response::write_tagged(
+                out,
+                tag,
+                Condition::No,
+                Some(&Code::Limit),
+                "Too many sessions for this user",
+            );
             return Ok(Flow::Continue);
         };
         // The first login makes the folder list (INBOX and the special-use set).
         let store = Arc::clone(&self.shared.store);
         let mailbox = found.mailbox;
         if let Err(e) = blocking(move || store.folder_list(mailbox)).await? {
-            tracing::error!("{peer}: {}: cannot read the folder list: {e}", found.address);
+            tracing::error!(
+                "{peer}: {}: cannot read the folder list: {e}",
+                found.address
+            );
             let out = self.io.out();
-            response::write_tagged(out, tag, Condition::No, Some(&Code::ServerBug), "Mailbox unavailable");
+            response::write_tagged(
+                out,
+                tag,
+                Condition::No,
+                Some(&Code::ServerBug),
+                "Mailbox unavailable",
+            );
             return Ok(Flow::Continue);
         }
         tracing::info!("{peer}: {} logged in", found.address);
@@ -146,7 +193,10 @@ impl Conn {
     /// A failed login: counted against the address, answered after the delay;
     /// the connection closes after too many.
     async fn failed(&mut self, tag: &str, command: &str) -> io::Result<Flow> {
-        let delay = self.shared.throttle.record_failure(self.peer.ip(), Instant::now());
+        let delay = self
+            .shared
+            .throttle
+            .record_failure(self.peer.ip(), Instant::now());
         self.refuse_after(tag, delay, command).await
     }
 
@@ -163,10 +213,20 @@ impl Conn {
         };
         let text = format!("{command} failed: authentication failed");
         let out = self.io.out();
-        response::write_tagged(out, tag, Condition::No, Some(&Code::AuthenticationFailed), &text);
+        response::write_tagged(
+            out,
+            tag,
+            Condition::No,
+            Some(&Code::AuthenticationFailed),
+            &text,
+        );
         self.failed_logins += 1;
         if draining {
-            response::write_bye(self.io.out(), Some(&Code::Unavailable), "Server shutting down");
+            response::write_bye(
+                self.io.out(),
+                Some(&Code::Unavailable),
+                "Server shutting down",
+            );
             return Ok(Flow::Close);
         }
         if self.failed_logins >= self.shared.config.limits.max_failed_logins {

@@ -14,17 +14,18 @@
 //! `send_timeout`. On shutdown a session waiting for a command gets
 //! `* BYE Server shutting down`.
 
+use std::collections::BTreeSet;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::command::Line;
 use stoa_imap_proto::response::{self, Code, Condition, FetchWriter};
 use stoa_imap_proto::state::{self, State};
-use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::{Command, CommandKind, CommandReader, Event};
-use stoa_mailstore::{Folder, MailboxId, StoreError};
+use stoa_mailstore::{Folder, IndexedMessage, MailStore, MailboxId, StoreError};
 use stoa_netkit::line::{LineIo, ReadEnd};
 use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
@@ -83,6 +84,69 @@ pub(crate) struct Selected {
     pub(crate) folder: Folder,
     pub(crate) view: View,
     pub(crate) read_only: bool,
+    /// The messages that are `\Recent` for this session (IMAP4rev1).
+    pub(crate) recent: BTreeSet<u32>,
+    /// The keywords the client was told of in `* FLAGS`.
+    pub(crate) keywords: BTreeSet<String>,
+}
+
+impl Selected {
+    /// A message's flags as this session shows them (`\Recent` added where it is,
+    /// for IMAP4rev1 clients).
+    pub(crate) fn flags(&self, message: &IndexedMessage, rev2: bool) -> Vec<Flag> {
+        let mut flags = flags_of(&message.flags);
+        if !rev2 && self.recent.contains(&message.uid) {
+            flags.insert(0, Flag::Recent);
+        }
+        flags
+    }
+
+    /// The recent messages of the folder for this session after a refresh: taken
+    /// (read-write) or only seen (read-only).
+    pub(crate) fn take_recent(&mut self, store: &MailStore) -> Result<(), StoreError> {
+        if self.read_only {
+            let from = self.folder.state().first_recent_uid;
+            let uids: Vec<u32> = self
+                .folder
+                .state()
+                .messages()
+                .map(|m| m.uid)
+                .filter(|&u| u >= from)
+                .collect();
+            self.recent.extend(uids);
+        } else {
+            self.recent.extend(self.folder.claim_recent(store)?);
+        }
+        Ok(())
+    }
+
+    /// `* FLAGS` and `PERMANENTFLAGS` with the folder's keywords, when they are not
+    /// what the client was last told (a keyword must be announced before use).
+    pub(crate) fn announce_keywords(&mut self, out: &mut Vec<u8>, always: bool) {
+        let keywords = self.folder.state().keywords();
+        if !always && keywords.is_subset(&self.keywords) {
+            return;
+        }
+        self.keywords.extend(keywords.iter().cloned());
+        let mut flags = vec![
+            Flag::Answered,
+            Flag::Flagged,
+            Flag::Deleted,
+            Flag::Seen,
+            Flag::Draft,
+        ];
+        flags.extend(
+            self.keywords
+                .iter()
+                .filter_map(|k| Flag::parse(k.as_bytes())),
+        );
+        response::write_flags(out, &flags);
+        let permanent = Code::PermanentFlags {
+            flags: if self.read_only { Vec::new() } else { flags },
+            new_keywords: !self.read_only,
+        };
+        response::write_untagged(out, Condition::Ok, Some(&permanent), "Flags permitted");
+    }
 }
 
 pub(crate) struct Conn {
@@ -180,7 +244,11 @@ impl Conn {
                     return self.flush().await;
                 }
                 ReadEnd::Draining => {
-                    response::write_bye(self.io.out(), Some(&Code::Unavailable), "Server shutting down");
+                    response::write_bye(
+                        self.io.out(),
+                        Some(&Code::Unavailable),
+                        "Server shutting down",
+                    );
                     return self.flush().await;
                 }
             }
@@ -226,7 +294,11 @@ impl Conn {
     fn too_many_bad(&mut self) -> bool {
         self.bad_commands += 1;
         if self.bad_commands >= self.shared.config.limits.max_bad_commands {
-            response::write_bye(self.io.out(), Some(&Code::ClientBug), "Too many invalid commands");
+            response::write_bye(
+                self.io.out(),
+                Some(&Code::ClientBug),
+                "Too many invalid commands",
+            );
             return true;
         }
         false
@@ -237,12 +309,20 @@ impl Conn {
         self.commands += 1;
         let max = self.shared.config.limits.max_commands;
         if max > 0 && self.commands > max {
-            response::write_bye(self.io.out(), Some(&Code::Limit), "Too many commands in one session");
+            response::write_bye(
+                self.io.out(),
+                Some(&Code::Limit),
+                "Too many commands in one session",
+            );
             return Ok(Flow::Close);
         }
         if let Err(text) = state::check(&kind, self.state) {
             response::write_tagged(self.io.out(), &tag, Condition::Bad, None, text);
-            return Ok(if self.too_many_bad() { Flow::Close } else { Flow::Continue });
+            return Ok(if self.too_many_bad() {
+                Flow::Close
+            } else {
+                Flow::Continue
+            });
         }
         let expunges_allowed = !matches!(
             &kind,
@@ -263,24 +343,37 @@ impl Conn {
                     tracing::debug!("{}: {} logged out", self.peer, user.address);
                 }
                 response::write_bye(self.io.out(), None, "Logging out");
-                response::write_tagged(self.io.out(), &tag, Condition::Ok, None, "LOGOUT completed");
+                response::write_tagged(
+                    self.io.out(),
+                    &tag,
+                    Condition::Ok,
+                    None,
+                    "LOGOUT completed",
+                );
                 self.state = State::Logout;
                 return Ok(Flow::Close);
             }
             CommandKind::Id(_) => {
-                let fields = [("name", Some("Stoa")), ("version", Some(env!("CARGO_PKG_VERSION")))];
+                let fields = [
+                    ("name", Some("Stoa")),
+                    ("version", Some(env!("CARGO_PKG_VERSION"))),
+                ];
                 response::write_id(self.io.out(), Some(&fields));
                 Done::ok("ID completed")
             }
             CommandKind::Enable(caps) => self.enable(&caps),
             CommandKind::StartTls => return self.starttls(&tag).await,
             CommandKind::Login { username, password } => {
-                return self.login(&tag, username, password, None).await;
+                return self.login(&tag, username, password.0, None).await;
             }
             CommandKind::Authenticate {
                 mechanism,
                 initial_response,
-            } => return self.authenticate(&tag, &mechanism, initial_response).await,
+            } => {
+                return self
+                    .authenticate(&tag, &mechanism, initial_response.map(|s| s.0))
+                    .await;
+            }
             CommandKind::Compress(_) => Done::no(Some(Code::Cannot), "COMPRESS is not supported"),
             CommandKind::Namespace => {
                 response::write_namespace(self.io.out(), stoa_mailstore::DELIMITER);
@@ -308,7 +401,9 @@ impl Conn {
             CommandKind::Search(search) => self.search(&tag, search).await?,
             CommandKind::Fetch(fetch) => self.fetch(fetch).await?,
             CommandKind::Store(store) => self.store(store).await?,
-            CommandKind::Copy { uid, set, mailbox } => self.copy(uid, &set, &mailbox, false).await?,
+            CommandKind::Copy { uid, set, mailbox } => {
+                self.copy(uid, &set, &mailbox, false).await?
+            }
             CommandKind::Move { uid, set, mailbox } => self.copy(uid, &set, &mailbox, true).await?,
         };
         self.updates(expunges_allowed, &outcome.silent).await?;
@@ -332,7 +427,10 @@ impl Conn {
         let store = Arc::clone(&self.shared.store);
         let (mut selected, refreshed) = blocking(move || {
             let mut selected = selected;
-            let result = selected.folder.refresh(&store);
+            let result = selected
+                .folder
+                .refresh(&store)
+                .and_then(|()| selected.take_recent(&store));
             (selected, result)
         })
         .await?;
@@ -340,7 +438,12 @@ impl Conn {
             tracing::error!("{}: cannot refresh the folder: {e}", self.peer);
         }
         let updates = selected.view.sync(selected.folder.state(), expunges);
+        for uid in &updates.expunged_uids {
+            selected.recent.remove(uid);
+        }
+        let rev2 = self.enabled.rev2;
         let out = self.io.out();
+        selected.announce_keywords(out, false);
         if self.enabled.qresync && !updates.expunged_uids.is_empty() {
             response::write_vanished(out, false, &updates.expunged_uids);
         } else {
@@ -350,6 +453,10 @@ impl Conn {
         }
         if let Some(n) = updates.exists {
             response::write_exists(out, n);
+            if !rev2 {
+                let recent = u32::try_from(selected.recent.len()).unwrap_or(u32::MAX);
+                response::write_recent(out, recent);
+            }
         }
         for &(seq, uid) in &updates.flag_changes {
             if silent.contains(&uid) {
@@ -359,7 +466,7 @@ impl Conn {
                 continue;
             };
             let mut fetch = FetchWriter::new(out, seq);
-            fetch.flags(&flags_of(&message.flags)).uid(uid);
+            fetch.flags(&selected.flags(message, rev2)).uid(uid);
             if self.enabled.condstore {
                 fetch.modseq(message.modseq);
             }
@@ -417,10 +524,22 @@ impl Conn {
     /// STARTTLS: the OK, then the handshake; nothing read before it survives.
     async fn starttls(&mut self, tag: &str) -> io::Result<Flow> {
         if self.tls || self.shared.tls.is_none() {
-            response::write_tagged(self.io.out(), tag, Condition::Bad, None, "TLS is not available now");
+            response::write_tagged(
+                self.io.out(),
+                tag,
+                Condition::Bad,
+                None,
+                "TLS is not available now",
+            );
             return Ok(Flow::Continue);
         }
-        response::write_tagged(self.io.out(), tag, Condition::Ok, None, "Begin TLS negotiation now");
+        response::write_tagged(
+            self.io.out(),
+            tag,
+            Condition::Ok,
+            None,
+            "Begin TLS negotiation now",
+        );
         self.flush().await?;
         self.handshake().await?;
         self.reader = CommandReader::new(self.shared.config.limits.command);
@@ -485,9 +604,9 @@ impl Conn {
     /// Decodes a mailbox name as the client's mode wants it.
     pub(crate) fn mailbox_name(&self, raw: &[u8]) -> Result<String, Done> {
         let utf8 = self.enabled.utf8 || self.enabled.rev2;
-        stoa_imap_proto::mailbox::decode_name(raw, utf8)
+        decode_lenient(raw, utf8)
             .map(|name| stoa_mailstore::canonical(&name))
-            .map_err(|_| Done::bad("Invalid mailbox name"))
+            .ok_or_else(|| Done::bad("Invalid mailbox name"))
     }
 
     /// ENABLE: the extensions this server has, turned on.
@@ -508,7 +627,11 @@ impl Conn {
             };
             if !*on {
                 *on = true;
-                newly.push(if cap == "IMAP4REV2" { "IMAP4rev2" } else { cap.as_str() });
+                newly.push(if cap == "IMAP4REV2" {
+                    "IMAP4rev2"
+                } else {
+                    cap.as_str()
+                });
             }
         }
         response::write_enabled(self.io.out(), &newly);
@@ -557,10 +680,13 @@ impl Done {
     pub(crate) fn store_error(peer: SocketAddr, what: &str, error: &StoreError) -> Done {
         match error {
             StoreError::NoSuchFolder(_) => Done::no(Some(Code::NonExistent), "No such mailbox"),
-            StoreError::FolderExists(_) => Done::no(Some(Code::AlreadyExists), "Mailbox already exists"),
-            StoreError::BadFolderName { reason, .. } => {
-                Done::no(Some(Code::Cannot), &format!("Invalid mailbox name: {reason}"))
+            StoreError::FolderExists(_) => {
+                Done::no(Some(Code::AlreadyExists), "Mailbox already exists")
             }
+            StoreError::BadFolderName { reason, .. } => Done::no(
+                Some(Code::Cannot),
+                &format!("Invalid mailbox name: {reason}"),
+            ),
             StoreError::HasChildren(_) => {
                 Done::no(Some(Code::InUse), "Mailbox has children, delete them first")
             }
@@ -579,6 +705,20 @@ impl Done {
             }
         }
     }
+}
+
+/// A mailbox name or pattern as the client's mode wants it. A name that is not
+/// valid modified UTF-7 is taken as it is (it names no folder Stoa made, so SELECT
+/// says NO and LIST finds nothing, as with Dovecot); CREATE refuses it.
+pub(crate) fn decode_lenient(raw: &[u8], utf8: bool) -> Option<String> {
+    stoa_imap_proto::mailbox::decode_name(raw, utf8)
+        .ok()
+        .or_else(|| {
+            std::str::from_utf8(raw)
+                .ok()
+                .filter(|n| !n.chars().any(char::is_control))
+                .map(str::to_owned)
+        })
 }
 
 /// The store's flag strings as protocol flags.

@@ -17,7 +17,13 @@ use crate::conn::{Conn, Flow};
 impl Conn {
     pub(crate) async fn idle(&mut self, tag: &str) -> io::Result<Flow> {
         let Some(changed) = self.user.as_ref().map(|u| Arc::clone(&u.watch.changed)) else {
-            response::write_tagged(self.io.out(), tag, Condition::Bad, None, "Not authenticated");
+            response::write_tagged(
+                self.io.out(),
+                tag,
+                Condition::Bad,
+                None,
+                "Not authenticated",
+            );
             return Ok(Flow::Continue);
         };
         let limits = self.shared.config.limits.clone();
@@ -35,7 +41,13 @@ impl Conn {
                 self.io.consume(consumed);
                 match result {
                     Ok(()) => {
-                        response::write_tagged(self.io.out(), tag, Condition::Ok, None, "IDLE terminated");
+                        response::write_tagged(
+                            self.io.out(),
+                            tag,
+                            Condition::Ok,
+                            None,
+                            "IDLE terminated",
+                        );
                     }
                     Err(e) => {
                         response::write_tagged(self.io.out(), tag, Condition::Bad, None, e.text());

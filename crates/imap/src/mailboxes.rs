@@ -6,20 +6,24 @@ use std::collections::BTreeSet;
 use std::io;
 use std::sync::Arc;
 
+use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::command::{Append, List, Select, StatusItem};
 use stoa_imap_proto::response::{self, Code, FetchWriter, ListEntry};
 use stoa_imap_proto::state::State;
-use stoa_imap_proto::command::Flag;
 use stoa_mailstore::{
     DELIMITER, Folder, FolderList, IndexState, MailStore, MailboxId, SpecialUse, StoreError,
 };
 
-use crate::conn::{Conn, Done, Selected, blocking, flags_of};
+use crate::conn::{Conn, Done, Selected, blocking, decode_lenient};
 use crate::pattern::matches;
 use crate::view::View;
 
 /// Opens folder `name` of `mailbox`.
-pub(crate) fn open_named(store: &MailStore, mailbox: MailboxId, name: &str) -> Result<Folder, StoreError> {
+pub(crate) fn open_named(
+    store: &MailStore,
+    mailbox: MailboxId,
+    name: &str,
+) -> Result<Folder, StoreError> {
     let list = store.folder_list(mailbox)?;
     let info = list
         .get(name)
@@ -29,7 +33,11 @@ pub(crate) fn open_named(store: &MailStore, mailbox: MailboxId, name: &str) -> R
 }
 
 /// The STATUS values of a folder's state.
-pub(crate) fn status_values(state: &IndexState, items: &[StatusItem], append_limit: u64) -> Vec<(StatusItem, u64)> {
+pub(crate) fn status_values(
+    state: &IndexState,
+    items: &[StatusItem],
+    append_limit: u64,
+) -> Vec<(StatusItem, u64)> {
     items
         .iter()
         .map(|&item| {
@@ -37,10 +45,17 @@ pub(crate) fn status_values(state: &IndexState, items: &[StatusItem], append_lim
                 StatusItem::Messages => state.len() as u64,
                 StatusItem::UidNext => u64::from(state.uid_next),
                 StatusItem::UidValidity => u64::from(state.uid_validity),
-                StatusItem::Unseen => state.messages().filter(|m| !m.has_flag("\\Seen")).count() as u64,
-                StatusItem::Deleted => state.messages().filter(|m| m.has_flag("\\Deleted")).count() as u64,
+                StatusItem::Unseen => {
+                    state.messages().filter(|m| !m.has_flag("\\Seen")).count() as u64
+                }
+                StatusItem::Deleted => {
+                    state.messages().filter(|m| m.has_flag("\\Deleted")).count() as u64
+                }
                 StatusItem::Size => state.messages().map(|m| m.size).sum(),
-                StatusItem::Recent => 0,
+                StatusItem::Recent => state
+                    .messages()
+                    .filter(|m| m.uid >= state.first_recent_uid)
+                    .count() as u64,
                 StatusItem::HighestModSeq => state.highest_modseq,
                 StatusItem::AppendLimit => append_limit,
             };
@@ -71,7 +86,12 @@ impl Conn {
             Err(done) => return Ok(done),
         };
         if self.selected.take().is_some() && (self.enabled.condstore || self.enabled.qresync) {
-            response::write_untagged(self.io.out(), response::Condition::Ok, Some(&Code::Closed), "Previous mailbox closed");
+            response::write_untagged(
+                self.io.out(),
+                response::Condition::Ok,
+                Some(&Code::Closed),
+                "Previous mailbox closed",
+            );
         }
         self.state = State::Authenticated;
         if select.condstore {
@@ -80,53 +100,75 @@ impl Conn {
         if select.qresync.is_some() && !self.enabled.qresync {
             return Ok(Done::bad("QRESYNC is not enabled"));
         }
-        let opened = {
-            let name = name.clone();
-            self.with_store(move |store, mailbox| open_named(store, mailbox, &name)).await?
-        };
-        let folder = match opened {
-            Ok(folder) => folder,
+        let opened = self
+            .with_store(move |store, mailbox| {
+                let folder = open_named(store, mailbox, &name)?;
+                let view = View::new(folder.state());
+                let mut selected = Selected {
+                    folder,
+                    view,
+                    read_only,
+                    recent: Default::default(),
+                    keywords: Default::default(),
+                };
+                selected.take_recent(store)?;
+                Ok::<_, StoreError>(selected)
+            })
+            .await?;
+        let mut selected = match opened {
+            Ok(selected) => selected,
             Err(e) => return Ok(Done::store_error(self.peer, "select", &e)),
         };
-        let state = folder.state();
-        let view = View::new(state);
+        let rev2 = self.enabled.rev2;
         let out = self.io.out();
-        let mut keywords: BTreeSet<&str> = BTreeSet::new();
-        for message in state.messages() {
-            for flag in &message.flags {
-                if !flag.starts_with('\\') {
-                    keywords.insert(flag);
-                }
-            }
-        }
-        let mut flags = vec![Flag::Answered, Flag::Flagged, Flag::Deleted, Flag::Seen, Flag::Draft];
-        flags.extend(keywords.iter().filter_map(|k| Flag::parse(k.as_bytes())));
-        response::write_flags(out, &flags);
-        let permanent = Code::PermanentFlags {
-            flags: if read_only { Vec::new() } else { flags.clone() },
-            new_keywords: !read_only,
-        };
-        response::write_untagged(out, response::Condition::Ok, Some(&permanent), "Flags permitted");
-        response::write_exists(out, view.len());
-        if !self.enabled.rev2 {
-            response::write_recent(out, 0);
+        selected.announce_keywords(out, true);
+        let state = selected.folder.state();
+        response::write_exists(out, selected.view.len());
+        if !rev2 {
+            let recent = u32::try_from(selected.recent.len()).unwrap_or(u32::MAX);
+            response::write_recent(out, recent);
             if let Some(seq) = state
                 .messages()
                 .position(|m| !m.has_flag("\\Seen"))
                 .and_then(|i| u32::try_from(i + 1).ok())
             {
-                response::write_untagged(out, response::Condition::Ok, Some(&Code::Unseen(seq)), "First unseen");
+                response::write_untagged(
+                    out,
+                    response::Condition::Ok,
+                    Some(&Code::Unseen(seq)),
+                    "First unseen",
+                );
             }
         }
         let ok = response::Condition::Ok;
-        response::write_untagged(out, ok, Some(&Code::UidValidity(state.uid_validity)), "UIDs valid");
-        response::write_untagged(out, ok, Some(&Code::UidNext(state.uid_next)), "Predicted next UID");
-        response::write_untagged(out, ok, Some(&Code::HighestModSeq(state.highest_modseq)), "Highest");
+        response::write_untagged(
+            out,
+            ok,
+            Some(&Code::UidValidity(state.uid_validity)),
+            "UIDs valid",
+        );
+        response::write_untagged(
+            out,
+            ok,
+            Some(&Code::UidNext(state.uid_next)),
+            "Predicted next UID",
+        );
+        response::write_untagged(
+            out,
+            ok,
+            Some(&Code::HighestModSeq(state.highest_modseq)),
+            "Highest",
+        );
         if let Some(qresync) = &select.qresync
             && qresync.uid_validity == state.uid_validity
         {
             let largest = state.uid_next.saturating_sub(1);
-            let known = |uid: u32| qresync.known_uids.as_ref().is_none_or(|set| set.contains(uid, largest));
+            let known = |uid: u32| {
+                qresync
+                    .known_uids
+                    .as_ref()
+                    .is_none_or(|set| set.contains(uid, largest))
+            };
             let vanished: Vec<u32> = state
                 .expunged_since(qresync.modseq)
                 .into_iter()
@@ -139,16 +181,15 @@ impl Conn {
                 if message.modseq > qresync.modseq && known(message.uid) {
                     let seq = u32::try_from(index + 1).unwrap_or(u32::MAX);
                     let mut fetch = FetchWriter::new(out, seq);
-                    fetch.uid(message.uid).flags(&flags_of(&message.flags)).modseq(message.modseq);
+                    fetch
+                        .uid(message.uid)
+                        .flags(&selected.flags(message, rev2))
+                        .modseq(message.modseq);
                     fetch.finish();
                 }
             }
         }
-        self.selected = Some(Selected {
-            folder,
-            view,
-            read_only,
-        });
+        self.selected = Some(selected);
         self.state = State::Selected { read_only };
         Ok(if read_only {
             Done::ok_code(Code::ReadOnly, "EXAMINE completed")
@@ -159,6 +200,11 @@ impl Conn {
 
     /// CREATE (with USE for SPECIAL-USE).
     pub(crate) async fn create(&mut self, raw: &[u8], special_use: &[String]) -> io::Result<Done> {
+        if stoa_imap_proto::mailbox::decode_name(raw, self.enabled.utf8 || self.enabled.rev2)
+            .is_err()
+        {
+            return Ok(Done::no(Some(Code::Cannot), "Invalid mailbox name"));
+        }
         let name = match self.mailbox_name(raw) {
             Ok(name) => name.trim_end_matches(DELIMITER).to_owned(),
             Err(done) => return Ok(done),
@@ -170,10 +216,17 @@ impl Conn {
         for attribute in special_use {
             match SpecialUse::parse(attribute) {
                 Some(u) if usage.is_none() => usage = Some(u),
-                _ => return Ok(Done::no(Some(Code::Cannot), "Unsupported special-use attribute")),
+                _ => {
+                    return Ok(Done::no(
+                        Some(Code::Cannot),
+                        "Unsupported special-use attribute",
+                    ));
+                }
             }
         }
-        let created = self.with_store(move |store, mailbox| store.create_folder(mailbox, &name, usage)).await?;
+        let created = self
+            .with_store(move |store, mailbox| store.create_folder(mailbox, &name, usage))
+            .await?;
         Ok(match created {
             Ok(_) => Done::ok("CREATE completed"),
             Err(e) => Done::store_error(self.peer, "create", &e),
@@ -189,11 +242,17 @@ impl Conn {
         if name == "INBOX" {
             return Ok(Done::no(Some(Code::Cannot), "INBOX cannot be deleted"));
         }
-        if self.selected.as_ref().is_some_and(|s| s.folder.info().name == name) {
+        if self
+            .selected
+            .as_ref()
+            .is_some_and(|s| s.folder.info().name == name)
+        {
             self.selected = None;
             self.state = State::Authenticated;
         }
-        let deleted = self.with_store(move |store, mailbox| store.delete_folder(mailbox, &name)).await?;
+        let deleted = self
+            .with_store(move |store, mailbox| store.delete_folder(mailbox, &name))
+            .await?;
         Ok(match deleted {
             Ok(()) => Done::ok("DELETE completed"),
             Err(e) => Done::store_error(self.peer, "delete", &e),
@@ -233,7 +292,9 @@ impl Conn {
             Ok(name) => name,
             Err(done) => return Ok(done),
         };
-        let done = self.with_store(move |store, mailbox| store.subscribe(mailbox, &name, on)).await?;
+        let done = self
+            .with_store(move |store, mailbox| store.subscribe(mailbox, &name, on))
+            .await?;
         Ok(match done {
             Ok(()) if on => Done::ok("SUBSCRIBE completed"),
             Ok(()) => Done::ok("UNSUBSCRIBE completed"),
@@ -244,7 +305,7 @@ impl Conn {
     /// LIST, basic and extended.
     pub(crate) async fn list(&mut self, list: List) -> io::Result<Done> {
         let utf8 = self.enabled.utf8 || self.enabled.rev2;
-        let decode = |raw: &[u8]| stoa_imap_proto::mailbox::decode_name(raw, utf8);
+        let decode = |raw: &[u8]| decode_lenient(raw, utf8).ok_or(());
         let Ok(reference) = decode(&list.reference) else {
             return Ok(Done::bad("Invalid reference name"));
         };
@@ -276,9 +337,12 @@ impl Conn {
                         .folders()
                         .iter()
                         .map(|f| {
-                            store
-                                .open_folder(mailbox, f)
-                                .map(|folder| (f.name.clone(), status_values(folder.state(), items, append_limit)))
+                            store.open_folder(mailbox, f).map(|folder| {
+                                (
+                                    f.name.clone(),
+                                    status_values(folder.state(), items, append_limit),
+                                )
+                            })
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                     None => Vec::new(),
@@ -291,10 +355,19 @@ impl Conn {
             Err(e) => return Ok(Done::store_error(self.peer, "list", &e)),
         };
         let matches_any = |name: &str| full.iter().any(|p| matches(p, name));
-        let out = self.io.out();
         let sel = list.selection;
         let ret = &list.ret;
-        for (name, exists, info) in candidates(&folders, sel.subscribed) {
+        // RECURSIVEMATCH (RFC 5258 §3.5): a name that matches but is not subscribed
+        // is listed, with CHILDINFO, when a subscribed name below it does not match.
+        let subscribed_below = |name: &str| {
+            let prefix = format!("{name}{DELIMITER}");
+            folders
+                .subscribed()
+                .iter()
+                .any(|s| s.starts_with(&prefix) && !matches_any(s))
+        };
+        let out = self.io.out();
+        for (name, exists, info) in candidates(&folders, sel.subscribed, sel.recursive_match) {
             if !matches_any(&name) {
                 continue;
             }
@@ -302,6 +375,10 @@ impl Conn {
                 continue;
             }
             let subscribed = folders.subscribed().contains(&name);
+            let child_subscribed = sel.recursive_match && subscribed_below(&name);
+            if sel.subscribed && !subscribed && !child_subscribed {
+                continue;
+            }
             let mut attributes: Vec<&str> = Vec::new();
             if !exists {
                 attributes.push("\\NonExistent");
@@ -320,6 +397,7 @@ impl Conn {
                 attributes: &attributes,
                 delimiter: Some(DELIMITER),
                 name: &name,
+                child_subscribed,
                 ..ListEntry::default()
             };
             response::write_list(out, &entry, false, utf8);
@@ -333,21 +411,37 @@ impl Conn {
     /// LSUB (IMAP4rev1): the subscribed names that match.
     pub(crate) async fn lsub(&mut self, reference: &[u8], pattern: &[u8]) -> io::Result<Done> {
         let utf8 = self.enabled.utf8 || self.enabled.rev2;
-        let decode = |raw: &[u8]| stoa_imap_proto::mailbox::decode_name(raw, utf8);
+        let decode = |raw: &[u8]| decode_lenient(raw, utf8).ok_or(());
         let (Ok(reference), Ok(pattern)) = (decode(reference), decode(pattern)) else {
             return Ok(Done::bad("Invalid mailbox pattern"));
         };
         let full = format!("{reference}{pattern}");
-        let folders = match self.with_store(|store, mailbox| store.folder_list(mailbox)).await? {
+        let folders = match self
+            .with_store(|store, mailbox| store.folder_list(mailbox))
+            .await?
+        {
             Ok(folders) => folders,
             Err(e) => return Ok(Done::store_error(self.peer, "lsub", &e)),
         };
-        let out = self.io.out();
+        // A level that is not subscribed but has subscribed names below it is
+        // listed as \Noselect when the pattern matches it (RFC 3501 §6.3.9).
+        let mut listed: BTreeSet<(String, bool)> = BTreeSet::new();
         for name in folders.subscribed() {
-            if !matches(&full, name) {
+            if matches(&full, name) {
+                listed.insert((name.clone(), folders.get(name).is_none()));
                 continue;
             }
-            let attributes: &[&str] = if folders.get(name).is_some() { &[] } else { &["\\Noselect"] };
+            let mut level = name.as_str();
+            while let Some((parent, _)) = level.rsplit_once(DELIMITER) {
+                if matches(&full, parent) && !folders.subscribed().contains(parent) {
+                    listed.insert((parent.to_owned(), true));
+                }
+                level = parent;
+            }
+        }
+        let out = self.io.out();
+        for (name, noselect) in &listed {
+            let attributes: &[&str] = if *noselect { &["\\Noselect"] } else { &[] };
             let entry = ListEntry {
                 attributes,
                 delimiter: Some(DELIMITER),
@@ -405,7 +499,9 @@ impl Conn {
             })
             .await?;
         Ok(match appended {
-            Ok((uid_validity, uid)) => Done::ok_code(Code::AppendUid { uid_validity, uid }, "APPEND completed"),
+            Ok((uid_validity, uid)) => {
+                Done::ok_code(Code::AppendUid { uid_validity, uid }, "APPEND completed")
+            }
             Err(StoreError::NoSuchFolder(_)) => Done::no(Some(Code::TryCreate), "No such mailbox"),
             Err(e) => Done::store_error(self.peer, "append", &e),
         })
@@ -413,25 +509,28 @@ impl Conn {
 }
 
 /// The names LIST considers: every folder, or (SUBSCRIBED) every subscribed name,
-/// existing or not; with whether it exists and its folder.
+/// existing or not, and with RECURSIVEMATCH the folders too; with whether each
+/// exists and its folder.
 fn candidates(
     folders: &FolderList,
     subscribed: bool,
+    recursive: bool,
 ) -> Vec<(String, bool, Option<&stoa_mailstore::FolderInfo>)> {
-    if subscribed {
-        folders
-            .subscribed()
-            .iter()
-            .map(|name| {
-                let info = folders.get(name);
-                (name.clone(), info.is_some(), info)
-            })
-            .collect()
-    } else {
-        folders
-            .folders()
-            .iter()
-            .map(|f| (f.name.clone(), true, Some(f)))
-            .collect()
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    if !subscribed || recursive {
+        names.extend(folders.folders().iter().map(|f| f.name.as_str()));
     }
+    if subscribed {
+        names.extend(folders.subscribed().iter().map(String::as_str));
+    }
+    let mut list: Vec<_> = names
+        .into_iter()
+        .map(|name| {
+            let info = folders.get(name);
+            (name.to_owned(), info.is_some(), info)
+        })
+        .collect();
+    // INBOX first, as clients expect.
+    list.sort_by_key(|(name, _, _)| name != "INBOX");
+    list
 }

@@ -8,16 +8,16 @@
 use std::io;
 use std::sync::Arc;
 
+use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::command::{Fetch, FetchAttribute, Search, SearchReturn, Store, StoreMode};
 use stoa_imap_proto::response::{self, Code, Esearch, FetchWriter};
 use stoa_imap_proto::sequence::SequenceSet;
 use stoa_imap_proto::state::State;
-use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::{Section, SectionText};
-use stoa_mailstore::{FlagOp, Folder, IndexedMessage, MailStore, StoreError};
+use stoa_mailstore::{FlagOp, IndexedMessage, MailStore, StoreError};
 use stoa_message::Structure;
 
-use crate::conn::{Conn, Done, Selected, blocking, flags_of};
+use crate::conn::{Conn, Done, Selected, blocking};
 use crate::mailboxes::open_named;
 use crate::search::Matcher;
 
@@ -81,31 +81,53 @@ impl Conn {
         }
     }
 
+    /// Turns CONDSTORE on at the first command that uses it, telling the client
+    /// the folder's HIGHESTMODSEQ (RFC 7162 §3.1.2).
+    fn enable_condstore(&mut self) {
+        if self.enabled.condstore {
+            return;
+        }
+        self.enabled.condstore = true;
+        if let Some(selected) = &self.selected {
+            let code = Code::HighestModSeq(selected.folder.state().highest_modseq);
+            response::write_untagged(
+                self.io.out(),
+                response::Condition::Ok,
+                Some(&code),
+                "Highest",
+            );
+        }
+    }
+
     fn read_only(&self) -> bool {
         self.selected.as_ref().is_some_and(|s| s.read_only)
     }
 
     /// FETCH and UID FETCH.
     pub(crate) async fn fetch(&mut self, fetch: Fetch) -> io::Result<Done> {
-        if fetch
-            .attributes
-            .iter()
-            .any(|a| matches!(a, FetchAttribute::Binary { .. } | FetchAttribute::BinarySize(_)))
-        {
+        if fetch.attributes.iter().any(|a| {
+            matches!(
+                a,
+                FetchAttribute::Binary { .. } | FetchAttribute::BinarySize(_)
+            )
+        }) {
             return Ok(Done::bad("BINARY is not supported"));
         }
         let mut targets = match self.resolve(fetch.uid, &fetch.set) {
             Ok(targets) => targets,
             Err(done) => return Ok(done),
         };
-        if fetch.changed_since.is_some() {
-            self.enabled.condstore = true;
+        if fetch.changed_since.is_some() || fetch.attributes.contains(&FetchAttribute::ModSeq) {
+            self.enable_condstore();
         }
         if fetch.uid
             && fetch.vanished
             && let (Some(since), Some(selected)) = (fetch.changed_since, &self.selected)
         {
-            let largest = selected.view.max_uid().max(selected.folder.state().uid_next - 1);
+            let largest = selected
+                .view
+                .max_uid()
+                .max(selected.folder.state().uid_next - 1);
             let vanished: Vec<u32> = selected
                 .folder
                 .state()
@@ -124,7 +146,9 @@ impl Conn {
             let seen = vec!["\\Seen".to_owned()];
             let stored = self
                 .with_selected(move |selected, store| {
-                    selected.folder.store_flags(store, &unseen, FlagOp::Add, &seen, None)
+                    selected
+                        .folder
+                        .store_flags(store, &unseen, FlagOp::Add, &seen, None)
                 })
                 .await?;
             match stored {
@@ -132,10 +156,15 @@ impl Conn {
                 Err(e) => return Ok(Done::store_error(self.peer, "fetch", &e)),
             }
         }
+        if let Some(selected) = &mut self.selected {
+            selected.announce_keywords(self.io.out(), false);
+        }
         let condstore = self.enabled.condstore;
+        let rev2 = self.enabled.rev2;
         let with_flags_for_seen = silent.clone();
         while !targets.is_empty() {
-            let batch: Vec<(u32, u32)> = targets.drain(..targets.len().min(BATCH_MESSAGES)).collect();
+            let batch: Vec<(u32, u32)> =
+                targets.drain(..targets.len().min(BATCH_MESSAGES)).collect();
             let attributes = fetch.attributes.clone();
             let changed_since = fetch.changed_since;
             let uid_fetch = fetch.uid;
@@ -156,8 +185,9 @@ impl Conn {
                             uid: uid_fetch,
                             modseq: condstore || changed_since.is_some(),
                             flags: seen.contains(&uid),
+                            rev2,
                         };
-                        write_fetch(&mut out, &selected.folder, seq, message, &attributes, options);
+                        write_fetch(&mut out, selected, seq, message, &attributes, options);
                         if out.len() >= BATCH_BYTES {
                             break;
                         }
@@ -172,7 +202,11 @@ impl Conn {
                 self.flush().await?;
             }
         }
-        let mut done = Done::ok(if fetch.uid { "UID FETCH completed" } else { "FETCH completed" });
+        let mut done = Done::ok(if fetch.uid {
+            "UID FETCH completed"
+        } else {
+            "FETCH completed"
+        });
         done.silent = silent;
         Ok(done)
     }
@@ -187,7 +221,7 @@ impl Conn {
             Err(done) => return Ok(done),
         };
         if store.unchanged_since.is_some() {
-            self.enabled.condstore = true;
+            self.enable_condstore();
         }
         let flags: Vec<String> = store
             .flags
@@ -203,15 +237,19 @@ impl Conn {
         let uids: Vec<u32> = targets.iter().map(|&(_, u)| u).collect();
         let since = store.unchanged_since;
         let outcome = self
-            .with_selected(move |selected, s| selected.folder.store_flags(s, &uids, op, &flags, since))
+            .with_selected(move |selected, s| {
+                selected.folder.store_flags(s, &uids, op, &flags, since)
+            })
             .await?;
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(e) => return Ok(Done::store_error(self.peer, "store", &e)),
         };
         let mut silent = Vec::new();
-        if let Some(selected) = &self.selected {
+        let rev2 = self.enabled.rev2;
+        if let Some(selected) = &mut self.selected {
             let out = self.io.out();
+            selected.announce_keywords(out, false);
             for &(seq, uid) in &targets {
                 if outcome.modified.contains(&uid) {
                     continue;
@@ -225,7 +263,7 @@ impl Conn {
                 };
                 let mut fetch = FetchWriter::new(out, seq);
                 if !store.silent {
-                    fetch.flags(&flags_of(&message.flags));
+                    fetch.flags(&selected.flags(message, rev2));
                 }
                 if store.uid {
                     fetch.uid(uid);
@@ -244,7 +282,10 @@ impl Conn {
                 .filter(|(_, u)| outcome.modified.contains(u))
                 .map(|&(s, u)| if store.uid { u } else { s })
                 .collect();
-            Done::ok_code(Code::Modified(numbers), "Conditional STORE failed for some messages")
+            Done::ok_code(
+                Code::Modified(numbers),
+                "Conditional STORE failed for some messages",
+            )
         };
         done.silent = silent;
         Ok(done)
@@ -255,7 +296,10 @@ impl Conn {
         if let Some(charset) = &search.charset
             && !matches!(charset.as_str(), "US-ASCII" | "UTF-8")
         {
-            return Ok(Done::no(None, "[BADCHARSET (UTF-8 US-ASCII)] Unsupported charset"));
+            return Ok(Done::no(
+                None,
+                "[BADCHARSET (UTF-8 US-ASCII)] Unsupported charset",
+            ));
         }
         let Some(selected) = &self.selected else {
             return Ok(Done::bad("No mailbox selected"));
@@ -267,40 +311,81 @@ impl Conn {
             .enumerate()
             .map(|(i, &u)| (u32::try_from(i + 1).unwrap_or(u32::MAX), u))
             .collect();
-        let matcher = Matcher::new(search.key.clone(), self.saved.clone(), selected.view.len(), selected.view.max_uid());
-        let (found, modseq) = self
+        let matcher = Matcher::new(
+            search.key.clone(),
+            self.saved.clone(),
+            selected.recent.clone(),
+            selected.view.len(),
+            selected.view.max_uid(),
+        );
+        let found = self
             .with_selected(move |selected, _store| {
                 let mut found = Vec::new();
-                let mut modseq = 0;
                 for &(seq, uid) in &targets {
                     let Some(message) = selected.folder.state().get(uid) else {
                         continue;
                     };
                     if matcher.matches(&selected.folder, seq, message) {
-                        found.push((seq, uid));
-                        modseq = modseq.max(message.modseq);
+                        found.push((seq, uid, message.modseq));
                     }
                 }
-                (found, modseq)
+                found
             })
             .await?;
-        let numbers: Vec<u32> = found.iter().map(|&(s, u)| if search.uid { u } else { s }).collect();
+        let numbers: Vec<u32> = found
+            .iter()
+            .map(|&(s, u, _)| if search.uid { u } else { s })
+            .collect();
         let wants_modseq = search_has_modseq(&search.key);
-        let modseq = wants_modseq.then_some(modseq);
+        if wants_modseq {
+            self.enable_condstore();
+        }
         let esearch = search.ret.is_some() || self.enabled.rev2;
         let ret = search.ret.clone().unwrap_or_default();
+        // MODSEQ is the highest of what is returned: of MIN and MAX alone when
+        // only they are asked for (RFC 7162 §3.1.5).
+        let only_ends = esearch
+            && !ret.is_empty()
+            && ret.iter().all(|r| {
+                matches!(
+                    r,
+                    SearchReturn::Min | SearchReturn::Max | SearchReturn::Save
+                )
+            })
+            && !(ret.len() == 1 && ret[0] == SearchReturn::Save);
+        let modseq = if only_ends {
+            let mut ends = Vec::new();
+            if ret.contains(&SearchReturn::Min) {
+                ends.extend(found.first());
+            }
+            if ret.contains(&SearchReturn::Max) {
+                ends.extend(found.last());
+            }
+            ends.iter().map(|&&(_, _, m)| m).max().unwrap_or(0)
+        } else {
+            found.iter().map(|&(_, _, m)| m).max().unwrap_or(0)
+        };
+        let modseq = wants_modseq.then_some(modseq);
         if ret.contains(&SearchReturn::Save) {
-            self.saved = found.iter().map(|&(_, u)| u).collect();
+            self.saved = found.iter().map(|&(_, u, _)| u).collect();
         }
         if esearch {
             let only_save = ret.len() == 1 && ret[0] == SearchReturn::Save;
             if !only_save {
-                let all = ret.is_empty() || ret.contains(&SearchReturn::All) || (ret.len() == 1 && ret[0] == SearchReturn::Save);
+                let all = ret.is_empty()
+                    || ret.contains(&SearchReturn::All)
+                    || (ret.len() == 1 && ret[0] == SearchReturn::Save);
                 let result = Esearch {
                     tag: Some(tag),
                     uid: search.uid,
-                    min: ret.contains(&SearchReturn::Min).then(|| numbers.first().copied()).flatten(),
-                    max: ret.contains(&SearchReturn::Max).then(|| numbers.last().copied()).flatten(),
+                    min: ret
+                        .contains(&SearchReturn::Min)
+                        .then(|| numbers.first().copied())
+                        .flatten(),
+                    max: ret
+                        .contains(&SearchReturn::Max)
+                        .then(|| numbers.last().copied())
+                        .flatten(),
                     count: ret
                         .contains(&SearchReturn::Count)
                         .then(|| u32::try_from(numbers.len()).unwrap_or(u32::MAX)),
@@ -312,7 +397,11 @@ impl Conn {
         } else {
             response::write_search(self.io.out(), &numbers, modseq);
         }
-        Ok(Done::ok(if search.uid { "UID SEARCH completed" } else { "SEARCH completed" }))
+        Ok(Done::ok(if search.uid {
+            "UID SEARCH completed"
+        } else {
+            "SEARCH completed"
+        }))
     }
 
     /// COPY and MOVE (UID or not).
@@ -348,10 +437,16 @@ impl Conn {
             .await?;
         let (uid_validity, pairs) = match copied {
             Ok(copied) => copied,
-            Err(StoreError::NoSuchFolder(_)) => return Ok(Done::no(Some(Code::TryCreate), "No such mailbox")),
+            Err(StoreError::NoSuchFolder(_)) => {
+                return Ok(Done::no(Some(Code::TryCreate), "No such mailbox"));
+            }
             Err(e) => return Ok(Done::store_error(self.peer, "copy", &e)),
         };
-        let what = if remove { "MOVE completed" } else { "COPY completed" };
+        let what = if remove {
+            "MOVE completed"
+        } else {
+            "COPY completed"
+        };
         if pairs.is_empty() {
             return Ok(Done::ok(what));
         }
@@ -400,7 +495,11 @@ impl Conn {
         }
         self.selected = None;
         self.state = State::Authenticated;
-        Ok(Done::ok(if expunge { "CLOSE completed" } else { "UNSELECT completed" }))
+        Ok(Done::ok(if expunge {
+            "CLOSE completed"
+        } else {
+            "UNSELECT completed"
+        }))
     }
 }
 
@@ -424,12 +523,14 @@ struct FetchOptions {
     modseq: bool,
     /// FLAGS goes in (\Seen was just set by this FETCH).
     flags: bool,
+    /// IMAP4rev2 is on: no \Recent.
+    rev2: bool,
 }
 
 /// Writes one message's FETCH response.
 fn write_fetch(
     out: &mut Vec<u8>,
-    folder: &Folder,
+    selected: &Selected,
     seq: u32,
     message: &IndexedMessage,
     attributes: &[FetchAttribute],
@@ -448,7 +549,7 @@ fn write_fetch(
         )
     });
     let content = if needs_content {
-        match folder.read_message(message.uid) {
+        match selected.folder.read_message(message.uid) {
             Ok(bytes) => {
                 let structure = Structure::parse(&bytes);
                 Some((bytes, structure))
@@ -474,7 +575,7 @@ fn write_fetch(
                 uid_written = true;
             }
             FetchAttribute::Flags if !flags_written => {
-                fetch.flags(&flags_of(&message.flags));
+                fetch.flags(&selected.flags(message, options.rev2));
                 flags_written = true;
             }
             FetchAttribute::ModSeq if !modseq_written => {
@@ -543,7 +644,7 @@ fn write_fetch(
         }
     }
     if options.flags && !flags_written {
-        fetch.flags(&flags_of(&message.flags));
+        fetch.flags(&selected.flags(message, options.rev2));
     }
     if options.modseq && !modseq_written {
         fetch.modseq(message.modseq);

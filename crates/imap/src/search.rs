@@ -3,6 +3,7 @@
 //! message, once per message and only when a criterion needs it.
 
 use std::cell::OnceCell;
+use std::collections::BTreeSet;
 
 use stoa_imap_proto::command::SearchKey;
 use stoa_imap_proto::date::Date;
@@ -16,6 +17,8 @@ pub(crate) struct Matcher {
     key: SearchKey,
     /// The saved result (`$`), as UIDs.
     saved: Vec<u32>,
+    /// The messages recent for this session.
+    recent: BTreeSet<u32>,
     /// The number of messages and the largest UID the client knows (`*`).
     count: u32,
     max_uid: u32,
@@ -53,7 +56,7 @@ impl Content<'_> {
 
     fn sent_day(&self) -> Option<i64> {
         let (_, structure) = self.get()?;
-        day(structure.sent_date()?)
+        structure.sent_day()
     }
 }
 
@@ -63,10 +66,17 @@ fn day(seconds: i64) -> Option<i64> {
 }
 
 impl Matcher {
-    pub(crate) fn new(key: SearchKey, saved: Vec<u32>, count: u32, max_uid: u32) -> Matcher {
+    pub(crate) fn new(
+        key: SearchKey,
+        saved: Vec<u32>,
+        recent: BTreeSet<u32>,
+        count: u32,
+        max_uid: u32,
+    ) -> Matcher {
         Matcher {
             key,
             saved,
+            recent,
             count,
             max_uid,
         }
@@ -109,9 +119,9 @@ impl Matcher {
             K::Undraft => !m.has_flag("\\Draft"),
             K::Unflagged => !m.has_flag("\\Flagged"),
             K::Unseen => !m.has_flag("\\Seen"),
-            // Stoa keeps no \Recent: no message is recent, every one is old.
-            K::Recent | K::New => false,
-            K::Old => true,
+            K::Recent => self.recent.contains(&m.uid),
+            K::New => self.recent.contains(&m.uid) && !m.has_flag("\\Seen"),
+            K::Old => !self.recent.contains(&m.uid),
             K::Keyword(flag) => m.has_flag(flag.as_str()),
             K::Unkeyword(flag) => !m.has_flag(flag.as_str()),
             K::Bcc(text) => content.header("Bcc", text),
@@ -126,8 +136,12 @@ impl Matcher {
             K::On(d) => date().is_some_and(|x| x == d.days_since_epoch()),
             K::Since(d) => date().is_some_and(|x| x >= d.days_since_epoch()),
             K::SentBefore(d) => content.sent_day().is_some_and(|x| x < d.days_since_epoch()),
-            K::SentOn(d) => content.sent_day().is_some_and(|x| x == d.days_since_epoch()),
-            K::SentSince(d) => content.sent_day().is_some_and(|x| x >= d.days_since_epoch()),
+            K::SentOn(d) => content
+                .sent_day()
+                .is_some_and(|x| x == d.days_since_epoch()),
+            K::SentSince(d) => content
+                .sent_day()
+                .is_some_and(|x| x >= d.days_since_epoch()),
             K::Larger(n) => m.size > *n,
             K::Smaller(n) => m.size < *n,
             K::ModSeq { modseq, .. } => m.modseq >= *modseq,

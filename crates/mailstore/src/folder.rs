@@ -403,6 +403,26 @@ impl Folder {
         Ok(pairs)
     }
 
+    /// Takes the messages no session has seen as `\Recent` yet (IMAP4rev1): returns
+    /// their UIDs, which are recent for the caller only. Logs nothing (and syncs
+    /// nothing) when there are none.
+    pub fn claim_recent(&mut self, store: &MailStore) -> Result<Vec<u32>> {
+        if self.state.first_recent_uid >= self.state.uid_next {
+            return Ok(Vec::new());
+        }
+        self.locked(store, |folder, txn| {
+            let state = &folder.state;
+            let from = state.first_recent_uid;
+            if from >= state.uid_next {
+                return Ok(Vec::new());
+            }
+            txn.records.push(Record::Recent {
+                uid: state.uid_next,
+            });
+            Ok(state.messages.range(from..).map(|(&uid, _)| uid).collect())
+        })
+    }
+
     /// Opens message `uid` for reading; it yields exactly its indexed size.
     pub fn open_message(&self, uid: u32) -> Result<File> {
         let message = self.state.get(uid).ok_or(StoreError::NoSuchUid(uid))?;

@@ -8,6 +8,7 @@
 //! + 1 1 1767225600 2048 1767225600.M1P2Q3.mx \Seen   a message gets UID 1 (modseq 1)
 //! = 1 2 \Seen \Flagged                      UID 1's flags are now these (modseq 2)
 //! - 1 3                                     UID 1 was expunged (modseq 3)
+//! r 2                                       UIDs below 2 are no longer \Recent
 //! ```
 //!
 //! Every record is one line; a line is only acted on once its `\n` is there, so a
@@ -62,6 +63,9 @@ pub(crate) enum Record {
     },
     /// A message leaves the folder.
     Expunge { uid: u32, modseq: u64 },
+    /// A session took the \Recent messages: UIDs below `uid` are not recent for
+    /// anyone else.
+    Recent { uid: u32 },
 }
 
 /// Why an index file could not be read.
@@ -87,6 +91,10 @@ pub struct IndexState {
     pub highest_modseq: u64,
     /// Expunged UIDs with the modseq of their expunge, for QRESYNC's VANISHED.
     pub(crate) expunged: Vec<(u32, u64)>,
+    /// The first UID no session has taken as \Recent yet (IMAP4rev1).
+    pub first_recent_uid: u32,
+    /// Every keyword ever set in the folder (IMAP's FLAGS list only grows).
+    keywords: std::collections::BTreeSet<String>,
     /// Lines read (for error positions).
     lines: usize,
 }
@@ -100,6 +108,8 @@ impl IndexState {
             uid_next: 1,
             highest_modseq: 0,
             expunged: Vec::new(),
+            first_recent_uid: 1,
+            keywords: std::collections::BTreeSet::new(),
             lines: 1,
         }
     }
@@ -162,10 +172,12 @@ impl IndexState {
             Record::Add(message) => {
                 self.uid_next = self.uid_next.max(message.uid.saturating_add(1));
                 self.highest_modseq = self.highest_modseq.max(message.modseq);
+                self.note_keywords(&message.flags);
                 self.messages.insert(message.uid, message);
             }
             Record::Flags { uid, modseq, flags } => {
                 self.highest_modseq = self.highest_modseq.max(modseq);
+                self.note_keywords(&flags);
                 if let Some(message) = self.messages.get_mut(&uid) {
                     message.flags = flags;
                     message.modseq = modseq;
@@ -180,7 +192,23 @@ impl IndexState {
                 self.uid_next = self.uid_next.max(uid.saturating_add(1));
                 self.expunged.push((uid, modseq));
             }
+            Record::Recent { uid } => {
+                self.first_recent_uid = self.first_recent_uid.max(uid);
+            }
         }
+    }
+
+    fn note_keywords(&mut self, flags: &[String]) {
+        for flag in flags.iter().filter(|f| !f.starts_with('\\')) {
+            if !self.keywords.contains(flag) {
+                self.keywords.insert(flag.clone());
+            }
+        }
+    }
+
+    /// Every keyword set on a message of the folder since it was made.
+    pub fn keywords(&self) -> &std::collections::BTreeSet<String> {
+        &self.keywords
     }
 
     /// The messages in UID order.
@@ -228,6 +256,14 @@ impl IndexState {
         for message in self.messages.values() {
             write_record(&mut out, &Record::Add(message.clone()));
         }
+        if self.first_recent_uid > 1 {
+            write_record(
+                &mut out,
+                &Record::Recent {
+                    uid: self.first_recent_uid,
+                },
+            );
+        }
         out
     }
 }
@@ -253,6 +289,9 @@ pub(crate) fn write_record(out: &mut String, record: &Record) {
         }
         Record::Expunge { uid, modseq } => {
             let _ = write!(out, "- {uid} {modseq}");
+        }
+        Record::Recent { uid } => {
+            let _ = write!(out, "r {uid}");
         }
     }
     out.push('\n');
@@ -326,6 +365,9 @@ fn parse_record(line: &[u8]) -> Result<Record, String> {
             let modseq = number("modseq")?;
             Ok(Record::Expunge { uid, modseq })
         }
+        "r" => Ok(Record::Recent {
+            uid: uid(number("uid")?)?,
+        }),
         _ => Err(format!("unknown record {line:?}")),
     }
 }

@@ -63,7 +63,20 @@ impl Structure {
                 Node::Part(p) => p.header.of(message).map(Cow::Borrowed),
             },
             SectionText::Header => message_of(node)?.root.header.of(message).map(Cow::Borrowed),
-            SectionText::Text => message_of(node)?.root.body.of(message).map(Cow::Borrowed),
+            SectionText::Text => {
+                let inner = message_of(node)?;
+                match node {
+                    // An encapsulated message's text runs to the end of the part
+                    // that holds it, past its own multipart's closing boundary
+                    // (the epilogue is text too).
+                    Node::Part(p) => {
+                        let start = inner.root.body.start as usize;
+                        let end = (p.body.end as usize).min(message.len());
+                        message.get(start..end).map(Cow::Borrowed)
+                    }
+                    Node::Message(_) => inner.root.body.of(message).map(Cow::Borrowed),
+                }
+            }
             SectionText::HeaderFields { names, not } => {
                 let header = message_of(node)?.root.header.of(message)?;
                 Some(Cow::Owned(header_fields(header, names, *not)))

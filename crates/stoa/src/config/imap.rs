@@ -59,7 +59,10 @@ impl Configured for Imap {
         doc.set("secure_networks", nets(&c.secure_networks));
         doc.set("workers", int(c.workers));
         doc.set("max_connections", int(l.max_connections));
-        doc.set("max_connections_per_client", int(l.max_connections_per_client));
+        doc.set(
+            "max_connections_per_client",
+            int(l.max_connections_per_client),
+        );
         doc.set("max_sessions_per_user", int(l.max_sessions_per_user));
         doc.set("max_line", int(l.command.max_line));
         doc.set("append_limit", l.command.max_literal.to_string());
@@ -166,7 +169,12 @@ fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draf
     r.integer_into(t, P, "workers", &mut c.workers);
     let l = &mut c.limits;
     r.integer_into(t, P, "max_connections", &mut l.max_connections);
-    r.integer_into(t, P, "max_connections_per_client", &mut l.max_connections_per_client);
+    r.integer_into(
+        t,
+        P,
+        "max_connections_per_client",
+        &mut l.max_connections_per_client,
+    );
     r.integer_into(t, P, "max_sessions_per_user", &mut l.max_sessions_per_user);
     r.size(t, P, "max_line", &mut l.command.max_line);
     r.size(t, P, "append_limit", &mut l.command.max_literal);
@@ -187,8 +195,18 @@ fn finish(mut d: Draft, cx: &Finish<'_>, r: &mut Report) -> Option<Imap> {
     let before = cx.mail_dir();
     let c = &mut d.config;
     c.auth_throttle = d.auth.settings();
-    r.flag_list("--imap-listen", &args.imap_listen, parse_addr, &mut c.listen);
-    r.flag_list("--imaps-listen", &args.imaps_listen, parse_addr, &mut c.tls_listen);
+    r.flag_list(
+        "--imap-listen",
+        &args.imap_listen,
+        parse_addr,
+        &mut c.listen,
+    );
+    r.flag_list(
+        "--imaps-listen",
+        &args.imaps_listen,
+        parse_addr,
+        &mut c.tls_listen,
+    );
     mail::apply_shared_flags(args, certs, &mut c.tls, &mut c.workers);
     // The command limit follows the literal limit: a whole APPEND and its line.
     let l = &mut c.limits.command;
@@ -246,9 +264,18 @@ fn validate(c: &stoa_imap::Config, r: &mut Report) {
     }
     r.check_host_and_workers(P, &c.hostname, c.workers);
     let l = &c.limits;
-    r.check(l.max_connections != 0, "imap.max_connections: must be at least 1");
-    r.check(l.command.max_line >= 1024, "imap.max_line: must be at least 1024 bytes");
-    r.check(l.command.max_literal >= 1024, "imap.append_limit: must be at least 1024 bytes");
+    r.check(
+        l.max_connections != 0,
+        "imap.max_connections: must be at least 1",
+    );
+    r.check(
+        l.command.max_line >= 1024,
+        "imap.max_line: must be at least 1024 bytes",
+    );
+    r.check(
+        l.command.max_literal >= 1024,
+        "imap.append_limit: must be at least 1024 bytes",
+    );
     r.nonzero(
         P,
         &[

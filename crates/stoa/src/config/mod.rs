@@ -28,12 +28,12 @@ use crate::cli::ServeArgs;
 
 mod auth_throttle;
 mod directory;
+mod imap;
 mod lmtp;
 mod mail;
 mod mail_host;
 mod mail_limits;
 mod metrics;
-mod imap;
 mod pop3;
 mod pop3_proxy;
 pub(crate) mod print;

@@ -119,6 +119,10 @@ pub(crate) struct Server {
     pub(crate) pop3_proxy_addrs: Vec<SocketAddr>,
     /// Every bound POP3S proxy address, in `--pop3s-proxy-listen` order.
     pub(crate) pop3s_proxy_addrs: Vec<SocketAddr>,
+    /// Every bound IMAP address, in `--imap-listen` order.
+    pub(crate) imap_addrs: Vec<SocketAddr>,
+    /// Every bound IMAPS address, in `--imaps-listen` order.
+    pub(crate) imaps_addrs: Vec<SocketAddr>,
 }
 
 /// How to start a server.
@@ -231,6 +235,8 @@ impl ServerBuilder {
                     "--lmtp-listen",
                     "--pop3-proxy-listen",
                     "--pop3s-proxy-listen",
+                    "--imap-listen",
+                    "--imaps-listen",
                 ]
                 .iter()
                 .any(|f| *a == *f)
@@ -272,6 +278,8 @@ impl ServerBuilder {
             lmtp_addrs: Vec::new(),
             pop3_proxy_addrs: Vec::new(),
             pop3s_proxy_addrs: Vec::new(),
+            imap_addrs: Vec::new(),
+            imaps_addrs: Vec::new(),
         };
         let ready = server.wait_for_stderr(READY_TIMEOUT, |lines| {
             lines.iter().filter(|l| parse_ready(l).is_some()).count() >= listens
@@ -305,6 +313,8 @@ impl ServerBuilder {
         server.lmtp_addrs = of("lmtp");
         server.pop3_proxy_addrs = of("pop3-proxy");
         server.pop3s_proxy_addrs = of("pop3s-proxy");
+        server.imap_addrs = of("imap");
+        server.imaps_addrs = of("imaps");
         server.addr = *server
             .addrs
             .iter()
@@ -316,6 +326,8 @@ impl ServerBuilder {
             .chain(&server.lmtp_addrs)
             .chain(&server.pop3_proxy_addrs)
             .chain(&server.pop3s_proxy_addrs)
+            .chain(&server.imap_addrs)
+            .chain(&server.imaps_addrs)
             .next()
             .expect("a readiness line was counted");
         server
@@ -335,6 +347,8 @@ fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
         "lmtp",
         "pop3-proxy",
         "pop3s-proxy",
+        "imap",
+        "imaps",
     ]
     .into_iter()
     .find(|s| *s == scheme)?;
