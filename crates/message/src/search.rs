@@ -3,7 +3,7 @@
 use mail_parser::parsers::MessageStream;
 use mail_parser::{Address, HeaderValue, MessageParser, PartType};
 
-use crate::structure::{MAX_MESSAGE_MENTIONS, Structure, message_mentions};
+use crate::structure::{Structure, too_costly};
 
 impl Structure {
     /// SEARCH `HEADER field needle` (and FROM, TO, CC, BCC, SUBJECT): whether a
@@ -55,7 +55,7 @@ impl Structure {
                 return true;
             }
         }
-        if message_mentions(message) > MAX_MESSAGE_MENTIONS {
+        if too_costly(message) {
             // Not split into parts (see Structure::parse): the raw body.
             return self
                 .message
@@ -72,11 +72,7 @@ impl Structure {
         while let Some(m) = stack.pop() {
             for part in &m.parts {
                 match &part.body {
-                    PartType::Text(text) | PartType::Html(text) => {
-                        if contains(text) {
-                            return true;
-                        }
-                    }
+                    PartType::Text(text) | PartType::Html(text) if contains(text) => return true,
                     PartType::Message(inner) => stack.push(inner),
                     _ => {}
                 }

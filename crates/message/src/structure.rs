@@ -1,6 +1,7 @@
 //! [`Structure`]: the part tree of a message and its envelope, built once from
 //! mail-parser's parse and owned (nothing borrows the message).
 
+use mail_parser::parsers::MessageStream;
 use mail_parser::{
     Addr, Address as MpAddress, Encoding, Header, HeaderValue, MessageParser, PartType,
 };
@@ -13,11 +14,14 @@ pub const MAX_DEPTH: usize = 100;
 /// opaque leaves (Dovecot's default limit is the same).
 pub const MAX_PARTS: usize = 10_000;
 
-/// How many `message/` and `digest` mentions a message may have before it is not
-/// split into parts at all (each level of encapsulated messages needs one, and
-/// mail-parser's nested messages are dropped recursively: this keeps its stack use
-/// bounded). Such a message is described as one opaque part under its header.
-pub(crate) const MAX_MESSAGE_MENTIONS: usize = 1_000;
+/// How many `message/*` or `multipart/digest` Content-Type fields a message may
+/// have before it is not split into parts at all: mail-parser nests encapsulated
+/// messages recursively (and drops them so), and each level needs one such field.
+pub(crate) const MAX_MESSAGE_FIELDS: usize = 500;
+
+/// The longest multipart boundary accepted (RFC 2046 allows 70 characters; mail-parser
+/// compares the boundary at every `--` of the body).
+pub(crate) const MAX_BOUNDARY: usize = 200;
 
 /// A byte range of the stored message, `start..end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -163,7 +167,7 @@ impl Structure {
         let whole = Span { start: 0, end: len };
         let lines = LineIndex::new(message);
         let parser = MessageParser::default();
-        let flat = message_mentions(message) > MAX_MESSAGE_MENTIONS;
+        let flat = too_costly(message);
         let parsed = if flat {
             // Only the header: the body stays one opaque part.
             parser.parse_headers(message)
@@ -236,23 +240,98 @@ fn header_end(message: &[u8], parsed: &mail_parser::Message<'_>) -> u32 {
     u32::try_from(last + blank).unwrap_or(u32::MAX)
 }
 
-/// How many times `message/` or `digest` appears, case-insensitively: a bound on how
-/// deep encapsulated messages can nest.
-pub(crate) fn message_mentions(message: &[u8]) -> usize {
-    let mut count = 0;
-    for (i, &b) in message.iter().enumerate() {
-        let rest = &message[i..];
-        if (b == b'm' || b == b'M')
-            && rest.len() >= 8
-            && rest[..8].eq_ignore_ascii_case(b"message/")
-            || (b == b'd' || b == b'D')
-                && rest.len() >= 6
-                && rest[..6].eq_ignore_ascii_case(b"digest")
+/// Whether mail-parser's full parse of `message` could cost more than linear time or
+/// deep recursion, judged in one linear pass beforehand. Every Content-Type field of
+/// the message (a superset of those mail-parser will read: fields in bodies count
+/// too) is parsed with mail-parser's own parser, and the message is too costly when:
+///
+/// - more than [`MAX_MESSAGE_FIELDS`] of them are `message/*` or `multipart/digest`
+///   (the nesting bound);
+/// - a multipart boundary is longer than [`MAX_BOUNDARY`];
+/// - mail-parser's search for the first boundary of each multipart (from the end of
+///   its header to the first `--boundary`, to the end of the message when there is
+///   none: many multiparts without their boundary make its parse quadratic) would
+///   scan more than eight times the message plus 64 MiB in total.
+pub(crate) fn too_costly(message: &[u8]) -> bool {
+    let budget = message.len().saturating_mul(8).saturating_add(64 << 20);
+    let mut spent = 0usize;
+    let mut message_fields = 0;
+    let mut line_start = 0;
+    while line_start < message.len() {
+        let rest = &message[line_start..];
+        let line_end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let line = &rest[..line_end];
+        line_start += line_end;
+        if matches!(line.first(), Some(b' ' | b'\t')) {
+            continue;
+        }
+        let Some(colon) = memchr::memchr(b':', line) else {
+            continue;
+        };
+        // mail-parser drops white space inside field names.
+        let mut name = line[..colon].iter().filter(|b| !b.is_ascii_whitespace());
+        let is_content_type = b"content-type"
+            .iter()
+            .all(|&c| name.next().is_some_and(|b| b.eq_ignore_ascii_case(&c)))
+            && name.next().is_none();
+        if !is_content_type {
+            continue;
+        }
+        let value_start = line_start - line_end + colon + 1;
+        let HeaderValue::ContentType(ct) =
+            MessageStream::new(&message[value_start..]).parse_content_type()
+        else {
+            continue;
+        };
+        let subtype = ct.subtype().unwrap_or("");
+        if ct.ctype().eq_ignore_ascii_case("message") || subtype.eq_ignore_ascii_case("digest") {
+            message_fields += 1;
+            if message_fields > MAX_MESSAGE_FIELDS {
+                return true;
+            }
+        }
+        if !ct.ctype().eq_ignore_ascii_case("multipart") {
+            continue;
+        }
+        let Some(boundary) = ct.attribute("boundary") else {
+            continue;
+        };
+        if boundary.len() > MAX_BOUNDARY {
+            return true;
+        }
+        // The search starts after the header: at the first blank line from here.
+        let window = &message[value_start
+            ..message
+                .len()
+                .min(value_start.saturating_add(budget - spent))];
+        let body = blank_line_end(window).unwrap_or(window.len());
+        let mut needle = b"--".to_vec();
+        needle.extend_from_slice(boundary.as_bytes());
+        let scanned =
+            body + memchr::memmem::find(&window[body..], &needle).unwrap_or(window.len() - body);
+        spent += scanned;
+        if scanned == window.len() && value_start + window.len() < message.len() || spent >= budget
         {
-            count += 1;
+            return true;
         }
     }
-    count
+    false
+}
+
+/// Where the first blank line of `s` ends, scanning no further than it.
+fn blank_line_end(s: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(b'\n', &s[at..]) {
+        at += i + 1;
+        let rest = &s[at..];
+        if rest.starts_with(b"\n") {
+            return Some(at + 1);
+        }
+        if rest.starts_with(b"\r\n") {
+            return Some(at + 2);
+        }
+    }
+    None
 }
 
 /// The positions of every line feed in a message, to count the lines of any range

@@ -849,3 +849,201 @@ fn exercise_structure(s: &Structure, m: &[u8]) {
     }
     let _ = s.header_contains(m, "from", "a");
 }
+
+/// Runs `f` and fails if it takes longer than `limit` (debug build, shared machine:
+/// the limits are generous; a quadratic blow-up takes orders of magnitude longer).
+fn within(limit_ms: u128, what: &str, f: impl FnOnce()) {
+    let start = std::time::Instant::now();
+    f();
+    let took = start.elapsed().as_millis();
+    eprintln!("{what}: {took} ms");
+    assert!(took < limit_ms, "{what} took {took} ms");
+}
+
+fn depth_of(bodystructure: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for &b in bodystructure {
+        match b {
+            b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+#[test]
+fn deep_multipart_nesting_is_capped() {
+    let mut m = Vec::new();
+    for i in 0..5000 {
+        m.extend_from_slice(
+            format!("Content-Type: multipart/mixed; boundary=b{i}\r\n\r\n--b{i}\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"Content-Type: text/plain\r\n\r\ndeep\r\n");
+    within(20_000, "5000 nested multiparts", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_body_structure(&mut out, true);
+        assert!(depth_of(&out) <= crate::MAX_DEPTH + 2, "{}", depth_of(&out));
+        let path: Vec<u32> = vec![1; 50];
+        let _ = s.section(
+            &m,
+            &Section {
+                part: path,
+                text: SectionText::Mime,
+            },
+        );
+        let back = Structure::from_cache(&s.to_cache()).expect("cache");
+        assert_eq!(back, s);
+    });
+}
+
+#[test]
+fn deep_message_nesting_is_capped() {
+    for levels in [400, 900, 50_000] {
+        let mut m = Vec::new();
+        for _ in 0..levels {
+            m.extend_from_slice(b"Content-Type: message/rfc822\r\n\r\n");
+        }
+        m.extend_from_slice(b"Subject: inner\r\n\r\nbody\r\n");
+        within(20_000, "nested messages", || {
+            let s = Structure::parse(&m);
+            let mut out = Vec::new();
+            s.write_body_structure(&mut out, true);
+            assert!(
+                depth_of(&out) <= 3 * crate::MAX_DEPTH + 10,
+                "{}",
+                depth_of(&out)
+            );
+            assert!(s.text_contains(&m, "body", true));
+            assert_eq!(Structure::from_cache(&s.to_cache()).as_ref(), Some(&s));
+        });
+    }
+}
+
+#[test]
+fn many_parts_and_headers() {
+    // 20,000 parts: the first MAX_PARTS are described.
+    let mut m = b"Content-Type: multipart/mixed; boundary=b\r\n\r\n".to_vec();
+    for i in 0..20_000 {
+        m.extend_from_slice(
+            format!("--b\r\nContent-Type: text/plain\r\n\r\npart {i}\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"--b--\r\n");
+    within(30_000, "20,000 parts", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_body_structure(&mut out, false);
+        let parts = out.windows(6).filter(|w| w == b"\"text\"").count();
+        assert_eq!(parts, crate::MAX_PARTS - 1);
+        let nth = |n: u32| {
+            s.section(
+                &m,
+                &Section {
+                    part: vec![n],
+                    text: SectionText::Full,
+                },
+            )
+        };
+        assert_eq!(nth(5).as_deref(), Some(&b"part 4"[..]));
+        assert_eq!(nth(20_000), None);
+    });
+
+    // 200,000 header fields.
+    let mut m = Vec::new();
+    for i in 0..200_000 {
+        m.extend_from_slice(format!("X-Header-{i}: value {i}\r\n").as_bytes());
+    }
+    m.extend_from_slice(b"Subject: last\r\n\r\nbody\r\n");
+    within(30_000, "200,000 header fields", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_envelope(&mut out);
+        assert!(out.starts_with(b"(NIL \"last\""));
+        assert!(s.header_contains(&m, "subject", "LAST"));
+        assert!(s.text_contains(&m, "value 199999", false));
+        let fields = s
+            .section(&m, &parse_section("HEADER.FIELDS.NOT (subject)"))
+            .expect("fields");
+        assert_eq!(
+            fields.len(),
+            m.len() - b"Subject: last\r\n\r\nbody\r\n".len() + 2
+        );
+    });
+}
+
+#[test]
+fn long_boundaries_and_lines() {
+    // A 64 KiB boundary and a megabyte of near-misses.
+    let boundary = "-".repeat(65_536);
+    let mut m = format!(
+        "Content-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n--{boundary}\r\n\r\n"
+    )
+    .into_bytes();
+    for _ in 0..16 {
+        m.extend_from_slice(b"--");
+        m.extend_from_slice(&boundary.as_bytes()[1..]);
+        m.extend_from_slice(b"x\r\n");
+    }
+    m.extend_from_slice(&vec![b'-'; 1 << 20]);
+    within(30_000, "long boundary", || {
+        exercise(&m);
+    });
+    // One megabyte-long header line and body line.
+    let mut m = b"Subject: ".to_vec();
+    m.extend_from_slice(&vec![b'a'; 1 << 20]);
+    m.extend_from_slice(b"\r\n\r\n");
+    m.extend_from_slice(&vec![b'='; 1 << 20]);
+    within(30_000, "long lines", || exercise(&m));
+}
+
+#[test]
+fn many_multiparts_without_boundaries() {
+    // Each multipart whose boundary never comes makes mail-parser scan to the end:
+    // quadratic. Such a message is described as one opaque body, quickly.
+    for n in [4_000usize, 40_000] {
+        let mut m = b"Subject: x\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n".to_vec();
+        for i in 0..n {
+            m.extend_from_slice(
+                format!("--b\r\nContent-Type: multipart/mixed; boundary=zz{i}\r\n\r\nxx\r\n")
+                    .as_bytes(),
+            );
+        }
+        within(
+            10_000,
+            &format!("{n} missing boundaries ({} bytes)", m.len()),
+            || {
+                let s = Structure::parse(&m);
+                exercise(&m);
+                if n == 40_000 {
+                    assert_eq!(
+                        body_structure(&m, false),
+                        q(&format!(
+                            "('application' 'octet-stream' NIL NIL NIL '7bit' {})",
+                            m.len() - 57
+                        ))
+                    );
+                    assert!(s.header_contains(&m, "subject", "x"));
+                    assert!(s.text_contains(&m, "zz39999", true));
+                }
+            },
+        );
+    }
+    // The same with a long boundary.
+    let boundary = "-".repeat(300);
+    let m = format!(
+        "Content-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n--{boundary}\r\n\r\nx\r\n--{boundary}--\r\n"
+    );
+    assert_eq!(
+        body_structure(m.as_bytes(), false),
+        q(&format!(
+            "('application' 'octet-stream' NIL NIL NIL '7bit' {})",
+            m.len() - 346
+        ))
+    );
+}
