@@ -262,14 +262,15 @@ pub(crate) fn too_costly(message: &[u8]) -> bool {
         let line_end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
         let line = &rest[..line_end];
         line_start += line_end;
-        if matches!(line.first(), Some(b' ' | b'\t')) {
-            continue;
-        }
-        let Some(colon) = memchr::memchr(b':', line) else {
+        // Any line may start a field for mail-parser (it skips leading white space),
+        // and it reads a name as it does: the non-white bytes before the first colon
+        // that follows one (a leading colon is skipped).
+        let Some(colon) = field_colon(line) else {
             continue;
         };
-        // mail-parser drops white space inside field names.
-        let mut name = line[..colon].iter().filter(|b| !b.is_ascii_whitespace());
+        let mut name = line[..colon]
+            .iter()
+            .filter(|&&b| !b.is_ascii_whitespace() && b != b':');
         let is_content_type = b"content-type"
             .iter()
             .all(|&c| name.next().is_some_and(|b| b.eq_ignore_ascii_case(&c)))
@@ -316,6 +317,22 @@ pub(crate) fn too_costly(message: &[u8]) -> bool {
         }
     }
     false
+}
+
+/// Where the colon that ends a field name is in `line`, read as mail-parser reads it:
+/// the first colon after a byte that is neither white space nor a colon.
+fn field_colon(line: &[u8]) -> Option<usize> {
+    let mut named = false;
+    for (i, &b) in line.iter().enumerate() {
+        match b {
+            b':' if named => return Some(i),
+            b':' => {}
+            b'\n' => return None,
+            _ if !b.is_ascii_whitespace() => named = true,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Where the first blank line of `s` ends, scanning no further than it.
