@@ -1079,3 +1079,81 @@ fn many_encoded_words_and_parameters() {
         assert_eq!(Structure::from_cache(&s.to_cache()).as_ref(), Some(&s));
     });
 }
+
+#[test]
+fn nested_multipart_sections() {
+    let m = crlf(
+        "Content-Type: multipart/mixed; boundary=\"o\"
+
+--o
+Content-Type: multipart/alternative; boundary=\"i\"
+
+--i
+Content-Type: text/plain
+
+plain
+--i
+Content-Type: text/html
+
+<b>html</b>
+--i--
+
+--o
+Content-Type: image/gif
+Content-Transfer-Encoding: base64
+Content-ID: <img1@x>
+
+R0lGODlh
+--o--
+",
+    );
+    assert_eq!(
+        body_structure(&m, true),
+        q(
+            "((('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 5 0 NIL NIL NIL NIL)('text' 'html' ('charset' 'us-ascii') NIL NIL '7bit' 11 0 NIL NIL NIL NIL) 'alternative' ('boundary' 'i') NIL NIL NIL)('image' 'gif' NIL '<img1@x>' NIL 'base64' 8 NIL NIL NIL NIL) 'mixed' ('boundary' 'o') NIL NIL NIL)"
+        )
+    );
+    assert_eq!(
+        section(&m, "1").as_deref(),
+        Some(
+            "--i\r\nContent-Type: text/plain\r\n\r\nplain\r\n--i\r\nContent-Type: text/html\r\n\r\n<b>html</b>\r\n--i--\r\n"
+        )
+    );
+    assert_eq!(
+        section(&m, "1.MIME").as_deref(),
+        Some("Content-Type: multipart/alternative; boundary=\"i\"\r\n\r\n")
+    );
+    assert_eq!(section(&m, "1.1").as_deref(), Some("plain"));
+    assert_eq!(section(&m, "1.2").as_deref(), Some("<b>html</b>"));
+    assert_eq!(
+        section(&m, "1.2.MIME").as_deref(),
+        Some("Content-Type: text/html\r\n\r\n")
+    );
+    assert_eq!(section(&m, "2").as_deref(), Some("R0lGODlh"));
+    assert_eq!(section(&m, "1.3"), None);
+    assert_eq!(section(&m, "1.TEXT"), None);
+    assert_eq!(section(&m, "2.1"), None);
+}
+
+#[test]
+fn top_level_message_rfc822() {
+    let m = crlf("Content-Type: message/rfc822\n\nSubject: in\n\nbody");
+    assert_eq!(
+        body_structure(&m, false),
+        q(
+            "('message' 'rfc822' NIL NIL NIL '7bit' 19 (NIL 'in' NIL NIL NIL NIL NIL NIL NIL NIL) ('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 4 0) 2)"
+        )
+    );
+    assert_eq!(section(&m, "1").as_deref(), Some("Subject: in\r\n\r\nbody"));
+    assert_eq!(
+        section(&m, "1.HEADER").as_deref(),
+        Some("Subject: in\r\n\r\n")
+    );
+    assert_eq!(section(&m, "1.TEXT").as_deref(), Some("body"));
+    assert_eq!(section(&m, "1.1").as_deref(), Some("body"));
+    assert_eq!(section(&m, "1.2"), None);
+    assert_eq!(
+        section(&m, "TEXT").as_deref(),
+        Some("Subject: in\r\n\r\nbody")
+    );
+}
