@@ -678,13 +678,14 @@ fn mailbox(a: &Addr<'_>, raw_ascii: bool) -> Option<AddressItem> {
         .as_deref()
         .filter(|n| !n.is_empty())
         .map(|n| encode_word(n, raw_ascii));
-    let (mailbox, host) = match a.address.as_deref() {
+    let (name, mailbox, host) = match a.address.as_deref() {
         Some(address) => match address.rsplit_once('@') {
-            Some((local, domain)) => (local.as_bytes().to_vec(), domain.as_bytes().to_vec()),
-            None => (address.as_bytes().to_vec(), Vec::new()),
+            Some((local, domain)) => (name, local.as_bytes().to_vec(), domain.as_bytes().to_vec()),
+            None => (name, address.as_bytes().to_vec(), Vec::new()),
         },
-        None if name.is_some() => (Vec::new(), Vec::new()),
-        None => return None,
+        // Text without an address (`To: bob`): a local part without domain. The
+        // host is never NIL, which would start a group.
+        None => (None, name?, Vec::new()),
     };
     Some(AddressItem::Mailbox {
         name,

@@ -542,6 +542,15 @@ fn groups() {
     let s = Structure::parse(&m);
     assert!(s.header_contains(&m, "cc", "carol c"));
     assert!(s.header_contains(&m, "cc", "team"));
+
+    // Oddities: a bare local part, an empty address, a comment as the name.
+    let m = crlf("From: bob\nTo: <>, a@b.c (Comment Name)\n\nx\n");
+    assert_eq!(
+        envelope(&m),
+        q(
+            "(NIL NIL ((NIL NIL 'bob' '')) ((NIL NIL 'bob' '')) ((NIL NIL 'bob' '')) (('Comment Name' NIL 'a' 'b.c')) NIL NIL NIL NIL)"
+        )
+    );
 }
 
 #[test]
