@@ -182,8 +182,9 @@ fn put_part(out: &mut Vec<u8>, p: &Part) {
     }
 }
 
-/// Reads the cache form; every read checks what is left, counts never reserve more
-/// than the input could hold, and nesting is bounded as at parse time.
+/// Reads the cache form; every read checks what is left, counts larger than the input
+/// could hold are rejected (and reserve nothing), and nesting is bounded as at parse
+/// time.
 struct Reader<'a> {
     rest: &'a [u8],
 }
@@ -228,7 +229,7 @@ impl<'a> Reader<'a> {
 
     fn params(&mut self) -> Option<Params> {
         let n = self.count(8)?;
-        let mut params = Vec::with_capacity(n);
+        let mut params = Vec::new();
         for _ in 0..n {
             params.push((self.bytes()?, self.bytes()?));
         }
@@ -237,7 +238,7 @@ impl<'a> Reader<'a> {
 
     fn addresses(&mut self) -> Option<Vec<AddressItem>> {
         let n = self.count(1)?;
-        let mut list = Vec::with_capacity(n);
+        let mut list = Vec::new();
         for _ in 0..n {
             list.push(match self.byte()? {
                 0 => AddressItem::Mailbox {
@@ -303,7 +304,7 @@ impl<'a> Reader<'a> {
             _ => return None,
         };
         let n = self.count(4)?;
-        let mut language = Vec::with_capacity(n);
+        let mut language = Vec::new();
         for _ in 0..n {
             language.push(self.bytes()?);
         }
@@ -312,7 +313,7 @@ impl<'a> Reader<'a> {
             0 => Kind::Single,
             1 => {
                 let n = self.count(1)?;
-                let mut children = Vec::with_capacity(n);
+                let mut children = Vec::new();
                 for _ in 0..n {
                     children.push(self.part(depth + 1)?);
                 }

@@ -34,15 +34,23 @@
 //!
 //! # Hostile input
 //!
-//! Every message is parsed without panicking and in time linear in its size (up to
-//! the nesting factor below). Parts nest at most [`MAX_DEPTH`] levels and a message
-//! has at most [`MAX_PARTS`] parts; beyond, parts are described as opaque
+//! Every message is parsed without panicking, and in time and stack linear in its
+//! size or bounded. Parts nest at most [`MAX_DEPTH`] levels and a message has at
+//! most [`MAX_PARTS`] parts; beyond, parts are described as opaque
 //! `application/octet-stream` leaves. So is a part that is not structured as its type
 //! says (a multipart without boundary or parts, a `message/rfc822` that is
-//! base64- or quoted-printable-encoded or has no header). A message mentioning
-//! `message/` or `digest` more than a thousand times is not split into parts at all
-//! (one opaque body under its header): mail-parser nests encapsulated messages
-//! recursively, and this bounds its stack.
+//! base64- or quoted-printable-encoded or has no header).
+//!
+//! mail-parser itself is not linear on every input: it looks for each multipart's
+//! first boundary up to the end of the message when it is missing (many such parts:
+//! quadratic), compares the boundary at every `--` (a megabyte boundary: quadratic),
+//! and nests encapsulated messages recursively (tens of thousands: a stack overflow
+//! when they are dropped). So a linear pre-scan reads every Content-Type field with
+//! mail-parser's own field parser and bounds all three (500 `message/*` or digest
+//! fields, 200-byte boundaries, and the boundary searches to eight times the message
+//! plus 64 MiB); a message past a bound is described as one opaque body under its
+//! header (its envelope, sections `HEADER` and `TEXT`, and SEARCH on its raw body
+//! still work).
 //!
 //! # What it does not do
 //!

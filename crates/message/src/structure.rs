@@ -351,32 +351,49 @@ fn blank_line_end(s: &[u8]) -> Option<usize> {
     None
 }
 
-/// The positions of every line feed in a message, to count the lines of any range
-/// in logarithmic time (parts nest, and each level counts its own lines).
-pub(crate) struct LineIndex {
-    feeds: Vec<u32>,
+/// Line feeds counted per 4 KiB block of a message, to count the lines of any range
+/// in constant time (parts nest, and each level counts its own lines) with a memory
+/// of a thousandth of the message.
+pub(crate) struct LineIndex<'a> {
+    message: &'a [u8],
+    /// `before[i]`: the line feeds in the first `i` blocks.
+    before: Vec<u32>,
 }
 
-impl LineIndex {
-    pub(crate) fn new(message: &[u8]) -> LineIndex {
-        LineIndex {
-            feeds: memchr::memchr_iter(b'\n', message)
-                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-                .collect(),
+const BLOCK: usize = 4096;
+
+impl<'a> LineIndex<'a> {
+    pub(crate) fn new(message: &'a [u8]) -> LineIndex<'a> {
+        let mut before = Vec::with_capacity(message.len() / BLOCK + 2);
+        let mut total = 0u32;
+        before.push(total);
+        for block in message.chunks(BLOCK) {
+            let n = memchr::memchr_iter(b'\n', block).count();
+            total = total.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+            before.push(total);
         }
+        LineIndex { message, before }
+    }
+
+    /// Line feeds before offset `at`.
+    fn feeds_before(&self, at: usize) -> u32 {
+        let at = at.min(self.message.len());
+        let block = at / BLOCK;
+        let partial = memchr::memchr_iter(b'\n', &self.message[block * BLOCK..at]).count();
+        let full = self.before.get(block).copied().unwrap_or(0);
+        full.saturating_add(u32::try_from(partial).unwrap_or(u32::MAX))
     }
 
     /// Line feeds within `span`.
     pub(crate) fn count(&self, span: Span) -> u32 {
-        let below = |x: u32| self.feeds.partition_point(|&f| f < x);
-        let n = below(span.end).saturating_sub(below(span.start));
-        u32::try_from(n).unwrap_or(u32::MAX)
+        self.feeds_before(span.end as usize)
+            .saturating_sub(self.feeds_before(span.start as usize))
     }
 }
 
 struct Builder<'a> {
     raw: &'a [u8],
-    lines: &'a LineIndex,
+    lines: &'a LineIndex<'a>,
     /// Parts still allowed ([`MAX_PARTS`]).
     budget: usize,
 }

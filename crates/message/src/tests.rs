@@ -1166,3 +1166,24 @@ fn top_level_message_rfc822() {
         Some("Subject: in\r\n\r\nbody")
     );
 }
+
+#[test]
+fn line_index_counts_like_a_scan() {
+    use crate::structure::{LineIndex, Span};
+    let mut rng = fastrand::Rng::with_seed(3);
+    let m: Vec<u8> = (0..20_000)
+        .map(|_| if rng.u8(..8) == 0 { b'\n' } else { b'a' })
+        .collect();
+    let index = LineIndex::new(&m);
+    for _ in 0..2_000 {
+        let start = rng.u32(0..=20_000);
+        let end = rng.u32(start..=20_000 + 10);
+        let expected = m.get(start as usize..(end as usize).min(m.len()));
+        let expected = expected.map_or(0, |b| b.iter().filter(|&&b| b == b'\n').count());
+        assert_eq!(
+            index.count(Span { start, end }) as usize,
+            expected,
+            "{start}..{end}"
+        );
+    }
+}
