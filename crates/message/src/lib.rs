@@ -48,7 +48,7 @@
 //! when they are dropped). So a linear pre-scan reads every Content-Type field with
 //! mail-parser's own field parser and bounds all three (500 `message/*` or digest
 //! fields, 200-byte boundaries, and the boundary searches to eight times the message
-//! plus 64 MiB); a message past a bound is described as one opaque body under its
+//! plus 1 MiB); a message past a bound is described as one opaque body under its
 //! header (its envelope, sections `HEADER` and `TEXT`, and SEARCH on its raw body
 //! still work).
 //!

@@ -250,10 +250,11 @@ fn header_end(message: &[u8], parsed: &mail_parser::Message<'_>) -> u32 {
 /// - a multipart boundary is longer than [`MAX_BOUNDARY`];
 /// - mail-parser's search for the first boundary of each multipart (from the end of
 ///   its header to the first `--boundary`, to the end of the message when there is
-///   none: many multiparts without their boundary make its parse quadratic) would
-///   scan more than eight times the message plus 64 MiB in total.
+///   none: many multiparts without their boundary make its parse quadratic), plus
+///   this pass's own reading of the fields (eight units a byte), would scan more
+///   than eight times the message plus 1 MiB in total.
 pub(crate) fn too_costly(message: &[u8]) -> bool {
-    let budget = message.len().saturating_mul(8).saturating_add(64 << 20);
+    let budget = message.len().saturating_mul(8).saturating_add(1 << 20);
     let mut spent = 0usize;
     let mut message_fields = 0;
     let mut line_start = 0;
@@ -279,9 +280,16 @@ pub(crate) fn too_costly(message: &[u8]) -> bool {
             continue;
         }
         let value_start = line_start - line_end + colon + 1;
-        let HeaderValue::ContentType(ct) =
-            MessageStream::new(&message[value_start..]).parse_content_type()
-        else {
+        // Folded lines that look like fields are read again from each: that reading
+        // is paid from the budget too.
+        let mut field = MessageStream::new(&message[value_start..]);
+        let value = field.parse_content_type();
+        // Field parsing is slower than mail-parser's byte scan: eight units a byte.
+        spent = spent.saturating_add(field.offset().saturating_mul(8));
+        if spent >= budget {
+            return true;
+        }
+        let HeaderValue::ContentType(ct) = value else {
             continue;
         };
         let subtype = ct.subtype().unwrap_or("");

@@ -1047,6 +1047,16 @@ fn many_multiparts_without_boundaries() {
             },
         );
     }
+    // A field folded over 100,000 lines that each look like a Content-Type field.
+    let mut m = b"Subject: x\r\nContent-Type: text/plain;\r\n".to_vec();
+    for i in 0..100_000 {
+        m.extend_from_slice(
+            format!(" Content-Type: multipart/mixed; boundary=zz{i};\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"\r\nbody\r\n");
+    within(10_000, "100,000 folded look-alike fields", || exercise(&m));
+
     // The same with a long boundary.
     let boundary = "-".repeat(300);
     let m = format!(
@@ -1186,4 +1196,26 @@ fn line_index_counts_like_a_scan() {
             "{start}..{end}"
         );
     }
+}
+
+#[test]
+fn ordinary_messages_are_not_too_costly() {
+    for m in samples() {
+        assert!(!crate::structure::too_costly(&m));
+    }
+    // A big attachment, and a few multiparts whose boundary is missing.
+    let mut m = crlf(MIXED);
+    let at = m.len() - b"--mix--\r\n".len();
+    let big: Vec<u8> = b"QUJD".iter().copied().cycle().take(8 << 20).collect();
+    m.splice(at..at, big);
+    assert!(!crate::structure::too_costly(&m));
+    let mut m = b"Content-Type: multipart/mixed; boundary=b\r\n\r\n".to_vec();
+    for i in 0..4 {
+        m.extend_from_slice(
+            format!("--b\r\nContent-Type: multipart/mixed; boundary=z{i}\r\n\r\n").as_bytes(),
+        );
+        m.extend_from_slice(&[b'x'; 100_000]);
+        m.extend_from_slice(b"\r\n");
+    }
+    assert!(!crate::structure::too_costly(&m));
 }
