@@ -167,13 +167,18 @@ impl Structure {
         let whole = Span { start: 0, end: len };
         let lines = LineIndex::new(message);
         let parser = MessageParser::default();
-        let flat = too_costly(message);
-        let parsed = if flat {
+        let mut flat = too_costly(message);
+        let mut parsed = None;
+        if !flat {
+            match guarded(|| parser.parse(message)) {
+                Some(p) => parsed = p,
+                None => flat = true,
+            }
+        }
+        if flat {
             // Only the header: the body stays one opaque part.
-            parser.parse_headers(message)
-        } else {
-            parser.parse(message)
-        };
+            parsed = guarded(|| parser.parse_headers(message)).flatten();
+        }
         let Some(parsed) = parsed else {
             // No header at all: the whole message is a text/plain body.
             let mut root = default_part(Span { start: 0, end: 0 }, whole, false);
@@ -220,6 +225,14 @@ impl Structure {
     pub fn sent_date(&self) -> Option<i64> {
         self.sent_date
     }
+}
+
+/// Runs a mail-parser call with its panics caught: `None` if it panicked. mail-parser
+/// has debug assertions that malformed input reaches (a test shows one), and a
+/// third-party parser on hostile input gets no chance to take a server thread down;
+/// the callers then describe the message more coarsely.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
 }
 
 /// Where the header of a message parsed with `parse_headers` ends: after its last
@@ -282,10 +295,14 @@ pub(crate) fn too_costly(message: &[u8]) -> bool {
         let value_start = line_start - line_end + colon + 1;
         // Folded lines that look like fields are read again from each: that reading
         // is paid from the budget too.
-        let mut field = MessageStream::new(&message[value_start..]);
-        let value = field.parse_content_type();
+        let Some((value, read)) = guarded(|| {
+            let mut field = MessageStream::new(&message[value_start..]);
+            (field.parse_content_type(), field.offset())
+        }) else {
+            return true;
+        };
         // Field parsing is slower than mail-parser's byte scan: eight units a byte.
-        spent = spent.saturating_add(field.offset().saturating_mul(8));
+        spent = spent.saturating_add(read.saturating_mul(8));
         if spent >= budget {
             return true;
         }

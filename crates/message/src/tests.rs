@@ -627,6 +627,15 @@ fn digest_defaults_to_message() {
 }
 
 #[test]
+fn mail_parser_assertions_are_contained() {
+    // Reaches a debug assertion of mail-parser 0.11 ("Invalid part ID, could not find
+    // multipart."): caught, and the message is described as one opaque body.
+    let m = b"Content-Type:multipart/;boundary=outer\n\n--outerContent-Type:message/rfc822\nn\n\nr\nContent-Type:message/rfc822\n\n\n--outer--";
+    exercise(m);
+    assert!(Structure::parse(m).text_contains(m, "rfc822", true));
+}
+
+#[test]
 fn malformed_mime() {
     // Truncated: no closing boundary, the last part runs to the end.
     let m = crlf(TRUNCATED);
@@ -734,6 +743,23 @@ fn cache_round_trip() {
     assert_eq!(Structure::from_cache(b"garbage"), None);
 }
 
+/// How many inputs the random tests try: 1,000, or `STOA_MESSAGE_FUZZ` for a longer
+/// run.
+fn fuzz_iterations() -> usize {
+    std::env::var("STOA_MESSAGE_FUZZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
+}
+
+/// The random tests' seed: fixed, or `STOA_MESSAGE_SEED` to explore.
+fn fuzz_seed(fixed: u64) -> u64 {
+    std::env::var("STOA_MESSAGE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(fixed)
+}
+
 /// Samples for the mutation tests.
 fn samples() -> Vec<Vec<u8>> {
     [
@@ -785,8 +811,8 @@ fn exercise(m: &[u8]) {
 
 #[test]
 fn random_bytes_do_not_panic() {
-    let mut rng = fastrand::Rng::with_seed(0x5354_4f41);
-    for _ in 0..1000 {
+    let mut rng = fastrand::Rng::with_seed(fuzz_seed(0x5354_4f41));
+    for _ in 0..fuzz_iterations() {
         let len = rng.usize(0..600);
         let alphabet: &[u8] = b"\r\n\r\n:- ;=\"abcXYZ/<>@,()\t?";
         let m: Vec<u8> = (0..len)
@@ -811,9 +837,9 @@ fn random_bytes_do_not_panic() {
 
 #[test]
 fn mutated_samples_do_not_panic() {
-    let mut rng = fastrand::Rng::with_seed(7);
+    let mut rng = fastrand::Rng::with_seed(fuzz_seed(7));
     let samples = samples();
-    for i in 0..1000 {
+    for i in 0..fuzz_iterations() {
         let mut m = samples[i % samples.len()].clone();
         for _ in 0..rng.usize(1..8) {
             if m.is_empty() {
