@@ -1,6 +1,8 @@
 //! [`Structure`]: the part tree of a message and its envelope, built once from
 //! mail-parser's parse and owned (nothing borrows the message).
 
+use std::collections::HashSet;
+
 use mail_parser::parsers::MessageStream;
 use mail_parser::{
     Addr, Address as MpAddress, Encoding, Header, HeaderValue, MessageParser, PartType,
@@ -469,13 +471,14 @@ impl Builder<'_> {
         let headers = &p.headers;
         let mut part = default_part(header, body, in_digest);
 
-        if let Some(HeaderValue::ContentType(ct)) = find(headers, "content-type").map(|h| &h.value)
+        if let Some(h) = find(headers, "content-type")
+            && let HeaderValue::ContentType(ct) = &h.value
         {
             let subtype = ct.subtype().unwrap_or("");
             if !ct.ctype().is_empty() && !subtype.is_empty() {
                 part.media_type = ct.ctype().as_bytes().to_vec();
                 part.subtype = subtype.as_bytes().to_vec();
-                part.params = params(ct.attributes());
+                part.params = params(ct.attributes(), self.raw_bytes(h));
             }
         }
         if let Some(h) = find(headers, "content-id") {
@@ -493,11 +496,12 @@ impl Builder<'_> {
         if let Some(h) = find(headers, "content-md5") {
             part.md5 = Some(self.raw_value(h));
         }
-        if let Some(HeaderValue::ContentType(d)) =
-            find(headers, "content-disposition").map(|h| &h.value)
+        if let Some(h) = find(headers, "content-disposition")
+            && let HeaderValue::ContentType(d) = &h.value
             && !d.ctype().is_empty()
         {
-            part.disposition = Some((d.ctype().as_bytes().to_vec(), params(d.attributes())));
+            let params = params(d.attributes(), self.raw_bytes(h));
+            part.disposition = Some((d.ctype().as_bytes().to_vec(), params));
         }
         if let Some(h) = find(headers, "content-language") {
             part.language = match &h.value {
@@ -659,17 +663,26 @@ fn opaque_part(header: Span, body: Span) -> Part {
     }
 }
 
-/// Parameters as the body structure sends them. Values mail-parser decoded to
-/// non-ASCII text (RFC 2231 or RFC 2047) are sent RFC 2231-encoded, `name*` =
-/// `utf-8''%XX...`, so that every client reads them and no 8-bit string is needed.
-fn params(attributes: Option<&[mail_parser::Attribute<'_>]>) -> Params {
+/// Parameters as the body structure sends them, from mail-parser's decoded values
+/// and the raw field (`raw`). ASCII values go as they are; so do non-ASCII ones when
+/// the field was raw UTF-8 (RFC 6532). A value that decoding made non-ASCII is
+/// encoded again the way the sender encoded it: RFC 2231 (`name*` =
+/// `utf-8''%XX...`) when the field has `name*`, else RFC 2047 words under the plain
+/// name (what most senders write, and what clients decode in `name` and `filename`).
+/// Continuations (`name*0`, `name*1`) come merged.
+fn params(attributes: Option<&[mail_parser::Attribute<'_>]>, raw: &[u8]) -> Params {
+    let raw_ascii = raw.is_ascii();
+    let extended = if raw_ascii {
+        extended_names(raw)
+    } else {
+        HashSet::new()
+    };
     let mut out = Params::new();
     for a in attributes.unwrap_or_default() {
-        if a.value.is_ascii() {
-            out.push((a.name.as_bytes().to_vec(), a.value.as_bytes().to_vec()));
-        } else {
-            let mut name = a.name.as_bytes().to_vec();
-            name.push(b'*');
+        let name = a.name.as_bytes();
+        if a.value.is_ascii() || !raw_ascii {
+            out.push((name.to_vec(), a.value.as_bytes().to_vec()));
+        } else if extended.contains(&name.to_ascii_lowercase()) {
             let mut value = b"utf-8''".to_vec();
             for &b in a.value.as_bytes() {
                 if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
@@ -682,10 +695,30 @@ fn params(attributes: Option<&[mail_parser::Attribute<'_>]>) -> Params {
                     ]);
                 }
             }
+            let mut name = name.to_vec();
+            name.push(b'*');
             out.push((name, value));
+        } else {
+            out.push((name.to_vec(), encode_word(&a.value, true)));
         }
     }
     out
+}
+
+/// The names written with a `*` in a raw field (RFC 2231 parameters), lowercased;
+/// one pass, whatever the number of parameters.
+fn extended_names(raw: &[u8]) -> HashSet<Vec<u8>> {
+    let mut names = HashSet::new();
+    for (i, _) in raw.iter().enumerate().filter(|&(_, &b)| b == b'*') {
+        let start = raw[..i]
+            .iter()
+            .rposition(|&b| !is_token_char(b) || b == b'*')
+            .map_or(0, |p| p + 1);
+        if start < i {
+            names.insert(raw[start..i].to_ascii_lowercase());
+        }
+    }
+    names
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
