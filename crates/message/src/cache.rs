@@ -3,7 +3,8 @@
 //! need not parse it again.
 //!
 //! Layout (integers little-endian): the magic `SMS` and a version byte, then the
-//! sent date (`0`, or `1` and an `i64`), then the message. A message is its envelope
+//! sent date (`0`, or `1`, the seconds and the local day as two `i64`), then the
+//! message. A message is its envelope
 //! then its root part. Byte strings are a `u32` length then the bytes; optional ones
 //! a `0` byte, or `1` then the string; lists a `u32` count then the items. A part is
 //! its header and body spans (four `u32`), its line count, its body fields, then its
@@ -24,10 +25,11 @@ impl Structure {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
-        match self.sent_date {
-            Some(date) => {
+        match self.sent {
+            Some((seconds, day)) => {
                 out.push(1);
-                out.extend_from_slice(&date.to_le_bytes());
+                out.extend_from_slice(&seconds.to_le_bytes());
+                out.extend_from_slice(&day.to_le_bytes());
             }
             None => out.push(0),
         }
@@ -43,15 +45,13 @@ impl Structure {
         if r.take(3)? != MAGIC || r.byte()? != VERSION {
             return None;
         }
-        let sent_date = match r.byte()? {
+        let sent = match r.byte()? {
             0 => None,
-            1 => Some(i64::from_le_bytes(r.take(8)?.try_into().ok()?)),
+            1 => Some((r.i64()?, r.i64()?)),
             _ => return None,
         };
         let message = r.message(0)?;
-        r.rest
-            .is_empty()
-            .then_some(Structure { message, sent_date })
+        r.rest.is_empty().then_some(Structure { message, sent })
     }
 }
 
@@ -201,6 +201,10 @@ impl<'a> Reader<'a> {
 
     fn byte(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
     fn u32(&mut self) -> Option<u32> {

@@ -28,8 +28,8 @@
 //!   (the line break before a boundary belongs to the boundary).
 //! - [`Structure::section`] (`section.rs`): the bytes of `BODY[section]` for an
 //!   `stoa_imap_proto::Section`.
-//! - [`Structure::header_contains`], [`Structure::text_contains`],
-//!   [`Structure::sent_date`] (`search.rs`): SEARCH.
+//! - [`Structure::header_contains`], [`Structure::text_contains`] (`search.rs`),
+//!   [`Structure::sent_date`], [`Structure::sent_day`]: SEARCH.
 //! - [`Structure::to_cache`], [`Structure::from_cache`] (`cache.rs`): a versioned
 //!   binary form to store beside the message.
 //!

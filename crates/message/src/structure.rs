@@ -141,7 +141,8 @@ pub(crate) struct Msg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Structure {
     pub(crate) message: Msg,
-    pub(crate) sent_date: Option<i64>,
+    /// The `Date:` header: seconds since the epoch, and its day in the sender's zone.
+    pub(crate) sent: Option<(i64, i64)>,
 }
 
 impl Structure {
@@ -163,7 +164,7 @@ impl Structure {
                         },
                     ),
                 },
-                sent_date: None,
+                sent: None,
             };
         };
         let whole = Span { start: 0, end: len };
@@ -190,7 +191,7 @@ impl Structure {
                     envelope: Envelope::default(),
                     root,
                 },
-                sent_date: None,
+                sent: None,
             };
         };
         let mut builder = Builder {
@@ -198,13 +199,13 @@ impl Structure {
             lines: &lines,
             budget: MAX_PARTS,
         };
-        let sent_date = parsed
+        let sent = parsed
             .parts
             .first()
             .and_then(|p| find(&p.headers, "date"))
             .and_then(|h| h.value.as_datetime())
             .filter(|d| d.is_valid())
-            .map(|d| d.to_timestamp());
+            .map(|d| (d.to_timestamp(), d.to_timestamp_local().div_euclid(86_400)));
         let mut msg = builder.message(&parsed, whole, 0);
         if flat {
             let end = header_end(message, &parsed);
@@ -216,16 +217,21 @@ impl Structure {
                 },
             );
         }
-        Structure {
-            message: msg,
-            sent_date,
-        }
+        Structure { message: msg, sent }
     }
 
-    /// The `Date:` header of the message as seconds since the Unix epoch (for
-    /// SENTBEFORE, SENTON, SENTSINCE), `None` when absent or unreadable.
+    /// The `Date:` header of the message as seconds since the Unix epoch, `None` when
+    /// absent or unreadable.
     pub fn sent_date(&self) -> Option<i64> {
-        self.sent_date
+        self.sent.map(|(seconds, _)| seconds)
+    }
+
+    /// The day of the `Date:` header in the sender's own time zone, as days since
+    /// 1970-01-01: what SENTBEFORE, SENTON and SENTSINCE compare with the search
+    /// date (RFC 3501 §6.4.4: "disregarding time and timezone"). `None` when absent
+    /// or unreadable.
+    pub fn sent_day(&self) -> Option<i64> {
+        self.sent.map(|(_, day)| day)
     }
 }
 

@@ -371,6 +371,12 @@ fn plain_text() {
     assert_eq!(section(&m, "1.1"), None);
     // 2026-12-07T09:59:59Z.
     assert_eq!(s.sent_date(), Some(1_796_637_599));
+    // Its own day, 2026-12-07, whatever the zone.
+    assert_eq!(s.sent_day(), Some(20_794));
+    let late = crlf("Date: Mon, 7 Dec 2026 23:30:00 -0500\n\nx\n");
+    let late = Structure::parse(&late);
+    assert_eq!(late.sent_day(), Some(20_794));
+    assert_eq!(late.sent_date(), Some(1_796_704_200));
 
     assert!(s.header_contains(&m, "From", "alice example"));
     assert!(s.header_contains(&m, "from", "ALICE@EXAMPLE.ORG"));
