@@ -94,11 +94,13 @@ fn put_addresses(out: &mut Vec<u8>, list: &[AddressItem]) {
         match item {
             AddressItem::Mailbox {
                 name,
+                adl,
                 mailbox,
                 host,
             } => {
                 out.push(0);
                 put_opt(out, name.as_deref());
+                put_opt(out, adl.as_deref());
                 put_bytes(out, mailbox);
                 put_bytes(out, host);
             }
@@ -247,6 +249,7 @@ impl<'a> Reader<'a> {
             list.push(match self.byte()? {
                 0 => AddressItem::Mailbox {
                     name: self.opt()?,
+                    adl: self.opt()?,
                     mailbox: self.bytes()?,
                     host: self.bytes()?,
                 },

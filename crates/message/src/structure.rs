@@ -57,6 +57,8 @@ pub(crate) enum AddressItem {
     /// A mailbox: display name (RFC 2047 form, see [`encode_word`]), local part, domain.
     Mailbox {
         name: Option<Vec<u8>>,
+        /// The obsolete source route (`@a,@b`, RFC 5322 §4.4).
+        adl: Option<Vec<u8>>,
         mailbox: Vec<u8>,
         host: Vec<u8>,
     },
@@ -571,9 +573,9 @@ impl Builder<'_> {
         let text = |name: &str| find(headers, name).map(|h| self.raw_value(h));
         let addresses = |name: &str| -> Option<Vec<AddressItem>> {
             let h = find(headers, name)?;
-            let ascii = self.raw_bytes(h).is_ascii();
+            let raw = self.raw_bytes(h);
             let list = match &h.value {
-                HeaderValue::Address(a) => address_items(a, ascii),
+                HeaderValue::Address(a) => address_items(a, raw),
                 _ => Vec::new(),
             };
             (!list.is_empty()).then_some(list)
@@ -729,23 +731,27 @@ fn extended_names(raw: &[u8]) -> HashSet<Vec<u8>> {
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// The envelope entries of an address header. `raw_ascii`: the raw header was 7-bit,
-/// so any non-ASCII name came from RFC 2047 decoding and is encoded again.
-fn address_items(address: &MpAddress<'_>, raw_ascii: bool) -> Vec<AddressItem> {
+/// The envelope entries of an address header, from mail-parser's parse and the raw
+/// field (`raw`).
+fn address_items(address: &MpAddress<'_>, raw: &[u8]) -> Vec<AddressItem> {
+    let ctx = AddressContext {
+        raw_ascii: raw.is_ascii(),
+        comments: comments(raw),
+    };
     let mut out = Vec::new();
     match address {
         MpAddress::List(list) => {
-            out.extend(list.iter().filter_map(|a| mailbox(a, raw_ascii)));
+            out.extend(list.iter().filter_map(|a| mailbox(a, &ctx)));
         }
         MpAddress::Group(groups) => {
             for g in groups {
                 match &g.name {
                     Some(name) => {
-                        out.push(AddressItem::GroupStart(encode_word(name, raw_ascii)));
-                        out.extend(g.addresses.iter().filter_map(|a| mailbox(a, raw_ascii)));
+                        out.push(AddressItem::GroupStart(encode_word(name, ctx.raw_ascii)));
+                        out.extend(g.addresses.iter().filter_map(|a| mailbox(a, &ctx)));
                         out.push(AddressItem::GroupEnd);
                     }
-                    None => out.extend(g.addresses.iter().filter_map(|a| mailbox(a, raw_ascii))),
+                    None => out.extend(g.addresses.iter().filter_map(|a| mailbox(a, &ctx))),
                 }
             }
         }
@@ -753,23 +759,55 @@ fn address_items(address: &MpAddress<'_>, raw_ascii: bool) -> Vec<AddressItem> {
     out
 }
 
-fn mailbox(a: &Addr<'_>, raw_ascii: bool) -> Option<AddressItem> {
-    let name = a
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .map(|n| encode_word(n, raw_ascii));
+/// What an address header's raw field tells about mail-parser's entries.
+struct AddressContext<'a> {
+    /// The field was 7-bit: any non-ASCII name came from RFC 2047 decoding and is
+    /// encoded again.
+    raw_ascii: bool,
+    /// The texts of its comments: an entry without address whose name is one of them
+    /// is a lone comment, not a mailbox.
+    comments: HashSet<&'a [u8]>,
+}
+
+/// The texts between parentheses in a raw field (not nested), trimmed; one pass.
+fn comments(raw: &[u8]) -> HashSet<&[u8]> {
+    let mut out = HashSet::new();
+    let mut rest = raw;
+    while let Some(open) = memchr::memchr(b'(', rest) {
+        let Some(close) = memchr::memchr(b')', &rest[open..]) else {
+            break;
+        };
+        out.insert(rest[open + 1..open + close].trim_ascii());
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
+fn mailbox(a: &Addr<'_>, ctx: &AddressContext<'_>) -> Option<AddressItem> {
+    let decoded = a.name.as_deref().filter(|n| !n.is_empty());
+    let name = decoded.map(|n| encode_word(n, ctx.raw_ascii));
     let (name, mailbox, host) = match a.address.as_deref() {
         Some(address) => match address.rsplit_once('@') {
             Some((local, domain)) => (name, local.as_bytes().to_vec(), domain.as_bytes().to_vec()),
             None => (name, address.as_bytes().to_vec(), Vec::new()),
         },
-        // Text without an address (`To: bob`): a local part without domain. The
-        // host is never NIL, which would start a group.
+        // A lone comment (`group: (nobody) ;`) names no one.
+        None if decoded.is_some_and(|n| ctx.comments.contains(n.as_bytes())) => return None,
+        // Other text without an address (`To: bob`): a local part without domain.
+        // The host is never NIL, which would start a group.
         None => (None, name?, Vec::new()),
+    };
+    // mail-parser leaves a source route at the front of the local part.
+    let (adl, mailbox) = match mailbox.iter().position(|&b| b == b':') {
+        Some(colon) if mailbox.first() == Some(&b'@') => (
+            Some(mailbox[..colon].to_vec()),
+            mailbox[colon + 1..].to_vec(),
+        ),
+        _ => (None, mailbox),
     };
     Some(AddressItem::Mailbox {
         name,
+        adl,
         mailbox,
         host,
     })

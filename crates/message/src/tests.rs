@@ -1257,3 +1257,38 @@ fn ordinary_messages_are_not_too_costly() {
     }
     assert!(!crate::structure::too_costly(&m));
 }
+
+/// imaptest's envelope cases, as Dovecot's test-imap-envelope.c carries them.
+#[test]
+fn imaptest_envelopes() {
+    let cases = [
+        (
+            "Message-ID: <msg@id>\nIn-Reply-To: <reply@to.id>\nDate: Thu, 15 Feb 2007 01:02:03 +0200\nSubject: subject header\nFrom: From Real <fromuser@fromdomain.org>\nTo: To Real <touser@todomain.org>\nCc: Cc Real <ccuser@ccdomain.org>\nBcc: Bcc Real <bccuser@bccdomain.org>\nSender: Sender Real <senderuser@senderdomain.org>\nReply-To: ReplyTo Real <replytouser@replytodomain.org>\n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' 'subject header' (('From Real' NIL 'fromuser' 'fromdomain.org')) (('Sender Real' NIL 'senderuser' 'senderdomain.org')) (('ReplyTo Real' NIL 'replytouser' 'replytodomain.org')) (('To Real' NIL 'touser' 'todomain.org')) (('Cc Real' NIL 'ccuser' 'ccdomain.org')) (('Bcc Real' NIL 'bccuser' 'bccdomain.org')) '<reply@to.id>' '<msg@id>')",
+        ),
+        (
+            "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: user@domain\n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL ((NIL NIL 'user' 'domain')) ((NIL NIL 'user' 'domain')) ((NIL NIL 'user' 'domain')) NIL NIL NIL NIL NIL)",
+        ),
+        (
+            "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: user@domain (Real Name)\nTo: group: g1@d1.org, g2@d2.org;, group2: g3@d3.org;\nCc: group:;, group2: (foo) ;\n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) ((NIL NIL 'group' NIL)(NIL NIL 'g1' 'd1.org')(NIL NIL 'g2' 'd2.org')(NIL NIL NIL NIL)(NIL NIL 'group2' NIL)(NIL NIL 'g3' 'd3.org')(NIL NIL NIL NIL)) ((NIL NIL 'group' NIL)(NIL NIL NIL NIL)(NIL NIL 'group2' NIL)(NIL NIL NIL NIL)) NIL NIL NIL)",
+        ),
+        (
+            "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: user@domain (Real Name)\nSender: \nReply-To: \n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) NIL NIL NIL NIL NIL)",
+        ),
+    ];
+    for (message, expected) in cases {
+        assert_eq!(envelope(&crlf(message)), q(expected));
+        assert_eq!(envelope(message.as_bytes()), q(expected));
+    }
+    // The obsolete source route goes in the adl.
+    let m = "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: <@route:user@domain>\n\nbody\n";
+    assert_eq!(
+        envelope(&crlf(m)),
+        q(
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL ((NIL '@route' 'user' 'domain')) ((NIL '@route' 'user' 'domain')) ((NIL '@route' 'user' 'domain')) NIL NIL NIL NIL NIL)"
+        )
+    );
+}
