@@ -3,7 +3,8 @@
 //! need not parse it again.
 //!
 //! Layout (integers little-endian): the magic `SMS` and a version byte, then the
-//! sent date (`0`, or `1` and an `i64`), then the message. A message is its envelope
+//! sent date (`0`, or `1`, the seconds and the local day as two `i64`), then the
+//! message. A message is its envelope
 //! then its root part. Byte strings are a `u32` length then the bytes; optional ones
 //! a `0` byte, or `1` then the string; lists a `u32` count then the items. A part is
 //! its header and body spans (four `u32`), its line count, its body fields, then its
@@ -24,10 +25,11 @@ impl Structure {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(MAGIC);
         out.push(VERSION);
-        match self.sent_date {
-            Some(date) => {
+        match self.sent {
+            Some((seconds, day)) => {
                 out.push(1);
-                out.extend_from_slice(&date.to_le_bytes());
+                out.extend_from_slice(&seconds.to_le_bytes());
+                out.extend_from_slice(&day.to_le_bytes());
             }
             None => out.push(0),
         }
@@ -43,15 +45,13 @@ impl Structure {
         if r.take(3)? != MAGIC || r.byte()? != VERSION {
             return None;
         }
-        let sent_date = match r.byte()? {
+        let sent = match r.byte()? {
             0 => None,
-            1 => Some(i64::from_le_bytes(r.take(8)?.try_into().ok()?)),
+            1 => Some((r.i64()?, r.i64()?)),
             _ => return None,
         };
         let message = r.message(0)?;
-        r.rest
-            .is_empty()
-            .then_some(Structure { message, sent_date })
+        r.rest.is_empty().then_some(Structure { message, sent })
     }
 }
 
@@ -94,11 +94,13 @@ fn put_addresses(out: &mut Vec<u8>, list: &[AddressItem]) {
         match item {
             AddressItem::Mailbox {
                 name,
+                adl,
                 mailbox,
                 host,
             } => {
                 out.push(0);
                 put_opt(out, name.as_deref());
+                put_opt(out, adl.as_deref());
                 put_bytes(out, mailbox);
                 put_bytes(out, host);
             }
@@ -182,8 +184,9 @@ fn put_part(out: &mut Vec<u8>, p: &Part) {
     }
 }
 
-/// Reads the cache form; every read checks what is left, counts never reserve more
-/// than the input could hold, and nesting is bounded as at parse time.
+/// Reads the cache form; every read checks what is left, counts larger than the input
+/// could hold are rejected (and reserve nothing), and nesting is bounded as at parse
+/// time.
 struct Reader<'a> {
     rest: &'a [u8],
 }
@@ -200,6 +203,10 @@ impl<'a> Reader<'a> {
 
     fn byte(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -228,7 +235,7 @@ impl<'a> Reader<'a> {
 
     fn params(&mut self) -> Option<Params> {
         let n = self.count(8)?;
-        let mut params = Vec::with_capacity(n);
+        let mut params = Vec::new();
         for _ in 0..n {
             params.push((self.bytes()?, self.bytes()?));
         }
@@ -237,11 +244,12 @@ impl<'a> Reader<'a> {
 
     fn addresses(&mut self) -> Option<Vec<AddressItem>> {
         let n = self.count(1)?;
-        let mut list = Vec::with_capacity(n);
+        let mut list = Vec::new();
         for _ in 0..n {
             list.push(match self.byte()? {
                 0 => AddressItem::Mailbox {
                     name: self.opt()?,
+                    adl: self.opt()?,
                     mailbox: self.bytes()?,
                     host: self.bytes()?,
                 },
@@ -303,7 +311,7 @@ impl<'a> Reader<'a> {
             _ => return None,
         };
         let n = self.count(4)?;
-        let mut language = Vec::with_capacity(n);
+        let mut language = Vec::new();
         for _ in 0..n {
             language.push(self.bytes()?);
         }
@@ -312,7 +320,7 @@ impl<'a> Reader<'a> {
             0 => Kind::Single,
             1 => {
                 let n = self.count(1)?;
-                let mut children = Vec::with_capacity(n);
+                let mut children = Vec::new();
                 for _ in 0..n {
                     children.push(self.part(depth + 1)?);
                 }

@@ -13,36 +13,45 @@
 //!
 //! # Layout
 //!
-//! - [`Structure`] ([`structure`](Structure::parse)): parse once, owned, no reference
-//!   to the message. Envelope and body field values are kept raw (unfolded, RFC 2047
-//!   words left for the client), as RFC 3501 wants, except display names, which
-//!   mail-parser gives decoded: a name decoded to non-ASCII is sent RFC 2047-encoded
-//!   again (`=?utf-8?q?...?=`); parameter values decoded to non-ASCII are sent
-//!   RFC 2231-encoded (`name*` = `utf-8''%XX`).
-//! - [`Structure::write_envelope`], [`Structure::write_body_structure`]: the FETCH
-//!   values. Defaults: no Content-Type is `text/plain; charset=us-ascii` (inside a
-//!   `multipart/digest`, `message/rfc822`), a text part without charset gets
-//!   `us-ascii`, no or an invalid Content-Transfer-Encoding is `7bit`. Sizes are
-//!   bytes of the part's body as stored; lines are its line feeds (the line break
-//!   before a boundary belongs to the boundary).
-//! - [`Structure::section`]: the bytes of `BODY[section]` for an
+//! - [`Structure`] (`structure.rs`): [`Structure::parse`] parses once; the result is
+//!   owned, with no reference to the message. Envelope and body field values are kept
+//!   raw (unfolded; RFC 2047 words left for the client), as RFC 3501 wants. Display
+//!   names and parameter values are the exception: mail-parser gives them decoded,
+//!   so a value decoded to non-ASCII is encoded again, as RFC 2047 words
+//!   (`=?utf-8?q?...?=`), or, for a parameter the sender wrote RFC 2231-style, as
+//!   `name*` = `utf-8''%XX`; raw UTF-8 (RFC 6532) goes as it is, in a literal.
+//! - [`Structure::write_envelope`], [`Structure::write_body_structure`]
+//!   (`render.rs`): the FETCH values. Defaults: no Content-Type is `text/plain;
+//!   charset=us-ascii` (inside a `multipart/digest`, `message/rfc822`), a text part
+//!   without charset gets `us-ascii`, no or an invalid Content-Transfer-Encoding is
+//!   `7bit`. Sizes are bytes of the part's body as stored; lines are its line feeds
+//!   (the line break before a boundary belongs to the boundary).
+//! - [`Structure::section`] (`section.rs`): the bytes of `BODY[section]` for an
 //!   `stoa_imap_proto::Section`.
-//! - [`Structure::header_contains`], [`Structure::text_contains`],
-//!   [`Structure::sent_date`]: SEARCH.
-//! - [`Structure::to_cache`], [`Structure::from_cache`]: a versioned binary form to
-//!   store beside the message.
+//! - [`Structure::header_contains`], [`Structure::text_contains`] (`search.rs`),
+//!   [`Structure::sent_date`], [`Structure::sent_day`]: SEARCH.
+//! - [`Structure::to_cache`], [`Structure::from_cache`] (`cache.rs`): a versioned
+//!   binary form to store beside the message.
 //!
 //! # Hostile input
 //!
-//! Every message is parsed without panicking and in time linear in its size (up to
-//! the nesting factor below). Parts nest at most [`MAX_DEPTH`] levels and a message
-//! has at most [`MAX_PARTS`] parts; beyond, parts are described as opaque
+//! Every message is parsed without panicking, in time linear in its size and in
+//! bounded stack. Parts nest at most [`MAX_DEPTH`] levels and a message has at
+//! most [`MAX_PARTS`] parts; beyond, parts are described as opaque
 //! `application/octet-stream` leaves. So is a part that is not structured as its type
 //! says (a multipart without boundary or parts, a `message/rfc822` that is
-//! base64- or quoted-printable-encoded or has no header). A message mentioning
-//! `message/` or `digest` more than a thousand times is not split into parts at all
-//! (one opaque body under its header): mail-parser nests encapsulated messages
-//! recursively, and this bounds its stack.
+//! base64- or quoted-printable-encoded or has no header).
+//!
+//! mail-parser itself is not linear on every input: it looks for each multipart's
+//! first boundary up to the end of the message when it is missing (many such parts:
+//! quadratic), compares the boundary at every `--` (a megabyte boundary: quadratic),
+//! and nests encapsulated messages recursively (tens of thousands: a stack overflow
+//! when they are dropped). So a linear pre-scan reads every Content-Type field with
+//! mail-parser's own field parser and bounds all three (500 `message/*` or digest
+//! fields, 200-byte boundaries, and the boundary searches to eight times the message
+//! plus 1 MiB); a message past a bound is described as one opaque body under its
+//! header (its envelope, sections `HEADER` and `TEXT`, and SEARCH on its raw body
+//! still work).
 //!
 //! # What it does not do
 //!

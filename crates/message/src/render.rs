@@ -58,12 +58,15 @@ fn write_addresses(out: &mut Vec<u8>, list: &[AddressItem]) {
         match item {
             AddressItem::Mailbox {
                 name,
+                adl,
                 mailbox,
                 host,
             } => {
                 out.push(b'(');
                 write_nstring(out, name.as_deref());
-                out.extend_from_slice(b" NIL ");
+                out.push(b' ');
+                write_nstring(out, adl.as_deref());
+                out.push(b' ');
                 write_string(out, mailbox);
                 out.push(b' ');
                 write_string(out, host);

@@ -3,7 +3,7 @@
 use mail_parser::parsers::MessageStream;
 use mail_parser::{Address, HeaderValue, MessageParser, PartType};
 
-use crate::structure::{MAX_MESSAGE_MENTIONS, Structure, message_mentions};
+use crate::structure::{Structure, guarded, too_costly, unfold};
 
 impl Structure {
     /// SEARCH `HEADER field needle` (and FROM, TO, CC, BCC, SUBJECT): whether a
@@ -16,10 +16,7 @@ impl Structure {
             return false;
         };
         let needle = needle.to_lowercase();
-        let parser = MessageParser::default();
-        let mut headers = Vec::new();
-        MessageStream::new(header).parse_headers(&parser, &mut headers);
-        headers
+        parse_fields(header)
             .iter()
             .filter(|h| h.name.as_str().eq_ignore_ascii_case(field.trim()))
             .any(|h| {
@@ -42,29 +39,31 @@ impl Structure {
         }
         let contains = |text: &str| text.to_lowercase().contains(&needle);
         if !body_only && let Some(header) = self.message.root.header.of(message) {
-            if contains(&String::from_utf8_lossy(&crate::structure::unfold(header))) {
+            if contains(&String::from_utf8_lossy(&unfold(header))) {
                 return true;
             }
-            let parser = MessageParser::default();
-            let mut headers = Vec::new();
-            MessageStream::new(header).parse_headers(&parser, &mut headers);
-            if headers
+            if parse_fields(header)
                 .iter()
                 .any(|h| decoded_values(header, h).iter().any(|v| contains(v)))
             {
                 return true;
             }
         }
-        if message_mentions(message) > MAX_MESSAGE_MENTIONS {
-            // Not split into parts (see Structure::parse): the raw body.
-            return self
-                .message
+        let raw_body = || {
+            self.message
                 .root
                 .body
                 .of(message)
-                .is_some_and(|b| contains(&String::from_utf8_lossy(b)));
+                .is_some_and(|b| contains(&String::from_utf8_lossy(b)))
+        };
+        if too_costly(message) {
+            // Not split into parts (see Structure::parse): the raw body.
+            return raw_body();
         }
-        let Some(parsed) = MessageParser::default().parse(message) else {
+        let Some(parsed) = guarded(|| MessageParser::default().parse(message)) else {
+            return raw_body();
+        };
+        let Some(parsed) = parsed else {
             return contains(&String::from_utf8_lossy(message));
         };
         // Encapsulated messages on a stack, not by recursion.
@@ -72,11 +71,7 @@ impl Structure {
         while let Some(m) = stack.pop() {
             for part in &m.parts {
                 match &part.body {
-                    PartType::Text(text) | PartType::Html(text) => {
-                        if contains(text) {
-                            return true;
-                        }
-                    }
+                    PartType::Text(text) | PartType::Html(text) if contains(text) => return true,
                     PartType::Message(inner) => stack.push(inner),
                     _ => {}
                 }
@@ -86,17 +81,25 @@ impl Structure {
     }
 }
 
+/// The fields of a header block as mail-parser reads them (none if it panics).
+fn parse_fields(header: &[u8]) -> Vec<mail_parser::Header<'_>> {
+    guarded(|| {
+        let mut fields = Vec::new();
+        MessageStream::new(header).parse_headers(&MessageParser::default(), &mut fields);
+        fields
+    })
+    .unwrap_or_default()
+}
+
 /// The decoded forms of a header's value that a search looks in: the RFC 2047-decoded
 /// unfolded text, and for addresses each display name and address.
 fn decoded_values(header: &[u8], h: &mail_parser::Header<'_>) -> Vec<String> {
     let start = (h.offset_start as usize).min(header.len());
     let end = (h.offset_end as usize).clamp(start, header.len());
     let mut out = Vec::new();
-    match MessageStream::new(&header[start..end]).parse_unstructured() {
-        HeaderValue::Text(t) => out.push(t.into_owned()),
-        _ => out.push(
-            String::from_utf8_lossy(&crate::structure::unfold(&header[start..end])).into_owned(),
-        ),
+    match guarded(|| MessageStream::new(&header[start..end]).parse_unstructured()) {
+        Some(HeaderValue::Text(t)) => out.push(t.into_owned()),
+        _ => out.push(String::from_utf8_lossy(&unfold(&header[start..end])).into_owned()),
     }
     let add = |out: &mut Vec<String>, a: &mail_parser::Addr<'_>| {
         out.extend(a.name.as_deref().map(str::to_owned));

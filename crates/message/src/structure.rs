@@ -1,6 +1,9 @@
 //! [`Structure`]: the part tree of a message and its envelope, built once from
 //! mail-parser's parse and owned (nothing borrows the message).
 
+use std::collections::HashSet;
+
+use mail_parser::parsers::MessageStream;
 use mail_parser::{
     Addr, Address as MpAddress, Encoding, Header, HeaderValue, MessageParser, PartType,
 };
@@ -13,11 +16,14 @@ pub const MAX_DEPTH: usize = 100;
 /// opaque leaves (Dovecot's default limit is the same).
 pub const MAX_PARTS: usize = 10_000;
 
-/// How many `message/` and `digest` mentions a message may have before it is not
-/// split into parts at all (each level of encapsulated messages needs one, and
-/// mail-parser's nested messages are dropped recursively: this keeps its stack use
-/// bounded). Such a message is described as one opaque part under its header.
-pub(crate) const MAX_MESSAGE_MENTIONS: usize = 1_000;
+/// How many `message/*` or `multipart/digest` Content-Type fields a message may
+/// have before it is not split into parts at all: mail-parser nests encapsulated
+/// messages recursively (and drops them so), and each level needs one such field.
+pub(crate) const MAX_MESSAGE_FIELDS: usize = 500;
+
+/// The longest multipart boundary accepted (RFC 2046 allows 70 characters; mail-parser
+/// compares the boundary at every `--` of the body).
+pub(crate) const MAX_BOUNDARY: usize = 200;
 
 /// A byte range of the stored message, `start..end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,6 +57,8 @@ pub(crate) enum AddressItem {
     /// A mailbox: display name (RFC 2047 form, see [`encode_word`]), local part, domain.
     Mailbox {
         name: Option<Vec<u8>>,
+        /// The obsolete source route (`@a,@b`, RFC 5322 §4.4).
+        adl: Option<Vec<u8>>,
         mailbox: Vec<u8>,
         host: Vec<u8>,
     },
@@ -135,7 +143,8 @@ pub(crate) struct Msg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Structure {
     pub(crate) message: Msg,
-    pub(crate) sent_date: Option<i64>,
+    /// The `Date:` header: seconds since the epoch, and its day in the sender's zone.
+    pub(crate) sent: Option<(i64, i64)>,
 }
 
 impl Structure {
@@ -157,19 +166,24 @@ impl Structure {
                         },
                     ),
                 },
-                sent_date: None,
+                sent: None,
             };
         };
         let whole = Span { start: 0, end: len };
         let lines = LineIndex::new(message);
         let parser = MessageParser::default();
-        let flat = message_mentions(message) > MAX_MESSAGE_MENTIONS;
-        let parsed = if flat {
+        let mut flat = too_costly(message);
+        let mut parsed = None;
+        if !flat {
+            match guarded(|| parser.parse(message)) {
+                Some(p) => parsed = p,
+                None => flat = true,
+            }
+        }
+        if flat {
             // Only the header: the body stays one opaque part.
-            parser.parse_headers(message)
-        } else {
-            parser.parse(message)
-        };
+            parsed = guarded(|| parser.parse_headers(message)).flatten();
+        }
         let Some(parsed) = parsed else {
             // No header at all: the whole message is a text/plain body.
             let mut root = default_part(Span { start: 0, end: 0 }, whole, false);
@@ -179,7 +193,7 @@ impl Structure {
                     envelope: Envelope::default(),
                     root,
                 },
-                sent_date: None,
+                sent: None,
             };
         };
         let mut builder = Builder {
@@ -187,13 +201,13 @@ impl Structure {
             lines: &lines,
             budget: MAX_PARTS,
         };
-        let sent_date = parsed
+        let sent = parsed
             .parts
             .first()
             .and_then(|p| find(&p.headers, "date"))
             .and_then(|h| h.value.as_datetime())
             .filter(|d| d.is_valid())
-            .map(|d| d.to_timestamp());
+            .map(|d| (d.to_timestamp(), d.to_timestamp_local().div_euclid(86_400)));
         let mut msg = builder.message(&parsed, whole, 0);
         if flat {
             let end = header_end(message, &parsed);
@@ -205,17 +219,30 @@ impl Structure {
                 },
             );
         }
-        Structure {
-            message: msg,
-            sent_date,
-        }
+        Structure { message: msg, sent }
     }
 
-    /// The `Date:` header of the message as seconds since the Unix epoch (for
-    /// SENTBEFORE, SENTON, SENTSINCE), `None` when absent or unreadable.
+    /// The `Date:` header of the message as seconds since the Unix epoch, `None` when
+    /// absent or unreadable.
     pub fn sent_date(&self) -> Option<i64> {
-        self.sent_date
+        self.sent.map(|(seconds, _)| seconds)
     }
+
+    /// The day of the `Date:` header in the sender's own time zone, as days since
+    /// 1970-01-01: what SENTBEFORE, SENTON and SENTSINCE compare with the search
+    /// date (RFC 3501 §6.4.4: "disregarding time and timezone"). `None` when absent
+    /// or unreadable.
+    pub fn sent_day(&self) -> Option<i64> {
+        self.sent.map(|(_, day)| day)
+    }
+}
+
+/// Runs a mail-parser call with its panics caught: `None` if it panicked. mail-parser
+/// has debug assertions that malformed input reaches (a test shows one), and a
+/// third-party parser on hostile input gets no chance to take a server thread down;
+/// the callers then describe the message more coarsely.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
 }
 
 /// Where the header of a message parsed with `parse_headers` ends: after its last
@@ -236,51 +263,172 @@ fn header_end(message: &[u8], parsed: &mail_parser::Message<'_>) -> u32 {
     u32::try_from(last + blank).unwrap_or(u32::MAX)
 }
 
-/// How many times `message/` or `digest` appears, case-insensitively: a bound on how
-/// deep encapsulated messages can nest.
-pub(crate) fn message_mentions(message: &[u8]) -> usize {
-    let mut count = 0;
-    for (i, &b) in message.iter().enumerate() {
-        let rest = &message[i..];
-        if (b == b'm' || b == b'M')
-            && rest.len() >= 8
-            && rest[..8].eq_ignore_ascii_case(b"message/")
-            || (b == b'd' || b == b'D')
-                && rest.len() >= 6
-                && rest[..6].eq_ignore_ascii_case(b"digest")
+/// Whether mail-parser's full parse of `message` could cost more than linear time or
+/// deep recursion, judged in one linear pass beforehand. Every Content-Type field of
+/// the message (a superset of those mail-parser will read: fields in bodies count
+/// too) is parsed with mail-parser's own parser, and the message is too costly when:
+///
+/// - more than [`MAX_MESSAGE_FIELDS`] of them are `message/*` or `multipart/digest`
+///   (the nesting bound);
+/// - a multipart boundary is longer than [`MAX_BOUNDARY`];
+/// - mail-parser's search for the first boundary of each multipart (from the end of
+///   its header to the first `--boundary`, to the end of the message when there is
+///   none: many multiparts without their boundary make its parse quadratic), plus
+///   this pass's own reading of the fields (eight units a byte), would scan more
+///   than eight times the message plus 1 MiB in total.
+pub(crate) fn too_costly(message: &[u8]) -> bool {
+    let budget = message.len().saturating_mul(8).saturating_add(1 << 20);
+    let mut spent = 0usize;
+    let mut message_fields = 0;
+    let mut line_start = 0;
+    while line_start < message.len() {
+        let rest = &message[line_start..];
+        let line_end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let line = &rest[..line_end];
+        line_start += line_end;
+        // Any line may start a field for mail-parser (it skips leading white space),
+        // and it reads a name as it does: the non-white bytes before the first colon
+        // that follows one (a leading colon is skipped).
+        let Some(colon) = field_colon(line) else {
+            continue;
+        };
+        let mut name = line[..colon]
+            .iter()
+            .filter(|&&b| !b.is_ascii_whitespace() && b != b':');
+        let is_content_type = b"content-type"
+            .iter()
+            .all(|&c| name.next().is_some_and(|b| b.eq_ignore_ascii_case(&c)))
+            && name.next().is_none();
+        if !is_content_type {
+            continue;
+        }
+        let value_start = line_start - line_end + colon + 1;
+        // Folded lines that look like fields are read again from each: that reading
+        // is paid from the budget too.
+        let Some((value, read)) = guarded(|| {
+            let mut field = MessageStream::new(&message[value_start..]);
+            (field.parse_content_type(), field.offset())
+        }) else {
+            return true;
+        };
+        // Field parsing is slower than mail-parser's byte scan: eight units a byte.
+        spent = spent.saturating_add(read.saturating_mul(8));
+        if spent >= budget {
+            return true;
+        }
+        let HeaderValue::ContentType(ct) = value else {
+            continue;
+        };
+        let subtype = ct.subtype().unwrap_or("");
+        if ct.ctype().eq_ignore_ascii_case("message") || subtype.eq_ignore_ascii_case("digest") {
+            message_fields += 1;
+            if message_fields > MAX_MESSAGE_FIELDS {
+                return true;
+            }
+        }
+        if !ct.ctype().eq_ignore_ascii_case("multipart") {
+            continue;
+        }
+        let Some(boundary) = ct.attribute("boundary") else {
+            continue;
+        };
+        if boundary.len() > MAX_BOUNDARY {
+            return true;
+        }
+        // The search starts after the header: at the first blank line from here.
+        let window = &message[value_start
+            ..message
+                .len()
+                .min(value_start.saturating_add(budget - spent))];
+        let body = blank_line_end(window).unwrap_or(window.len());
+        let mut needle = b"--".to_vec();
+        needle.extend_from_slice(boundary.as_bytes());
+        let scanned =
+            body + memchr::memmem::find(&window[body..], &needle).unwrap_or(window.len() - body);
+        spent += scanned;
+        if scanned == window.len() && value_start + window.len() < message.len() || spent >= budget
         {
-            count += 1;
+            return true;
         }
     }
-    count
+    false
 }
 
-/// The positions of every line feed in a message, to count the lines of any range
-/// in logarithmic time (parts nest, and each level counts its own lines).
-pub(crate) struct LineIndex {
-    feeds: Vec<u32>,
-}
-
-impl LineIndex {
-    pub(crate) fn new(message: &[u8]) -> LineIndex {
-        LineIndex {
-            feeds: memchr::memchr_iter(b'\n', message)
-                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-                .collect(),
+/// Where the colon that ends a field name is in `line`, read as mail-parser reads it:
+/// the first colon after a byte that is neither white space nor a colon.
+fn field_colon(line: &[u8]) -> Option<usize> {
+    let mut named = false;
+    for (i, &b) in line.iter().enumerate() {
+        match b {
+            b':' if named => return Some(i),
+            b':' => {}
+            b'\n' => return None,
+            _ if !b.is_ascii_whitespace() => named = true,
+            _ => {}
         }
+    }
+    None
+}
+
+/// Where the first blank line of `s` ends, scanning no further than it.
+fn blank_line_end(s: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(b'\n', &s[at..]) {
+        at += i + 1;
+        let rest = &s[at..];
+        if rest.starts_with(b"\n") {
+            return Some(at + 1);
+        }
+        if rest.starts_with(b"\r\n") {
+            return Some(at + 2);
+        }
+    }
+    None
+}
+
+/// Line feeds counted per 4 KiB block of a message, to count the lines of any range
+/// in constant time (parts nest, and each level counts its own lines) with a memory
+/// of a thousandth of the message.
+pub(crate) struct LineIndex<'a> {
+    message: &'a [u8],
+    /// `before[i]`: the line feeds in the first `i` blocks.
+    before: Vec<u32>,
+}
+
+const BLOCK: usize = 4096;
+
+impl<'a> LineIndex<'a> {
+    pub(crate) fn new(message: &'a [u8]) -> LineIndex<'a> {
+        let mut before = Vec::with_capacity(message.len() / BLOCK + 2);
+        let mut total = 0u32;
+        before.push(total);
+        for block in message.chunks(BLOCK) {
+            let n = memchr::memchr_iter(b'\n', block).count();
+            total = total.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+            before.push(total);
+        }
+        LineIndex { message, before }
+    }
+
+    /// Line feeds before offset `at`.
+    fn feeds_before(&self, at: usize) -> u32 {
+        let at = at.min(self.message.len());
+        let block = at / BLOCK;
+        let partial = memchr::memchr_iter(b'\n', &self.message[block * BLOCK..at]).count();
+        let full = self.before.get(block).copied().unwrap_or(0);
+        full.saturating_add(u32::try_from(partial).unwrap_or(u32::MAX))
     }
 
     /// Line feeds within `span`.
     pub(crate) fn count(&self, span: Span) -> u32 {
-        let below = |x: u32| self.feeds.partition_point(|&f| f < x);
-        let n = below(span.end).saturating_sub(below(span.start));
-        u32::try_from(n).unwrap_or(u32::MAX)
+        self.feeds_before(span.end as usize)
+            .saturating_sub(self.feeds_before(span.start as usize))
     }
 }
 
 struct Builder<'a> {
     raw: &'a [u8],
-    lines: &'a LineIndex,
+    lines: &'a LineIndex<'a>,
     /// Parts still allowed ([`MAX_PARTS`]).
     budget: usize,
 }
@@ -331,13 +479,14 @@ impl Builder<'_> {
         let headers = &p.headers;
         let mut part = default_part(header, body, in_digest);
 
-        if let Some(HeaderValue::ContentType(ct)) = find(headers, "content-type").map(|h| &h.value)
+        if let Some(h) = find(headers, "content-type")
+            && let HeaderValue::ContentType(ct) = &h.value
         {
             let subtype = ct.subtype().unwrap_or("");
             if !ct.ctype().is_empty() && !subtype.is_empty() {
                 part.media_type = ct.ctype().as_bytes().to_vec();
                 part.subtype = subtype.as_bytes().to_vec();
-                part.params = params(ct.attributes());
+                part.params = params(ct.attributes(), self.raw_bytes(h));
             }
         }
         if let Some(h) = find(headers, "content-id") {
@@ -355,11 +504,12 @@ impl Builder<'_> {
         if let Some(h) = find(headers, "content-md5") {
             part.md5 = Some(self.raw_value(h));
         }
-        if let Some(HeaderValue::ContentType(d)) =
-            find(headers, "content-disposition").map(|h| &h.value)
+        if let Some(h) = find(headers, "content-disposition")
+            && let HeaderValue::ContentType(d) = &h.value
             && !d.ctype().is_empty()
         {
-            part.disposition = Some((d.ctype().as_bytes().to_vec(), params(d.attributes())));
+            let params = params(d.attributes(), self.raw_bytes(h));
+            part.disposition = Some((d.ctype().as_bytes().to_vec(), params));
         }
         if let Some(h) = find(headers, "content-language") {
             part.language = match &h.value {
@@ -423,9 +573,9 @@ impl Builder<'_> {
         let text = |name: &str| find(headers, name).map(|h| self.raw_value(h));
         let addresses = |name: &str| -> Option<Vec<AddressItem>> {
             let h = find(headers, name)?;
-            let ascii = self.raw_bytes(h).is_ascii();
+            let raw = self.raw_bytes(h);
             let list = match &h.value {
-                HeaderValue::Address(a) => address_items(a, ascii),
+                HeaderValue::Address(a) => address_items(a, raw),
                 _ => Vec::new(),
             };
             (!list.is_empty()).then_some(list)
@@ -521,17 +671,26 @@ fn opaque_part(header: Span, body: Span) -> Part {
     }
 }
 
-/// Parameters as the body structure sends them. Values mail-parser decoded to
-/// non-ASCII text (RFC 2231 or RFC 2047) are sent RFC 2231-encoded, `name*` =
-/// `utf-8''%XX...`, so that every client reads them and no 8-bit string is needed.
-fn params(attributes: Option<&[mail_parser::Attribute<'_>]>) -> Params {
+/// Parameters as the body structure sends them, from mail-parser's decoded values
+/// and the raw field (`raw`). ASCII values go as they are; so do non-ASCII ones when
+/// the field was raw UTF-8 (RFC 6532). A value that decoding made non-ASCII is
+/// encoded again the way the sender encoded it: RFC 2231 (`name*` =
+/// `utf-8''%XX...`) when the field has `name*`, else RFC 2047 words under the plain
+/// name (what most senders write, and what clients decode in `name` and `filename`).
+/// Continuations (`name*0`, `name*1`) come merged.
+fn params(attributes: Option<&[mail_parser::Attribute<'_>]>, raw: &[u8]) -> Params {
+    let raw_ascii = raw.is_ascii();
+    let extended = if raw_ascii {
+        extended_names(raw)
+    } else {
+        HashSet::new()
+    };
     let mut out = Params::new();
     for a in attributes.unwrap_or_default() {
-        if a.value.is_ascii() {
-            out.push((a.name.as_bytes().to_vec(), a.value.as_bytes().to_vec()));
-        } else {
-            let mut name = a.name.as_bytes().to_vec();
-            name.push(b'*');
+        let name = a.name.as_bytes();
+        if a.value.is_ascii() || !raw_ascii {
+            out.push((name.to_vec(), a.value.as_bytes().to_vec()));
+        } else if extended.contains(&name.to_ascii_lowercase()) {
             let mut value = b"utf-8''".to_vec();
             for &b in a.value.as_bytes() {
                 if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
@@ -544,31 +703,55 @@ fn params(attributes: Option<&[mail_parser::Attribute<'_>]>) -> Params {
                     ]);
                 }
             }
+            let mut name = name.to_vec();
+            name.push(b'*');
             out.push((name, value));
+        } else {
+            out.push((name.to_vec(), encode_word(&a.value, true)));
         }
     }
     out
 }
 
+/// The names written with a `*` in a raw field (RFC 2231 parameters), lowercased;
+/// one pass, whatever the number of parameters.
+fn extended_names(raw: &[u8]) -> HashSet<Vec<u8>> {
+    let mut names = HashSet::new();
+    for (i, _) in raw.iter().enumerate().filter(|&(_, &b)| b == b'*') {
+        let start = raw[..i]
+            .iter()
+            .rposition(|&b| !is_token_char(b) || b == b'*')
+            .map_or(0, |p| p + 1);
+        if start < i {
+            names.insert(raw[start..i].to_ascii_lowercase());
+        }
+    }
+    names
+}
+
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// The envelope entries of an address header. `raw_ascii`: the raw header was 7-bit,
-/// so any non-ASCII name came from RFC 2047 decoding and is encoded again.
-fn address_items(address: &MpAddress<'_>, raw_ascii: bool) -> Vec<AddressItem> {
+/// The envelope entries of an address header, from mail-parser's parse and the raw
+/// field (`raw`).
+fn address_items(address: &MpAddress<'_>, raw: &[u8]) -> Vec<AddressItem> {
+    let ctx = AddressContext {
+        raw_ascii: raw.is_ascii(),
+        comments: comments(raw),
+    };
     let mut out = Vec::new();
     match address {
         MpAddress::List(list) => {
-            out.extend(list.iter().filter_map(|a| mailbox(a, raw_ascii)));
+            out.extend(list.iter().filter_map(|a| mailbox(a, &ctx)));
         }
         MpAddress::Group(groups) => {
             for g in groups {
                 match &g.name {
                     Some(name) => {
-                        out.push(AddressItem::GroupStart(encode_word(name, raw_ascii)));
-                        out.extend(g.addresses.iter().filter_map(|a| mailbox(a, raw_ascii)));
+                        out.push(AddressItem::GroupStart(encode_word(name, ctx.raw_ascii)));
+                        out.extend(g.addresses.iter().filter_map(|a| mailbox(a, &ctx)));
                         out.push(AddressItem::GroupEnd);
                     }
-                    None => out.extend(g.addresses.iter().filter_map(|a| mailbox(a, raw_ascii))),
+                    None => out.extend(g.addresses.iter().filter_map(|a| mailbox(a, &ctx))),
                 }
             }
         }
@@ -576,22 +759,55 @@ fn address_items(address: &MpAddress<'_>, raw_ascii: bool) -> Vec<AddressItem> {
     out
 }
 
-fn mailbox(a: &Addr<'_>, raw_ascii: bool) -> Option<AddressItem> {
-    let name = a
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .map(|n| encode_word(n, raw_ascii));
-    let (mailbox, host) = match a.address.as_deref() {
+/// What an address header's raw field tells about mail-parser's entries.
+struct AddressContext<'a> {
+    /// The field was 7-bit: any non-ASCII name came from RFC 2047 decoding and is
+    /// encoded again.
+    raw_ascii: bool,
+    /// The texts of its comments: an entry without address whose name is one of them
+    /// is a lone comment, not a mailbox.
+    comments: HashSet<&'a [u8]>,
+}
+
+/// The texts between parentheses in a raw field (not nested), trimmed; one pass.
+fn comments(raw: &[u8]) -> HashSet<&[u8]> {
+    let mut out = HashSet::new();
+    let mut rest = raw;
+    while let Some(open) = memchr::memchr(b'(', rest) {
+        let Some(close) = memchr::memchr(b')', &rest[open..]) else {
+            break;
+        };
+        out.insert(rest[open + 1..open + close].trim_ascii());
+        rest = &rest[open + close + 1..];
+    }
+    out
+}
+
+fn mailbox(a: &Addr<'_>, ctx: &AddressContext<'_>) -> Option<AddressItem> {
+    let decoded = a.name.as_deref().filter(|n| !n.is_empty());
+    let name = decoded.map(|n| encode_word(n, ctx.raw_ascii));
+    let (name, mailbox, host) = match a.address.as_deref() {
         Some(address) => match address.rsplit_once('@') {
-            Some((local, domain)) => (local.as_bytes().to_vec(), domain.as_bytes().to_vec()),
-            None => (address.as_bytes().to_vec(), Vec::new()),
+            Some((local, domain)) => (name, local.as_bytes().to_vec(), domain.as_bytes().to_vec()),
+            None => (name, address.as_bytes().to_vec(), Vec::new()),
         },
-        None if name.is_some() => (Vec::new(), Vec::new()),
-        None => return None,
+        // A lone comment (`group: (nobody) ;`) names no one.
+        None if decoded.is_some_and(|n| ctx.comments.contains(n.as_bytes())) => return None,
+        // Other text without an address (`To: bob`): a local part without domain.
+        // The host is never NIL, which would start a group.
+        None => (None, name?, Vec::new()),
+    };
+    // mail-parser leaves a source route at the front of the local part.
+    let (adl, mailbox) = match mailbox.iter().position(|&b| b == b':') {
+        Some(colon) if mailbox.first() == Some(&b'@') => (
+            Some(mailbox[..colon].to_vec()),
+            mailbox[colon + 1..].to_vec(),
+        ),
+        _ => (None, mailbox),
     };
     Some(AddressItem::Mailbox {
         name,
+        adl,
         mailbox,
         host,
     })

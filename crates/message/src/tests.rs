@@ -371,6 +371,12 @@ fn plain_text() {
     assert_eq!(section(&m, "1.1"), None);
     // 2026-12-07T09:59:59Z.
     assert_eq!(s.sent_date(), Some(1_796_637_599));
+    // Its own day, 2026-12-07, whatever the zone.
+    assert_eq!(s.sent_day(), Some(20_794));
+    let late = crlf("Date: Mon, 7 Dec 2026 23:30:00 -0500\n\nx\n");
+    let late = Structure::parse(&late);
+    assert_eq!(late.sent_day(), Some(20_794));
+    assert_eq!(late.sent_date(), Some(1_796_704_200));
 
     assert!(s.header_contains(&m, "From", "alice example"));
     assert!(s.header_contains(&m, "from", "ALICE@EXAMPLE.ORG"));
@@ -419,12 +425,14 @@ fn multipart_mixed_with_attachments() {
     let s = Structure::parse(&m);
     assert_eq!(
         body_structure(&m, true),
-        q("(('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 24 0 NIL NIL NIL NIL)('application' 'pdf' ('name' 'report.pdf') NIL NIL 'base64' 130 NIL ('attachment' ('filename' 'report.pdf')) NIL NIL)('text' 'plain' ('charset' 'us-ascii' 'name*' 'UTF8') NIL NIL 'base64' 16 0 NIL ('attachment' ('filename*' 'UTF8')) NIL NIL) 'mixed' ('boundary' 'mix') NIL NIL NIL)")
+        q("(('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 24 0 NIL NIL NIL NIL)('application' 'pdf' ('name' 'report.pdf') NIL NIL 'base64' 130 NIL ('attachment' ('filename' 'report.pdf')) NIL NIL)('text' 'plain' ('charset' 'us-ascii' 'name' 'Q') NIL NIL 'base64' 16 0 NIL ('attachment' ('filename*' 'UTF8')) NIL NIL) 'mixed' ('boundary' 'mix') NIL NIL NIL)")
         .replace("UTF8", "utf-8''r%C3%A9sum%C3%A9.txt")
+        .replace("Q", "=?utf-8?q?r=C3=A9sum=C3=A9=2Etxt?=")
     );
     assert_eq!(
         body_structure(&m, false),
-        q("(('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 24 0)('application' 'pdf' ('name' 'report.pdf') NIL NIL 'base64' 130)('text' 'plain' ('charset' 'us-ascii' 'name*' 'UTF8') NIL NIL 'base64' 16 0) 'mixed')")
+        q("(('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 24 0)('application' 'pdf' ('name' 'report.pdf') NIL NIL 'base64' 130)('text' 'plain' ('charset' 'us-ascii' 'name' 'Q') NIL NIL 'base64' 16 0) 'mixed')")
+        .replace("Q", "=?utf-8?q?r=C3=A9sum=C3=A9=2Etxt?=")
         .replace("UTF8", "utf-8''r%C3%A9sum%C3%A9.txt")
     );
     assert_eq!(
@@ -542,6 +550,15 @@ fn groups() {
     let s = Structure::parse(&m);
     assert!(s.header_contains(&m, "cc", "carol c"));
     assert!(s.header_contains(&m, "cc", "team"));
+
+    // Oddities: a bare local part, an empty address, a comment as the name.
+    let m = crlf("From: bob\nTo: <>, a@b.c (Comment Name)\n\nx\n");
+    assert_eq!(
+        envelope(&m),
+        q(
+            "(NIL NIL ((NIL NIL 'bob' '')) ((NIL NIL 'bob' '')) ((NIL NIL 'bob' '')) (('Comment Name' NIL 'a' 'b.c')) NIL NIL NIL NIL)"
+        )
+    );
 }
 
 #[test]
@@ -615,6 +632,16 @@ fn digest_defaults_to_message() {
         Some("Subject: one\r\n\r\n")
     );
     assert_eq!(section(&m, "1.1").as_deref(), Some("first"));
+}
+
+#[test]
+fn mail_parser_assertions_are_contained() {
+    // Reaches a debug assertion of mail-parser 0.11 ("Invalid part ID, could not find
+    // multipart."): caught, and the message is described as one opaque body. (The
+    // panic message the test prints is that assertion's, and expected.)
+    let m = b"Content-Type:multipart/;boundary=outer\n\n--outerContent-Type:message/rfc822\nn\n\nr\nContent-Type:message/rfc822\n\n\n--outer--";
+    exercise(m);
+    assert!(Structure::parse(m).text_contains(m, "rfc822", true));
 }
 
 #[test]
@@ -725,6 +752,23 @@ fn cache_round_trip() {
     assert_eq!(Structure::from_cache(b"garbage"), None);
 }
 
+/// How many inputs the random tests try: 1,000, or `STOA_MESSAGE_FUZZ` for a longer
+/// run.
+fn fuzz_iterations() -> usize {
+    std::env::var("STOA_MESSAGE_FUZZ")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
+}
+
+/// The random tests' seed: fixed, or `STOA_MESSAGE_SEED` to explore.
+fn fuzz_seed(fixed: u64) -> u64 {
+    std::env::var("STOA_MESSAGE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(fixed)
+}
+
 /// Samples for the mutation tests.
 fn samples() -> Vec<Vec<u8>> {
     [
@@ -776,8 +820,8 @@ fn exercise(m: &[u8]) {
 
 #[test]
 fn random_bytes_do_not_panic() {
-    let mut rng = fastrand::Rng::with_seed(0x5354_4f41);
-    for _ in 0..1000 {
+    let mut rng = fastrand::Rng::with_seed(fuzz_seed(0x5354_4f41));
+    for _ in 0..fuzz_iterations() {
         let len = rng.usize(0..600);
         let alphabet: &[u8] = b"\r\n\r\n:- ;=\"abcXYZ/<>@,()\t?";
         let m: Vec<u8> = (0..len)
@@ -802,9 +846,9 @@ fn random_bytes_do_not_panic() {
 
 #[test]
 fn mutated_samples_do_not_panic() {
-    let mut rng = fastrand::Rng::with_seed(7);
+    let mut rng = fastrand::Rng::with_seed(fuzz_seed(7));
     let samples = samples();
-    for i in 0..1000 {
+    for i in 0..fuzz_iterations() {
         let mut m = samples[i % samples.len()].clone();
         for _ in 0..rng.usize(1..8) {
             if m.is_empty() {
@@ -848,4 +892,403 @@ fn exercise_structure(s: &Structure, m: &[u8]) {
         let _ = s.section(m, &parse_section(spec));
     }
     let _ = s.header_contains(m, "from", "a");
+}
+
+/// Runs `f` and fails if it takes longer than `limit` (debug build, shared machine:
+/// the limits are generous; a quadratic blow-up takes orders of magnitude longer).
+fn within(limit_ms: u128, what: &str, f: impl FnOnce()) {
+    let start = std::time::Instant::now();
+    f();
+    let took = start.elapsed().as_millis();
+    eprintln!("{what}: {took} ms");
+    assert!(took < limit_ms, "{what} took {took} ms");
+}
+
+fn depth_of(bodystructure: &[u8]) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for &b in bodystructure {
+        match b {
+            b'(' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+#[test]
+fn deep_multipart_nesting_is_capped() {
+    let mut m = Vec::new();
+    for i in 0..5000 {
+        m.extend_from_slice(
+            format!("Content-Type: multipart/mixed; boundary=b{i}\r\n\r\n--b{i}\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"Content-Type: text/plain\r\n\r\ndeep\r\n");
+    within(20_000, "5000 nested multiparts", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_body_structure(&mut out, true);
+        assert!(depth_of(&out) <= crate::MAX_DEPTH + 2, "{}", depth_of(&out));
+        let path: Vec<u32> = vec![1; 50];
+        let _ = s.section(
+            &m,
+            &Section {
+                part: path,
+                text: SectionText::Mime,
+            },
+        );
+        let back = Structure::from_cache(&s.to_cache()).expect("cache");
+        assert_eq!(back, s);
+    });
+}
+
+#[test]
+fn deep_message_nesting_is_capped() {
+    for levels in [400, 900, 50_000] {
+        let mut m = Vec::new();
+        for _ in 0..levels {
+            m.extend_from_slice(b"Content-Type: message/rfc822\r\n\r\n");
+        }
+        m.extend_from_slice(b"Subject: inner\r\n\r\nbody\r\n");
+        within(20_000, "nested messages", || {
+            let s = Structure::parse(&m);
+            let mut out = Vec::new();
+            s.write_body_structure(&mut out, true);
+            assert!(
+                depth_of(&out) <= 3 * crate::MAX_DEPTH + 10,
+                "{}",
+                depth_of(&out)
+            );
+            assert!(s.text_contains(&m, "body", true));
+            assert_eq!(Structure::from_cache(&s.to_cache()).as_ref(), Some(&s));
+        });
+    }
+}
+
+#[test]
+fn many_parts_and_headers() {
+    // 20,000 parts: the first MAX_PARTS are described.
+    let mut m = b"Content-Type: multipart/mixed; boundary=b\r\n\r\n".to_vec();
+    for i in 0..20_000 {
+        m.extend_from_slice(
+            format!("--b\r\nContent-Type: text/plain\r\n\r\npart {i}\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"--b--\r\n");
+    within(30_000, "20,000 parts", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_body_structure(&mut out, false);
+        let parts = out.windows(6).filter(|w| w == b"\"text\"").count();
+        assert_eq!(parts, crate::MAX_PARTS - 1);
+        let nth = |n: u32| {
+            s.section(
+                &m,
+                &Section {
+                    part: vec![n],
+                    text: SectionText::Full,
+                },
+            )
+        };
+        assert_eq!(nth(5).as_deref(), Some(&b"part 4"[..]));
+        assert_eq!(nth(20_000), None);
+    });
+
+    // 200,000 header fields.
+    let mut m = Vec::new();
+    for i in 0..200_000 {
+        m.extend_from_slice(format!("X-Header-{i}: value {i}\r\n").as_bytes());
+    }
+    m.extend_from_slice(b"Subject: last\r\n\r\nbody\r\n");
+    within(30_000, "200,000 header fields", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_envelope(&mut out);
+        assert!(out.starts_with(b"(NIL \"last\""));
+        assert!(s.header_contains(&m, "subject", "LAST"));
+        assert!(s.text_contains(&m, "value 199999", false));
+        let fields = s
+            .section(&m, &parse_section("HEADER.FIELDS.NOT (subject)"))
+            .expect("fields");
+        assert_eq!(
+            fields.len(),
+            m.len() - b"Subject: last\r\n\r\nbody\r\n".len() + 2
+        );
+    });
+}
+
+#[test]
+fn long_boundaries_and_lines() {
+    // A 64 KiB boundary and a megabyte of near-misses.
+    let boundary = "-".repeat(65_536);
+    let mut m = format!(
+        "Content-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n--{boundary}\r\n\r\n"
+    )
+    .into_bytes();
+    for _ in 0..16 {
+        m.extend_from_slice(b"--");
+        m.extend_from_slice(&boundary.as_bytes()[1..]);
+        m.extend_from_slice(b"x\r\n");
+    }
+    m.extend_from_slice(&vec![b'-'; 1 << 20]);
+    within(30_000, "long boundary", || {
+        exercise(&m);
+    });
+    // One megabyte-long header line and body line.
+    let mut m = b"Subject: ".to_vec();
+    m.extend_from_slice(&vec![b'a'; 1 << 20]);
+    m.extend_from_slice(b"\r\n\r\n");
+    m.extend_from_slice(&vec![b'='; 1 << 20]);
+    within(30_000, "long lines", || exercise(&m));
+}
+
+#[test]
+fn many_multiparts_without_boundaries() {
+    // Each multipart whose boundary never comes makes mail-parser scan to the end:
+    // quadratic. Such a message is described as one opaque body, quickly.
+    // The last spelling is one mail-parser reads as Content-Type too.
+    for (n, field) in [
+        (4_000usize, "Content-Type"),
+        (40_000, "Content-Type"),
+        (4_000, " :Content - TYPE"),
+    ] {
+        let mut m = b"Subject: x\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n".to_vec();
+        for i in 0..n {
+            m.extend_from_slice(
+                format!("--b\r\n{field}: multipart/mixed; boundary=zz{i}\r\n\r\nxx\r\n").as_bytes(),
+            );
+        }
+        within(
+            10_000,
+            &format!("{n} missing boundaries ({} bytes)", m.len()),
+            || {
+                let s = Structure::parse(&m);
+                exercise(&m);
+                if n == 40_000 {
+                    assert_eq!(
+                        body_structure(&m, false),
+                        q(&format!(
+                            "('application' 'octet-stream' NIL NIL NIL '7bit' {})",
+                            m.len() - 57
+                        ))
+                    );
+                    assert!(s.header_contains(&m, "subject", "x"));
+                    assert!(s.text_contains(&m, "zz39999", true));
+                }
+            },
+        );
+    }
+    // A field folded over 100,000 lines that each look like a Content-Type field.
+    let mut m = b"Subject: x\r\nContent-Type: text/plain;\r\n".to_vec();
+    for i in 0..100_000 {
+        m.extend_from_slice(
+            format!(" Content-Type: multipart/mixed; boundary=zz{i};\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"\r\nbody\r\n");
+    within(10_000, "100,000 folded look-alike fields", || exercise(&m));
+
+    // The same with a long boundary.
+    let boundary = "-".repeat(300);
+    let m = format!(
+        "Content-Type: multipart/mixed; boundary=\"{boundary}\"\r\n\r\n--{boundary}\r\n\r\nx\r\n--{boundary}--\r\n"
+    );
+    assert_eq!(
+        body_structure(m.as_bytes(), false),
+        q(&format!(
+            "('application' 'octet-stream' NIL NIL NIL '7bit' {})",
+            m.len() - 346
+        ))
+    );
+}
+
+#[test]
+fn many_encoded_words_and_parameters() {
+    let mut m = b"Subject:".to_vec();
+    for _ in 0..50_000 {
+        m.extend_from_slice(b" =?utf-8?q?caf=C3=A9?=\r\n");
+    }
+    m.extend_from_slice(b"From:");
+    for i in 0..20_000 {
+        m.extend_from_slice(
+            format!(" =?utf-8?q?J=C3=BCrgen_{i}?= <j{i}@example.de>,\r\n").as_bytes(),
+        );
+    }
+    m.extend_from_slice(b"Content-Type: text/plain; charset=utf-8");
+    for i in (0..20_000).rev() {
+        m.extend_from_slice(format!(";\r\n name*{i}*=utf-8''%C3%A9{i}").as_bytes());
+    }
+    for i in 0..10_000 {
+        m.extend_from_slice(format!(";\r\n p{i}=\"=?utf-8?q?=C3=A9?=\"").as_bytes());
+    }
+    m.extend_from_slice(b"\r\n\r\nbody\r\n");
+    within(30_000, "many encoded words and parameters", || {
+        let s = Structure::parse(&m);
+        let mut out = Vec::new();
+        s.write_envelope(&mut out);
+        s.write_body_structure(&mut out, true);
+        assert!(s.header_contains(&m, "subject", "cafécafé"));
+        assert!(s.header_contains(&m, "from", "jürgen 19999"));
+        assert_eq!(Structure::from_cache(&s.to_cache()).as_ref(), Some(&s));
+    });
+}
+
+#[test]
+fn nested_multipart_sections() {
+    let m = crlf(
+        "Content-Type: multipart/mixed; boundary=\"o\"
+
+--o
+Content-Type: multipart/alternative; boundary=\"i\"
+
+--i
+Content-Type: text/plain
+
+plain
+--i
+Content-Type: text/html
+
+<b>html</b>
+--i--
+
+--o
+Content-Type: image/gif
+Content-Transfer-Encoding: base64
+Content-ID: <img1@x>
+
+R0lGODlh
+--o--
+",
+    );
+    assert_eq!(
+        body_structure(&m, true),
+        q(
+            "((('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 5 0 NIL NIL NIL NIL)('text' 'html' ('charset' 'us-ascii') NIL NIL '7bit' 11 0 NIL NIL NIL NIL) 'alternative' ('boundary' 'i') NIL NIL NIL)('image' 'gif' NIL '<img1@x>' NIL 'base64' 8 NIL NIL NIL NIL) 'mixed' ('boundary' 'o') NIL NIL NIL)"
+        )
+    );
+    assert_eq!(
+        section(&m, "1").as_deref(),
+        Some(
+            "--i\r\nContent-Type: text/plain\r\n\r\nplain\r\n--i\r\nContent-Type: text/html\r\n\r\n<b>html</b>\r\n--i--\r\n"
+        )
+    );
+    assert_eq!(
+        section(&m, "1.MIME").as_deref(),
+        Some("Content-Type: multipart/alternative; boundary=\"i\"\r\n\r\n")
+    );
+    assert_eq!(section(&m, "1.1").as_deref(), Some("plain"));
+    assert_eq!(section(&m, "1.2").as_deref(), Some("<b>html</b>"));
+    assert_eq!(
+        section(&m, "1.2.MIME").as_deref(),
+        Some("Content-Type: text/html\r\n\r\n")
+    );
+    assert_eq!(section(&m, "2").as_deref(), Some("R0lGODlh"));
+    assert_eq!(section(&m, "1.3"), None);
+    assert_eq!(section(&m, "1.TEXT"), None);
+    assert_eq!(section(&m, "2.1"), None);
+}
+
+#[test]
+fn top_level_message_rfc822() {
+    let m = crlf("Content-Type: message/rfc822\n\nSubject: in\n\nbody");
+    assert_eq!(
+        body_structure(&m, false),
+        q(
+            "('message' 'rfc822' NIL NIL NIL '7bit' 19 (NIL 'in' NIL NIL NIL NIL NIL NIL NIL NIL) ('text' 'plain' ('charset' 'us-ascii') NIL NIL '7bit' 4 0) 2)"
+        )
+    );
+    assert_eq!(section(&m, "1").as_deref(), Some("Subject: in\r\n\r\nbody"));
+    assert_eq!(
+        section(&m, "1.HEADER").as_deref(),
+        Some("Subject: in\r\n\r\n")
+    );
+    assert_eq!(section(&m, "1.TEXT").as_deref(), Some("body"));
+    assert_eq!(section(&m, "1.1").as_deref(), Some("body"));
+    assert_eq!(section(&m, "1.2"), None);
+    assert_eq!(
+        section(&m, "TEXT").as_deref(),
+        Some("Subject: in\r\n\r\nbody")
+    );
+}
+
+#[test]
+fn line_index_counts_like_a_scan() {
+    use crate::structure::{LineIndex, Span};
+    let mut rng = fastrand::Rng::with_seed(3);
+    let m: Vec<u8> = (0..20_000)
+        .map(|_| if rng.u8(..8) == 0 { b'\n' } else { b'a' })
+        .collect();
+    let index = LineIndex::new(&m);
+    for _ in 0..2_000 {
+        let start = rng.u32(0..=20_000);
+        let end = rng.u32(start..=20_000 + 10);
+        let expected = m.get(start as usize..(end as usize).min(m.len()));
+        let expected = expected.map_or(0, |b| b.iter().filter(|&&b| b == b'\n').count());
+        assert_eq!(
+            index.count(Span { start, end }) as usize,
+            expected,
+            "{start}..{end}"
+        );
+    }
+}
+
+#[test]
+fn ordinary_messages_are_not_too_costly() {
+    for m in samples() {
+        assert!(!crate::structure::too_costly(&m));
+    }
+    // A big attachment, and a few multiparts whose boundary is missing.
+    let mut m = crlf(MIXED);
+    let at = m.len() - b"--mix--\r\n".len();
+    let big: Vec<u8> = b"QUJD".iter().copied().cycle().take(8 << 20).collect();
+    m.splice(at..at, big);
+    assert!(!crate::structure::too_costly(&m));
+    let mut m = b"Content-Type: multipart/mixed; boundary=b\r\n\r\n".to_vec();
+    for i in 0..4 {
+        m.extend_from_slice(
+            format!("--b\r\nContent-Type: multipart/mixed; boundary=z{i}\r\n\r\n").as_bytes(),
+        );
+        m.extend_from_slice(&[b'x'; 100_000]);
+        m.extend_from_slice(b"\r\n");
+    }
+    assert!(!crate::structure::too_costly(&m));
+}
+
+/// imaptest's envelope cases, as Dovecot's test-imap-envelope.c carries them.
+#[test]
+fn imaptest_envelopes() {
+    let cases = [
+        (
+            "Message-ID: <msg@id>\nIn-Reply-To: <reply@to.id>\nDate: Thu, 15 Feb 2007 01:02:03 +0200\nSubject: subject header\nFrom: From Real <fromuser@fromdomain.org>\nTo: To Real <touser@todomain.org>\nCc: Cc Real <ccuser@ccdomain.org>\nBcc: Bcc Real <bccuser@bccdomain.org>\nSender: Sender Real <senderuser@senderdomain.org>\nReply-To: ReplyTo Real <replytouser@replytodomain.org>\n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' 'subject header' (('From Real' NIL 'fromuser' 'fromdomain.org')) (('Sender Real' NIL 'senderuser' 'senderdomain.org')) (('ReplyTo Real' NIL 'replytouser' 'replytodomain.org')) (('To Real' NIL 'touser' 'todomain.org')) (('Cc Real' NIL 'ccuser' 'ccdomain.org')) (('Bcc Real' NIL 'bccuser' 'bccdomain.org')) '<reply@to.id>' '<msg@id>')",
+        ),
+        (
+            "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: user@domain\n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL ((NIL NIL 'user' 'domain')) ((NIL NIL 'user' 'domain')) ((NIL NIL 'user' 'domain')) NIL NIL NIL NIL NIL)",
+        ),
+        (
+            "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: user@domain (Real Name)\nTo: group: g1@d1.org, g2@d2.org;, group2: g3@d3.org;\nCc: group:;, group2: (foo) ;\n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) ((NIL NIL 'group' NIL)(NIL NIL 'g1' 'd1.org')(NIL NIL 'g2' 'd2.org')(NIL NIL NIL NIL)(NIL NIL 'group2' NIL)(NIL NIL 'g3' 'd3.org')(NIL NIL NIL NIL)) ((NIL NIL 'group' NIL)(NIL NIL NIL NIL)(NIL NIL 'group2' NIL)(NIL NIL NIL NIL)) NIL NIL NIL)",
+        ),
+        (
+            "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: user@domain (Real Name)\nSender: \nReply-To: \n\nbody\n",
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) (('Real Name' NIL 'user' 'domain')) NIL NIL NIL NIL NIL)",
+        ),
+    ];
+    for (message, expected) in cases {
+        assert_eq!(envelope(&crlf(message)), q(expected));
+        assert_eq!(envelope(message.as_bytes()), q(expected));
+    }
+    // The obsolete source route goes in the adl.
+    let m = "Date: Thu, 15 Feb 2007 01:02:03 +0200\nFrom: <@route:user@domain>\n\nbody\n";
+    assert_eq!(
+        envelope(&crlf(m)),
+        q(
+            "('Thu, 15 Feb 2007 01:02:03 +0200' NIL ((NIL '@route' 'user' 'domain')) ((NIL '@route' 'user' 'domain')) ((NIL '@route' 'user' 'domain')) NIL NIL NIL NIL NIL)"
+        )
+    );
 }
