@@ -99,6 +99,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# Dovecot's imaptest for crates/stoa/tests/imap.rs (its compliance scripts and its
+# stress mode against Stoa's IMAP server), built offline from the tarball in
+# ../shared/tools/imaptest against Debian's libdovecot (the script installs the
+# packages it needs; a second run only prints the path).
+imaptest_build=../shared/tools/imaptest/build-imaptest.sh
+if [ -z "${STOA_IMAPTEST:-}" ] && [ -x "$imaptest_build" ]; then
+  STOA_IMAPTEST="$("$imaptest_build" "${IMAPTEST_DIR:-/opt/imaptest}")"
+  export STOA_IMAPTEST
+fi
+
 cargo fmt --all -- --check
 # The web crate's modules layer one way (issue 51): no import circle between them.
 python3 scripts/module-cycles.py crates/web/src --fail

@@ -271,7 +271,12 @@ impl Conn {
                     if rejection.is_fatal() {
                         return Ok(Flow::Close);
                     }
-                    if self.too_many_bad() {
+                    // A message over the APPEND limit is not a broken client.
+                    let too_big = matches!(
+                        rejection.error,
+                        stoa_imap_proto::Error::LiteralTooLarge { .. }
+                    );
+                    if !too_big && self.too_many_bad() {
                         return Ok(Flow::Close);
                     }
                 }

@@ -9,6 +9,8 @@
 //! = 1 2 \Seen \Flagged                      UID 1's flags are now these (modseq 2)
 //! - 1 3                                     UID 1 was expunged (modseq 3)
 //! r 2                                       UIDs below 2 are no longer \Recent
+//! h 5 9                                     high-water marks: UIDNEXT, HIGHESTMODSEQ
+//! v 4                                       expunges up to modseq 4 are forgotten
 //! ```
 //!
 //! Every record is one line; a line is only acted on once its `\n` is there, so a
@@ -24,6 +26,10 @@ const MAGIC: &str = "stoa-index";
 
 /// The format version written in the header.
 const VERSION: u32 = 1;
+
+/// Expunges a snapshot keeps in detail; older ones are forgotten past a floor
+/// (QRESYNC then reports every UID not present as vanished, which RFC 7162 allows).
+const MAX_EXPUNGED: usize = 10_000;
 
 /// One message of a folder, as its index knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +72,11 @@ pub(crate) enum Record {
     /// A session took the \Recent messages: UIDs below `uid` are not recent for
     /// anyone else.
     Recent { uid: u32 },
+    /// The UIDNEXT and HIGHESTMODSEQ marks (a snapshot's, which may have dropped
+    /// the records that raised them).
+    Marks { uid_next: u32, modseq: u64 },
+    /// Expunges with a modseq up to this one are no longer listed one by one.
+    Forgotten { modseq: u64 },
 }
 
 /// Why an index file could not be read.
@@ -93,6 +104,8 @@ pub struct IndexState {
     pub(crate) expunged: Vec<(u32, u64)>,
     /// The first UID no session has taken as \Recent yet (IMAP4rev1).
     pub first_recent_uid: u32,
+    /// Expunges up to this modseq are forgotten (see [`IndexState::expunged_since`]).
+    forgotten: u64,
     /// Every keyword ever set in the folder (IMAP's FLAGS list only grows).
     keywords: std::collections::BTreeSet<String>,
     /// Lines read (for error positions).
@@ -109,6 +122,7 @@ impl IndexState {
             highest_modseq: 0,
             expunged: Vec::new(),
             first_recent_uid: 1,
+            forgotten: 0,
             keywords: std::collections::BTreeSet::new(),
             lines: 1,
         }
@@ -195,6 +209,13 @@ impl IndexState {
             Record::Recent { uid } => {
                 self.first_recent_uid = self.first_recent_uid.max(uid);
             }
+            Record::Marks { uid_next, modseq } => {
+                self.uid_next = self.uid_next.max(uid_next);
+                self.highest_modseq = self.highest_modseq.max(modseq);
+            }
+            Record::Forgotten { modseq } => {
+                self.forgotten = self.forgotten.max(modseq);
+            }
         }
     }
 
@@ -232,8 +253,14 @@ impl IndexState {
     }
 
     /// UIDs expunged with a modseq above `modseq`, ascending (QRESYNC's VANISHED
-    /// (EARLIER)).
+    /// (EARLIER)). When the expunges since then are no longer all known (a long
+    /// history was compacted), every UID below UIDNEXT that is not present.
     pub fn expunged_since(&self, modseq: u64) -> Vec<u32> {
+        if modseq < self.forgotten {
+            return (1..self.uid_next)
+                .filter(|uid| !self.messages.contains_key(uid))
+                .collect();
+        }
         let mut uids: Vec<u32> = self
             .expunged
             .iter()
@@ -246,13 +273,34 @@ impl IndexState {
 
     /// The log that rebuilds this state: header, the expunge records, then one add
     /// per message (compaction).
-    pub(crate) fn snapshot(&self) -> String {
+    pub(crate) fn snapshot(&mut self) -> String {
         let mut out = IndexState::header(self.uid_validity);
-        // The UID and modseq high-water marks must survive even when the messages
-        // that set them are gone: an expunge record keeps both.
+        // The newest expunges, one by one; older ones below a floor.
+        if self.expunged.len() > MAX_EXPUNGED {
+            self.expunged.sort_unstable_by_key(|&(_, modseq)| modseq);
+            let cut = self.expunged.len() - MAX_EXPUNGED / 2;
+            self.forgotten = self.forgotten.max(self.expunged[cut - 1].1);
+            self.expunged.drain(..cut);
+        }
+        if self.forgotten > 0 {
+            write_record(
+                &mut out,
+                &Record::Forgotten {
+                    modseq: self.forgotten,
+                },
+            );
+        }
         for &(uid, modseq) in &self.expunged {
             write_record(&mut out, &Record::Expunge { uid, modseq });
         }
+        // The UID and modseq high-water marks survive the records that set them.
+        write_record(
+            &mut out,
+            &Record::Marks {
+                uid_next: self.uid_next,
+                modseq: self.highest_modseq,
+            },
+        );
         for message in self.messages.values() {
             write_record(&mut out, &Record::Add(message.clone()));
         }
@@ -292,6 +340,12 @@ pub(crate) fn write_record(out: &mut String, record: &Record) {
         }
         Record::Recent { uid } => {
             let _ = write!(out, "r {uid}");
+        }
+        Record::Marks { uid_next, modseq } => {
+            let _ = write!(out, "h {uid_next} {modseq}");
+        }
+        Record::Forgotten { modseq } => {
+            let _ = write!(out, "v {modseq}");
         }
     }
     out.push('\n');
@@ -367,6 +421,13 @@ fn parse_record(line: &[u8]) -> Result<Record, String> {
         }
         "r" => Ok(Record::Recent {
             uid: uid(number("uid")?)?,
+        }),
+        "h" => Ok(Record::Marks {
+            uid_next: uid(number("uidnext")?)?,
+            modseq: number("modseq")?,
+        }),
+        "v" => Ok(Record::Forgotten {
+            modseq: number("modseq")?,
         }),
         _ => Err(format!("unknown record {line:?}")),
     }
@@ -460,7 +521,7 @@ mod tests {
         write_record(&mut log, &Record::Expunge { uid: 2, modseq: 4 });
         // A torn last record is not read.
         let torn = format!("{log}+ 3 5 0 1 n3");
-        let (state, used) = IndexState::parse(torn.as_bytes()).expect("parses");
+        let (mut state, used) = IndexState::parse(torn.as_bytes()).expect("parses");
         assert_eq!(used, log.len());
         assert_eq!(state.uid_validity, 42);
         assert_eq!(state.len(), 1);
@@ -479,6 +540,31 @@ mod tests {
         assert_eq!(again.uid_next, 3);
         assert_eq!(again.highest_modseq, 4);
         assert_eq!(again.expunged_since(0), [2]);
+    }
+
+    #[test]
+    fn a_long_expunge_history_is_forgotten_past_a_floor() {
+        let mut state = IndexState::new(1);
+        for uid in 1..=(MAX_EXPUNGED as u32 + 10) {
+            state.apply(Record::Add(message(uid, u64::from(uid), "n", &[])));
+        }
+        state.apply(Record::Add(message(20_000, 20_000, "kept", &[])));
+        for uid in 1..=(MAX_EXPUNGED as u32 + 10) {
+            state.apply(Record::Expunge {
+                uid,
+                modseq: 20_000 + u64::from(uid),
+            });
+        }
+        let highest = state.highest_modseq;
+        let (again, _) = IndexState::parse(state.snapshot().as_bytes()).expect("parses");
+        assert_eq!(again.uid_next, 20_001);
+        assert_eq!(again.highest_modseq, highest);
+        assert!(again.expunged.len() <= MAX_EXPUNGED / 2);
+        // Recent history in detail, old history as every absent UID.
+        assert_eq!(again.expunged_since(highest - 1).len(), 1);
+        let all = again.expunged_since(0);
+        assert_eq!(all.len(), 19_999);
+        assert!(!all.contains(&20_000));
     }
 
     #[test]

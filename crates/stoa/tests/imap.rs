@@ -1,0 +1,361 @@
+//! The IMAP server in the binary: Python's imaplib over every command Stoa
+//! offers, mail delivered through Stoa's SMTP; the limits a client can hit, each
+//! answered; and Dovecot's imaptest (its compliance scripts and its stress mode
+//! with state checking) when scripts/test.sh has built it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{ServerBuilder, add_user};
+use stoa_testkit::LineConn;
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+const JOE: &str = "joe@example.test";
+
+fn python(script: &str) -> (i32, String, String) {
+    let mut command = Command::new("python3");
+    command.args(["-c", script]).env_remove("RUST_LOG");
+    let done = stoa_testkit::run(&mut command, b"", RUN_TIMEOUT);
+    (done.status.code().unwrap_or(-1), done.stdout, done.stderr)
+}
+
+fn path_arg(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// A configuration file for `[imap]` with `extra` lines.
+fn config(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("stoa.toml");
+    std::fs::write(&path, format!("[imap]\n{extra}\n")).expect("write the configuration");
+    path
+}
+
+#[test]
+fn imaplib_walks_every_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let server = ServerBuilder::mail(&mail)
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--imap-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let (smtp, imap) = (server.smtp_addrs[0].port(), server.imap_addrs[0].port());
+    let script = format!(
+        r#"
+import imaplib, smtplib, time, re
+imaplib.Commands["ID"] = ("NONAUTH", "AUTH", "SELECTED")
+s = smtplib.SMTP("127.0.0.1", {smtp}, timeout=10)
+s.sendmail("alice@ext.test", ["{JOE}"],
+    "From: Alice <alice@ext.test>\r\nTo: {JOE}\r\nSubject: first\r\n"
+    "Date: Mon, 7 Dec 2026 10:00:00 +0000\r\nMessage-ID: <1@ext.test>\r\n\r\nHello Joe\r\n")
+s.sendmail("bob@ext.test", ["{JOE}"],
+    "From: bob@ext.test\r\nTo: {JOE}\r\nSubject: second\r\nMIME-Version: 1.0\r\n"
+    "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n"
+    "part one needle\r\n--b\r\nContent-Type: application/octet-stream\r\n"
+    "Content-Transfer-Encoding: base64\r\n\r\nAAEC\r\n--b--\r\n")
+s.quit()
+
+def ok(r):
+    assert r[0] == "OK", r
+    return r[1]
+
+m = imaplib.IMAP4("127.0.0.1", {imap})
+caps = m.capabilities
+for c in ("IMAP4REV2", "IMAP4REV1", "IDLE", "UIDPLUS", "MOVE", "CONDSTORE", "QRESYNC",
+          "LIST-EXTENDED", "LIST-STATUS", "SPECIAL-USE", "ESEARCH", "ENABLE", "ID",
+          "NAMESPACE", "UNSELECT", "LITERAL+", "SASL-IR", "AUTH=PLAIN"):
+    assert c in caps, (c, caps)
+try:
+    m.login("{JOE}", "wrong")
+    raise SystemExit("a wrong password was accepted")
+except imaplib.IMAP4.error as e:
+    assert "AUTHENTICATIONFAILED" in str(e), e
+m.login("{JOE}", "joe-secret")
+assert m._simple_command("ID", '("name" "imaplib")')[0] == "OK"
+print(ok(m._simple_command("NAMESPACE")))
+
+# The queue delivers in the background.
+deadline = time.time() + 15
+while int(ok(m.select("INBOX"))[0]) < 2:
+    assert time.time() < deadline, "mail not delivered"
+    time.sleep(0.1)
+
+# The special-use folders made at first login.
+lines = [l.decode() for l in ok(m.list())]
+for name, use in (("Sent", "\\Sent"), ("Trash", "\\Trash"), ("Drafts", "\\Drafts"),
+                  ("Junk", "\\Junk"), ("Archive", "\\Archive")):
+    assert any(l.endswith(" " + name) and use in l for l in lines), (name, lines)
+ok(m.create("Work/2026"))
+ok(m._simple_command("CREATE", "Receipts", "(USE (\\Archive))"))
+lines = [l.decode() for l in ok(m.list('""', "Work/*"))]
+assert lines == ['(\\HasNoChildren) "/" Work/2026'], lines
+typ, data = m._simple_command("LIST", '""', '"%"', "RETURN", "(STATUS (MESSAGES UNSEEN) SUBSCRIBED)")
+assert typ == "OK"
+status = [l.decode() for l in m._untagged_response(typ, data, "STATUS")[1]]
+assert any(l.startswith("INBOX (MESSAGES 2 UNSEEN 2)") for l in status), status
+
+# FETCH: sizes, dates, envelope, structure, sections, partials; PEEK keeps \Seen off.
+d = ok(m.fetch("1", "(UID FLAGS RFC822.SIZE INTERNALDATE ENVELOPE BODY.PEEK[HEADER.FIELDS (SUBJECT)])"))
+head = d[0][0].decode()
+assert "UID 1" in head and "FLAGS (\\Recent)" in head and 'ENVELOPE ("Mon, 7 Dec 2026' in head, head
+assert d[0][1] == b"Subject: first\r\n\r\n", d
+d = ok(m.fetch("2", "(BODYSTRUCTURE BODY.PEEK[1] BODY.PEEK[TEXT]<0.4>)"))
+text = b"".join(x if isinstance(x, bytes) else b"".join(x) for x in d)
+assert b'("text" "plain"' in text and b'"mixed"' in text and b"part one needle" in text, text
+d = ok(m.fetch("1", "(BODY[TEXT])"))
+assert d[0][1] == b"Hello Joe\r\n", d
+assert "\\Seen" in ok(m.fetch("1", "(FLAGS)"))[0].decode()
+
+# STORE, with and without .SILENT; CONDSTORE's UNCHANGEDSINCE and MODIFIED.
+r = ok(m.store("2", "+FLAGS", "(\\Flagged $Work)"))
+assert "$Work" in r[0].decode() and "\\Flagged" in r[0].decode(), r
+ok(m.store("2", "-FLAGS.SILENT", "($Work)"))
+assert "$Work" not in ok(m.fetch("2", "(FLAGS)"))[0].decode()
+typ, data = m._simple_command("STORE", "2", "(UNCHANGEDSINCE 1)", "+FLAGS", "(\\Answered)")
+assert typ == "OK" and b"MODIFIED 2" in data[-1], (typ, data)
+modseq = int(re.search(rb"MODSEQ \((\d+)\)", ok(m.fetch("2", "(MODSEQ)"))[0]).group(1))
+assert modseq > 1
+
+# SEARCH: flags, headers, body, dates, sizes, sets, NOT/OR; UID SEARCH; ESEARCH.
+assert ok(m.search(None, "SEEN")) == [b"1"]
+assert ok(m.search(None, "FROM", "alice")) == [b"1"]
+assert ok(m.search(None, "SUBJECT", "second")) == [b"2"]
+assert ok(m.search(None, "BODY", "needle")) == [b"2"]
+assert ok(m.search(None, "SENTON", "7-Dec-2026")) == [b"1"]
+size1 = int(re.search(rb"RFC822.SIZE (\d+)", ok(m.fetch("1", "(RFC822.SIZE)"))[0]).group(1))
+assert ok(m.search(None, "LARGER", str(size1))) == [b"2"]
+assert ok(m.search(None, "SMALLER", str(size1 + 1))) == [b"1"]
+assert ok(m.search(None, "OR", "FLAGGED", "SEEN")) == [b"1 2"]
+assert ok(m.search(None, "NOT", "FLAGGED")) == [b"1"]
+assert ok(m.search(None, "2:*")) == [b"2"]
+assert ok(m.uid("SEARCH", "SINCE", "1-Jan-2020")) == [b"1 2"]
+typ, data = m._simple_command("SEARCH", "RETURN", "(MIN MAX COUNT)", "ALL")
+assert typ == "OK"
+es = m._untagged_response(typ, data, "ESEARCH")[1][0]
+assert b"MIN 1" in es and b"MAX 2" in es and b"COUNT 2" in es, es
+
+# APPEND with flags and a date; COPY and MOVE with COPYUID; UID EXPUNGE; EXPUNGE.
+r = ok(m.append("Work/2026", "(\\Seen $Done)", '"01-Feb-2025 10:11:12 +0000"',
+                b"Subject: appended\r\n\r\nbody\r\n"))
+assert b"APPENDUID" in r[0], r
+typ, data = m.copy("1", "Work/2026")
+assert typ == "OK" and b"COPYUID" in data[0], data
+typ, data = m._simple_command("MOVE", "2", "Archive")
+assert typ == "OK", (typ, data)
+assert ok(m.select("INBOX"))[0] == b"1"
+ok(m.store("1", "+FLAGS", "(\\Deleted)"))
+ok(m._simple_command("UID", "EXPUNGE", "999"))
+assert ok(m.select("INBOX"))[0] == b"1", "UID EXPUNGE of another UID removed nothing"
+ok(m.expunge())
+assert ok(m.select("INBOX"))[0] == b"0"
+assert ok(m.status("Work/2026", "(MESSAGES UIDNEXT UNSEEN)"))[0].decode().endswith(
+    "(MESSAGES 2 UIDNEXT 3 UNSEEN 0)")
+assert ok(m.status("Archive", "(MESSAGES)"))[0].decode().endswith("(MESSAGES 1)")
+ok(m.select("Work/2026", readonly=True))
+d = ok(m.fetch("1:*", "(FLAGS INTERNALDATE)"))
+assert "01-Feb-2025 10:11:12 +0000" in d[0].decode() and "$Done" in d[0].decode(), d
+typ, data = m.store("1", "+FLAGS", "(\\Deleted)")
+assert typ == "NO" and b"read-only" in data[0], (typ, data)
+ok(m._simple_command("UNSELECT"))
+
+# RENAME (with children), SUBSCRIBE/LSUB, DELETE, and the errors.
+ok(m.rename("Work", "Jobs"))
+names = [l.decode().split(" ")[-1] for l in ok(m.list())]
+assert "Jobs/2026" in names and "Work/2026" not in names, names
+ok(m.subscribe("Jobs/2026"))
+assert any(b"Jobs/2026" in l for l in ok(m.lsub()))
+typ, data = m.delete("Jobs")
+assert typ == "NO" and b"children" in data[0], (typ, data)
+ok(m.delete("Jobs/2026"))
+typ, data = m.select("Nowhere")
+assert typ == "NO" and b"NONEXISTENT" in data[0], data
+typ, data = m.create("Sent")
+assert typ == "NO" and b"ALREADYEXISTS" in data[0], data
+typ, data = m.append("Nowhere", None, None, b"x\r\n\r\n")
+assert typ == "NO" and b"TRYCREATE" in data[0], data
+ok(m._simple_command("ENABLE", "QRESYNC"))
+ok(m.select("Archive"))
+ok(m.close())
+print(m.logout())
+"#
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(
+        code,
+        0,
+        "imaplib script failed:\n{out}\n{err}\nserver:\n{}",
+        server.stderr_text()
+    );
+}
+
+#[test]
+fn every_limit_is_answered() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let config = config(
+        tmp.path(),
+        "max_line = 2048\nappend_limit = 4096\nmax_sessions_per_user = 1\n\
+         auth_failure_delay = \"10ms\"\nauth_failure_max_delay = \"10ms\"",
+    );
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
+        .args(["--imap-listen", "127.0.0.1:0"])
+        .start();
+    let addr = server.imap_addrs[0];
+    let mut c = LineConn::connect(addr);
+    let line = |c: &mut LineConn| c.line().expect("a line, not the end");
+    assert!(line(&mut c).starts_with("* OK [CAPABILITY"));
+    // A line over the limit: BAD, and the session goes on.
+    let long = c.cmd(&format!("a1 NOOP {}", "x".repeat(3000)));
+    assert!(long.contains("BAD"), "{long}");
+    c.expect("a2 LOGIN joe@example.test joe-secret", "a2 OK");
+    // A literal over the APPEND limit: NO [TOOBIG] before the data is sent.
+    c.expect("a3 APPEND INBOX {5000}", "a3 NO [TOOBIG]");
+    c.expect("a4 NOOP", "a4 OK");
+    // A second session of the same user: NO [LIMIT].
+    let mut second = LineConn::connect(addr);
+    line(&mut second);
+    second.expect("b1 LOGIN joe@example.test joe-secret", "b1 NO [LIMIT]");
+    // Three failed logins: each NO [AUTHENTICATIONFAILED], then BYE.
+    for i in 2..5 {
+        let answer = second.cmd(&format!("b{i} LOGIN joe@example.test wrong"));
+        assert!(answer.contains("NO [AUTHENTICATIONFAILED]"), "{answer}");
+    }
+    assert!(
+        line(&mut second).starts_with("* BYE"),
+        "BYE after failed logins"
+    );
+    // Malformed commands, twenty with the long line: BAD each, then BYE.
+    for _ in 0..19 {
+        let answer = c.cmd("a5 FETCH");
+        assert!(answer.contains("BAD"), "{answer}");
+    }
+    assert!(
+        line(&mut c).starts_with("* BYE"),
+        "BYE after twenty bad commands"
+    );
+}
+
+/// Dovecot's imaptest, built by scripts/test.sh (`STOA_IMAPTEST` names it).
+fn imaptest() -> Option<(PathBuf, PathBuf)> {
+    let binary = std::env::var_os("STOA_IMAPTEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/imaptest/bin/imaptest"));
+    let tests = binary.parent()?.parent()?.join("tests");
+    if binary.is_file() && tests.is_dir() {
+        Some((binary, tests))
+    } else {
+        eprintln!(
+            "imaptest is not built (scripts/test.sh builds it and sets STOA_IMAPTEST); skipping"
+        );
+        None
+    }
+}
+
+/// A server for imaptest: its one user may open as many sessions as it likes.
+fn imaptest_server(tmp: &Path) -> (common::Server, String) {
+    let mail = tmp.join("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let config = config(
+        tmp,
+        "max_sessions_per_user = 0\nmax_connections_per_client = 0",
+    );
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
+        .args(["--imap-listen", "127.0.0.1:0"])
+        .start();
+    let port = server.imap_addrs[0].port().to_string();
+    (server, port)
+}
+
+fn run_imaptest(binary: &Path, args: &[String], dir: &Path) -> (i32, String) {
+    let mut command = Command::new(binary);
+    command.args(args).current_dir(dir);
+    let done = stoa_testkit::run(&mut command, b"", RUN_TIMEOUT);
+    let out = format!("{}{}", done.stdout, done.stderr);
+    (done.status.code().unwrap_or(-1), out)
+}
+
+#[test]
+fn imaptest_compliance_scripts_all_pass() {
+    let Some((binary, tests)) = imaptest() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (server, port) = imaptest_server(tmp.path());
+    let args = [
+        "host=127.0.0.1".to_owned(),
+        format!("port={port}"),
+        format!("user={JOE}"),
+        "pass=joe-secret".to_owned(),
+        format!("test={}", tests.display()),
+    ];
+    let (code, out) = run_imaptest(&binary, &args, tmp.path());
+    let summary = out
+        .lines()
+        .find(|l| l.contains("test groups:"))
+        .unwrap_or_default();
+    assert!(
+        code == 0 && summary.contains(" 0 failed"),
+        "imaptest (exit {code}): {summary}\n{out}\nserver:\n{}",
+        server.stderr_text()
+    );
+}
+
+#[test]
+fn imaptest_stress_with_state_checking_finds_no_error() {
+    let Some((binary, _)) = imaptest() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (server, port) = imaptest_server(tmp.path());
+    let mbox = tmp.path().join("small.mbox");
+    std::fs::write(&mbox, SMALL_MBOX).expect("write the mbox");
+    let args = [
+        "host=127.0.0.1".to_owned(),
+        format!("port={port}"),
+        format!("user={JOE}"),
+        "pass=joe-secret".to_owned(),
+        format!("mbox={}", mbox.display()),
+        "clients=50".to_owned(),
+        "secs=60".to_owned(),
+    ];
+    let (code, out) = run_imaptest(&binary, &args, tmp.path());
+    let errors: Vec<&str> = out.lines().filter(|l| l.starts_with("Error")).collect();
+    assert!(
+        code == 0 && errors.is_empty(),
+        "imaptest stress (exit {code}) reported {} errors:\n{}\nserver:\n{}",
+        errors.len(),
+        errors.join("\n"),
+        server.stderr_text()
+    );
+    assert!(out.contains("Totals:"), "no totals:\n{out}");
+}
+
+/// Eight small messages for the stress run, as imaptest appends them.
+const SMALL_MBOX: &str = "From a@test Mon Dec  7 10:00:00 2026\n\
+From: a@test\nTo: b@test\nSubject: one\n\nbody one\n\n\
+From a@test Mon Dec  7 10:00:01 2026\n\
+From: a@test\nTo: b@test\nSubject: two\nMIME-Version: 1.0\n\
+Content-Type: multipart/alternative; boundary=x\n\n--x\nContent-Type: text/plain\n\nplain\n\
+--x\nContent-Type: text/html\n\n<p>html</p>\n--x--\n\n\
+From a@test Mon Dec  7 10:00:02 2026\n\
+From: \"C D\" <c@test>\nTo: b@test, e@test\nCc: f@test\nSubject: three\n\nbody three\n\n\
+From a@test Mon Dec  7 10:00:03 2026\n\
+From: a@test\nTo: b@test\nSubject: four\n\nfour\nlines\nof\nbody\n\n\
+From a@test Mon Dec  7 10:00:04 2026\n\
+From: a@test\nTo: b@test\nSubject: five\nContent-Type: text/plain; charset=utf-8\n\nfive\n\n\
+From a@test Mon Dec  7 10:00:05 2026\n\
+From: a@test\nTo: b@test\nSubject: six\n\nsix\n\n\
+From a@test Mon Dec  7 10:00:06 2026\n\
+From: a@test\nTo: b@test\nSubject: seven\n\nseven\n\n\
+From a@test Mon Dec  7 10:00:07 2026\n\
+From: a@test\nTo: b@test\nSubject: eight\n\neight\n";
