@@ -227,7 +227,8 @@ impl Conn {
         }
         let caps = self.capabilities();
         let code = Code::Capability(caps);
-        response::write_untagged(self.io.out(), Condition::Ok, Some(&code), "Stoa IMAP ready");
+        let greeting = format!("{} Stoa IMAP ready", self.shared.config.hostname);
+        response::write_untagged(self.io.out(), Condition::Ok, Some(&code), &greeting);
         self.flush().await?;
         self.phase_start = Instant::now();
         loop {

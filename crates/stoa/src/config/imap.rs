@@ -52,10 +52,11 @@ impl Configured for Imap {
         let l = &c.limits;
         doc.table("imap");
         doc.set("mail_dir", path(&self.mail_dir));
-        doc.set("hostname", format!("{:?}", c.hostname));
+        doc.set("hostname", c.hostname.as_str());
         doc.set("listen", addrs(&c.listen));
         doc.set("tls_listen", addrs(&c.tls_listen));
-        doc.set("allow_plaintext_auth", c.allow_plaintext_auth.to_string());
+        doc.tls(&c.tls);
+        doc.set("allow_plaintext_auth", c.allow_plaintext_auth);
         doc.set("secure_networks", nets(&c.secure_networks));
         doc.set("workers", int(c.workers));
         doc.set("max_connections", int(l.max_connections));
@@ -65,12 +66,16 @@ impl Configured for Imap {
         );
         doc.set("max_sessions_per_user", int(l.max_sessions_per_user));
         doc.set("max_line", int(l.command.max_line));
-        doc.set("append_limit", l.command.max_literal.to_string());
+        doc.set(
+            "append_limit",
+            int(usize::try_from(l.command.max_literal).unwrap_or(usize::MAX)),
+        );
         doc.set("login_timeout", duration(l.login_timeout));
         doc.set("idle_timeout", duration(l.idle_timeout));
         doc.set("idle_command_timeout", duration(l.idle_command_timeout));
         doc.set("idle_check", duration(l.idle_check));
         doc.set("send_timeout", duration(l.send_timeout));
+        auth_throttle::print(doc, &c.auth_throttle);
         doc.set("shutdown_grace", duration(c.shutdown_grace));
     }
 

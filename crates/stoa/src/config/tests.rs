@@ -180,7 +180,7 @@ send_timeout = 0
 #[test]
 fn unknown_keys_are_warnings() {
     let file = format!(
-        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[imap]\n",
+        "[web]\ndocroot = \"{}\"\ncolour = \"blue\"\n[nntp]\n",
         tmp_docroot()
     );
     let loaded = load_with(Some(&file), ServeArgs::default()).expect("valid");

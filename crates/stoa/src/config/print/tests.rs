@@ -121,6 +121,14 @@ auth_max_failures = 0
 listen = ["127.0.0.1:2424"]
 max_connections_per_client = 3
 
+[imap]
+listen = ["127.0.0.1:1430"]
+tls_listen = ["127.0.0.1:9930"]
+tls = { cert = "mx.crt", key = "mx.key" }
+max_sessions_per_user = 5
+append_limit = "10MiB"
+idle_check = "10s"
+
 [directory]
 backend = "ldap"
 urls = ["ldap://127.0.0.1:3890"]
@@ -150,7 +158,7 @@ fn the_printed_configuration_reads_back_the_same() {
     };
     let first = load_text(dir.path(), EVERY_ROLE, args);
     assert!(first.warnings.is_empty(), "{:?}", first.warnings);
-    assert_eq!(roles(&first), "web, smtp, pop3, pop3_proxy, lmtp");
+    assert_eq!(roles(&first), "web, smtp, pop3, pop3_proxy, lmtp, imap");
     let printed = effective(&first);
     // Fed back alone (no flags), in another directory: relative paths must not
     // have stayed relative.
