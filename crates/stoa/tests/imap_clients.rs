@@ -113,7 +113,12 @@ impl Fixture {
         add_user(&mail, JOE, PASSWORD);
         let (cert, key) = tls_pair(home.path(), "localhost");
         let server = ServerBuilder::mail(&mail)
-            .args(["--smtp-listen", "127.0.0.1:0", "--imap-listen", "127.0.0.1:0"])
+            .args([
+                "--smtp-listen",
+                "127.0.0.1:0",
+                "--imap-listen",
+                "127.0.0.1:0",
+            ])
             .args(["--tls-cert", arg(&cert), "--tls-key", arg(&key)])
             .args(extra)
             .start();
@@ -248,7 +253,10 @@ fn maildir_files(dir: &Path) -> Vec<(PathBuf, String)> {
 
 /// The IMAP flags a Maildir file name carries (`:2,FS`), sorted.
 fn maildir_flags(path: &Path) -> Vec<&'static str> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     let info = name.split_once(":2,").map_or("", |(_, i)| i);
     let mut flags: Vec<&'static str> = info
         .chars()
@@ -322,8 +330,16 @@ fn set_local_flags(home: &Path, folder: &str, subject: &str, flags: &str) {
 /// sides, then a second run that changes neither side.
 fn sync_twice(f: &Fixture, config: &Path, expected: &str) {
     let out = mbsync(f.home(), config);
-    assert_eq!(local_state(f.home()), expected, "Maildir after mbsync:\n{out}");
-    assert_eq!(f.server_state(&SYNCED), expected, "server after mbsync:\n{out}");
+    assert_eq!(
+        local_state(f.home()),
+        expected,
+        "Maildir after mbsync:\n{out}"
+    );
+    assert_eq!(
+        f.server_state(&SYNCED),
+        expected,
+        "server after mbsync:\n{out}"
+    );
     let (names, status) = (local_names(f.home()), server_status(f));
     let again = mbsync(f.home(), config);
     // mbsync prints its counters only to a terminal: its trace of the commands it
@@ -332,11 +348,17 @@ fn sync_twice(f: &Fixture, config: &Path, expected: &str) {
         .lines()
         .filter_map(|l| l.strip_prefix(">>> "))
         .filter(|command| {
-            let verb = command.split_whitespace().skip(1).take(2).collect::<Vec<_>>();
+            let verb = command
+                .split_whitespace()
+                .skip(1)
+                .take(2)
+                .collect::<Vec<_>>();
             matches!(
                 verb.as_slice(),
-                ["APPEND" | "CREATE" | "DELETE" | "EXPUNGE" | "STORE" | "MOVE" | "COPY", ..]
-                    | ["UID", "STORE" | "EXPUNGE" | "MOVE" | "COPY"]
+                [
+                    "APPEND" | "CREATE" | "DELETE" | "EXPUNGE" | "STORE" | "MOVE" | "COPY",
+                    ..
+                ] | ["UID", "STORE" | "EXPUNGE" | "MOVE" | "COPY"]
             )
         })
         .collect();
@@ -541,15 +563,37 @@ wait_count("INBOX", 3)
     let mut screen = String::new();
     let saved = wait_until(SCREEN_TIMEOUT, || {
         screen = mutt.screen();
-        screen
-            .lines()
-            .any(|l| l.contains("bravo to move") && matches!(l.split_whitespace().nth(1), Some("ND" | "D")))
+        screen.lines().any(|l| {
+            l.contains("bravo to move") && matches!(l.split_whitespace().nth(1), Some("ND" | "D"))
+        })
     });
     assert!(saved, "bravo never marked deleted; the screen:\n{screen}");
     // Delete charlie, then sync.
     mutt.keys(&["/charlie", "Enter", "d", "$"]);
+    mutt_synced(
+        &f,
+        &mutt,
+        "INBOX: alpha to read [\\Flagged \\Seen]\nArchive: bravo to move []\n",
+    );
+    // In the folder: open Archive, read bravo there, sync.
+    mutt.keys(&["c"]);
+    mutt.wait_for("Open mailbox");
+    mutt.keys(&["C-u", "=Archive", "Enter"]);
+    mutt.wait_for("Mutt: =Archive [Msgs:1");
+    mutt.keys(&["Enter"]);
+    mutt.wait_for("body of bravo to move");
+    mutt.keys(&["i", "$"]);
+    mutt_synced(
+        &f,
+        &mutt,
+        "INBOX: alpha to read [\\Flagged \\Seen]\nArchive: bravo to move [\\Seen]\n",
+    );
+    mutt.keys(&["q"]);
+}
+
+/// Waits (bounded) until the server's INBOX and Archive are `expected`.
+fn mutt_synced(f: &Fixture, mutt: &Tmux, expected: &str) {
     let mut state = String::new();
-    let expected = "INBOX: alpha to read [\\Flagged \\Seen]\nArchive: bravo to move []\n";
     let done = wait_until(SCREEN_TIMEOUT, || {
         state = f.server_state(&["INBOX", "Archive"]);
         state == expected
@@ -559,7 +603,6 @@ wait_count("INBOX", 3)
         "the server after mutt's sync:\n{state}\nthe screen:\n{}",
         mutt.screen()
     );
-    mutt.keys(&["q"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -722,7 +765,10 @@ s.logout()
     assert!(!line("after:").contains("STARTTLS"), "{out}");
     assert!(line("refused:").contains("[PRIVACYREQUIRED]"), "{out}");
     assert_eq!(line("starttls:"), "starttls: SELECTED 0", "{out}");
-    assert!(line("imaps:").starts_with("imaps: SELECTED TLSv1."), "{out}");
+    assert!(
+        line("imaps:").starts_with("imaps: SELECTED TLSv1."),
+        "{out}"
+    );
 }
 
 #[test]
