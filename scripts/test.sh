@@ -16,6 +16,11 @@ declare -A needs=(
   [setpriv]=util-linux
   [swaks]=swaks
   [fetchmail]=fetchmail
+  # The IMAP clients of crates/stoa/tests/imap_clients.rs: mbsync's two-way sync,
+  # and mutt driven through tmux.
+  [mbsync]=isync
+  [mutt]=mutt
+  [tmux]=tmux
   # crates/stoa/tests/man.rs renders the generated manual pages with both.
   [groff]=groff-base
   [man]=man-db
