@@ -60,7 +60,11 @@ impl Conn {
                     .is_some_and(|z| *z != credentials.username)
                 {
                     tracing::info!("{}: login for another identity refused", self.peer);
-                    return self.failed(tag, "AUTHENTICATE").await;
+                    let delay = self
+                        .shared
+                        .throttle
+                        .record_failure(self.peer.ip(), Instant::now());
+                    return self.refuse_after(tag, delay, "AUTHENTICATE").await;
                 }
                 self.login(
                     tag,
@@ -107,19 +111,26 @@ impl Conn {
             return self.refuse_plaintext(tag);
         }
         let peer = self.peer;
-        if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
-            tracing::info!("{peer}: login as {username:?} refused unchecked: too many failures");
-            let delay = self
-                .shared
-                .throttle
-                .record_refusal(peer.ip(), Instant::now());
-            return self.refuse_after(tag, delay, command).await;
-        }
+        // Counted until the check ends, so logins sent at once cannot all be
+        // checked before the first failure counts.
+        let attempt = match self.shared.throttle.begin(peer.ip(), Instant::now()) {
+            Ok(attempt) => attempt,
+            Err(delay) => {
+                tracing::info!(
+                    "{peer}: login as {username:?} refused unchecked: too many failures"
+                );
+                return self.refuse_after(tag, delay, command).await;
+            }
+        };
         let found = match self.shared.verifier.verify(&username, &password).await {
-            Ok(Some(found)) => found,
+            Ok(Some(found)) => {
+                attempt.succeeded();
+                found
+            }
             Ok(None) => {
                 tracing::info!("{peer}: login as {username:?} failed");
-                return self.failed(tag, command).await;
+                let delay = attempt.failed(Instant::now());
+                return self.refuse_after(tag, delay, command).await;
             }
             Err(e) => {
                 tracing::error!("{peer}: password check for {username:?} failed: {e}");
@@ -190,16 +201,8 @@ impl Conn {
         Ok(Flow::Continue)
     }
 
-    /// A failed login: counted against the address, answered after the delay;
-    /// the connection closes after too many.
-    async fn failed(&mut self, tag: &str, command: &str) -> io::Result<Flow> {
-        let delay = self
-            .shared
-            .throttle
-            .record_failure(self.peer.ip(), Instant::now());
-        self.refuse_after(tag, delay, command).await
-    }
-
+    /// A refused login, answered after `delay`; the connection closes after too
+    /// many.
     async fn refuse_after(
         &mut self,
         tag: &str,

@@ -12,10 +12,14 @@
 //! The table only counts; waiting is the caller's job (a timer of its event loop,
 //! never a blocked thread), as is the reply, which must be the same for a wrong
 //! password and a refused address.
+//!
+//! Logins whose password is being checked count too ([`Throttle::begin`] and its
+//! [`Attempt`]): otherwise a guesser sending thirty logins at once would have all
+//! thirty checked before the first failure is counted.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::num::NonZeroUsize;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
@@ -56,11 +60,46 @@ impl Default for AuthThrottle {
     }
 }
 
-/// One address's recent failures.
+/// One address's recent failures, and its logins being checked now.
 #[derive(Debug, Clone, Copy)]
 struct Record {
     failures: u32,
     last: Instant,
+    in_flight: u32,
+}
+
+/// A login whose password is being checked ([`Throttle::begin`]): it counts
+/// against its address until [`Attempt::failed`], [`Attempt::succeeded`] or its
+/// drop.
+#[derive(Debug)]
+pub struct Attempt {
+    throttle: Arc<Throttle>,
+    ip: IpAddr,
+    open: bool,
+}
+
+impl Attempt {
+    /// The password was wrong (or the login refused): counts the failure; returns
+    /// how long to wait before answering.
+    pub fn failed(mut self, now: Instant) -> Duration {
+        self.open = false;
+        self.throttle.end(self.ip);
+        self.throttle.record_failure(self.ip, now)
+    }
+
+    /// The login succeeded.
+    pub fn succeeded(mut self) {
+        self.open = false;
+        self.throttle.end(self.ip);
+    }
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if self.open {
+            self.throttle.end(self.ip);
+        }
+    }
 }
 
 /// The table of recent failures, shared by every connection that checks passwords.
@@ -112,6 +151,7 @@ impl Throttle {
             let record = table.get_or_insert_mut(key(ip), || Record {
                 failures: 0,
                 last: now,
+                in_flight: 0,
             });
             if now.duration_since(record.last) > self.config.window {
                 record.failures = 0;
@@ -121,6 +161,42 @@ impl Throttle {
             record.failures
         };
         self.delay(failures)
+    }
+
+    /// Starts a login of `ip` whose password is about to be checked: refused
+    /// (`Err`, with the wait before the refusal, counted as a failure) when the
+    /// address's recent failures and the logins it has in flight reach
+    /// [`AuthThrottle::max_failures`]; else the [`Attempt`], counted until it
+    /// ends.
+    pub fn begin(self: &Arc<Self>, ip: IpAddr, now: Instant) -> Result<Attempt, Duration> {
+        let max = self.config.max_failures;
+        {
+            let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+            let record = table.get_or_insert_mut(key(ip), || Record {
+                failures: 0,
+                last: now,
+                in_flight: 0,
+            });
+            if now.duration_since(record.last) > self.config.window {
+                record.failures = 0;
+            }
+            if max == 0 || record.failures.saturating_add(record.in_flight) < max {
+                record.in_flight += 1;
+                return Ok(Attempt {
+                    throttle: Arc::clone(self),
+                    ip,
+                    open: true,
+                });
+            }
+        }
+        Err(self.record_refusal(ip, now))
+    }
+
+    fn end(&self, ip: IpAddr) {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(record) = table.peek_mut(&key(ip)) {
+            record.in_flight = record.in_flight.saturating_sub(1);
+        }
     }
 
     /// Counts a login of `ip` refused unchecked ([`Throttle::is_blocked`]) as a
@@ -200,6 +276,45 @@ mod tests {
         let (a, now) = (ip("192.0.2.1"), Instant::now());
         assert_eq!(throttle.record_refusal(a, now), Duration::from_secs(15));
         assert_eq!(throttle.failures(a, now), 1);
+    }
+
+    #[test]
+    fn logins_in_flight_count_against_the_address() {
+        // Issue 56: thirty logins at once all had their password checked.
+        let throttle = Arc::new(Throttle::new(config()));
+        let (a, now) = (ip("192.0.2.1"), Instant::now());
+        let admitted: Vec<Attempt> = (0..30)
+            .filter_map(|_| throttle.begin(a, now).ok())
+            .collect();
+        assert_eq!(admitted.len(), 4, "max_failures logins checked at once");
+        assert_eq!(
+            throttle.failures(a, now),
+            26,
+            "the others refused, and counted"
+        );
+        for attempt in admitted {
+            attempt.failed(now);
+        }
+        assert_eq!(throttle.failures(a, now), 30);
+        assert_eq!(throttle.begin(a, now).err(), Some(Duration::from_secs(15)));
+        // A success frees its place; so does an attempt dropped without an outcome.
+        let b = ip("192.0.2.2");
+        let first: Vec<Attempt> = (0..4).filter_map(|_| throttle.begin(b, now).ok()).collect();
+        assert!(throttle.begin(b, now).is_err(), "four in flight");
+        let mut first = first.into_iter();
+        first.next().expect("one").succeeded();
+        drop(first);
+        assert_eq!(throttle.failures(b, now), 1, "only the refusal counted");
+        assert!(throttle.begin(b, now).is_ok());
+    }
+
+    #[test]
+    fn an_attempt_dropped_without_an_outcome_counts_nothing() {
+        let throttle = Arc::new(Throttle::new(config()));
+        let (b, now) = (ip("192.0.2.9"), Instant::now());
+        drop(throttle.begin(b, now).expect("admitted"));
+        assert_eq!(throttle.failures(b, now), 0);
+        assert!(throttle.begin(b, now).is_ok());
     }
 
     #[test]

@@ -26,6 +26,7 @@ use stoa_mailstore::MailboxSession;
 use stoa_netkit::line::{Flow, LineIo, ReadEnd};
 use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
+use stoa_netkit::throttle::Attempt;
 use stoa_netkit::tls::Stream;
 use stoa_pop3_proto::{Action, Event, Phase, Response, ResponseCode, Session};
 
@@ -84,6 +85,8 @@ pub(crate) struct Conn {
     pub(crate) mailbox: Option<Arc<MailboxSession>>,
     /// The wait before the next `-ERR [AUTH]`, set when a login fails.
     pub(crate) login_delay: Option<Duration>,
+    /// The login being checked, counted by the throttle until it ends.
+    pub(crate) attempt: Option<Attempt>,
     born: Instant,
     phase_start: Instant,
     shutdown: Shutdown,
@@ -125,6 +128,7 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
         session,
         mailbox: None,
         login_delay: None,
+        attempt: None,
         born: now,
         phase_start: now,
         shutdown,

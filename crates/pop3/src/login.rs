@@ -36,7 +36,7 @@ impl Conn {
         if let Some(refusal) = self.precheck(&credentials) {
             return Auth::Decided(refusal);
         }
-        match &self.shared.backend {
+        let auth = match &self.shared.backend {
             Backend::Store(store) => {
                 let store = Arc::clone(store);
                 Auth::Decided(self.store_login(store, credentials).await)
@@ -45,7 +45,10 @@ impl Conn {
                 let proxy = Arc::clone(proxy);
                 self.proxy_login(&proxy, credentials).await
             }
-        }
+        };
+        // The check is over; a failure has counted itself already.
+        self.attempt = None;
+        auth
     }
 
     /// The refusal when `credentials` cannot be checked at all: a PLAIN identity
@@ -61,16 +64,19 @@ impl Conn {
             tracing::info!("{peer}: login as {user:?} for {authzid:?} refused (no proxy logins)");
             return Some(self.failed());
         }
-        if self.shared.throttle.is_blocked(peer.ip(), Instant::now()) {
-            tracing::info!("{peer}: login as {user:?} refused unchecked: too many failures");
-            let delay = self
-                .shared
-                .throttle
-                .record_refusal(peer.ip(), Instant::now());
-            self.login_delay = Some(delay);
-            return Some(LoginDecision::BadCredentials);
+        // Counted until the check ends (`failed`, or dropped on success), so
+        // logins sent at once cannot all be checked before the first failure counts.
+        match self.shared.throttle.begin(peer.ip(), Instant::now()) {
+            Ok(attempt) => {
+                self.attempt = Some(attempt);
+                None
+            }
+            Err(delay) => {
+                tracing::info!("{peer}: login as {user:?} refused unchecked: too many failures");
+                self.login_delay = Some(delay);
+                Some(LoginDecision::BadCredentials)
+            }
         }
-        None
     }
 
     /// The proxy's login: the password checked in the directory, then the session
@@ -165,10 +171,11 @@ impl Conn {
     /// Counts a failure against the client's address and sets the delay of the
     /// `-ERR [AUTH]` that follows.
     fn failed(&mut self) -> LoginDecision {
-        let delay = self
-            .shared
-            .throttle
-            .record_failure(self.peer.ip(), Instant::now());
+        let now = Instant::now();
+        let delay = match self.attempt.take() {
+            Some(attempt) => attempt.failed(now),
+            None => self.shared.throttle.record_failure(self.peer.ip(), now),
+        };
         self.login_delay = Some(delay);
         LoginDecision::BadCredentials
     }

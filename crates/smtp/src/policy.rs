@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use stoa_directory::{Resolution, Target};
+use stoa_netkit::throttle::Attempt;
 use stoa_smtp_proto::address::Domain;
 use stoa_smtp_proto::session::Credentials;
 use stoa_smtp_proto::{Decision, EnhancedStatus, ForwardPath, Reply, ReversePath};
@@ -298,26 +299,32 @@ impl Conn {
             password,
         } = credentials;
         let ip = self.peer.ip();
-        if self.shared.throttle.is_blocked(ip, Instant::now()) {
-            tracing::info!(
-                "{}: AUTH as {username:?} refused unchecked: too many failures",
-                self.peer
-            );
-            self.auth_delay = Some(self.shared.throttle.record_refusal(ip, Instant::now()));
-            return reject(Reject::Throttled, Reply::auth_failed());
-        }
+        // Counted from here until the check ends: logins sent at once cannot all
+        // be checked before the first failure counts.
+        let attempt = match self.shared.throttle.begin(ip, Instant::now()) {
+            Ok(attempt) => attempt,
+            Err(delay) => {
+                tracing::info!(
+                    "{}: AUTH as {username:?} refused unchecked: too many failures",
+                    self.peer
+                );
+                self.auth_delay = Some(delay);
+                return reject(Reject::Throttled, Reply::auth_failed());
+            }
+        };
         if authzid.is_some_and(|z| !z.is_empty() && z != username) {
             tracing::info!("{}: AUTH as {username:?} for another identity", self.peer);
-            return self.auth_failed();
+            return self.auth_failed(attempt);
         }
         match self.shared.verifier.verify(&username, &password).await {
             Ok(Some(user)) => {
                 tracing::info!("{}: authenticated as {}", self.peer, user.address);
+                attempt.succeeded();
                 Decision::Accept
             }
             Ok(None) => {
                 tracing::info!("{}: authentication failed for {username:?}", self.peer);
-                self.auth_failed()
+                self.auth_failed(attempt)
             }
             Err(e) => {
                 tracing::error!("{}: password check failed: {e}", self.peer);
@@ -328,12 +335,8 @@ impl Conn {
 
     /// Counts a failed AUTH against the client's address and sets the delay of the
     /// `535` that follows.
-    fn auth_failed(&mut self) -> Decision {
-        let delay = self
-            .shared
-            .throttle
-            .record_failure(self.peer.ip(), Instant::now());
-        self.auth_delay = Some(delay);
+    fn auth_failed(&mut self, attempt: Attempt) -> Decision {
+        self.auth_delay = Some(attempt.failed(Instant::now()));
         reject(Reject::AuthFailed, Reply::auth_failed())
     }
 }

@@ -114,3 +114,83 @@ fn pop3_and_smtp_auth_share_one_failure_count_per_address() {
         server.stderr_text()
     );
 }
+
+/// Issue 56, defect 5: the refusal was checked when a login arrived, not counted
+/// while its password was checked, so thirty logins sent at once were all checked
+/// (and the right password among them accepted). Now logins in flight count: of a
+/// wave of thirty wrong passwords, at most `auth_max_failures` are checked, over
+/// POP3 and over IMAP alike; the rest are refused unchecked.
+#[test]
+fn a_wave_of_simultaneous_logins_is_checked_no_more_than_the_limit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, PASSWORD);
+    let config = tmp.path().join("stoa.toml");
+    std::fs::write(
+        &config,
+        "[pop3]\nauth_max_failures = 5\nauth_failure_delay = \"1ms\"\n\
+         auth_failure_max_delay = \"1ms\"\nmax_connections_per_client = 0\n\
+         [imap]\nmax_connections_per_client = 0\n",
+    )
+    .expect("write the configuration");
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
+        .args([
+            "--pop3-listen",
+            "127.0.0.1:0",
+            "--imap-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let (pop3, imap) = (server.pop3_addrs[0].port(), server.imap_addrs[0].port());
+    let script = format!(
+        r#"
+import socket, sys, threading
+def pop3(src):
+    s = socket.create_connection(("127.0.0.1", {pop3}), timeout=30, source_address=(src, 0))
+    f = s.makefile("rb"); f.readline()
+    s.sendall(b"USER {JOE}\r\n"); f.readline()
+    return s, f, b"PASS wrong\r\n"
+def imap(src):
+    s = socket.create_connection(("127.0.0.1", {imap}), timeout=30, source_address=(src, 0))
+    f = s.makefile("rb"); f.readline()
+    return s, f, b"a LOGIN {JOE} wrong\r\n"
+for name, open_one, src in (("pop3", pop3, "127.0.0.21"), ("imap", imap, "127.0.0.22")):
+    conns = [open_one(src) for _ in range(30)]
+    answers = []
+    def ask(c):
+        s, f, line = c
+        s.sendall(line)
+        answers.append(f.readline())
+    threads = [threading.Thread(target=ask, args=(c,)) for c in conns]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert len(answers) == 30 and not any(b"OK" in a[:4] for a in answers), answers
+    print(name, "answered", len(answers))
+"#
+    );
+    let mut command = Command::new("python3");
+    command.args(["-c", &script]);
+    let done = stoa_testkit::run(&mut command, b"", RUN_TIMEOUT);
+    assert!(
+        done.status.success(),
+        "clients failed:\n{}{}",
+        done.stdout,
+        done.stderr
+    );
+    let log = server.stderr_text();
+    for (src, name) in [("127.0.0.21", "POP3"), ("127.0.0.22", "IMAP")] {
+        let checked = log
+            .lines()
+            .filter(|l| l.contains(src) && l.contains("failed") && !l.contains("unchecked"))
+            .count();
+        let refused = log
+            .lines()
+            .filter(|l| l.contains(src) && l.contains("refused unchecked"))
+            .count();
+        assert!(
+            checked <= 5 && checked + refused == 30,
+            "{name}: {checked} passwords checked, {refused} refused unchecked of 30:\n{log}"
+        );
+    }
+}
