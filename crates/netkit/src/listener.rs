@@ -30,7 +30,16 @@ pub fn bind_reuseport(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener>
 
 /// Binds `count` listeners sharing `addr`, one per worker. Port 0 is resolved by the
 /// first bind; the others join the port it got.
+///
+/// A port another process already listens on is refused (`AddrInUse`), as nginx,
+/// Postfix and Dovecot refuse it: `SO_REUSEPORT` lets any process of the same user
+/// join a group, so a second `stoa serve` on the same address would otherwise start
+/// silently and take a share of the connections. The check is a bind without
+/// `SO_REUSEPORT` first, which the kernel refuses while anyone listens there.
 pub fn bind_group(addr: SocketAddr, count: usize, backlog: i32) -> io::Result<Vec<TcpListener>> {
+    if addr.port() != 0 {
+        refuse_if_taken(addr)?;
+    }
     let first = bind_reuseport(addr, backlog)?;
     let bound = first.local_addr()?;
     let mut group = Vec::with_capacity(count.max(1));
@@ -39,6 +48,25 @@ pub fn bind_group(addr: SocketAddr, count: usize, backlog: i32) -> io::Result<Ve
         group.push(bind_reuseport(bound, backlog)?);
     }
     Ok(group)
+}
+
+/// Fails with `AddrInUse` when a socket (of any process) listens on `addr`.
+fn refuse_if_taken(addr: SocketAddr) -> io::Result<()> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    // Past a restart's TIME_WAIT sockets, not past a listener.
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_cloexec(true)?;
+    match socket.bind(&addr.into()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!("address already in use: another process listens on {addr}"),
+        )),
+        Err(e) => Err(e),
+    }
 }
 
 /// The listening sockets of a process's servers, by configured address, so that
@@ -213,6 +241,21 @@ mod tests {
         let plain = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = plain.local_addr().expect("addr");
         assert!(bind_reuseport(addr, 16).is_err());
+    }
+
+    #[test]
+    fn a_port_another_reuseport_group_holds_is_refused() {
+        // Issue 56, defect 8: a second stoa joined the first one's group and took a
+        // share of its connections. Another group (a fresh bind, as another process
+        // makes) on the same port is now an error; a restart after the first one's
+        // sockets closed binds again.
+        let addr = free_addr();
+        let first = bind_group(addr, 2, 16).expect("first group");
+        let second = bind_group(addr, 2, 16).expect_err("second group");
+        assert_eq!(second.kind(), io::ErrorKind::AddrInUse);
+        assert!(second.to_string().contains("another process"), "{second}");
+        drop(first);
+        bind_group(addr, 2, 16).expect("free again");
     }
 
     fn free_addr() -> SocketAddr {

@@ -383,3 +383,48 @@ fn several_listen_addresses_are_all_served() {
         assert_eq!(out.stdout, "200", "{addr}");
     }
 }
+
+/// Issue 56, defect 8: a second `stoa serve` on an address a running one holds
+/// started silently and took a share of the traffic (`SO_REUSEPORT` between
+/// processes of one user). It must refuse, as nginx, Postfix and Dovecot do, for
+/// the web and the mail listeners alike.
+#[test]
+fn a_second_instance_on_a_taken_address_refuses_to_start() {
+    let site = Site::new();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    common::add_user(&mail, "joe@example.test", "secret");
+    let first = ServerBuilder::new(site.root())
+        .args(["--mail-dir", mail.to_str().expect("UTF-8")])
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--imap-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--listen", "127.0.0.1:0"])
+        .start();
+    let docroot = site.root().to_str().expect("UTF-8").to_owned();
+    let cases = [
+        ("--listen", first.addrs[0]),
+        ("--smtp-listen", first.smtp_addrs[0]),
+        ("--imap-listen", first.imap_addrs[0]),
+    ];
+    for (flag, addr) in cases {
+        let addr = addr.to_string();
+        let mail_dir = tmp.path().join(format!("other{}", flag.len()));
+        let mut args = vec!["serve", "--docroot", &docroot, flag, &addr];
+        let mail_arg = mail_dir.to_str().expect("UTF-8").to_owned();
+        if flag != "--listen" {
+            args.extend(["--mail-dir", &mail_arg]);
+        }
+        let (status, stderr) = run_stoa(&args, Duration::from_secs(30));
+        assert!(
+            !status.success(),
+            "{flag} {addr}: a second instance started"
+        );
+        assert!(stderr.contains("already in use"), "{flag} {addr}: {stderr}");
+    }
+    // The first one still answers alone.
+    assert_eq!(fetch(&first.url("/hello.txt"), &[]).code, 200);
+}
