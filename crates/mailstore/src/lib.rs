@@ -97,8 +97,11 @@ mod folder;
 mod folder_tests;
 mod folders;
 mod fsutil;
+mod import;
 mod index;
 mod layout;
+pub mod maildirpp;
+mod mutf7;
 mod session;
 
 use std::fs;
@@ -115,6 +118,7 @@ pub use folder::{FlagOp, Folder, StoreOutcome};
 pub use folders::{
     DELIMITER, FolderInfo, FolderList, MAX_FOLDER_NAME, MAX_FOLDERS, SpecialUse, canonical,
 };
+pub use import::{ImportReport, MAX_IMPORT_MESSAGE};
 pub use index::{IndexError, IndexState, IndexedMessage, normalize_flags, valid_flag};
 pub use layout::MessageUid;
 pub use session::{MailboxSession, MessageInfo};
