@@ -284,6 +284,12 @@ impl MailStore {
         self.change_folders(id, |_, list| Ok(list.clone()))
     }
 
+    /// Whether mailbox `id` has its folder list yet (IMAP opened it, or an
+    /// export or import did).
+    pub(crate) fn has_folder_list(&self, id: MailboxId) -> bool {
+        self.mailbox_path(id).join(LIST).exists()
+    }
+
     /// Creates folder `name` (and its missing parents) with an optional SPECIAL-USE
     /// attribute.
     pub fn create_folder(

@@ -74,6 +74,8 @@ struct PlannedMessage {
 struct Plan {
     folders: Vec<PlannedFolder>,
     subscriptions: Vec<String>,
+    /// Whether the tree has a `subscriptions` file.
+    has_subscriptions: bool,
     special_use: BTreeMap<String, SpecialUse>,
     ignored: Vec<String>,
     duplicates: usize,
@@ -85,7 +87,9 @@ impl MailStore {
     /// missing, with the SPECIAL-USE that `stoa-special-use` names, else the one of
     /// a standard name: Drafts, Sent, Trash, Junk, Archive), flags from the
     /// `:2,` letters and `dovecot-keywords`, the internal date from the file's
-    /// modification time, CRLF line ends restored, and the `subscriptions` added.
+    /// modification time, CRLF line ends restored, and the `subscriptions` added
+    /// (into a mailbox that had no folder list yet, they replace Stoa's default
+    /// ones).
     /// `tmp/` is not read. The tree should not change meanwhile (stop the server
     /// that writes it).
     pub fn import_maildir(&self, id: MailboxId, from: &Path) -> Result<ImportReport> {
@@ -104,6 +108,7 @@ impl MailStore {
     }
 
     fn carry_out(&self, id: MailboxId, plan: &Plan, report: &mut ImportReport) -> Result<()> {
+        let fresh = !self.has_folder_list(id);
         let mut list = self.folder_list(id)?;
         for planned in &plan.folders {
             if list.get(&planned.name).is_none() {
@@ -151,6 +156,15 @@ impl MailStore {
             if !list.subscribed().contains(name) {
                 self.subscribe(id, name, true)?;
                 report.subscribed += 1;
+            }
+        }
+        // A mailbox whose folder list this import made has Stoa's default
+        // subscriptions, which the tree's replace (its folders are the user's).
+        if fresh && plan.has_subscriptions {
+            for name in list.subscribed() {
+                if !plan.subscriptions.contains(name) {
+                    self.subscribe(id, name, false)?;
+                }
             }
         }
         Ok(())
@@ -212,6 +226,7 @@ fn plan(root: &Path) -> Result<Plan> {
         plan.folders.push(folder);
     }
     plan.ignored.sort();
+    plan.has_subscriptions = root.join(SUBSCRIPTIONS_FILE).is_file();
     plan.subscriptions = read_subscriptions(root)?;
     plan.special_use = read_special_use(root)?;
     Ok(plan)
