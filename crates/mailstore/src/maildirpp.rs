@@ -1,6 +1,7 @@
-//! Maildir++ as Dovecot lays it out, the format of [`MailStore::export_maildir`] and
-//! [`MailStore::import_maildir`]: how folder names become directory names, how flags
-//! and keywords become the letters after `:2,`, and the line ends.
+//! Maildir++ as Dovecot lays it out, the format of
+//! [`crate::MailStore::export_maildir`] and [`crate::MailStore::import_maildir`]: how
+//! folder names become directory names, how flags and keywords become the letters
+//! after `:2,`, and the line ends.
 //!
 //! ```text
 //! DIR/cur/ new/ tmp/               INBOX
