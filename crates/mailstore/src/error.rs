@@ -71,9 +71,30 @@ pub enum StoreError {
     /// A flag or keyword the store does not take.
     #[error("bad flag {0:?}")]
     BadFlag(String),
-    /// The export target already holds a message of the same name.
+    /// The export target already holds a message of the same name, or an import
+    /// finds its message's name taken in the folder (the same import running twice
+    /// at once).
     #[error("{0} already exists")]
     Exists(PathBuf),
+    /// An import's input is not a Maildir++ tree the store can take (nothing of it
+    /// was imported).
+    #[error("{path}: {reason}")]
+    BadMaildir {
+        /// The file or directory at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An import failed part way: the messages before it are in the store, and
+    /// running the import again goes on where it stopped (it skips what it has).
+    #[error("import stopped after {imported} messages (run it again to go on): {source}")]
+    ImportStopped {
+        /// Messages imported before the failure.
+        imported: usize,
+        /// The failure.
+        #[source]
+        source: Box<StoreError>,
+    },
 }
 
 impl StoreError {

@@ -269,12 +269,29 @@ impl Folder {
         flags: &[String],
         internal_date: Option<i64>,
     ) -> Result<u32> {
+        self.append_as(store, message, flags, internal_date, None)
+    }
+
+    /// [`Folder::append`] under a given unique name (an import keeps the Maildir
+    /// name's unique part, so that it can tell what it already imported); `None`
+    /// makes a new one. The caller checks that the name is a valid one
+    /// ([`crate::layout::valid_uid`], no `/`, `,` or `:`, not starting with `.`).
+    pub(crate) fn append_as(
+        &mut self,
+        store: &MailStore,
+        message: &[u8],
+        flags: &[String],
+        internal_date: Option<i64>,
+        unique: Option<&str>,
+    ) -> Result<u32> {
         if let Some(bad) = flags.iter().find(|f| !valid_flag(f)) {
             return Err(StoreError::BadFlag(bad.clone()));
         }
         let date = internal_date.unwrap_or_else(now);
-        let unique = unique_name(&store.host);
-        let tmp = store.tmp.join(&unique);
+        let unique = unique.map_or_else(|| unique_name(&store.host), str::to_owned);
+        // The temporary file always gets a fresh name: a crashed import's leftover
+        // under the given one must not stand in the way.
+        let tmp = store.tmp.join(unique_name(&store.host));
         crate::deliver::write_synced(&tmp, message, store.modes.file)?;
         let file = File::open(&tmp).map_err(|e| StoreError::io("open", &tmp, e))?;
         let stamp = Timespec {
@@ -289,6 +306,12 @@ impl Folder {
         drop(file);
         let name = message_name(&unique, message.len() as u64);
         let result = self.locked(store, |folder, txn| {
+            let to = folder.dir.join(&name);
+            // A given name may be taken (the same import run twice at once): log
+            // nothing then, or two UIDs would share one file.
+            if to.exists() {
+                return Err(StoreError::Exists(to));
+            }
             let uid = txn.uid();
             txn.records.push(Record::Add(IndexedMessage {
                 uid,
@@ -299,7 +322,6 @@ impl Folder {
                 flags: normalize_flags(flags.to_vec()),
             }));
             txn.flush(folder)?;
-            let to = folder.dir.join(&name);
             fs::hard_link(&tmp, &to).map_err(|e| StoreError::io("link", &to, e))?;
             sync_dir(&folder.dir)?;
             Ok(uid)

@@ -238,7 +238,7 @@ pub fn canonical(name: &str) -> String {
 }
 
 /// Checks a folder name for CREATE and RENAME.
-fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let bad = |reason: &str| {
         Err(StoreError::BadFolderName {
             name: name.to_owned(),
@@ -282,6 +282,12 @@ impl MailStore {
             return Ok(list);
         }
         self.change_folders(id, |_, list| Ok(list.clone()))
+    }
+
+    /// Whether mailbox `id` has its folder list yet (IMAP opened it, or an
+    /// export or import did).
+    pub(crate) fn has_folder_list(&self, id: MailboxId) -> bool {
+        self.mailbox_path(id).join(LIST).exists()
     }
 
     /// Creates folder `name` (and its missing parents) with an optional SPECIAL-USE
@@ -442,7 +448,7 @@ impl MailStore {
         change: impl FnOnce(&MailStore, &mut FolderList) -> Result<R>,
     ) -> Result<R> {
         let dir = self.mailbox_dir_durable(id)?;
-        let _lock = lock(&dir)?;
+        let _lock = lock(&dir, self.modes.file)?;
         let mut list = match read_list(&dir)? {
             Some(list) => list,
             None => {
@@ -459,14 +465,15 @@ impl MailStore {
     }
 }
 
-/// Takes the mailbox's `.lock` (blocking): held while the list changes.
-fn lock(dir: &Path) -> Result<File> {
+/// Takes the mailbox's `.lock` (blocking): held while the list changes. It is
+/// created with the store's file mode, as every other file is.
+fn lock(dir: &Path, mode: u32) -> Result<File> {
     let path = dir.join(LOCK);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .mode(0o600)
+        .mode(mode)
         .open(&path)
         .map_err(|e| StoreError::io("open", &path, e))?;
     rustix::fs::flock(&file, FlockOperation::LockExclusive)

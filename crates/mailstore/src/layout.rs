@@ -149,7 +149,7 @@ pub(crate) fn valid_uid(uid: &str) -> bool {
 }
 
 /// FNV-1a, 64 bits: stable across versions and platforms (unlike std's hasher).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

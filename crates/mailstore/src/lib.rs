@@ -1,6 +1,7 @@
 //! The durable mail store of Stoa's mail server: delivery into mailboxes, POP3
-//! sessions over them, IMAP's folders, flags and UIDs, and export to Maildir. It owns the on-disk format; nothing
-//! else writes mail files.
+//! sessions over them, IMAP's folders, flags and UIDs, and the exchange of whole
+//! mailboxes with other servers as Maildir++ trees. It owns the on-disk format;
+//! nothing else writes mail files.
 //!
 //! # Layout
 //!
@@ -29,6 +30,21 @@
 //! every directory small (about 370 entries at 1.5 M mailboxes). A mailbox directory
 //! is not itself a Maildir (no `tmp/new/cur`, which would cost three directory
 //! blocks per mailbox); [`MailStore::export_maildir`] writes a standard one.
+//!
+//! # Exchange with other servers (Maildir++)
+//!
+//! [`MailStore::export_maildir`] writes a whole mailbox as a Maildir++ tree in
+//! Dovecot's layout: INBOX at the root, each folder in `.NAME` (levels joined by
+//! `.`, in modified UTF-7, a `.` inside a level as `&AC4-`), each message in `cur/`
+//! as `UNIQUE,S=SIZE,W=WIRE:2,FLAGS` with LF line ends and its internal date as
+//! modification time, keywords as the letters of the folder's `dovecot-keywords`,
+//! the `subscriptions`, and `stoa-special-use` (no `dovecot-uidlist`). Run again,
+//! it adds only the messages not there yet. [`MailStore::import_maildir`] reads such
+//! a tree (Dovecot's, mbsync's, or an export) into a mailbox: the tree is checked
+//! whole before anything is written, and a message keeps its Maildir unique part as
+//! its name in the store, so that importing again skips what is there and an
+//! export of the imported mailbox gives the same tree back. The mapping of names and
+//! flags is [`maildirpp`].
 //!
 //! POP3 sees INBOX's message files only (dot files and directories are not
 //! messages). IMAP sees each folder through its index ([`Folder`], module docs in
@@ -87,7 +103,7 @@
 //! quotas, no IMAP protocol (the `stoa-imap` server speaks it over [`Folder`]), no
 //! cache of POP3 listings (a listing is one directory read), no removal of a deleted user's
 //! mailbox, and a single delivering process per store (the server); other processes
-//! (the CLI's export) may read and lock concurrently.
+//! (the CLI's export and import) may read, append and lock concurrently.
 
 mod deliver;
 mod error;
@@ -97,8 +113,11 @@ mod folder;
 mod folder_tests;
 mod folders;
 mod fsutil;
+mod import;
 mod index;
 mod layout;
+pub mod maildirpp;
+mod mutf7;
 mod session;
 
 use std::fs;
@@ -115,6 +134,7 @@ pub use folder::{FlagOp, Folder, StoreOutcome};
 pub use folders::{
     DELIMITER, FolderInfo, FolderList, MAX_FOLDER_NAME, MAX_FOLDERS, SpecialUse, canonical,
 };
+pub use import::{ImportReport, MAX_IMPORT_MESSAGE};
 pub use index::{IndexError, IndexState, IndexedMessage, normalize_flags, valid_flag};
 pub use layout::MessageUid;
 pub use session::{MailboxSession, MessageInfo};

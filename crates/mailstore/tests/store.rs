@@ -231,6 +231,7 @@ fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 
 /// Issue 21: the export wrote CRLF files (Maildir readers expect LF) and a
 /// second export into the same Maildir failed instead of adding what is new.
+/// Issue 52: it is Maildir++ now, messages in cur/ with their flags.
 #[test]
 fn export_writes_a_maildir_with_lf_files_and_adds_only_what_is_new() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -242,40 +243,50 @@ fn export_writes_a_maildir_with_lf_files_and_adds_only_what_is_new() {
     let out = tmp.path().join("export");
     let report = store.export_maildir(A, &out).expect("export");
     assert_eq!((report.messages, report.skipped), (3, 0));
+    assert_eq!(report.folders, 6, "INBOX and the five SPECIAL-USE folders");
     let wanted: Vec<Vec<u8>> = messages.iter().map(|m| lf(m)).collect();
     assert_eq!(
         report.bytes,
         wanted.iter().map(|m| m.len() as u64).sum::<u64>()
     );
-    for sub in ["tmp", "new", "cur"] {
+    for sub in ["tmp", "new", "cur", ".Sent/cur", ".Trash/new"] {
         assert!(out.join(sub).is_dir(), "{sub}/");
     }
-    let exported = files(&out.join("new"));
+    let exported = files(&out.join("cur"));
     let texts: Vec<Vec<u8>> = exported.iter().map(|(_, t)| t.clone()).collect();
     assert_eq!(texts, wanted, "LF line endings, in order");
     for ((name, text), wire) in exported.iter().zip(&messages) {
         assert!(
-            name.ends_with(&format!(",S={},W={}", text.len(), wire.len())),
+            name.ends_with(&format!(",S={},W={}:2,", text.len(), wire.len())),
             "{name}"
+        );
+        let unique = name.split(',').next().expect("unique");
+        let mtime = fs::metadata(out.join("cur").join(name))
+            .expect("stat")
+            .mtime();
+        assert_eq!(
+            unique.split('.').next().and_then(|s| s.parse::<i64>().ok()),
+            Some(mtime),
+            "dated with the internal date, the delivery time"
         );
     }
     assert!(files(&out.join("tmp")).is_empty());
+    assert!(files(&out.join("new")).is_empty());
 
-    // A reader moves one message to cur/ with its flags; a new message
-    // arrives. Exporting again adds only the new one.
+    // A reader marks one message seen; a new message arrives. Exporting again
+    // adds only the new one.
     let (first, _) = &exported[0];
     fs::rename(
-        out.join("new").join(first),
-        out.join("cur").join(format!("{first}:2,S")),
+        out.join("cur").join(first),
+        out.join("cur").join(format!("{first}S")),
     )
-    .expect("move to cur/");
+    .expect("flag it");
     let fourth = message(3, 500);
     store.deliver(&fourth, &[A]).expect("deliver");
     let again = store.export_maildir(A, &out).expect("export again");
     assert_eq!((again.messages, again.skipped), (1, 3));
     assert_eq!(again.bytes, lf(&fourth).len() as u64);
-    assert_eq!(files(&out.join("new")).len(), 3);
-    assert_eq!(files(&out.join("cur")).len(), 1);
+    assert_eq!(files(&out.join("cur")).len(), 4);
     // An empty mailbox exports an empty Maildir.
     let empty = store
         .export_maildir(B, &tmp.path().join("empty"))
@@ -394,8 +405,11 @@ fn store_and_export_are_private_by_default() {
     let mut paths = Vec::new();
     walk(&tmp.path().join("mail"), &mut paths);
     walk(&tmp.path().join("export"), &mut paths);
-    let files = paths.iter().filter(|p| p.is_file()).count();
-    assert_eq!(files, 3, "two links and one exported message: {paths:?}");
+    let messages = paths
+        .iter()
+        .filter(|p| p.is_file() && p.to_string_lossy().contains(",S="))
+        .count();
+    assert_eq!(messages, 3, "two links and one exported message: {paths:?}");
     for path in &paths {
         let want = if path.is_dir() { 0o700 } else { 0o600 };
         assert_eq!(mode(path), want, "{}", path.display());

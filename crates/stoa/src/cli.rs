@@ -32,7 +32,8 @@ pub(crate) enum Command {
     /// Manage the mail users and local domains of a mail directory.
     #[command(subcommand)]
     User(UserCommand),
-    /// Look into users' mailboxes in the mail store, or take one out as a Maildir.
+    /// Look into users' mailboxes in the mail store, or move one out or in as a
+    /// Maildir++ tree (Dovecot's layout).
     #[command(subcommand)]
     Mailbox(MailboxCommand),
     /// Write (or verify) the SPECweb99 file set under a document root.
@@ -457,10 +458,21 @@ pub(crate) struct UserPasswordArgs {
 pub(crate) enum MailboxCommand {
     /// Messages and bytes in a user's mailbox.
     Stat(UserArgs),
-    /// Copy a user's mailbox into a standard Maildir (tmp/new/cur), byte for byte,
-    /// so the mail can be read by or moved to another server. The mailbox is left
-    /// as it is.
+    /// Copy a user's whole mailbox out as a Maildir++ tree, Dovecot's layout:
+    /// INBOX in DIR/{cur,new,tmp}, folder a/b in DIR/.a.b (modified UTF-7 names;
+    /// a `.` inside a name is written &AC4-), each message in cur/ with LF line
+    /// ends, its flags after `:2,` (D F R S T, keywords as dovecot-keywords
+    /// letters) and its internal date as modification time; the subscriptions
+    /// file; no dovecot-uidlist. Run again, it adds only the messages not there
+    /// yet. The mail in the store is left as it is.
     Export(MailboxExportArgs),
+    /// Read a Maildir++ tree (as Dovecot, mbsync or `stoa mailbox export` left
+    /// it) into a user's mailbox: folders created (SPECIAL-USE for Drafts, Sent,
+    /// Trash, Junk, Archive), messages from cur/ and new/ appended with their
+    /// flags, keywords and modification time as internal date, CRLF restored,
+    /// subscriptions added. The whole tree is checked before anything is
+    /// written; run again, it skips what it already imported.
+    Import(MailboxImportArgs),
 }
 
 /// `stoa mailbox export`.
@@ -468,9 +480,21 @@ pub(crate) enum MailboxCommand {
 pub(crate) struct MailboxExportArgs {
     #[command(flatten)]
     pub(crate) user: UserArgs,
-    /// The Maildir to write (created if missing; existing messages are kept).
+    /// The Maildir++ tree to write (created if missing; messages already in it
+    /// are kept as they are).
     #[arg(long, value_name = "MAILDIR")]
     pub(crate) to: PathBuf,
+}
+
+/// `stoa mailbox import`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct MailboxImportArgs {
+    #[command(flatten)]
+    pub(crate) user: UserArgs,
+    /// The Maildir++ tree to read (its root holds INBOX's cur/ and new/). It is
+    /// only read; stop any server that writes it first.
+    #[arg(long, value_name = "MAILDIR")]
+    pub(crate) from: PathBuf,
 }
 
 /// `stoa user alias …`.

@@ -1,8 +1,9 @@
 //! `stoa user add|del|list|passwd` and `stoa user domain add|del|list`: the mail
 //! users and local domains of the embedded directory in `MAIL_DIR/directory`;
 //! `stoa user export-ldif`: that directory as LDIF for an LDAP server;
-//! `stoa mailbox stat|export`: a user's mailbox in the mail store
-//! (`MAIL_DIR/store`).
+//! `stoa mailbox stat|export|import`: a user's mailbox in the mail store
+//! (`MAIL_DIR/store`); export and import move it out and in as a Maildir++ tree
+//! (Dovecot's layout, `stoa_mailstore::maildirpp`).
 //!
 //! Every change is saved atomically by the directory (and picked up by a running
 //! `stoa serve` within seconds). `add` makes the address's domain local if it is
@@ -19,8 +20,8 @@ use anyhow::{Context, bail};
 use stoa_directory::{Directory, EmbeddedDirectory, Options};
 
 use crate::cli::{
-    AliasCommand, DomainCommand, ExportLdifArgs, MailboxCommand, UserArgs, UserCommand,
-    UserDelArgs, UserPasswordArgs,
+    AliasCommand, DomainCommand, ExportLdifArgs, MailboxCommand, MailboxImportArgs, UserArgs,
+    UserCommand, UserDelArgs, UserPasswordArgs,
 };
 
 /// Runs one `stoa user` command.
@@ -263,16 +264,53 @@ pub(crate) fn mailbox(command: &MailboxCommand) -> anyhow::Result<()> {
                 .export_maildir(user.mailbox, &args.to)
                 .with_context(|| format!("cannot export to {}", args.to.display()))?;
             eprintln!(
-                "stoa: exported {} ({} bytes) of {} to {}; {} already there",
+                "stoa: exported {} ({} bytes) in {} folders of {} to {}; {} already there",
                 messages(report.messages),
                 report.bytes,
+                report.folders,
                 user.address,
                 args.to.display(),
                 report.skipped
             );
+            if report.keywords_dropped > 0 {
+                eprintln!(
+                    "stoa: warning: {} keywords left out (a Maildir folder names at most 26)",
+                    report.keywords_dropped
+                );
+            }
             Ok(())
         }
+        MailboxCommand::Import(args) => import(args),
     }
+}
+
+/// `stoa mailbox import`: the store is created if the user has no mail yet.
+fn import(args: &MailboxImportArgs) -> anyhow::Result<()> {
+    let directory = open(&args.user.dir.mail_dir)?;
+    let user = directory
+        .lookup(&args.user.address)?
+        .with_context(|| format!("no user {}", args.user.address))?;
+    let dir = args.user.dir.mail_dir.join("store");
+    let store = stoa_mailstore::MailStore::open(&dir, stoa_mailstore::Options::default())
+        .with_context(|| format!("cannot open the mail store {}", dir.display()))?;
+    let report = store
+        .import_maildir(user.mailbox, &args.from)
+        .with_context(|| format!("cannot import {}", args.from.display()))?;
+    for name in &report.ignored {
+        eprintln!("stoa: note: {name} is not a Maildir (no cur/ or new/): left out");
+    }
+    eprintln!(
+        "stoa: imported {} ({} bytes) from {} into {}; {} folders created, {} already there, \
+         {} subscriptions added",
+        messages(report.messages),
+        report.bytes,
+        args.from.display(),
+        user.address,
+        report.folders_created,
+        report.skipped,
+        report.subscribed
+    );
+    Ok(())
 }
 
 /// The mail store of a mail directory and the user `args` names.

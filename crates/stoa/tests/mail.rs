@@ -313,7 +313,7 @@ s.quit()
     assert!(queue.is_empty(), "queue left: {queue:?}");
 
     // The user can leave with their mail: `stoa mailbox export` writes a
-    // standard Maildir holding the same bytes; `stat` counts them.
+    // Maildir++ tree holding the same bytes (in cur/); `stat` counts them.
     let d = mail_dir_arg(tmp.path());
     let (code, out, err) = stoa(
         &["mailbox", "stat", "joe@example.test", "--mail-dir", &d],
@@ -344,8 +344,8 @@ s.quit()
     let (code, _, err) = export();
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("exported 1 message ("), "{err}");
-    let files: Vec<_> = std::fs::read_dir(maildir.join("new"))
-        .expect("Maildir new/")
+    let files: Vec<_> = std::fs::read_dir(maildir.join("cur"))
+        .expect("Maildir cur/")
         .map(|e| e.expect("entry").path())
         .collect();
     assert_eq!(files.len(), 1, "{files:?}");
@@ -361,7 +361,7 @@ s.quit()
         err.contains("exported 0 messages (0 bytes)") && err.contains("; 1 already there"),
         "{err}"
     );
-    for sub in ["tmp", "cur"] {
+    for sub in ["tmp", "new"] {
         assert!(maildir.join(sub).is_dir(), "Maildir lacks {sub}/");
     }
     let (code, _, err) = stoa(
