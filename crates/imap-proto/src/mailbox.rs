@@ -8,9 +8,9 @@
 //! one name has one spelling. With UTF8=ACCEPT, names are UTF-8 as they are. `INBOX`
 //! in any case is the canonical `INBOX`.
 
-use crate::Error;
+use stoa_mail_proto::mutf7;
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+,";
+use crate::Error;
 
 /// The most bytes a name may have, decoded or on the wire.
 pub const MAX_NAME: usize = 1024;
@@ -46,107 +46,14 @@ pub fn encode_name(name: &str, utf8: bool) -> Vec<u8> {
     }
 }
 
-fn b64_value(b: u8) -> Option<u32> {
-    B64.iter()
-        .position(|&c| c == b)
-        .and_then(|i| u32::try_from(i).ok())
-}
-
-/// Decodes modified UTF-7 strictly; see the module docs for the rules.
+/// Decodes modified UTF-7 strictly (`stoa_mail_proto::mutf7`); see the module docs.
 pub fn decode_utf7(raw: &[u8]) -> Result<String, Error> {
-    let bad = Error::BadMailboxName;
-    let mut out = String::with_capacity(raw.len());
-    let mut i = 0;
-    while i < raw.len() {
-        let b = raw[i];
-        if b != b'&' {
-            if !(0x20..=0x7e).contains(&b) {
-                return Err(bad);
-            }
-            out.push(char::from(b));
-            i += 1;
-            continue;
-        }
-        let end = raw[i + 1..]
-            .iter()
-            .position(|&c| c == b'-')
-            .ok_or(Error::BadMailboxName)?
-            + i
-            + 1;
-        let encoded = &raw[i + 1..end];
-        i = end + 1;
-        if encoded.is_empty() {
-            out.push('&');
-            continue;
-        }
-        let mut units = Vec::with_capacity(encoded.len() * 6 / 16);
-        let (mut acc, mut bits) = (0u32, 0u32);
-        for &c in encoded {
-            acc = (acc << 6) | b64_value(c).ok_or(Error::BadMailboxName)?;
-            bits += 6;
-            if bits >= 16 {
-                bits -= 16;
-                units.push(((acc >> bits) & 0xffff) as u16);
-                acc &= (1 << bits) - 1;
-            }
-        }
-        if bits >= 6 || acc != 0 || units.is_empty() {
-            return Err(bad);
-        }
-        for c in char::decode_utf16(units.iter().copied()) {
-            let c = c.map_err(|_| Error::BadMailboxName)?;
-            if (' '..='~').contains(&c) || c.is_control() {
-                return Err(bad);
-            }
-            out.push(c);
-        }
-        // Two base64 runs back to back should have been one.
-        if raw.get(i) == Some(&b'&') && raw.get(i + 1) != Some(&b'-') {
-            return Err(bad);
-        }
-    }
-    Ok(out)
+    mutf7::decode(raw, &[]).ok_or(Error::BadMailboxName)
 }
 
 /// Encodes a name as modified UTF-7.
 pub fn encode_utf7(name: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(name.len());
-    let mut pending: Vec<u16> = Vec::new();
-    let flush = |out: &mut Vec<u8>, pending: &mut Vec<u16>| {
-        if pending.is_empty() {
-            return;
-        }
-        out.push(b'&');
-        let (mut acc, mut bits) = (0u32, 0u32);
-        for &u in pending.iter() {
-            acc = (acc << 16) | u32::from(u);
-            bits += 16;
-            while bits >= 6 {
-                bits -= 6;
-                out.push(B64[((acc >> bits) & 0x3f) as usize]);
-            }
-            acc &= (1 << bits) - 1;
-        }
-        if bits > 0 {
-            out.push(B64[((acc << (6 - bits)) & 0x3f) as usize]);
-        }
-        out.push(b'-');
-        pending.clear();
-    };
-    for c in name.chars() {
-        if (' '..='~').contains(&c) {
-            flush(&mut out, &mut pending);
-            out.push(c as u8);
-            if c == '&' {
-                out.push(b'-');
-            }
-        } else {
-            let mut buf = [0u16; 2];
-            pending.extend_from_slice(c.encode_utf16(&mut buf));
-        }
-    }
-    flush(&mut out, &mut pending);
-    out
+    mutf7::encode(name, &[]).into_bytes()
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@
 //! - [`sasl`]: base64 SASL responses ([`sasl::decode`], with RFC 4954's and RFC 5034's
 //!   `=` for an empty initial response) and PLAIN messages ([`sasl::plain`], RFC 4616)
 //!   into [`Credentials`].
+//! - [`mutf7`]: modified UTF-7, the spelling of mailbox names in IMAP4rev1 and on
+//!   disk in Maildir++ (the IMAP codec and the mail store's export use it).
 //! - [`Status`]: "parsed" or "need more bytes", for the parsers built on these
 //!   pieces (the SMTP client's reply parser among them).
 //! - [`Error`]: why a SASL response was refused.
@@ -25,6 +27,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod line;
+pub mod mutf7;
 pub mod sasl;
 
 pub use error::Error;

@@ -117,7 +117,6 @@ mod import;
 mod index;
 mod layout;
 pub mod maildirpp;
-mod mutf7;
 mod session;
 
 use std::fs;

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use crate::folders::DELIMITER;
 use crate::index::valid_flag;
-use crate::mutf7;
+use stoa_mail_proto::mutf7;
 
 /// The characters of a name level that Maildir++ writes in base64 besides the
 /// non-ASCII ones: its own hierarchy separator.
@@ -101,7 +101,7 @@ pub(crate) fn folder_name_of_levels<'a>(
         if level.is_empty() {
             return Err("empty hierarchy level".into());
         }
-        levels.push(mutf7::decode(level, ENCODED).unwrap_or_else(|| level.to_owned()));
+        levels.push(mutf7::decode(level.as_bytes(), ENCODED).unwrap_or_else(|| level.to_owned()));
     }
     Ok(crate::folders::canonical(
         &levels.join(&DELIMITER.to_string()),

@@ -1,11 +1,11 @@
-//! Modified UTF-7 (RFC 3501 §5.1.3) for folder names on disk in a Maildir++ tree,
-//! where Dovecot (without its `UTF-8` option) keeps them in that form.
-//!
-//! The same algorithm as `stoa-imap-proto`'s `mailbox` module, repeated here because
-//! the storage layer may not depend on a protocol crate (CONTRIBUTING's layers). One
-//! difference: [`encode`] can be told to write some printable ASCII characters in
-//! base64 too (Maildir++ writes a `.` inside a name level as `&AC4-`), and [`decode`]
-//! accepts exactly those back, so that one name still has one spelling.
+//! Modified UTF-7 (RFC 3501 §5.1.3): how IMAP4rev1 clients spell mailbox names, and
+//! how Dovecot's Maildir++ names folders on disk. Printable ASCII stands for itself
+//! (`&` as `&-`); anything else is `&`, modified base64 (`,` for `/`) of UTF-16BE,
+//! then `-`. Decoding is strict (no 8-bit bytes, no control characters, no base64
+//! for what could be written plainly, no padding bits, paired surrogates, no two runs
+//! back to back), so one name has one spelling; `also` names printable characters
+//! that are written in base64 all the same (Maildir++ writes a `.` inside a level
+//! as `&AC4-`), and only those may come out of base64.
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+,";
 
@@ -17,7 +17,7 @@ fn b64_value(b: u8) -> Option<u32> {
 
 /// Encodes `name` as modified UTF-7; the characters in `also` are written in
 /// base64 although they are printable ASCII.
-pub(crate) fn encode(name: &str, also: &[char]) -> String {
+pub fn encode(name: &str, also: &[char]) -> String {
     let mut out = String::with_capacity(name.len());
     let mut pending: Vec<u16> = Vec::new();
     for c in name.chars() {
@@ -62,8 +62,7 @@ fn flush(out: &mut String, pending: &mut Vec<u16>) {
 /// Decodes modified UTF-7 strictly (no 8-bit bytes, no control characters, no
 /// padding bits, paired surrogates, no two runs back to back), except that the
 /// characters in `also` may come out of base64. `None` when `raw` is not that.
-pub(crate) fn decode(raw: &str, also: &[char]) -> Option<String> {
-    let raw = raw.as_bytes();
+pub fn decode(raw: &[u8], also: &[char]) -> Option<String> {
     let mut out = String::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -129,7 +128,11 @@ mod tests {
         ];
         for &(name, also, wire) in cases {
             assert_eq!(encode(name, also), wire, "{name}");
-            assert_eq!(decode(wire, also).as_deref(), Some(name), "{wire}");
+            assert_eq!(
+                decode(wire.as_bytes(), also).as_deref(),
+                Some(name),
+                "{wire}"
+            );
         }
     }
 
@@ -146,9 +149,9 @@ mod tests {
             "&APw-&APw-",
             "&A-",
         ] {
-            assert_eq!(decode(bad, &['.']), None, "{bad:?}");
+            assert_eq!(decode(bad.as_bytes(), &['.']), None, "{bad:?}");
         }
         // An encoded `.` is only taken where it is allowed.
-        assert_eq!(decode("a&AC4-b", &[]), None);
+        assert_eq!(decode(b"a&AC4-b", &[]), None);
     }
 }
