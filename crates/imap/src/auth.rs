@@ -25,15 +25,7 @@ impl Conn {
         initial: Option<Vec<u8>>,
     ) -> io::Result<Flow> {
         if mechanism != "PLAIN" {
-            let out = self.io.out();
-            response::write_tagged(
-                out,
-                tag,
-                Condition::No,
-                Some(&Code::Cannot),
-                "Unsupported mechanism",
-            );
-            return Ok(Flow::Continue);
+            return Ok(self.no(tag, Code::Cannot, "Unsupported mechanism"));
         }
         if !self.password_allowed() {
             return self.refuse_plaintext(tag);
@@ -87,6 +79,12 @@ impl Conn {
         }
     }
 
+    /// `tag NO [code] text`; the session goes on.
+    fn no(&mut self, tag: &str, code: Code, text: &str) -> Flow {
+        response::write_tagged(self.io.out(), tag, Condition::No, Some(&code), text);
+        Flow::Continue
+    }
+
     fn refuse_plaintext(&mut self, tag: &str) -> io::Result<Flow> {
         response::write_tagged(
             self.io.out(),
@@ -134,41 +132,17 @@ impl Conn {
             }
             Err(e) => {
                 tracing::error!("{peer}: password check for {username:?} failed: {e}");
-                let out = self.io.out();
-                response::write_tagged(
-                    out,
-                    tag,
-                    Condition::No,
-                    Some(&Code::Unavailable),
-                    "Try again later",
-                );
-                return Ok(Flow::Continue);
+                return Ok(self.no(tag, Code::Unavailable, "Try again later"));
             }
         };
         if let Some(host) = &found.mail_host {
             tracing::warn!("{peer}: {username}: the mailbox is on {host}, not here");
-            let out = self.io.out();
-            response::write_tagged(
-                out,
-                tag,
-                Condition::No,
-                Some(&Code::Unavailable),
-                "Your mailbox is on another server",
-            );
-            return Ok(Flow::Continue);
+            return Ok(self.no(tag, Code::Unavailable, "Your mailbox is on another server"));
         }
         let limit = self.shared.config.limits.max_sessions_per_user;
         let Some(watch) = self.shared.watchers.enter(found.mailbox, limit) else {
             tracing::info!("{peer}: {}: too many sessions", found.address);
-            let out = self.io.out();
-            response::write_tagged(
-                out,
-                tag,
-                Condition::No,
-                Some(&Code::Limit),
-                "Too many sessions for this user",
-            );
-            return Ok(Flow::Continue);
+            return Ok(self.no(tag, Code::Limit, "Too many sessions for this user"));
         };
         // The first login makes the folder list (INBOX and the special-use set).
         let store = Arc::clone(&self.shared.store);
@@ -178,15 +152,7 @@ impl Conn {
                 "{peer}: {}: cannot read the folder list: {e}",
                 found.address
             );
-            let out = self.io.out();
-            response::write_tagged(
-                out,
-                tag,
-                Condition::No,
-                Some(&Code::ServerBug),
-                "Mailbox unavailable",
-            );
-            return Ok(Flow::Continue);
+            return Ok(self.no(tag, Code::ServerBug, "Mailbox unavailable"));
         }
         tracing::info!("{peer}: {} logged in", found.address);
         self.user = Some(User {
