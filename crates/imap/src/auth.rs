@@ -25,7 +25,7 @@ impl Conn {
         initial: Option<Vec<u8>>,
     ) -> io::Result<Flow> {
         if mechanism != "PLAIN" {
-            return Ok(self.no(tag, Code::Cannot, "Unsupported mechanism"));
+            return Ok(self.no(tag, &Code::Cannot, "Unsupported mechanism"));
         }
         if !self.password_allowed() {
             return self.refuse_plaintext(tag);
@@ -80,8 +80,8 @@ impl Conn {
     }
 
     /// `tag NO [code] text`; the session goes on.
-    fn no(&mut self, tag: &str, code: Code, text: &str) -> Flow {
-        response::write_tagged(self.io.out(), tag, Condition::No, Some(&code), text);
+    fn no(&mut self, tag: &str, code: &Code, text: &str) -> Flow {
+        response::write_tagged(self.io.out(), tag, Condition::No, Some(code), text);
         Flow::Continue
     }
 
@@ -132,17 +132,17 @@ impl Conn {
             }
             Err(e) => {
                 tracing::error!("{peer}: password check for {username:?} failed: {e}");
-                return Ok(self.no(tag, Code::Unavailable, "Try again later"));
+                return Ok(self.no(tag, &Code::Unavailable, "Try again later"));
             }
         };
         if let Some(host) = &found.mail_host {
             tracing::warn!("{peer}: {username}: the mailbox is on {host}, not here");
-            return Ok(self.no(tag, Code::Unavailable, "Your mailbox is on another server"));
+            return Ok(self.no(tag, &Code::Unavailable, "Your mailbox is on another server"));
         }
         let limit = self.shared.config.limits.max_sessions_per_user;
         let Some(watch) = self.shared.watchers.enter(found.mailbox, limit) else {
             tracing::info!("{peer}: {}: too many sessions", found.address);
-            return Ok(self.no(tag, Code::Limit, "Too many sessions for this user"));
+            return Ok(self.no(tag, &Code::Limit, "Too many sessions for this user"));
         };
         // The first login makes the folder list (INBOX and the special-use set).
         let store = Arc::clone(&self.shared.store);
@@ -152,7 +152,7 @@ impl Conn {
                 "{peer}: {}: cannot read the folder list: {e}",
                 found.address
             );
-            return Ok(self.no(tag, Code::ServerBug, "Mailbox unavailable"));
+            return Ok(self.no(tag, &Code::ServerBug, "Mailbox unavailable"));
         }
         tracing::info!("{peer}: {} logged in", found.address);
         self.user = Some(User {
