@@ -111,7 +111,7 @@ impl Conn {
         let peer = self.peer;
         // Counted until the check ends, so logins sent at once cannot all be
         // checked before the first failure counts.
-        let attempt = match self.shared.throttle.begin(peer.ip(), Instant::now()) {
+        let attempt = match self.shared.throttle.begin(peer.ip()).await {
             Ok(attempt) => attempt,
             Err(delay) => {
                 tracing::info!(

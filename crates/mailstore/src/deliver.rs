@@ -23,6 +23,18 @@ impl MailStore {
     /// When this returns `Ok`, the message and every new directory entry are on
     /// disk (file and directories fsynced). On `Err`, no mailbox shows it.
     pub fn deliver(&self, message: &[u8], to: &[MailboxId]) -> Result<MessageUid> {
+        self.deliver_with(b"", message, to)
+    }
+
+    /// [`MailStore::deliver`] of `prefix` followed by `message` (the delivering
+    /// server's own header fields, `Return-Path:` say), written as one message
+    /// without copying `message`.
+    pub fn deliver_with(
+        &self,
+        prefix: &[u8],
+        message: &[u8],
+        to: &[MailboxId],
+    ) -> Result<MessageUid> {
         if to.is_empty() {
             return Err(StoreError::NoRecipients);
         }
@@ -31,8 +43,8 @@ impl MailStore {
         targets.dedup();
         let unique = unique_name(&self.host);
         let tmp = self.tmp.join(&unique);
-        write_synced(&tmp, message, self.modes.file)?;
-        let name = message_name(&unique, message.len() as u64);
+        write_parts_synced(&tmp, &[prefix, message], self.modes.file)?;
+        let name = message_name(&unique, (prefix.len() + message.len()) as u64);
         let linked = self.link_all(&tmp, &name, &targets);
         // The links hold the message now. A failed unlink leaves a stray file that
         // the next open's recovery removes; it is not worth failing the delivery.
@@ -89,10 +101,15 @@ impl MailStore {
 /// Writes `bytes` to a new file at `path` (permissions `mode`) and fsyncs it; on
 /// error, removes it.
 pub(crate) fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    write_parts_synced(path, &[bytes], mode)
+}
+
+/// [`write_synced`] of several pieces, one after the other.
+fn write_parts_synced(path: &Path, parts: &[&[u8]], mode: u32) -> Result<()> {
     let result = create_new(mode)
         .open(path)
         .map_err(|e| StoreError::io("create", path, e))
-        .and_then(|file| write_and_sync(file, path, bytes));
+        .and_then(|file| write_and_sync(file, path, parts));
     if result.is_err() {
         // Best effort: a leftover is invisible to mailboxes and removed at open.
         let _ = fs::remove_file(path);
@@ -100,9 +117,11 @@ pub(crate) fn write_synced(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     result
 }
 
-fn write_and_sync(mut file: File, path: &Path, bytes: &[u8]) -> Result<()> {
-    file.write_all(bytes)
-        .map_err(|e| StoreError::io("write", path, e))?;
+fn write_and_sync(mut file: File, path: &Path, parts: &[&[u8]]) -> Result<()> {
+    for bytes in parts {
+        file.write_all(bytes)
+            .map_err(|e| StoreError::io("write", path, e))?;
+    }
     // fdatasync: the data and the file size; the name is made durable by the
     // mailbox directories' fsyncs.
     file.sync_data()

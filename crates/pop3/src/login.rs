@@ -33,7 +33,7 @@ impl Conn {
     /// Checks `credentials` and, when they are right, locks and lists the mailbox
     /// (a store host) or logs in at the user's store host (the proxy).
     pub(crate) async fn on_auth(&mut self, credentials: Credentials) -> Auth {
-        if let Some(refusal) = self.precheck(&credentials) {
+        if let Some(refusal) = self.precheck(&credentials).await {
             return Auth::Decided(refusal);
         }
         let auth = match &self.shared.backend {
@@ -53,7 +53,7 @@ impl Conn {
 
     /// The refusal when `credentials` cannot be checked at all: a PLAIN identity
     /// acting for another, an address past the throttle's limit.
-    fn precheck(&mut self, credentials: &Credentials) -> Option<LoginDecision> {
+    async fn precheck(&mut self, credentials: &Credentials) -> Option<LoginDecision> {
         let Credentials {
             authzid,
             username: user,
@@ -66,7 +66,7 @@ impl Conn {
         }
         // Counted until the check ends (`failed`, or dropped on success), so
         // logins sent at once cannot all be checked before the first failure counts.
-        match self.shared.throttle.begin(peer.ip(), Instant::now()) {
+        match self.shared.throttle.begin(peer.ip()).await {
             Ok(attempt) => {
                 self.attempt = Some(attempt);
                 None

@@ -104,6 +104,60 @@ pub(crate) fn header_section(message: &[u8]) -> &[u8] {
     }
 }
 
+/// The `Return-Path:` field of a final delivery (RFC 5321 §4.4): the envelope
+/// sender, `<>` for the null sender, with anything that could end the field
+/// replaced.
+pub(crate) fn return_path(sender: &str) -> String {
+    let sender: String = sender
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '<' && c != '>' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    format!("Return-Path: <{sender}>\r\n")
+}
+
+/// `message` without the header fields named `name` (lowercase, without the
+/// colon), continuation lines included; `None` when it has none (no copy).
+pub(crate) fn without_field(message: &[u8], name: &[u8]) -> Option<Vec<u8>> {
+    let header = header_section(message);
+    let is_named = |line: &[u8]| {
+        line.len() > name.len()
+            && line[..name.len()].eq_ignore_ascii_case(name)
+            && line[name.len()..]
+                .iter()
+                .find(|&&b| b != b' ' && b != b'\t')
+                == Some(&b':')
+    };
+    if !header.split(|&b| b == b'\n').any(is_named) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(message.len());
+    let mut dropping = false;
+    let mut rest = message;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let (line, tail) = rest.split_at(end);
+        if line == b"\r\n" || line == b"\n" {
+            break;
+        }
+        let continuation = matches!(line.first(), Some(b' ' | b'\t'));
+        if !continuation {
+            dropping = is_named(line);
+        }
+        if !dropping {
+            out.extend_from_slice(line);
+        }
+        rest = tail;
+    }
+    out.extend_from_slice(rest);
+    Some(out)
+}
+
 /// How many `Received:` fields the header section of `message` holds.
 pub(crate) fn count_received(message: &[u8]) -> usize {
     header_section(message)
@@ -117,6 +171,26 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn return_path_replaces_the_message_own() {
+        assert_eq!(
+            return_path("ann@ext.test"),
+            "Return-Path: <ann@ext.test>\r\n"
+        );
+        assert_eq!(return_path(""), "Return-Path: <>\r\n");
+        assert_eq!(return_path("a\r\nX: y"), "Return-Path: <a??X:?y>\r\n");
+        let m = b"Return-Path: <forged@x>\r\nSubject: s\r\nreturn-path : <a>\r\n b\r\n\r\nReturn-Path: body\r\n";
+        assert_eq!(
+            without_field(m, b"return-path").as_deref(),
+            Some(&b"Subject: s\r\n\r\nReturn-Path: body\r\n"[..])
+        );
+        assert_eq!(without_field(b"Subject: s\r\n\r\nb", b"return-path"), None);
+        assert_eq!(
+            without_field(b"Return-Pathx: s\r\n\r\n", b"return-path"),
+            None
+        );
+    }
 
     #[test]
     fn dates() {

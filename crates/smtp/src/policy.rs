@@ -301,7 +301,7 @@ impl Conn {
         let ip = self.peer.ip();
         // Counted from here until the check ends: logins sent at once cannot all
         // be checked before the first failure counts.
-        let attempt = match self.shared.throttle.begin(ip, Instant::now()) {
+        let attempt = match self.shared.throttle.begin(ip).await {
             Ok(attempt) => attempt,
             Err(delay) => {
                 tracing::info!(

@@ -66,7 +66,7 @@ fn config() -> Config {
 struct Flaky(StoreDelivery);
 
 impl LocalDelivery for Flaky {
-    fn deliver(&self, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
+    fn deliver(&self, sender: &str, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
         let ok: Vec<User> = to
             .iter()
             .filter(|u| u.address != ANN && u.address != TOM)
@@ -75,7 +75,7 @@ impl LocalDelivery for Flaky {
         let mut stored = if ok.is_empty() {
             Vec::new()
         } else {
-            self.0.deliver(message, &ok)
+            self.0.deliver(sender, message, &ok)
         }
         .into_iter();
         to.iter()
@@ -167,7 +167,9 @@ fn one_reply_per_recipient_after_the_dot() {
         assert_eq!(got.len(), 1, "{user}: one copy");
         let text = String::from_utf8_lossy(&got[0]).into_owned();
         assert!(
-            text.starts_with("Received: from mta.example.test ([127.0.0.1])"),
+            text.starts_with(
+                "Return-Path: <sender@far.test>\r\nReceived: from mta.example.test ([127.0.0.1])"
+            ),
             "{text}"
         );
         assert!(

@@ -24,9 +24,11 @@ fn local_delivery_with_received_header() {
     c.expect_eof();
     let got = mail.wait_delivered(JOE, 1);
     let text = String::from_utf8(got[0].clone()).expect("utf-8");
+    // The final delivery writes the envelope sender first (RFC 5321 §4.4).
     assert!(
         text.starts_with(
-            "Received: from client.test ([127.0.0.1])\r\n\tby mx.example.test (Stoa) with ESMTP id "
+            "Return-Path: <sender@ext.test>\r\n\
+             Received: from client.test ([127.0.0.1])\r\n\tby mx.example.test (Stoa) with ESMTP id "
         ),
         "{text}"
     );

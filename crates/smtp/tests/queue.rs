@@ -185,7 +185,12 @@ fn expired_message_bounces() {
 struct Down;
 
 impl LocalDelivery for Down {
-    fn deliver(&self, _message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
+    fn deliver(
+        &self,
+        _sender: &str,
+        _message: &[u8],
+        to: &[User],
+    ) -> Vec<Result<(), DeliveryError>> {
         to.iter()
             .map(|_| Err(DeliveryError::Temporary("store offline".into())))
             .collect()

@@ -96,8 +96,15 @@ resp, lines, octets = p.retr(1)
 assert b"Hello Joe" in b"\n".join(lines), lines
 p.quit()
 
-text = scrape()
-found = samples(text)
+# The server counts the POP3 connection closed a moment after QUIT's answer: wait
+# for the gauge (bounded) before judging the scrape.
+deadline = time.time() + 10
+while True:
+    text = scrape()
+    found = samples(text)
+    if value(found, "stoa_connections_open", service="pop3") == 0 or time.time() > deadline:
+        break
+    time.sleep(0.05)
 expect = [
     ("stoa_http_requests_total", {"method": "GET", "code": "200"}, "counter", lambda v: v >= 1),
     ("stoa_http_requests_total", {"method": "GET", "code": "404"}, "counter", lambda v: v >= 1),

@@ -28,8 +28,9 @@ pub enum DeliveryError {
 /// must have made the message durable (fsynced) before it returns `Ok` for a user:
 /// the queue forgets the recipient right after.
 pub trait LocalDelivery: Send + Sync + 'static {
-    /// Stores `message` in each user's mailbox.
-    fn deliver(&self, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>>;
+    /// Stores `message`, from the envelope sender `sender` (empty for the null
+    /// sender), in each user's mailbox.
+    fn deliver(&self, sender: &str, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>>;
 }
 
 /// The local store: Stoa's mail store ([`stoa_mailstore::MailStore`]), one
@@ -60,11 +61,20 @@ impl StoreDelivery {
 }
 
 impl LocalDelivery for StoreDelivery {
-    fn deliver(&self, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
+    /// The final delivery writes `Return-Path:` with the envelope sender (RFC
+    /// 5321 §4.4), replacing any the message carried. `Delivered-To:` is not
+    /// written: it would differ per recipient and end the single stored copy.
+    fn deliver(&self, sender: &str, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
         let ids: Vec<_> = to.iter().map(|u| u.mailbox).collect();
+        let return_path = crate::headers::return_path(sender);
+        let stripped = crate::headers::without_field(message, b"return-path");
+        let message = stripped.as_deref().unwrap_or(message);
         // One copy for all: the store links it into every mailbox or, on an
         // error, into none, so every user shares the outcome.
-        let outcome = match self.store.deliver(message, &ids) {
+        let outcome = match self
+            .store
+            .deliver_with(return_path.as_bytes(), message, &ids)
+        {
             Ok(_) => Ok(()),
             Err(e) => {
                 tracing::warn!("local delivery to {} mailboxes failed: {e}", ids.len());
@@ -92,14 +102,16 @@ mod tests {
             mailbox: MailboxId(n),
             mail_host: None,
         });
-        let results = store.deliver(b"Subject: hi\r\n\r\nbody\r\n", &users);
+        // A Return-Path the message carried is replaced by the envelope's.
+        let message = b"Return-Path: <forged@x>\r\nSubject: hi\r\n\r\nbody\r\n";
+        let results = store.deliver("ann@ext.test", message, &users);
         assert!(results.iter().all(Result::is_ok), "{results:?}");
         for user in &users {
             let session = store.store().open_mailbox(user.mailbox).expect("mailbox");
             assert_eq!(session.messages().len(), 1);
             assert_eq!(
                 session.read(0).expect("read"),
-                b"Subject: hi\r\n\r\nbody\r\n"
+                b"Return-Path: <ann@ext.test>\r\nSubject: hi\r\n\r\nbody\r\n"
             );
         }
     }

@@ -351,7 +351,7 @@ impl Deliverer {
         let mut later = !hosts.is_empty() || !pending(envelope, Route::Remote).is_empty();
         if !here.is_empty() {
             let (indices, users): (Vec<usize>, Vec<User>) = here.into_iter().unzip();
-            let outcomes = self.store_here(users, message).await;
+            let outcomes = self.store_here(&envelope.sender, users, message).await;
             apply(envelope, &indices, outcomes, bounced);
             if later && !self.checkpoint(envelope, bounced).await {
                 return false;
@@ -388,10 +388,17 @@ impl Deliverer {
         })
     }
 
-    /// Stores `message` for `users` of this host (on a blocking thread).
-    async fn store_here(&self, users: Vec<User>, message: &Arc<Vec<u8>>) -> Vec<Outcome> {
+    /// Stores `message` from `sender` for `users` of this host (on a blocking
+    /// thread).
+    async fn store_here(
+        &self,
+        sender: &str,
+        users: Vec<User>,
+        message: &Arc<Vec<u8>>,
+    ) -> Vec<Outcome> {
         let (store, m, n) = (Arc::clone(&self.local), Arc::clone(message), users.len());
-        match blocking(move || store.deliver(&m, &users)).await {
+        let sender = sender.to_owned();
+        match blocking(move || store.deliver(&sender, &m, &users)).await {
             Ok(results) => store_outcomes(&results, n),
             Err(e) => vec![Outcome::Temporary("4.3.0".into(), e.to_string()); n],
         }

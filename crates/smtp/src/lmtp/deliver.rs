@@ -177,9 +177,14 @@ impl Conn {
             message,
         } = std::mem::take(&mut self.txn);
         let users = distinct_users(&rcpts);
+        let from = match from {
+            Some(ReversePath::Mailbox(a)) => a.to_string(),
+            Some(ReversePath::Null) | None => String::new(),
+        };
         let (local, size) = (Arc::clone(&self.shared.local), message.len());
+        let sender = from.clone();
         let task = tokio::task::spawn_blocking(move || {
-            let results = local.deliver(&message, &users);
+            let results = local.deliver(&sender, &message, &users);
             before_reply().map(|()| (users, results))
         });
         let stored = match task.await {
@@ -192,10 +197,6 @@ impl Conn {
                 tracing::error!("{}: delivery task failed: {e}", self.peer);
                 return vec![Decision::Reject(Reply::local_error()); rcpts.len()];
             }
-        };
-        let from = match from {
-            Some(ReversePath::Mailbox(a)) => a.to_string(),
-            Some(ReversePath::Null) | None => String::new(),
         };
         let peer = self.peer;
         let decide = |rcpt: &Rcpt| {
