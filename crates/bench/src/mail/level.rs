@@ -90,7 +90,7 @@ pub(super) async fn run_level(
         ),
         crate::report::count(
             tally.started.initial_pop + tally.started.repeated_pop,
-            "POP session"
+            &format!("{} session", tally.access.prefix())
         ),
     );
     Ok(LevelResult {
