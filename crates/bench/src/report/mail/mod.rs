@@ -1032,8 +1032,9 @@ fn server_processes(
         "Server processes: the --server-pid processes and their descendants over the \
          measurement window, by program name (each process's own CPU time, sampled every \
          second); the total is exact (reaped children included). ms per session: CPU / the \
-         window's {} SMTP and POP sessions.",
-        int(sessions)
+         window's {} SMTP and {} sessions.",
+        int(sessions),
+        tally.access.prefix()
     )));
 }
 
