@@ -28,7 +28,7 @@
 //! shared bounded reader (lines of at most `MAX_LINE`, each read within the
 //! reply timeout); a line ending in a literal `{n}` (or `{n+}`) is followed by
 //! exactly `n` octets, at most [`MAX_LITERAL`], streamed and never held (a probe
-//! keeps the first [`PROBE_HEAD`] octets), then by the rest of the response,
+//! keeps the first 8 KiB), then by the rest of the response,
 //! with at most [`MAX_LITERALS`] literals in one response and
 //! [`MAX_UNTAGGED`] untagged responses before a command's tagged one. Only what
 //! the checks need is parsed: the tagged status, `EXISTS`, a `FETCH`'s literal
