@@ -73,10 +73,11 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::access::Access;
 use crate::message::{Message, Tag};
 use crate::pace::Pace;
 use crate::pools::Pools;
-use crate::pop_client::{PopPlan, ProbeResult, pop_session, probe_poll};
+use crate::pop_client::{PopPlan, ProbeResult};
 use crate::qos::DELIVERY_LIMIT_SECS;
 use crate::receipts::Receipts;
 use crate::sink::SinkMessage;
@@ -103,8 +104,12 @@ pub const REMOTE_GRACE: Duration = Duration::from_secs(DELIVERY_LIMIT_SECS as u6
 pub struct Workload {
     /// The SMTP service.
     pub smtp: SocketAddr,
-    /// The POP3 service.
-    pub pop3: SocketAddr,
+    /// The service the mailboxes are read from: POP3, or IMAP with
+    /// [`Access::Imap`].
+    pub read_addr: SocketAddr,
+    /// The protocol the mailboxes are read with.
+    #[serde(default)]
+    pub access: Access,
     /// The local domain: accounts are `user1@DOMAIN` … `userN@DOMAIN`.
     pub domain: String,
     /// The remote domain, which the server relays to the sink.
@@ -140,7 +145,7 @@ impl Workload {
 
     fn pop_plan(&self, user: u32, pace: Pace) -> PopPlan {
         PopPlan {
-            addr: self.pop3,
+            addr: self.read_addr,
             user: self.account(user),
             password: self.password.clone(),
             pace,
@@ -509,6 +514,7 @@ impl Engine {
         live.pending.store(0, Ordering::Relaxed);
         live.set_phase(Phase::Warmup);
         let tally = Arc::new(Mutex::new(LevelTally {
+            access: self.workload().access,
             window_secs: plan.run.as_secs_f64(),
             ..LevelTally::default()
         }));
@@ -829,7 +835,7 @@ async fn run_pop(ctx: &SessionCtx, stream: Stream, measured: bool, mut rng: Rng)
         drop: Some(disconnect::pop_drop(&mut rng)),
         ..ctx.workload.pop_plan(held.user, pace)
     };
-    let record = pop_session(&plan).await;
+    let record = ctx.workload.access.session(&plan).await;
     drop(held);
     if record.failure().is_some() {
         ctx.live.failed.fetch_add(1, Ordering::Relaxed);
@@ -987,7 +993,7 @@ async fn probe(ctx: &SessionCtx, user: u32, tag: &Tag, started: Instant, measure
     let plan = ctx.workload.pop_plan(user, Pace::full());
     let mut connect_errors = 0u64;
     let found = loop {
-        match probe_poll(&plan, tag).await {
+        match ctx.workload.access.probe_poll(&plan, tag).await {
             ProbeResult::Found => break Some(started.elapsed()),
             ProbeResult::NotFound => {}
             ProbeResult::Failed(_) => connect_errors += 1,
@@ -1024,7 +1030,8 @@ mod tests {
     fn workload() -> Workload {
         Workload {
             smtp: "127.0.0.1:25".parse().expect("addr"),
-            pop3: "127.0.0.1:110".parse().expect("addr"),
+            read_addr: "127.0.0.1:110".parse().expect("addr"),
+            access: Access::Pop3,
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             users: 1000,

@@ -18,7 +18,7 @@ use stoa_mail2001::dist;
 use crate::engine::Workload;
 use crate::message::{Message, Tag};
 use crate::pace::Pace;
-use crate::pop_client::{PopPlan, pop_stat};
+use crate::pop_client::PopPlan;
 use crate::smtp_client::{FillMessage, smtp_fill};
 
 /// Accounts one fill task takes at a time.
@@ -191,7 +191,7 @@ pub struct StoreSample {
     pub failed: u64,
 }
 
-/// STATs `sample` random accounts (all of them if there are fewer) over
+/// STATs (over the workload's access) `sample` random accounts (all of them if there are fewer) over
 /// `connections` parallel sessions.
 pub async fn sample_store(w: &Workload, sample: u32, seed: u64, connections: u32) -> StoreSample {
     let mut rng = Rng::with_seed(seed);
@@ -201,7 +201,7 @@ pub async fn sample_store(w: &Workload, sample: u32, seed: u64, connections: u32
     check_accounts(w, users, connections).await.0
 }
 
-/// STATs `users` and returns the sample plus each account's message count
+/// STATs (over the workload's access) `users` and returns the sample plus each account's message count
 /// (`None` where the check failed).
 pub async fn check_accounts(
     w: &Workload,
@@ -224,14 +224,14 @@ pub async fn check_accounts(
                     return out;
                 };
                 let plan = PopPlan {
-                    addr: w.pop3,
+                    addr: w.read_addr,
                     user: w.account(user),
                     password: w.password.clone(),
                     pace: Pace::full(),
                     reply_timeout: w.reply_timeout,
                     drop: None,
                 };
-                out.push((user, pop_stat(&plan).await.ok()));
+                out.push((user, w.access.stat(&plan).await.ok()));
             }
         });
     }

@@ -119,15 +119,16 @@ pub fn error_percent(t: &LevelTally) -> f64 {
     }
 }
 
-/// Every detailed-results row: the 13 functions, then Delivery Time, SMTP Data
-/// Response Time, POP Retrieve Response Time and Remote Message Delivery.
+/// Every detailed-results row: the 13 functions of the tally's access
+/// ([`crate::access::Access::functions`]), then Delivery Time, SMTP Data
+/// Response Time, POP Retrieve (or IMAP Fetch) Response Time and Remote
+/// Message Delivery.
 pub fn detail_rows(t: &LevelTally) -> Vec<Row> {
-    let mut rows: Vec<Row> = Function::ALL
+    let mut rows: Vec<Row> = t
+        .access
+        .functions()
         .iter()
-        .map(|&f| {
-            let s = t.function(f);
-            Row::ratio(f.name(), "5", s.attempts, s.pass)
-        })
+        .map(|&f| function_row(t, f))
         .collect();
     rows.push(Row::delivery(t.delivery.attempts, t.delivery.pass));
     rows.push(Row::ratio(
@@ -137,7 +138,7 @@ pub fn detail_rows(t: &LevelTally) -> Vec<Row> {
         t.data_response.pass,
     ));
     rows.push(Row::ratio(
-        "POP Retrieve Response Time",
+        t.access.retrieve_response(),
         "5+size/3000",
         t.retrieve_response.attempts,
         t.retrieve_response.pass,
@@ -151,7 +152,14 @@ pub fn detail_rows(t: &LevelTally) -> Vec<Row> {
     rows
 }
 
-/// The functions of the summary table, in its order.
+/// The row of one function, named for the tally's access.
+fn function_row(t: &LevelTally, f: Function) -> Row {
+    let s = t.function(f);
+    Row::ratio(f.label(t.access), "5", s.attempts, s.pass)
+}
+
+/// The functions of the summary table, in its order (for an IMAP run: IMAP
+/// Connect, Select, Fetch and Store).
 pub const SUMMARY_FUNCTIONS: [Function; 6] = [
     Function::SmtpConnect,
     Function::SmtpData,
@@ -164,12 +172,11 @@ pub const SUMMARY_FUNCTIONS: [Function; 6] = [
 /// The summary table's rows for one level: the six functions, Delivery Time, and
 /// the Error Rate (its `percent` is the error rate; it passes below 1 %).
 pub fn summary_rows(t: &LevelTally) -> Vec<Row> {
-    let detail = detail_rows(t);
     let mut rows: Vec<Row> = SUMMARY_FUNCTIONS
         .iter()
-        .map(|f| detail[f.index()].clone())
+        .map(|&f| function_row(t, f))
         .collect();
-    rows.push(detail[Function::ALL.len()].clone());
+    rows.push(Row::delivery(t.delivery.attempts, t.delivery.pass));
     let err = error_percent(t);
     let (sessions, errors) = (t.counters.sessions(), t.counters.session_errors());
     rows.push(Row {

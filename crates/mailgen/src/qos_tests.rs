@@ -153,7 +153,7 @@ fn too_few_probes_are_not_judged() {
     for _ in 0..100 {
         t.add_session(&ok(Function::SmtpConnect, 40.0));
     }
-    let delivery = |t: &LevelTally| detail_rows(t)[Function::ALL.len()].clone();
+    let delivery = |t: &LevelTally| detail_rows(t)[t.access.functions().len()].clone();
     t.delivery.attempts = 58;
     t.delivery.pass = 58;
     let row = delivery(&t);
@@ -330,4 +330,54 @@ fn closes_are_errors_and_drops_are_not() {
     assert_eq!((c.smtp_session, c.pop_session), (1, 1));
     assert_eq!((c.session_errors(), c.sessions()), (2, 3));
     assert!((error_percent(&t) - 200.0 / 3.0).abs() < 1e-9);
+}
+
+/// Issue 52, item 5: an IMAP run's rows name the IMAP commands, with the same
+/// limits and arithmetic, and no User ID row (LOGIN carries both).
+#[test]
+fn an_imap_tally_names_imap_rows() {
+    use crate::access::Access;
+    let mut t = LevelTally {
+        access: Access::Imap,
+        ..LevelTally::default()
+    };
+    t.add_session(&ok(Function::Expunge, 40.0));
+    let names: Vec<&str> = detail_rows(&t).iter().map(|r| r.name).collect();
+    assert_eq!(
+        names[6..],
+        [
+            "IMAP Connect",
+            "IMAP Login",
+            "IMAP Select",
+            "IMAP Fetch",
+            "IMAP Store",
+            "IMAP Expunge",
+            "IMAP Logout",
+            "Delivery Time",
+            "SMTP Data Response Time",
+            "IMAP Fetch Response Time",
+            "Remote Message Delivery",
+        ]
+    );
+    assert_eq!(detail_rows(&t)[11].attempts, 1);
+    let summary: Vec<&str> = summary_rows(&t).iter().map(|r| r.name).collect();
+    assert_eq!(
+        summary,
+        [
+            "SMTP Connect",
+            "SMTP Data",
+            "IMAP Connect",
+            "IMAP Select",
+            "IMAP Fetch",
+            "IMAP Store",
+            "Delivery Time",
+            "Error Rate",
+        ]
+    );
+    // A POP3 tally keeps the published names, and no Expunge row.
+    let pop = LevelTally::default();
+    let names: Vec<&str> = detail_rows(&pop).iter().map(|r| r.name).collect();
+    assert_eq!(names[6], "POP Connect");
+    assert!(!names.iter().any(|n| n.contains("IMAP")), "{names:?}");
+    assert_eq!(names.len(), 17);
 }

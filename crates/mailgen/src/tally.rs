@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use stoa_latency::Latency;
 
+use crate::access::Access;
 use crate::qos;
 
 /// The protocol steps the published detailed tables list, in their order.
@@ -39,13 +40,16 @@ pub enum Function {
     PopRetrieve,
     /// `DELE` → `+OK`.
     PopDelete,
+    /// IMAP only: `EXPUNGE` → `OK`, which commits the `STORE \Deleted`s (POP3's
+    /// `QUIT` does that, [`crate::access`]).
+    Expunge,
     /// `QUIT` → `+OK`.
     PopQuit,
 }
 
 impl Function {
     /// Every function, in report order.
-    pub const ALL: [Function; 13] = [
+    pub const ALL: [Function; 14] = [
         Function::SmtpConnect,
         Function::SmtpHello,
         Function::SmtpMailFrom,
@@ -58,10 +62,12 @@ impl Function {
         Function::PopStatus,
         Function::PopRetrieve,
         Function::PopDelete,
+        Function::Expunge,
         Function::PopQuit,
     ];
 
-    /// The row name of the published tables ("SMTP Connect", "POP User ID", …).
+    /// The row name of the published tables ("SMTP Connect", "POP User ID", …),
+    /// for a POP3 run ([`Function::label`] names the rows of either).
     pub fn name(self) -> &'static str {
         match self {
             Function::SmtpConnect => "SMTP Connect",
@@ -76,7 +82,25 @@ impl Function {
             Function::PopStatus => "POP Status",
             Function::PopRetrieve => "POP Retrieve",
             Function::PopDelete => "POP Delete",
+            Function::Expunge => "IMAP Expunge",
             Function::PopQuit => "POP Quit",
+        }
+    }
+
+    /// The row name in a run that reads the mailboxes with `access`: an IMAP
+    /// run names the IMAP command each POP3 function stands for ("IMAP
+    /// Select" for "POP Status", …, [`crate::access`]).
+    pub fn label(self, access: Access) -> &'static str {
+        match (access, self) {
+            (Access::Pop3, f) => f.name(),
+            (Access::Imap, Function::PopConnect) => "IMAP Connect",
+            (Access::Imap, Function::PopUserId) => "IMAP User ID",
+            (Access::Imap, Function::PopPassword) => "IMAP Login",
+            (Access::Imap, Function::PopStatus) => "IMAP Select",
+            (Access::Imap, Function::PopRetrieve) => "IMAP Fetch",
+            (Access::Imap, Function::PopDelete) => "IMAP Store",
+            (Access::Imap, Function::PopQuit) => "IMAP Logout",
+            (Access::Imap, f) => f.name(),
         }
     }
 
@@ -421,6 +445,10 @@ pub struct Started {
 /// Everything one load level measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LevelTally {
+    /// How the mailboxes were read: it names the rows (a merge keeps this
+    /// tally's).
+    #[serde(default)]
+    pub access: Access,
     /// One entry per [`Function::ALL`], same order.
     pub functions: Vec<FunctionStats>,
     /// "SMTP Data Response Time".
@@ -446,6 +474,7 @@ pub struct LevelTally {
 impl Default for LevelTally {
     fn default() -> LevelTally {
         LevelTally {
+            access: Access::default(),
             functions: vec![FunctionStats::default(); Function::ALL.len()],
             data_response: SizedStats::default(),
             retrieve_response: SizedStats::default(),

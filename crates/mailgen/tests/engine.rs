@@ -23,7 +23,8 @@ async fn a_level_drops_one_smtp_session_in_a_hundred() {
     let smtp = listener.local_addr().expect("addr");
     let workload = Workload {
         smtp,
-        pop3: common::refused_addr().await,
+        read_addr: common::refused_addr().await,
+        access: stoa_mailgen::access::Access::Pop3,
         domain: "stoa.test".into(),
         remote_domain: "remote.test".into(),
         users: 100,

@@ -282,6 +282,122 @@ fn quick_run_against_the_builtin_server() {
     );
 }
 
+/// Issue 52, item 5: `--access imap` reads the built-in server's mailboxes
+/// over IMAP (its checks, the delivery probes' polls and the store check),
+/// names the reading rows IMAP and marks the run non-compliant with the
+/// kit's reason. Short: a declared store of 100 accounts, a 15 s window.
+#[test]
+fn quick_imap_run_against_the_builtin_server() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let dir = out.path().join("report");
+    let dir_text = dir.to_str().expect("utf-8 path");
+    let run = bench_mail(&[
+        "--access",
+        "imap",
+        "--store-users",
+        "100",
+        "--rate",
+        "5",
+        "--levels",
+        "100",
+        "--warmup",
+        "2s",
+        "--run-time",
+        "15s",
+        "--cooldown",
+        "3s",
+        "--drain-limit",
+        "30s",
+        "--probe-share",
+        "0.5",
+        "--check-sample",
+        "20",
+        "--seed",
+        "5",
+        "--password-scheme",
+        "ssha",
+        "--out",
+        dir_text,
+    ]);
+    assert!(run.success, "the run failed; stderr:\n{}", run.stderr);
+    assert!(
+        run.stderr.contains("stoa bench: built-in server: SMTP ")
+            && run.stderr.contains(", IMAP 127.0.0.1:"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("store check"), "{}", run.stderr);
+    let summary = &run.stdout[run.stdout.find("Summary Results").expect("summary")..];
+    for name in ["IMAP Connect", "IMAP Select", "IMAP Fetch", "IMAP Store"] {
+        assert!(
+            summary.contains(name),
+            "no {name} in the summary:\n{summary}"
+        );
+    }
+    // The tables (the notes before them are the kit's interpretations, which
+    // speak of POP) name no POP row.
+    let tables = &summary[..summary.find("\nNotes\n").expect("notes")];
+    for pop in [
+        "POP Connect",
+        "POP Status",
+        "POP Retrieve",
+        "POP Delete",
+        "POP Session",
+    ] {
+        assert!(!tables.contains(pop), "{pop} in an IMAP run:\n{tables}");
+    }
+    let json = read_json(&dir);
+    assert_eq!(json["access"], "imap");
+    assert!(
+        json["addresses"]["imap"].is_string(),
+        "{}",
+        json["addresses"]
+    );
+    // Every IMAP check of the window was answered as expected.
+    for name in [
+        "IMAP Connect",
+        "IMAP Login",
+        "IMAP Select",
+        "IMAP Fetch",
+        "IMAP Store",
+        "IMAP Logout",
+        "IMAP Fetch Response Time",
+    ] {
+        let row = detail_row(&json, 0, name);
+        assert!(attempts(row) > 0, "no {name} attempts: {row}");
+        assert!(passed(row), "{name}: {row}");
+    }
+    let level = &json["levels"][0];
+    assert_eq!(level["error_rate_percent"], 0.0, "{}", level["counters"]);
+    // The probes' IMAP polls found their messages.
+    let delivery = detail_row(&json, 0, "Delivery Time");
+    assert!(attempts(delivery) > 0, "no delivery probes: {delivery}");
+    assert_eq!(delivery["pass"], delivery["attempts"], "{delivery}");
+    // Non-compliant, with the kit's reason, in the JSON and the report's box.
+    assert_eq!(json["compliant"], false);
+    let access = json["deviations"]
+        .as_array()
+        .expect("deviations")
+        .iter()
+        .find(|d| d["setting"] == "access")
+        .unwrap_or_else(|| panic!("no access deviation: {}", json["deviations"]));
+    assert_eq!(
+        access["kit"], "the kit reads mail over POP3 (mail2001.md §1.5)",
+        "{access}"
+    );
+    let flat = run
+        .stdout
+        .split_whitespace()
+        .filter(|w| *w != "|")
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("the kit reads mail over POP3"),
+        "{}",
+        run.stdout
+    );
+}
+
 // ---------------------------------------------------------------------------
 // A broken server: loses every message, answers DELE after 6 s
 // ---------------------------------------------------------------------------

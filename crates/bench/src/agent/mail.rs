@@ -299,7 +299,7 @@ pub(super) async fn session(
         let checked = async {
             check_plan(&plan)?;
             reach("SMTP", plan.workload.smtp).await?;
-            reach("POP3", plan.workload.pop3).await
+            reach(plan.workload.access.name(), plan.workload.read_addr).await
         };
         if let Err(why) = checked.await {
             let _ = out.send(FromAgent::Error(why.clone())).await;
@@ -311,9 +311,10 @@ pub(super) async fn session(
             .build()
             .context("cannot start the load runtime")?;
         eprintln!(
-            "stoa bench agent: mail run against SMTP {} and POP3 {} as agent {} of {}",
+            "stoa bench agent: mail run against SMTP {} and {} {} as agent {} of {}",
             plan.workload.smtp,
-            plan.workload.pop3,
+            plan.workload.access.name(),
+            plan.workload.read_addr,
             plan.share.index + 1,
             plan.share.agents
         );
@@ -887,7 +888,8 @@ mod tests {
     fn workload() -> Workload {
         Workload {
             smtp: "127.0.0.1:25".parse().expect("addr"),
-            pop3: "127.0.0.1:110".parse().expect("addr"),
+            read_addr: "127.0.0.1:110".parse().expect("addr"),
+            access: stoa_mailgen::access::Access::Pop3,
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             users: 1000,

@@ -363,7 +363,8 @@ mod tests {
         assert_eq!(parse_hello(b"{").expect_err("junk"), "malformed message");
         let workload = stoa_mailgen::engine::Workload {
             smtp: "127.0.0.1:25".parse().expect("addr"),
-            pop3: "127.0.0.1:110".parse().expect("addr"),
+            read_addr: "127.0.0.1:110".parse().expect("addr"),
+            access: stoa_mailgen::access::Access::Pop3,
             domain: "stoa.test".into(),
             remote_domain: "remote.test".into(),
             users: 10,

@@ -1,7 +1,7 @@
 //! Whether a `stoa bench mail` run is the kit's run: the standard profile's
 //! phases at 80, 100 and 120 % of the claimed rate (mail2001.md §3.1, §3.2), a
 //! store of 200 × rate accounts (§1.2), the 60 s reply timeout (§2.4) and 1 %
-//! delivery probes (§2.2). Anything else is listed as a [`Deviation`], and the
+//! delivery probes (§2.2), reading the mail over POP3 (§1.5). Anything else is listed as a [`Deviation`], and the
 //! report prints the rate as non-compliant.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use stoa_mailgen::engine::Workload;
 
 use crate::report::mail::mpm as rate;
 
-use super::{Options, PROBE_SHARE, STANDARD, Settings};
+use super::{AccessName, Options, PROBE_SHARE, STANDARD, Settings};
 
 /// The kit's load levels, percent of the claimed rate (mail2001.md §3.1).
 const KIT_LEVELS: [u32; 3] = [80, 100, 120];
@@ -167,6 +167,13 @@ pub(crate) fn deviations(
                 PROBE_SHARE * 100.0
             ),
         ),
+        rule(
+            "access",
+            args.access != AccessName::Pop3,
+            "mailboxes read over IMAP (--access imap: LOGIN, SELECT, FETCH and STORE \\Deleted \
+             of each message, EXPUNGE, LOGOUT in place of each POP3 check)",
+            "the kit reads mail over POP3 (mail2001.md §1.5)",
+        ),
     ]
     .into_iter()
     .flatten()
@@ -182,8 +189,8 @@ pub(crate) fn kit_run() -> String {
         "The kit's run: stoa bench mail --profile standard ({} warm-up, {} measured and {} \
          cool-down at each of {}: about {} h {:02} min, plus the store's fill and up to {} per \
          level for judged sessions to finish), without --warmup, --run-time, --cooldown, \
-         --levels, --find-max, --reply-timeout, --probe-share or --store-users, and with --users \
-         at most 200 × --rate.",
+         --levels, --find-max, --reply-timeout, --probe-share, --store-users or --access imap, and \
+         with --users at most 200 × --rate.",
         seconds(k.warmup),
         seconds(k.run),
         seconds(k.cooldown),

@@ -38,8 +38,12 @@ pub(super) async fn run_level(
     };
     let label = format!("{mpm:.1} msgs/min at {:.0}%", load * 100.0);
     eprintln!(
-        "stoa bench: level {label}: {:.2} user SMTP/s, {:.2} remote SMTP/s, {:.2} initial POP/s, {:.2} repeated POP/s",
-        rates.user_smtp, rates.remote_smtp, rates.initial_pop, rates.repeated_pop
+        "stoa bench: level {label}: {:.2} user SMTP/s, {:.2} remote SMTP/s, {:.2} initial {p}/s, {:.2} repeated {p}/s",
+        rates.user_smtp,
+        rates.remote_smtp,
+        rates.initial_pop,
+        rates.repeated_pop,
+        p = engine.workload().access.prefix(),
     );
     let live = Arc::new(Live::default());
     let remote = agents.as_ref().map(|a| a.live());
@@ -90,7 +94,7 @@ pub(super) async fn run_level(
         ),
         crate::report::count(
             tally.started.initial_pop + tally.started.repeated_pop,
-            "POP session"
+            &format!("{} session", tally.access.prefix())
         ),
     );
     Ok(LevelResult {

@@ -40,7 +40,7 @@ pub(crate) use compliance::{NOTE as COMPLIANCE_NOTE, kit_run};
 pub use fill::default_journal;
 use fill::{check_store, fill_store, print_store_check};
 use level::run_level;
-pub use options::{Options, ProfileName, UsersFormat, UsersOptions};
+pub use options::{AccessName, Options, ProfileName, UsersFormat, UsersOptions};
 use run::{LevelResult, MailRun, Phases, StoreCheck, Trial};
 pub use tiers::{Front, TierCount, TierNote, TierSpec};
 
@@ -84,6 +84,18 @@ const CHOICES: [&str; 11] = [
     "The retry pool (7.5 % of the accounts) is drawn per run; a repeated check takes a pool mailbox not checked for 300 s, or is skipped and counted as \"Retry Pool Exhausted\".",
     "The store is filled once by SMTP to the steady state (its contents fixed by --store-seed) and checked on a sample of mailboxes before the run; a store with more accounts than 200 × rate serves lower rates. A store declared smaller (--store-users) takes the rate's streams over fewer mailboxes, each receiving and checked more often, with a retry pool of 7.5 % of the 200 × rate accounts the kit would have (at most 90 % of the store), so that re-checks keep the kit's interval. Before the first level the harness writes this machine's dirty pages to disk (sync(2)), so that no run's load starts while its fill is still being written back.",
 ];
+
+/// How an IMAP run reads the mailboxes, printed with the choices.
+const IMAP_CHOICE: &str = "Mailboxes are read over IMAP (--access imap), not POP3 as in the kit: each POP check is LOGIN (the \"IMAP Login\" row, where POP has User ID and Password), SELECT INBOX (\"IMAP Select\", as POP Status), then for each message FETCH n (BODY.PEEK[]) (\"IMAP Fetch\", timed to the first line of its data as POP Retrieve to its +OK; the whole response to the tagged OK is \"IMAP Fetch Response Time\", judged against 5 s + size / 3,000 B/s) and STORE n +FLAGS.SILENT (\\Deleted) (\"IMAP Store\", as POP Delete), EXPUNGE when there was mail (\"IMAP Expunge\", not judged, as POP has no command for it) and LOGOUT (\"IMAP Logout\", as POP Quit); the judged rows and their limits are POP's. Delivery probes poll with FETCH n (BODY.PEEK[HEADER]) as POP's TOP n 0, and the store check counts with EXAMINE and FETCH 1:n (RFC822.SIZE). The IMAP counters count as the POP ones.";
+
+/// The interpretations of a run reading over `access`.
+fn choices(access: stoa_mailgen::access::Access) -> Vec<&'static str> {
+    let mut choices = CHOICES.to_vec();
+    if access == stoa_mailgen::access::Access::Imap {
+        choices.push(IMAP_CHOICE);
+    }
+    choices
+}
 
 /// Runs `stoa bench mail`: the sink, the store (filled and checked), the load
 /// levels (or the `--find-max` search) and the reports.
@@ -297,9 +309,10 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
     let external = args.smtp.is_some();
     let listener = bind_sink(args, external).await?;
     let sink_addr = listener.local_addr().context("the sink's address")?;
-    let (smtp, pop3, mut server) = match (&args.smtp, &args.pop3) {
-        (Some(smtp), Some(pop3)) => (resolve(smtp, "--smtp")?, resolve(pop3, "--pop3")?, None),
-        _ => {
+    let access = args.access.access();
+    let (smtp, read_addr, mut server) = match external_addresses(args)? {
+        Some((smtp, read_addr)) => (smtp, read_addr, None),
+        None => {
             let exe = crate::stoa_exe(args.server_exe.as_deref())?;
             let users = server::Users {
                 domain: &args.domain,
@@ -313,12 +326,13 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
                 sink_addr,
                 &args.server_set,
                 args.server_cpus.as_ref(),
+                access,
             )
             .await?;
-            (b.smtp, b.pop3, Some(b))
+            (b.smtp, b.read_addr, Some(b))
         }
     };
-    let workload = workload(args, &s, smtp, pop3);
+    let workload = workload(args, &s, smtp, read_addr);
     // The agents are reached, checked and given their shares before any load.
     let mut agents = if args.agents.is_empty() {
         None
@@ -416,7 +430,8 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         smtp: smtp.to_string(),
-        pop3: pop3.to_string(),
+        access,
+        read_addr: read_addr.to_string(),
         sink: sink.local_addr().to_string(),
         phases: s.phases,
         levels,
@@ -429,7 +444,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         agents: agent_infos,
         seed: s.seed,
         started,
-        choices: CHOICES.to_vec(),
+        choices: choices(access),
         tiers: s.tiers.summary(),
         placement,
     };
@@ -443,7 +458,7 @@ async fn run_async(args: &Options) -> anyhow::Result<()> {
         crate::report::mail::json(&run),
         (
             &run.server_software,
-            format!("SMTP {}, POP3 {}", run.smtp, run.pop3),
+            format!("SMTP {}, {} {}", run.smtp, access.name(), run.read_addr),
         ),
         processes,
     );
@@ -466,11 +481,32 @@ async fn bind_sink(args: &Options, external: bool) -> anyhow::Result<tokio::net:
         .with_context(|| format!("cannot listen on {sink_addr} for the sink (--sink-listen)"))
 }
 
-/// The load's settings for the server at `smtp` and `pop3`.
-fn workload(args: &Options, s: &Settings, smtp: SocketAddr, pop3: SocketAddr) -> Workload {
+/// The addresses of an external server: `--smtp`, and `--pop3` or, with
+/// `--access imap`, `--imap`; `None` for the built-in server.
+fn external_addresses(args: &Options) -> anyhow::Result<Option<(SocketAddr, SocketAddr)>> {
+    let Some(smtp) = &args.smtp else {
+        return Ok(None);
+    };
+    let smtp = resolve(smtp, "--smtp")?;
+    let read = match (args.access, &args.pop3, &args.imap) {
+        (AccessName::Pop3, Some(pop3), _) => resolve(pop3, "--pop3")?,
+        (AccessName::Imap, _, Some(imap)) => resolve(imap, "--imap")?,
+        (AccessName::Pop3, None, Some(_)) => {
+            bail!("--imap is read with --access imap; without it, give --pop3")
+        }
+        (AccessName::Pop3, None, None) => bail!("--smtp needs --pop3 (or --access imap --imap)"),
+        (AccessName::Imap, _, None) => bail!("--access imap with --smtp needs --imap"),
+    };
+    Ok(Some((smtp, read)))
+}
+
+/// The load's settings for the server at `smtp`, its mailboxes read at
+/// `read_addr` over `--access`.
+fn workload(args: &Options, s: &Settings, smtp: SocketAddr, read_addr: SocketAddr) -> Workload {
     Workload {
         smtp,
-        pop3,
+        read_addr,
+        access: args.access.access(),
         domain: args.domain.clone(),
         remote_domain: args.remote_domain.clone(),
         users: s.users,
@@ -552,7 +588,8 @@ fn require_steady_state(store: &StoreCheck, external: bool, users: u32) -> anyho
     if external {
         bail!(
             "the store does not look like the steady state ({}); fill it first with \
-             `stoa bench mail --init-only --smtp … --pop3 … --users {users}`",
+             `stoa bench mail --init-only --smtp … --pop3 … --users {users}` (or --access imap \
+             --imap …)",
             store.notes.join("; "),
         );
     }

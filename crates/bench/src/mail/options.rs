@@ -17,18 +17,54 @@ pub enum ProfileName {
     Standard,
 }
 
+/// How the mailboxes are read (`--access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccessName {
+    /// POP3, as the kit.
+    #[value(help = None::<&str>)]
+    Pop3,
+    /// IMAP, a non-compliant run.
+    #[value(help = None::<&str>)]
+    Imap,
+}
+
+impl AccessName {
+    /// The load engine's value.
+    pub fn access(self) -> stoa_mailgen::access::Access {
+        match self {
+            AccessName::Pop3 => stoa_mailgen::access::Access::Pop3,
+            AccessName::Imap => stoa_mailgen::access::Access::Imap,
+        }
+    }
+}
+
 /// A `stoa bench mail` run; each field is the flag of the same name, and its
 /// documentation the flag's help (the binary flattens these into `stoa bench mail`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct Options {
-    /// The server's SMTP service (`HOST:PORT`); with --pop3. Default: a built-in
-    /// `stoa serve` on loopback, filled and checked for the run.
-    #[arg(long, value_name = "ADDR", requires = "pop3")]
+    /// The server's SMTP service (`HOST:PORT`); with --pop3 (or --imap with
+    /// --access imap). Default: a built-in `stoa serve` on loopback, filled
+    /// and checked for the run.
+    #[arg(long, value_name = "ADDR")]
     pub smtp: Option<String>,
 
     /// The server's POP3 service (`HOST:PORT`); with --smtp.
-    #[arg(long, value_name = "ADDR", requires = "smtp")]
+    #[arg(long, value_name = "ADDR", requires = "smtp", conflicts_with = "imap")]
     pub pop3: Option<String>,
+
+    /// How the harness reads the mailboxes: `pop3` (the kit's) or `imap`, which
+    /// replaces each POP3 check by its IMAP equivalent (LOGIN, SELECT INBOX,
+    /// FETCH and STORE \Deleted of each message, EXPUNGE, LOGOUT), the delivery
+    /// probes' polls and the store check too, with the same QoS arithmetic and
+    /// rows named IMAP …; an IMAP run is non-compliant (the kit reads mail over
+    /// POP3). The built-in server then listens for IMAP.
+    #[arg(long, value_name = "PROTOCOL", value_enum, default_value = "pop3")]
+    pub access: AccessName,
+
+    /// The server's IMAP service (`HOST:PORT`, plain text, LOGIN allowed), read
+    /// with --access imap; with --smtp.
+    #[arg(long, value_name = "ADDR", requires = "smtp")]
+    pub imap: Option<String>,
 
     /// The claimed rate, SPECmail2001-style messages per minute (the 100 %
     /// level); users = 200 × rate. Default: --users / 200, or 20 (4,000 users).
@@ -136,8 +172,9 @@ pub struct Options {
     /// instead of in this process: each sends an even share of the SMTP
     /// sessions and checks its own share of the mailboxes. This process keeps
     /// the sink, the store's fill and check, the delivery probes, the QoS tally
-    /// and the one report. The agents must reach --smtp/--pop3 (the built-in
-    /// server listens on loopback: agents on this machine only).
+    /// and the one report. The agents must reach --smtp and --pop3 (or
+    /// --imap; the built-in server listens on loopback: agents on this
+    /// machine only).
     #[arg(long, value_name = "ADDR,…", value_delimiter = ',')]
     pub agents: Vec<String>,
 

@@ -125,8 +125,10 @@ pub(crate) struct MailRun {
     pub(crate) remote_domain: String,
     /// The SMTP address.
     pub(crate) smtp: String,
-    /// The POP3 address.
-    pub(crate) pop3: String,
+    /// How the mailboxes were read (`--access`).
+    pub(crate) access: stoa_mailgen::access::Access,
+    /// The address they were read at: POP3's, or IMAP's.
+    pub(crate) read_addr: String,
     /// The sink's address.
     pub(crate) sink: String,
     /// Phase lengths.

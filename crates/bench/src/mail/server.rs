@@ -1,4 +1,5 @@
-//! The built-in server under test: `stoa serve` with SMTP and POP3 over a fresh
+//! The built-in server under test: `stoa serve` with SMTP and POP3 (or IMAP, for
+//! `--access imap`) over a fresh
 //! mail directory in a temporary directory, its users generated for the run, and
 //! mail to other domains relayed to the harness's sink.
 
@@ -10,6 +11,7 @@ use anyhow::{Context, bail};
 use stoa_directory::Scheme;
 use stoa_directory::embedded::{EmbeddedDirectory, NewUser, Options};
 use stoa_directory::scheme::{Cost, hash};
+use stoa_mailgen::access::Access;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -17,7 +19,8 @@ use tokio::process::{Child, Command};
 #[derive(Debug)]
 pub(crate) struct BuiltIn {
     pub(crate) smtp: SocketAddr,
-    pub(crate) pop3: SocketAddr,
+    /// Where the mailboxes are read: the POP3 listener, or the IMAP one.
+    pub(crate) read_addr: SocketAddr,
     child: Child,
     /// The last lines of its error log.
     log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
@@ -78,6 +81,8 @@ const HARNESS_KEYS: &[&str] = &[
     "smtp.relay_host",
     "pop3.mail_dir",
     "pop3.listen",
+    "imap.mail_dir",
+    "imap.listen",
     // The report names the scheme --password-scheme gave.
     "directory.password_scheme",
     "directory.allow_plain_passwords",
@@ -139,6 +144,7 @@ impl BuiltIn {
         sink: SocketAddr,
         settings: &[String],
         cpus: Option<&crate::cpus::CpuList>,
+        access: Access,
     ) -> anyhow::Result<BuiltIn> {
         let dir = tempfile::Builder::new()
             .prefix("stoa-bench-mail-")
@@ -175,13 +181,24 @@ impl BuiltIn {
         let config = dir.path().join("stoa.toml");
         let mail = mail_dir.display().to_string();
         // Everything comes from 127.0.0.1: no per-client limit; the load's users
-        // relay without AUTH from the trusted loopback, as in the kit.
+        // relay without AUTH from the trusted loopback, as in the kit. IMAP,
+        // for --access imap, over the same mail directory (INBOX is the POP3
+        // mailbox).
+        let imap = if access == Access::Imap {
+            format!(
+                "[imap]\nmail_dir = {mail:?}\nlisten = [\"127.0.0.1:0\"]\n\
+                 allow_plaintext_auth = true\nmax_connections_per_client = 0\n\n"
+            )
+        } else {
+            String::new()
+        };
         let text = format!(
             "[smtp]\nmail_dir = {mail:?}\nlisten = [\"127.0.0.1:0\"]\ndomains = [{domain:?}]\n\
              trusted_networks = [\"127.0.0.0/8\"]\nrelay_host = \"{sink}\"\n\
              max_connections_per_client = 0\n\n\
              [pop3]\nmail_dir = {mail:?}\nlisten = [\"127.0.0.1:0\"]\n\
              allow_plaintext_auth = true\nmax_connections_per_client = 0\n\n\
+             {imap}\
              [directory]\npassword_scheme = \"{}\"\nallow_plain_passwords = {}\n",
             scheme.name(),
             scheme == Scheme::Plain
@@ -202,9 +219,9 @@ impl BuiltIn {
             .context("cannot start stoa serve")?;
         let stderr = child.stderr.take().context("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();
-        let (mut smtp, mut pop3) = (None, None);
+        let (mut smtp, mut pop3, mut imap) = (None, None, None);
         let mut log = Vec::new();
-        while smtp.is_none() || pop3.is_none() {
+        while smtp.is_none() || pop3.is_none() || (access == Access::Imap && imap.is_none()) {
             let Some(line) = lines.next_line().await? else {
                 bail!("stoa serve exited before listening:\n{}", log.join("\n"));
             };
@@ -212,6 +229,8 @@ impl BuiltIn {
                 smtp = Some(a.parse().context("bad SMTP address")?);
             } else if let Some(a) = line.strip_prefix("stoa: listening on pop3://") {
                 pop3 = Some(a.parse().context("bad POP3 address")?);
+            } else if let Some(a) = line.strip_prefix("stoa: listening on imap://") {
+                imap = Some(a.parse().context("bad IMAP address")?);
             } else if line.contains("unknown key, ignored") {
                 // The server warns and goes on; a run whose --server-set did
                 // not take would measure the wrong configuration.
@@ -237,13 +256,20 @@ impl BuiltIn {
                 t.push_back(line);
             }
         });
-        let (Some(smtp), Some(pop3)) = (smtp, pop3) else {
+        let read = match access {
+            Access::Pop3 => pop3,
+            Access::Imap => imap,
+        };
+        let (Some(smtp), Some(read_addr)) = (smtp, read) else {
             bail!("stoa serve did not report its addresses");
         };
-        eprintln!("stoa bench: built-in server: SMTP {smtp}, POP3 {pop3}, relaying to {sink}");
+        eprintln!(
+            "stoa bench: built-in server: SMTP {smtp}, {} {read_addr}, relaying to {sink}",
+            access.name()
+        );
         Ok(BuiltIn {
             smtp,
-            pop3,
+            read_addr,
             child,
             log: tail,
             _dir: dir,

@@ -128,3 +128,51 @@ fn mail_users_writes_dovecot_passwd_lines_of_the_scheme() {
         }
     }
 }
+
+/// `stoa bench mail --no-archive <flags>` through clap, as the binary parses
+/// it.
+fn parse(flags: &[&str]) -> Result<Options, clap::Error> {
+    use clap::{Args as _, FromArgMatches as _};
+    let command = Options::augment_args(clap::Command::new("mail"));
+    let argv = ["mail", "--no-archive"].iter().chain(flags);
+    let matches = command.try_get_matches_from(argv)?;
+    Options::from_arg_matches(&matches)
+}
+
+/// Issue 52, item 5: `--access imap` reads an external server at `--imap`;
+/// `--imap` without it, `--access imap` without `--imap`, or both `--pop3`
+/// and `--imap` are refused before any load.
+#[test]
+fn external_addresses_follow_the_access() {
+    let defaults = parse(&[]).expect("defaults");
+    assert_eq!(defaults.access, AccessName::Pop3);
+    assert!(external_addresses(&defaults).expect("ok").is_none());
+    let imap = parse(&[
+        "--smtp",
+        "127.0.0.1:25",
+        "--access",
+        "imap",
+        "--imap",
+        "127.0.0.1:143",
+    ])
+    .expect("parses");
+    let (smtp, read) = external_addresses(&imap).expect("ok").expect("external");
+    assert_eq!((smtp.port(), read.port()), (25, 143));
+    assert_eq!(imap.access.access(), stoa_mailgen::access::Access::Imap);
+    let pop = parse(&["--smtp", "127.0.0.1:25", "--pop3", "127.0.0.1:110"]).expect("parses");
+    let (_, read) = external_addresses(&pop).expect("ok").expect("external");
+    assert_eq!(read.port(), 110);
+    let missing = parse(&["--smtp", "127.0.0.1:25", "--access", "imap"]).expect("parses");
+    let err = external_addresses(&missing).expect_err("no --imap");
+    assert!(err.to_string().contains("needs --imap"), "{err}");
+    let wrong = parse(&["--smtp", "127.0.0.1:25", "--imap", "127.0.0.1:143"]).expect("parses");
+    let err = external_addresses(&wrong).expect_err("--imap without --access imap");
+    assert!(err.to_string().contains("--access imap"), "{err}");
+    assert!(
+        parse(&["--imap", "127.0.0.1:143"]).is_err(),
+        "--imap needs --smtp"
+    );
+    assert!(parse(&["--access", "smtp"]).is_err());
+    let both = ["--smtp", "a:1", "--pop3", "b:2", "--imap", "c:3"];
+    assert!(parse(&both).is_err(), "--pop3 and --imap together");
+}

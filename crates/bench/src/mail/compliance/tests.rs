@@ -243,3 +243,26 @@ fn the_note_says_how_long_the_kits_run_takes() {
     assert_eq!(percents(&[100]), "100 %");
     assert_eq!(percents(&[80, 100]), "80 % and 100 %");
 }
+
+/// Issue 52, item 5: reading the mail over IMAP is a deviation, whatever
+/// else the run does, with the reason the kit gives none.
+#[test]
+fn imap_access_is_non_compliant() {
+    let imap = Options {
+        access: AccessName::Imap,
+        ..standard()
+    };
+    let found = of(&imap);
+    assert_eq!(keys(&imap), ["access"]);
+    assert!(
+        found[0]
+            .1
+            .ends_with("the kit reads mail over POP3 (mail2001.md §1.5)"),
+        "{found:?}"
+    );
+    assert!(
+        found[0].1.starts_with("mailboxes read over IMAP"),
+        "{found:?}"
+    );
+    assert!(kit_run().contains("--access imap"));
+}

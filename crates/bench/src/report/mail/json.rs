@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 use stoa_latency::Latency;
 use stoa_mail2001::Rates;
+use stoa_mailgen::access::Access;
 use stoa_mailgen::qos;
-use stoa_mailgen::tally::{Function, SizeStats};
+use stoa_mailgen::tally::SizeStats;
 
 use super::{
     BENCHMARK, NOTICE, PERCENTILES, USERS_PER_MPM, best_mpm, established, run_outcome, streams,
@@ -57,9 +58,14 @@ fn rates_json(r: &Rates) -> Value {
 /// One level's figures.
 fn level_json(l: &LevelResult) -> Value {
     let t = &l.tally;
-    let times: serde_json::Map<String, Value> = Function::ALL
+    let times: serde_json::Map<String, Value> = t
+        .access
+        .functions()
         .iter()
-        .map(|&f| (f.name().to_owned(), latency_json(&t.function(f).latency)))
+        .map(|&f| {
+            let name = f.label(t.access).to_owned();
+            (name, latency_json(&t.function(f).latency))
+        })
         .collect();
     let actual = t.actual_mpm();
     let started: serde_json::Map<String, Value> = streams(l)
@@ -121,6 +127,7 @@ fn level_json(l: &LevelResult) -> Value {
 pub(crate) fn to_json(run: &MailRun) -> Value {
     json!({
         "benchmark": BENCHMARK,
+        "access": run.access,
         "notice": NOTICE,
         "title": title(run),
         "server_software": run.server_software,
@@ -161,7 +168,8 @@ pub(crate) fn to_json(run: &MailRun) -> Value {
         "sink": run.sink_stats,
         "addresses": {
             "smtp": run.smtp,
-            "pop3": run.pop3,
+            "pop3": (run.access == Access::Pop3).then_some(&run.read_addr),
+            "imap": (run.access == Access::Imap).then_some(&run.read_addr),
             "sink": run.sink,
             "domain": run.domain,
             "remote_domain": run.remote_domain,

@@ -16,8 +16,9 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use stoa_mailgen::access::Access;
 use stoa_mailgen::qos::{self, Outcome, Row};
-use stoa_mailgen::tally::{Function, LevelTally, SizeStats};
+use stoa_mailgen::tally::{LevelTally, SizeStats};
 
 use super::doc::{Block, Cell, Document, Table, cells};
 use super::svg::Marks;
@@ -156,9 +157,12 @@ fn required(row: &Row) -> String {
     }
 }
 
-/// The counters table's rows: the published counters, then this harness's.
+/// The counters table's rows: the published counters, then this harness's;
+/// an IMAP run's reading side is named IMAP.
 fn counters(t: &LevelTally) -> Vec<(&'static str, u64)> {
     let c = &t.counters;
+    let imap = t.access == Access::Imap;
+    let pick = |pop: &'static str, other: &'static str| if imap { other } else { pop };
     vec![
         ("SMTP Connect Error", c.smtp_connect_error),
         ("SMTP Protocol Error", c.smtp_protocol_error),
@@ -167,13 +171,19 @@ fn counters(t: &LevelTally) -> Vec<(&'static str, u64)> {
         ("SMTP To Local", c.smtp_to_local),
         ("SMTP To Remote", c.smtp_to_remote),
         ("SINK Connect Error", c.sink_connect_error),
-        ("POP Connect Error", c.pop_connect_error),
-        ("POP Protocol Error", c.pop_protocol_error),
-        ("POP Disconnect", c.pop_disconnect),
-        ("POP Session", c.pop_session),
+        (
+            pick("POP Connect Error", "IMAP Connect Error"),
+            c.pop_connect_error,
+        ),
+        (
+            pick("POP Protocol Error", "IMAP Protocol Error"),
+            c.pop_protocol_error,
+        ),
+        (pick("POP Disconnect", "IMAP Disconnect"), c.pop_disconnect),
+        (pick("POP Session", "IMAP Session"), c.pop_session),
         ("Delivery Time Connect Error", c.delivery_time_connect_error),
         ("SMTP Timeout", c.smtp_timeout),
-        ("POP Timeout", c.pop_timeout),
+        (pick("POP Timeout", "IMAP Timeout"), c.pop_timeout),
         ("Delivery Late (>60 s)", t.delivery.late),
         ("Delivery Lost", t.delivery.lost),
         ("Late Starts (generator)", c.late_starts),
@@ -186,11 +196,15 @@ fn counters(t: &LevelTally) -> Vec<(&'static str, u64)> {
 /// window.
 fn streams(l: &LevelResult) -> [(&'static str, f64, u64); 4] {
     let (r, s) = (&l.rates, &l.tally.started);
+    let (initial, repeated) = match l.tally.access {
+        Access::Pop3 => ("Initial POP", "Repeated POP"),
+        Access::Imap => ("Initial IMAP", "Repeated IMAP"),
+    };
     [
         ("User SMTP", r.user_smtp, s.user_smtp),
         ("Remote MTA SMTP", r.remote_smtp, s.remote_smtp),
-        ("Initial POP", r.initial_pop, s.initial_pop),
-        ("Repeated POP", r.repeated_pop, s.repeated_pop),
+        (initial, r.initial_pop, s.initial_pop),
+        (repeated, r.repeated_pop, s.repeated_pop),
     ]
 }
 
@@ -426,7 +440,14 @@ fn run_block(doc: &mut Document, run: &MailRun) {
         ("Server CPUs", run.placement.server_words()),
         ("Load generators", agents::generators(run)),
         ("SMTP", run.smtp.clone()),
-        ("POP3", run.pop3.clone()),
+        (run.access.name(), run.read_addr.clone()),
+        (
+            "Mail read over",
+            match run.access {
+                Access::Pop3 => "POP3 (the kit's)".to_owned(),
+                Access::Imap => "IMAP (--access imap; non-compliant)".to_owned(),
+            },
+        ),
         ("Sink", run.sink.clone()),
         (
             "Domains",
@@ -471,7 +492,11 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
         .map(|l| qos::summary_rows(&l.tally))
         .collect();
     let (mut any_fail, mut any_unjudged) = (false, false);
-    for (i, row) in qos::summary_rows(&LevelTally::default()).iter().enumerate() {
+    let names = LevelTally {
+        access: run.access,
+        ..LevelTally::default()
+    };
+    for (i, row) in qos::summary_rows(&names).iter().enumerate() {
         let mut r = cells([row.name.to_owned(), row.limit.to_owned(), required(row)]);
         for rows in &per_level {
             let cell = &rows[i];
@@ -712,7 +737,13 @@ fn detail(doc: &mut Document, run: &MailRun, level: &LevelResult, charts: bool) 
     ]);
     for (name, s) in [
         ("SMTP Data (KB up)", &tally.data_up),
-        ("POP Retrieve (KB down)", &tally.retrieve_down),
+        (
+            match tally.access {
+                Access::Pop3 => "POP Retrieve (KB down)",
+                Access::Imap => "IMAP Fetch (KB down)",
+            },
+            &tally.retrieve_down,
+        ),
     ] {
         t.row(size_row(name, s));
     }
@@ -776,11 +807,11 @@ fn times_table(tally: &LevelTally) -> Table {
         "Average Time (ms)",
         "p95 Time (ms)",
     ]);
-    for f in Function::ALL {
+    for &f in tally.access.functions() {
         let l = &tally.function(f).latency;
         if l.count() == 0 {
             t.row(cells([
-                f.name().into(),
+                f.label(tally.access).into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -788,7 +819,7 @@ fn times_table(tally: &LevelTally) -> Table {
             ]));
         } else {
             t.row(cells([
-                f.name().into(),
+                f.label(tally.access).into(),
                 num(l.min_ms(), 2),
                 num(l.max_ms(), 2),
                 num(l.mean_ms(), 2),
@@ -801,11 +832,15 @@ fn times_table(tally: &LevelTally) -> Table {
 
 /// p50, p90 and p99 of each function's response time, as grouped bars.
 fn times_chart(tally: &LevelTally, label: &str) -> Block {
-    let groups: Vec<String> = Function::ALL.iter().map(|f| f.name().to_owned()).collect();
+    let functions = tally.access.functions();
+    let groups: Vec<String> = functions
+        .iter()
+        .map(|f| f.label(tally.access).to_owned())
+        .collect();
     let series: Vec<(String, Vec<f64>)> = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)]
         .iter()
         .map(|(name, q)| {
-            let values = Function::ALL
+            let values = functions
                 .iter()
                 .map(|&f| tally.function(f).latency.quantile_ms(*q))
                 .collect();
@@ -916,13 +951,14 @@ fn harness(doc: &mut Document, run: &MailRun, level: &LevelResult, label: &str) 
     let sessions = tally.counters.smtp_ended() + tally.counters.pop_ended();
     if let (Some(c), Some(load)) = (level.harness_window_cpu, run.harness_load(level)) {
         lines.push(format!(
-            "Harness CPU over the measurement window: {}, {} ms per SMTP or POP session; {}",
+            "Harness CPU over the measurement window: {}, {} ms per SMTP or {} session; {}",
             secs(c),
             if sessions > 0 {
                 num(c.as_secs_f64() * 1000.0 / sessions as f64, 2)
             } else {
                 "-".into()
             },
+            tally.access.prefix(),
             load.words()
         ));
     }
@@ -996,8 +1032,9 @@ fn server_processes(
         "Server processes: the --server-pid processes and their descendants over the \
          measurement window, by program name (each process's own CPU time, sampled every \
          second); the total is exact (reaped children included). ms per session: CPU / the \
-         window's {} SMTP and POP sessions.",
-        int(sessions)
+         window's {} SMTP and {} sessions.",
+        int(sessions),
+        tally.access.prefix()
     )));
 }
 

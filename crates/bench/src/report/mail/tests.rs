@@ -110,7 +110,8 @@ fn sample() -> MailRun {
         domain: "bench.example".into(),
         remote_domain: "remote.example".into(),
         smtp: "127.0.0.1:2525".into(),
-        pop3: "127.0.0.1:1110".into(),
+        access: stoa_mailgen::access::Access::Pop3,
+        read_addr: "127.0.0.1:1110".into(),
         sink: "127.0.0.1:2526".into(),
         phases: Phases {
             profile: "quick",
@@ -533,6 +534,68 @@ fn a_run_off_the_kits_rules_is_labelled_non_compliant() {
     assert!(h.contains("<div class=\"deviations\""), "{h}");
     assert!(h.contains("<li>measured 60 s per level; the kit measures 3,600 s</li>"));
     assert!(h.contains("msgs/min = 30 (non-compliant)</h1>"));
+}
+
+/// Issue 52, item 5: an IMAP run names its reading side IMAP in every
+/// table, its address and every format, and keeps no POP row.
+#[test]
+fn an_imap_run_names_imap_rows() {
+    use stoa_mailgen::access::Access;
+    let mut run = sample();
+    run.access = Access::Imap;
+    run.read_addr = "127.0.0.1:1143".into();
+    for l in &mut run.levels {
+        l.tally.access = Access::Imap;
+        l.verdict = qos::verdict(&l.tally);
+    }
+    let t = text(&run);
+    let summary = &t[t.find("Summary Results").expect("summary")..];
+    let summary = &summary[..summary.find("Detailed Results").expect("details")];
+    let mut at = 0;
+    for name in ["IMAP Connect", "IMAP Select", "IMAP Fetch", "IMAP Store"] {
+        let found = summary[at..].find(name).expect(name);
+        at += found + name.len();
+    }
+    assert!(
+        summary.contains("120% level failed: IMAP Connect 80.00% < 95%"),
+        "{summary}"
+    );
+    for name in [
+        "IMAP Login",
+        "IMAP Expunge",
+        "IMAP Logout",
+        "IMAP Fetch Response Time",
+        "IMAP Connect Error",
+        "IMAP Session",
+        "IMAP Fetch (KB down)",
+        "127.0.0.1:1143",
+    ] {
+        assert!(t.contains(name), "no {name}:\n{t}");
+    }
+    for pop in [
+        "POP Connect",
+        "POP Status",
+        "POP Retrieve",
+        "POP User ID",
+        "POP Session",
+    ] {
+        assert!(!t.contains(pop), "{pop} in an IMAP run:\n{t}");
+    }
+    let j = to_json(&run);
+    assert_eq!(j["access"], "imap");
+    assert_eq!(j["addresses"]["imap"], "127.0.0.1:1143");
+    assert_eq!(j["addresses"]["pop3"], Value::Null);
+    assert!(j["levels"][0]["times_ms"]["IMAP Fetch"].is_object());
+    let names: Vec<&str> = j["levels"][0]["detail"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["name"].as_str().expect("name"))
+        .collect();
+    assert!(names.contains(&"IMAP Select") && !names.contains(&"POP Status"));
+    assert!(html(&run).contains("IMAP Select"));
+    let pop: Vec<&str> = t.lines().filter(|l| l.contains("POP")).collect();
+    assert!(pop.is_empty(), "POP in an IMAP run's report: {pop:?}");
 }
 
 #[test]
