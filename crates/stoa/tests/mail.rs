@@ -296,7 +296,9 @@ s.quit()
     assert!(out.contains("victim@ext.test 554"), "{out}");
     let got = wait_delivered(tmp.path(), 1, 1);
     assert!(
-        got[0].starts_with("Received: from client.test ([127.0.0.1])"),
+        got[0].starts_with(
+            "Return-Path: <alice@ext.test>\r\nReceived: from client.test ([127.0.0.1])"
+        ),
         "{}",
         got[0]
     );

@@ -158,12 +158,16 @@ fn message(id: u64) -> Vec<u8> {
 }
 
 /// The ledger id of a delivered message, checking that it is the whole message
-/// behind our `Received:` field (not torn, not altered).
+/// behind our `Return-Path:` and `Received:` fields (not torn, not altered).
 fn ledger_id(delivered: &[u8]) -> u64 {
     let text = String::from_utf8_lossy(delivered);
+    let after_return_path = text
+        .strip_prefix("Return-Path: <")
+        .and_then(|t| t.split_once(">\r\n"))
+        .map(|(_, rest)| rest);
     assert!(
-        text.starts_with("Received: "),
-        "no Received: field first: {text:.200}"
+        after_return_path.is_some_and(|rest| rest.starts_with("Received: ")),
+        "no Return-Path: then Received: field first: {text:.200}"
     );
     let at = text
         .find("\r\nSubject: ledger ")
