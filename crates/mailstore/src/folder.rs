@@ -42,9 +42,9 @@ use crate::layout::{message_name, unique_name};
 /// The log's file name in a folder directory.
 const INDEX: &str = ".index";
 
-/// A log larger than this, and four times what a snapshot would take, is
-/// compacted.
-const COMPACT_ABOVE: u64 = 64 * 1024;
+/// A log larger than this, and twice what a snapshot would take, is compacted
+/// (every session opening the folder reads it whole).
+const COMPACT_ABOVE: u64 = 32 * 1024;
 
 /// The last UIDVALIDITY given by this process: each new folder gets a larger one
 /// (the clock in seconds, or one more when two are made within a second).
@@ -663,8 +663,9 @@ impl Folder {
 
     /// Rewrites a log much larger than its state as a snapshot (under the lock).
     fn maybe_compact(&mut self) -> Result<()> {
-        let estimate = 1024 + self.state.len() as u64 * 120 + self.state.expunged.len() as u64 * 16;
-        if self.offset <= COMPACT_ABOVE || self.offset <= 4 * estimate {
+        let expunged = self.state.expunged.len().min(crate::index::MAX_EXPUNGED) as u64;
+        let estimate = 1024 + self.state.len() as u64 * 120 + expunged * 16;
+        if self.offset <= COMPACT_ABOVE || self.offset <= 2 * estimate {
             return Ok(());
         }
         let snapshot = self.state.snapshot();
