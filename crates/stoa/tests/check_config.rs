@@ -113,16 +113,16 @@ fn every_error_and_warning_is_reported_with_status_2() {
         "nothing is printed for an invalid file: {out}"
     );
     let expected = [
-        "stoa: warning: web.workrs: unknown key, ignored",
+        "stoa: error: web.workrs: unknown key (did you mean web.workers?)",
         "stoa: error: document root",
         "stoa: error: web.limits.max_headers: must be 1 to",
         "stoa: error: no mail directory",
-        "stoa: invalid configuration (3 errors)",
+        "stoa: invalid configuration (4 errors)",
     ];
     for line in expected {
         assert!(err.contains(line), "{line:?} missing in:\n{err}");
     }
-    // `stoa serve` refuses it the same way, the warning beside the errors.
+    // `stoa serve` refuses it the same way.
     let (status, serve_err) = run_stoa(&["serve", "--config", arg(&file)], RUN_TIMEOUT);
     assert_eq!(status.code(), Some(2), "{serve_err}");
     for line in expected {

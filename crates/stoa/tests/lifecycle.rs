@@ -290,7 +290,7 @@ fn config_errors_are_all_reported_with_status_2() {
              docroot = \"{docroot}\"\n\
              workers = \"many\"\n\
              log_format = \"fancy\"\n\
-             colour = \"blue\"  # unknown keys are only warnings\n\
+             colour = \"blue\"  # an unknown key is an error too\n\
              \n\
              [web.limits]\n\
              head_timeout = \"soon\"\n"
@@ -307,8 +307,13 @@ fn config_errors_are_all_reported_with_status_2() {
         .lines()
         .filter(|l| l.starts_with("stoa: error: "))
         .collect();
-    assert_eq!(errors.len(), 3, "three mistakes, three errors:\n{stderr}");
-    for key in ["web.workers", "web.log_format", "web.limits.head_timeout"] {
+    assert_eq!(errors.len(), 4, "four mistakes, four errors:\n{stderr}");
+    for key in [
+        "web.workers",
+        "web.log_format",
+        "web.limits.head_timeout",
+        "web.colour",
+    ] {
         assert!(
             errors.iter().any(|l| l.contains(key)),
             "no error naming {key}:\n{stderr}"

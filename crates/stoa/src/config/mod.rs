@@ -1,6 +1,7 @@
 //! Configuration: the TOML file, then the command-line flags over it, then one
 //! validation of the result. Every problem is collected and reported together;
-//! unknown keys are warnings (a typo should not go unnoticed, nor stop a server).
+//! unknown keys are errors, with the key they most likely meant (a typo must not
+//! leave a server silently unconfigured).
 //!
 //! Each server is one entry of [`SERVICES`], a `static` of data declared in its
 //! own file (`service.rs` says what an entry is): the web server (`web/`), SMTP

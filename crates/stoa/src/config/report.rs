@@ -9,6 +9,18 @@ use toml::{Table, Value};
 
 use super::units::{parse_duration, parse_size};
 
+/// The known key `key` is most likely a misspelling of: close by edit distance
+/// (at most a third of its length, and at most 3).
+fn closest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    let limit = (key.chars().count() / 3).clamp(1, 3);
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(key, k), *k))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}
+
 /// Collects errors and warnings while reading.
 #[derive(Debug, Default)]
 pub(crate) struct Report {
@@ -17,10 +29,15 @@ pub(crate) struct Report {
 }
 
 impl Report {
+    /// Every key of `table` that is not in `known` is an error, with the known key
+    /// it most likely meant: a typo (`[smpt]`, `acces_log`) must not leave a
+    /// server, a log or a site silently unconfigured (issue 56).
     pub(super) fn known_keys(&mut self, table: &Table, path: &str, known: &[&str]) {
         for key in table.keys().filter(|k| !known.contains(&k.as_str())) {
-            self.warnings
-                .push(format!("{path}{key}: unknown key, ignored"));
+            let hint = closest(key, known)
+                .map(|k| format!(" (did you mean {path}{k}?)"))
+                .unwrap_or_default();
+            self.errors.push(format!("{path}{key}: unknown key{hint}"));
         }
     }
 
