@@ -94,7 +94,11 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         retired: Vec::new(),
         sockets,
         process,
+        reloads: 0,
     };
+    if let Some(path) = &args.pid_file {
+        write_outcome(path, 0, &[]);
+    }
     servers.sockets.commit();
     notify(&[sd_notify::NotifyState::Ready]);
 
@@ -114,8 +118,46 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let result = servers.join_all();
     if let Some(path) = &args.pid_file {
         let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(outcome_path(path));
     }
     result
+}
+
+/// Where `stoa serve --pid-file FILE` tells how its last reload ended:
+/// `FILE.reload`.
+fn outcome_path(pid_file: &Path) -> std::path::PathBuf {
+    let mut name = pid_file.as_os_str().to_owned();
+    name.push(".reload");
+    std::path::PathBuf::from(name)
+}
+
+/// Writes the outcome of reload number `n` (0: the start): `n ok`, or `n refused`
+/// then one error a line. Replaced whole (a temporary file renamed), so a reader
+/// never sees half of it; a failure to write is logged, not fatal.
+fn write_outcome(pid_file: &Path, n: u64, errors: &[String]) {
+    let path = outcome_path(pid_file);
+    let mut text = if errors.is_empty() {
+        format!("{n} ok\n")
+    } else {
+        format!("{n} refused\n")
+    };
+    for e in errors {
+        text.push_str(&e.replace('\n', " "));
+        text.push('\n');
+    }
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tmp");
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        tracing::warn!("cannot write the reload outcome {}: {e}", path.display());
+    }
+}
+
+/// The outcome file's reload count and text, if there is one.
+fn read_outcome(pid_file: &Path) -> Option<(u64, String)> {
+    let text = std::fs::read_to_string(outcome_path(pid_file)).ok()?;
+    let n = text.split_whitespace().next()?.parse().ok()?;
+    Some((n, text))
 }
 
 /// `stoa reload`: sends SIGHUP to the `stoa serve` whose id `pid_file` holds.
@@ -134,6 +176,9 @@ pub(crate) fn signal_reload(pid_file: &Path) -> anyhow::Result<()> {
                 text.trim()
             )
         })?;
+    let before = read_outcome(pid_file).map(|(n, _)| n);
+    // Watch the directory before the signal, so the answer cannot be missed.
+    let watch = watch_outcome(pid_file);
     rustix::process::kill_process(pid, rustix::process::Signal::HUP).with_context(|| {
         format!(
             "cannot signal process {} (from {})",
@@ -141,8 +186,70 @@ pub(crate) fn signal_reload(pid_file: &Path) -> anyhow::Result<()> {
             pid_file.display()
         )
     })?;
-    Ok(())
+    let (Some(before), Some(watch)) = (before, watch) else {
+        eprintln!("stoa: reload signalled (this server does not report the outcome)");
+        return Ok(());
+    };
+    // A reload reads, checks, binds and starts the new servers: seconds at most.
+    let deadline = std::time::Instant::now() + RELOAD_WAIT;
+    loop {
+        if let Some((n, text)) = read_outcome(pid_file)
+            && n > before
+        {
+            if text.lines().next().is_some_and(|l| l.ends_with(" ok")) {
+                eprintln!("stoa: reload: the new configuration is in service");
+                return Ok(());
+            }
+            for line in text.lines().skip(1) {
+                eprintln!("stoa: error: {line}");
+            }
+            anyhow::bail!("reload refused; the running configuration stays");
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            anyhow::bail!(
+                "no answer from process {} within {RELOAD_WAIT:?}; see its log",
+                pid.as_raw_nonzero()
+            );
+        }
+        wait_for_change(&watch, left);
+    }
 }
+
+/// An inotify watch on the pid file's directory, where the outcome file is renamed
+/// into place; `None` if it cannot be set (the caller then does not wait).
+fn watch_outcome(pid_file: &Path) -> Option<std::os::fd::OwnedFd> {
+    use rustix::fs::inotify;
+    let dir = pid_file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
+    inotify::add_watch(
+        &fd,
+        dir,
+        inotify::WatchFlags::MOVED_TO | inotify::WatchFlags::CLOSE_WRITE,
+    )
+    .ok()?;
+    Some(fd)
+}
+
+/// Waits until the watched directory changes or `left` passes, then drains the
+/// events.
+fn wait_for_change(watch: &std::os::fd::OwnedFd, left: std::time::Duration) {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let timeout = rustix::time::Timespec {
+        tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(left.subsec_nanos()),
+    };
+    let mut fds = [PollFd::new(watch, PollFlags::IN)];
+    let _ = poll(&mut fds, Some(&timeout));
+    let mut buf = [0u8; 4096];
+    while matches!(rustix::io::read(watch, &mut buf), Ok(n) if n > 0) {}
+}
+
+/// How long `stoa reload` waits for the server's answer.
+const RELOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Writes this process's id to `path` (for `stoa reload --pid-file`), replacing
 /// what was there.
@@ -165,6 +272,8 @@ struct Servers {
     sockets: Pool,
     /// The user, group and umask the process started with: a reload keeps them.
     process: config::Process,
+    /// Reloads answered so far (the count in the outcome file `stoa reload` reads).
+    reloads: u64,
 }
 
 impl Servers {
@@ -274,23 +383,35 @@ fn reload(args: &ServeArgs, servers: &mut Servers) {
     let mut reloading = vec![sd_notify::NotifyState::Reloading];
     reloading.extend(sd_notify::NotifyState::monotonic_usec_now().ok());
     notify(&reloading);
-    match replace(args, servers) {
+    let mut errors = Vec::new();
+    match replace(args, servers, &mut errors) {
         Ok(()) => tracing::info!("reload: the new configuration is in service"),
         Err(e) => {
             tracing::error!(
                 "reload refused, the running configuration stays: {}",
                 crate::chain(&e)
             );
+            if errors.is_empty() {
+                errors.push(crate::chain(&e));
+            }
             for reopen in &servers.current.reopen {
                 reopen();
             }
         }
     }
+    servers.reloads += 1;
+    if let Some(path) = &args.pid_file {
+        write_outcome(path, servers.reloads, &errors);
+    }
     notify(&[sd_notify::NotifyState::Ready]);
 }
 
 /// The work of [`reload`]: load, check, bind, start, hand over.
-fn replace(args: &ServeArgs, servers: &mut Servers) -> anyhow::Result<()> {
+fn replace(
+    args: &ServeArgs,
+    servers: &mut Servers,
+    errors: &mut Vec<String>,
+) -> anyhow::Result<()> {
     let loaded = crate::check_config::load(args).map_err(|rejected| {
         for w in &rejected.warnings {
             tracing::warn!("{w}");
@@ -298,6 +419,7 @@ fn replace(args: &ServeArgs, servers: &mut Servers) -> anyhow::Result<()> {
         for e in &rejected.errors {
             tracing::error!("{e}");
         }
+        errors.extend(rejected.errors.iter().cloned());
         anyhow::Error::new(InvalidConfig(rejected.errors.len()))
     })?;
     for w in &loaded.warnings {

@@ -264,9 +264,23 @@ fn a_reload_under_load_adds_a_listener_and_swaps_the_certificate_losing_nothing(
         messages(pop3)
     );
 
-    // A broken configuration is refused whole; the running one stays.
+    // A broken configuration is refused whole; the running one stays, and
+    // `stoa reload` says so: the errors, and a failing exit status (issue 56: it
+    // exited 0 and printed nothing).
     std::fs::write(&config, "[[listener]]\naddress = \"not an address\"\n").expect("write");
-    server.signal(rustix::process::Signal::HUP);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    command.arg("reload").arg("--pid-file").arg(&pid_file);
+    let done = stoa_testkit::run(&mut command, b"", RUN_TIMEOUT);
+    assert!(
+        !done.status.success(),
+        "a refused reload exited 0: {}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains("stoa: error: ") && done.stderr.contains("not an address"),
+        "the errors are not printed: {}",
+        done.stderr
+    );
     assert!(
         server.wait_for_stderr(READY_TIMEOUT, |lines| lines
             .iter()
