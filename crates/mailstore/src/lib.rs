@@ -122,7 +122,7 @@ mod session;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 pub use stoa_directory::MailboxId;
@@ -222,15 +222,20 @@ pub struct MailStore {
 
 /// The observer slot, printable for `MailStore`'s `Debug`.
 #[derive(Default)]
-struct ObserverCell(OnceLock<Observer>);
+struct ObserverCell(Mutex<Option<Observer>>);
+
+impl ObserverCell {
+    fn get(&self) -> Option<Observer> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
 
 impl std::fmt::Debug for ObserverCell {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.get().is_some() {
-            "set"
-        } else {
-            "none"
-        })
+        f.write_str(if self.get().is_some() { "set" } else { "none" })
     }
 }
 
@@ -269,15 +274,20 @@ impl MailStore {
         })
     }
 
-    /// Sets the function told of every change to a mailbox (once; later calls are
-    /// ignored). Deliveries and folder changes made through this store call it;
-    /// changes by other processes are seen at the next [`Folder::refresh`].
+    /// Sets the function told of every change to a mailbox, replacing the one
+    /// before (a reload's new IMAP server takes over from the old one).
+    /// Deliveries and folder changes made through this store call it; changes by
+    /// other processes are seen at the next [`Folder::refresh`].
     pub fn set_observer(&self, observer: Observer) {
-        let _ = self.observer.0.set(observer);
+        *self
+            .observer
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(observer);
     }
 
     pub(crate) fn notify(&self, id: MailboxId) {
-        if let Some(observer) = self.observer.0.get() {
+        if let Some(observer) = self.observer.get() {
             observer(id);
         }
     }
