@@ -49,6 +49,11 @@ pub struct Config {
     pub limits: Limits,
     /// Queue and delivery settings.
     pub queue: QueueConfig,
+    /// Refuse a MAIL FROM the authenticated user does not own: an address (or
+    /// alias, or `+detail` form) that does not resolve to the login's own mailbox
+    /// (Postfix's `reject_sender_login_mismatch`). Default `true`. The null sender
+    /// is allowed.
+    pub sender_login_match: bool,
     /// Delays and refusals of failed AUTH, per client address. Unused when the
     /// server is bound with a throttle it shares ([`crate::Server::bind_with_throttle`]):
     /// that one's settings apply.
@@ -74,6 +79,7 @@ impl Config {
             sockets: stoa_netkit::listener::Pool::default(),
             limits: Limits::default(),
             queue: QueueConfig::default(),
+            sender_login_match: true,
             auth_throttle: AuthThrottle::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }

@@ -32,6 +32,8 @@ pub(crate) enum Kind {
 #[derive(Debug, Default)]
 pub(crate) struct Txn {
     pub(crate) from: Option<ReversePath>,
+    /// The authenticated user owns `from` (checked at the first RCPT).
+    pub(crate) sender_owned: bool,
     pub(crate) recipients: Vec<Recipient>,
     /// The accepted RCPT addresses, as given.
     pub(crate) accepted: Vec<String>,

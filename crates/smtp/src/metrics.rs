@@ -33,6 +33,8 @@ pub enum Reject {
     UnknownUser,
     /// RCPT elsewhere from a client that may not relay (`554 5.7.1`).
     RelayDenied,
+    /// An authenticated sender using an address it does not own (`553 5.7.1`).
+    SenderMismatch,
     /// AUTH with wrong credentials (`535 5.7.8`).
     AuthFailed,
     /// An address past the login throttle or its connection limit (`535`, `421`).
@@ -52,9 +54,10 @@ pub enum Reject {
 
 impl Reject {
     /// Every reason, in the order of [`Reject::label`]'s values.
-    pub const ALL: [Reject; 9] = [
+    pub const ALL: [Reject; 10] = [
         Reject::UnknownUser,
         Reject::RelayDenied,
+        Reject::SenderMismatch,
         Reject::AuthFailed,
         Reject::Throttled,
         Reject::NoStorage,
@@ -69,6 +72,7 @@ impl Reject {
         match self {
             Reject::UnknownUser => "unknown_user",
             Reject::RelayDenied => "relay_denied",
+            Reject::SenderMismatch => "sender_mismatch",
             Reject::AuthFailed => "auth_failed",
             Reject::Throttled => "throttled",
             Reject::NoStorage => "no_storage",

@@ -92,8 +92,12 @@ impl Conn {
         Decision::Accept
     }
 
-    /// RCPT: the relay rules of the module docs.
+    /// RCPT: the relay rules of the module docs. An authenticated client's first
+    /// RCPT first checks that the login owns the sender (`sender_login_match`).
     pub(crate) async fn on_rcpt(&mut self, to: ForwardPath) -> Decision {
+        if let Some(refusal) = self.check_sender().await {
+            return refusal;
+        }
         let may_relay = self.session.authenticated_user().is_some() || self.trusted();
         let address = match &to {
             ForwardPath::Postmaster => {
@@ -333,12 +337,68 @@ impl Conn {
         }
     }
 
+    /// The refusal of a sender the authenticated user does not own: the address
+    /// must resolve (alias, `+detail`) to the login's own mailbox. Checked once per
+    /// transaction; the null sender, unauthenticated clients and
+    /// `sender_login_match = false` pass.
+    async fn check_sender(&mut self) -> Option<Decision> {
+        if self.txn.sender_owned || !self.shared.config.sender_login_match {
+            return None;
+        }
+        let login = self.session.authenticated_user()?.to_owned();
+        let sender = match &self.txn.from {
+            Some(ReversePath::Mailbox(a)) => a.to_string(),
+            _ => return None,
+        };
+        let directory = Arc::clone(&self.shared.directory);
+        let (who, from) = (login.clone(), sender.clone());
+        let owned = tokio::task::spawn_blocking(move || -> stoa_directory::Result<bool> {
+            let Some(user) = directory.lookup(&who)? else {
+                return Ok(false);
+            };
+            Ok(match directory.resolve(&from)? {
+                Resolution::Deliver(targets) => targets
+                    .iter()
+                    .any(|t| matches!(t, Target::Local(u) if u.mailbox == user.mailbox)),
+                Resolution::NotLocal | Resolution::Unknown => false,
+            })
+        })
+        .await;
+        match owned {
+            Ok(Ok(true)) => {
+                self.txn.sender_owned = true;
+                None
+            }
+            Ok(Ok(false)) => {
+                tracing::info!("{}: {login} may not send as <{sender}>", self.peer);
+                Some(reject(Reject::SenderMismatch, sender_not_owned()))
+            }
+            Ok(Err(e)) => {
+                tracing::error!("{}: sender check for {login}: {e}", self.peer);
+                Some(reject(Reject::Temporary, Reply::local_error()))
+            }
+            Err(e) => {
+                tracing::error!("{}: sender check task failed: {e}", self.peer);
+                Some(reject(Reject::Temporary, Reply::local_error()))
+            }
+        }
+    }
+
     /// Counts a failed AUTH against the client's address and sets the delay of the
     /// `535` that follows.
     fn auth_failed(&mut self, attempt: Attempt) -> Decision {
         self.auth_delay = Some(attempt.failed(Instant::now()));
         reject(Reject::AuthFailed, Reply::auth_failed())
     }
+}
+
+/// `553 5.7.1`: the sender is not the authenticated user's.
+fn sender_not_owned() -> Reply {
+    Reply::new(
+        553,
+        EnhancedStatus::new(5, 7, 1),
+        "Sender address not owned by the authenticated user",
+    )
 }
 
 /// Counts a refusal for `reason` and makes it the decision.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use stoa_netkit::throttle::Throttle;
 
-use common::{Client, JOE, JOE_PASSWORD, MailDir, Running, Sink};
+use common::{ANN, Client, JOE, JOE_PASSWORD, MailDir, Running, Sink};
 
 #[test]
 fn auth_only_after_tls_then_relay_allowed() {
@@ -165,4 +165,44 @@ fn shutdown_cuts_an_auth_delay_short() {
     assert!(counted, "the failed AUTH was not counted");
     server.stop();
     c.reply().assert(421, "4.3.2");
+}
+
+/// Issue 56, defect 10: logged in as joe, `MAIL FROM:<ann@…>` was relayed. An
+/// authenticated client may send as its own address, an alias that reaches it and
+/// a `+detail` form, not as anyone else; `sender_login_match = false` turns the
+/// check off.
+#[test]
+fn an_authenticated_user_sends_only_as_an_address_it_owns() {
+    let mail = MailDir::new();
+    mail.directory
+        .add_alias("joe.alias@example.test", &[JOE])
+        .expect("alias");
+    let server = Running::start(&mail, mail.config());
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH");
+    c.auth_plain(JOE, JOE_PASSWORD).assert(235, "");
+    c.cmd("MAIL FROM:<ann@example.test>").assert(250, "");
+    c.cmd("RCPT TO:<ann@example.test>").assert(553, "5.7.1");
+    c.cmd("RSET").assert(250, "");
+    c.cmd("MAIL FROM:<someone@ext.test>").assert(250, "");
+    c.cmd("RCPT TO:<ann@example.test>").assert(553, "5.7.1");
+    c.cmd("RSET").assert(250, "");
+    for own in [JOE, "joe.alias@example.test", "joe+lists@example.test"] {
+        c.mail(own, &[ANN], "Subject: mine\r\n\r\nx\r\n")
+            .assert(250, "queued");
+    }
+    c.mail("", &[ANN], "Subject: bounce\r\n\r\nx\r\n")
+        .assert(250, "queued");
+    mail.wait_delivered(ANN, 4);
+
+    let mut config = mail.config();
+    config.sender_login_match = false;
+    let server = Running::start(&mail, config);
+    let mut c = Client::ehlo(server.submission);
+    c.starttls(&mail.cert);
+    c.cmd("EHLO client.test").assert(250, "AUTH");
+    c.auth_plain(JOE, JOE_PASSWORD).assert(235, "");
+    c.mail("ann@example.test", &[ANN], "Subject: as ann\r\n\r\nx\r\n")
+        .assert(250, "queued");
 }

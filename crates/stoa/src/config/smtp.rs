@@ -63,6 +63,7 @@ impl Configured for stoa_smtp::Config {
         doc.tls(&c.tls);
         doc.set("trusted_networks", nets(&c.trusted_networks));
         doc.optional("relay_host", c.relay_host.as_deref());
+        doc.set("sender_login_match", c.sender_login_match);
         doc.set("workers", int(c.workers));
         mail_limits::print(doc, &c.limits);
         let q = &c.queue;
@@ -141,6 +142,7 @@ const KEYS: &[&str] = &[
     "tls",
     "trusted_networks",
     "relay_host",
+    "sender_login_match",
     "workers",
     "min_backoff",
     "max_backoff",
@@ -172,6 +174,7 @@ fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draf
     }
     c.trusted_networks = r.parsed_list(t, P, "trusted_networks", parse_net);
     c.relay_host = r.string(t, P, "relay_host");
+    r.boolean_into(t, P, "sender_login_match", &mut c.sender_login_match);
     r.integer_into(t, P, "workers", &mut c.workers);
     read_limits(t, c, r);
     d.auth = auth_throttle::read(t, P, r);
