@@ -231,9 +231,9 @@ impl BuiltIn {
                 pop3 = Some(a.parse().context("bad POP3 address")?);
             } else if let Some(a) = line.strip_prefix("stoa: listening on imap://") {
                 imap = Some(a.parse().context("bad IMAP address")?);
-            } else if line.contains("unknown key, ignored") {
-                // The server warns and goes on; a run whose --server-set did
-                // not take would measure the wrong configuration.
+            } else if line.contains(": unknown key") {
+                // The server refuses a key it does not know (older ones warned and
+                // went on); either way the --server-set did not take.
                 bail!(
                     "stoa serve does not know a key of the built-in configuration ({line}); check --server-set"
                 );
