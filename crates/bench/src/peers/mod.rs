@@ -1,16 +1,16 @@
-//! `stoa bench peers`: Stoa and other servers (nginx, Dovecot) compared in interleaved
-//! rounds, the one home of what `bench/compare-*.sh` orchestrated.
+//! `stoa bench peers`: Stoa and other servers (nginx, Dovecot) compared in
+//! interleaved rounds, the one home of what `bench/compare-*.sh` orchestrated.
 //!
 //! Each peer is started from a configuration generated in a temporary
 //! directory, on a free loopback port, pinned to the server CPUs
-//! (`server::Running`); every round measures every row (a load, or a file
-//! and a connection mode) against every server, in an order that alternates
-//! from round to round (`results::round_order`), with the load pinned to the
-//! harness CPUs. A server's CPU is its whole process tree's (nginx's master and
-//! workers, stoa's CGI children), from `/proc` before and after the run
-//! (`proctree`), beside what the whole disks read and the CPU the machine
-//! spent on other work over the same run (`machine`). The workloads
-//! ([`Workload`]):
+//! (`server::Running`); every round measures every row (a load, a file and a
+//! connection mode, or an imaptest clients level) against every server, in an
+//! order that alternates from round to round (`results::round_order`), with
+//! the load pinned to the harness CPUs. A server's CPU is its whole process
+//! tree's (nginx's master and workers, stoa's CGI children, Dovecot's master
+//! and every child), from `/proc` before and after the run (`proctree`),
+//! beside what the whole disks read and the CPU the machine spent on other
+//! work over the same run (`machine`). The workloads ([`Workload`]):
 //!
 //! - `web99`: `stoa bench web --static-only` of this binary at each `--loads`
 //!   (paced SPECweb99-style connections over the same file set, read once
