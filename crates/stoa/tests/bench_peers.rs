@@ -2,7 +2,9 @@
 //! (and nginx when `/usr/sbin/nginx` exists) under wrk on loopback, bounded in
 //! time; the result directory holds README.md, summary.txt and raw.csv with a
 //! line per round, row and server (the disks' reads and the machine's other
-//! work included), and no per-run JSON; the served bytes were checked.
+//! work included), and no per-run JSON; the served bytes were checked. Also
+//! h2 against stoa alone, and imap: imaptest against stoa and Dovecot's
+//! imapd (each skipped with a message when its tool is not installed).
 
 mod common;
 
@@ -168,4 +170,101 @@ fn an_h2_comparison_runs_over_tls_and_http2() {
     }
     let args = std::fs::read_to_string(out.join("stoa.args")).expect("stoa.args");
     assert!(args.contains("--tls-cert $TMP/tls/cert.pem"), "{args}");
+}
+
+/// imaptest as the imap workload finds it by default (`STOA_IMAPTEST` is
+/// read by the harness itself; the test only decides whether to skip).
+fn imaptest_installed() -> bool {
+    std::env::var_os("STOA_IMAPTEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/imaptest/bin/imaptest"))
+        .is_file()
+}
+
+/// One round of the imap workload, one row of 4 imaptest clients for 3 s,
+/// against stoa and (when installed) Dovecot's imapd: the result directory,
+/// a row per server with commands, server CPU and no error, and a summary
+/// that names both servers and their ratio.
+#[test]
+fn an_imap_comparison_runs_imaptest_against_stoa_and_dovecot() {
+    if !imaptest_installed() {
+        eprintln!(
+            "skipped: the imap workload needs imaptest (scripts/test.sh builds it into \
+             /opt/imaptest and sets STOA_IMAPTEST)"
+        );
+        return;
+    }
+    let dovecot = installed("/usr/sbin/dovecot") && installed("/usr/lib/dovecot/imap");
+    if !dovecot {
+        eprintln!("Dovecot's imapd not installed (apt-get install dovecot-imapd): stoa alone");
+    }
+    let servers = if dovecot { "stoa,dovecot" } else { "stoa" };
+    let (_dir, out) = peers(&[
+        "--workload",
+        "imap",
+        "--servers",
+        servers,
+        "--rounds",
+        "1",
+        "--run-time",
+        "3",
+        "--clients",
+        "4",
+    ]);
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .expect("the result directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want = vec!["README.md", "raw.csv", "stoa.args", "summary.txt"];
+    if dovecot {
+        want.push("dovecot.conf");
+    }
+    want.sort_unstable();
+    assert_eq!(names, want);
+
+    let raw = std::fs::read_to_string(out.join("raw.csv")).expect("raw.csv");
+    let rows: Vec<Vec<&str>> = raw
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), if dovecot { 2 } else { 1 }, "{raw}");
+    for f in &rows {
+        assert_eq!(f[1], "imap-c4", "{raw}");
+        assert!(
+            f[3].parse::<f64>().expect("cmds/s") > 0.0,
+            "no commands: {raw}"
+        );
+        assert_eq!(f[4], "0", "imaptest errors: {raw}");
+        assert!(!f[5].is_empty(), "no server CPU per command: {raw}");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.txt")).expect("summary.txt");
+    assert!(summary.contains("CPU ms/cmd"), "{summary}");
+    let line = |server: &str| {
+        summary
+            .lines()
+            .any(|l| l.starts_with("imap-c4") && l.split_whitespace().nth(1) == Some(server))
+    };
+    assert!(line("stoa"), "{summary}");
+    if dovecot {
+        assert!(line("dovecot"), "{summary}");
+        assert!(summary.contains("stoa / dovecot, per round"), "{summary}");
+        let conf = std::fs::read_to_string(out.join("dovecot.conf")).expect("dovecot.conf");
+        assert!(conf.contains("args = $TMP/dovecot/passwd"), "{conf}");
+    }
+    let args = std::fs::read_to_string(out.join("stoa.args")).expect("stoa.args");
+    assert!(
+        args.contains("--imap-listen") && args.contains("allow_plain_passwords = true"),
+        "{args}"
+    );
+    let readme = std::fs::read_to_string(out.join("README.md")).expect("README.md");
+    assert!(
+        readme.contains("`stoa bench peers --workload imap")
+            && readme.contains(
+                "PLAIN passwords on both, Maildir with Dovecot's default fsync, one user"
+            )
+            && readme.contains(&summary),
+        "{readme}"
+    );
 }

@@ -1,5 +1,7 @@
 //! The peers' generated configurations and content: nginx's `nginx.conf`,
-//! `stoa serve`'s flags, and the static comparison's three files.
+//! `stoa serve`'s flags, the static comparison's three files, and for the
+//! imap workload Dovecot's `dovecot.conf` and passwd-file and stoa's
+//! configuration file.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,120 @@ pub(crate) struct Setup<'a> {
     /// TLS with HTTP/2 by ALPN (the h2 workload): the certificate and key
     /// files (PEM); `None` for plain HTTP/1.1.
     pub(crate) tls: Option<(&'a Path, &'a Path)>,
+    /// The imap workload: the server serves IMAP only, to [`IMAP_USER`], and
+    /// `max_connections` is imaptest's largest client count.
+    pub(crate) imap: bool,
+}
+
+/// The imap workload's one user, on both servers, and its password (a PLAIN
+/// scheme on both: a login costs no hashing on either).
+pub(crate) const IMAP_USER: &str = "testuser@example.com";
+pub(crate) const IMAP_PASSWORD: &str = "pw";
+
+/// The uid and gid Dovecot's mail belongs to when it runs as root (nobody,
+/// nogroup), as in imaptest's reference run.
+pub(crate) const DOVECOT_MAIL_ID: u32 = 65_534;
+
+/// stoa's configuration file for the imap workload: plain passwords verify,
+/// and neither the per-user sessions nor the per-address connections are
+/// capped (imaptest's clients are one user from one address).
+pub(crate) const STOA_IMAP_TOML: &str = "[directory]\nallow_plain_passwords = true\n\n\
+[imap]\nmax_sessions_per_user = 0\nmax_connections_per_client = 0\n";
+
+/// `stoa serve`'s flags for the imap workload: `toml` (a
+/// [`STOA_IMAP_TOML`]), the mail directory `mail`, one IMAP listener on a
+/// free loopback port; `extra` last, a default it names again left out.
+pub(crate) fn stoa_imap_args(toml: &Path, mail: &Path, extra: &[String]) -> Vec<String> {
+    let defaults = [
+        ("--config", toml.display().to_string()),
+        ("--mail-dir", mail.display().to_string()),
+        ("--imap-listen", "127.0.0.1:0".to_owned()),
+    ];
+    let mut args = vec!["serve".to_owned()];
+    for (flag, value) in defaults {
+        if !named(extra, flag) {
+            args.extend([flag.to_owned(), value]);
+        }
+    }
+    args.extend(extra.iter().cloned());
+    args
+}
+
+/// Whether `extra` names `flag` (`--flag V` or `--flag=V`).
+fn named(extra: &[String], flag: &str) -> bool {
+    extra
+        .iter()
+        .any(|e| e == flag || e.starts_with(&format!("{flag}=")))
+}
+
+/// Dovecot's imapd alone, every path inside `setup.dir`, on
+/// `127.0.0.1:setup.port`, plaintext logins (PLAIN and LOGIN) without TLS,
+/// the passwd-file `setup.dir/passwd` for both databases, Maildir under each
+/// home with its default fsync. As root its internal and login users are
+/// Debian's `dovecot` and `dovenull`; as another user everything runs as that
+/// user (`users`: its name and group), without chroots.
+pub(crate) fn dovecot_conf(setup: &Setup<'_>, users: Option<(&str, &str)>) -> String {
+    let dir = setup.dir.display();
+    let mut conf = String::new();
+    let _ = writeln!(conf, "instance_name = stoa-peers-{}", setup.port);
+    let _ = writeln!(conf, "base_dir = {dir}/run\nstate_dir = {dir}/state");
+    let _ = writeln!(conf, "log_path = {dir}/log/dovecot.log");
+    conf.push_str(
+        "protocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\n\
+         auth_mechanisms = plain login\n",
+    );
+    match users {
+        None => conf.push_str("default_internal_user = dovecot\ndefault_login_user = dovenull\n"),
+        Some((user, group)) => {
+            let _ = writeln!(
+                conf,
+                "default_internal_user = {user}\ndefault_internal_group = {group}\n\
+                 default_login_user = {user}"
+            );
+        }
+    }
+    // Every client is the one user from one address; more than Dovecot's 100
+    // processes of a service when the clients need them.
+    let _ = writeln!(
+        conf,
+        "mail_max_userip_connections = {}",
+        (setup.max_connections + 10).max(500)
+    );
+    if setup.max_connections + 10 > 100 {
+        let _ = writeln!(
+            conf,
+            "default_process_limit = {}",
+            setup.max_connections + 10
+        );
+    }
+    for db in ["passdb", "userdb"] {
+        let _ = writeln!(
+            conf,
+            "{db} {{\n  driver = passwd-file\n  args = {dir}/passwd\n}}"
+        );
+    }
+    conf.push_str("mail_location = maildir:~/Maildir\nnamespace inbox {\n  inbox = yes\n}\n");
+    let _ = writeln!(
+        conf,
+        "service imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    \
+         port = {}\n  }}\n  inet_listener imaps {{\n    port = 0\n  }}",
+        setup.port
+    );
+    if users.is_some() {
+        conf.push_str("  chroot =\n}\nservice anvil {\n  chroot =\n}\n");
+    } else {
+        conf.push_str("}\n");
+    }
+    conf
+}
+
+/// Dovecot's passwd-file: [`IMAP_USER`] with a `{PLAIN}` password, owned by
+/// `uid`:`gid`, its home `dir/mail/USER`.
+pub(crate) fn dovecot_passwd(dir: &Path, uid: u32, gid: u32) -> String {
+    format!(
+        "{IMAP_USER}:{{PLAIN}}{IMAP_PASSWORD}:{uid}:{gid}::{}/mail/{IMAP_USER}::\n",
+        dir.display()
+    )
 }
 
 /// nginx's `keepalive_requests` with TLS and HTTP/2: it also ends an HTTP/2
@@ -165,10 +281,7 @@ pub(crate) fn stoa_args(
     }
     let mut args = vec!["serve".to_owned()];
     for (flag, value) in defaults {
-        if extra
-            .iter()
-            .any(|e| e == flag || e.starts_with(&format!("{flag}=")))
-        {
+        if named(extra, flag) {
             continue;
         }
         args.push(flag.to_owned());
@@ -227,7 +340,60 @@ mod tests {
             access_log: log,
             root: false,
             tls: None,
+            imap: false,
         }
+    }
+
+    #[test]
+    fn dovecot_serves_imap_alone_on_loopback_from_its_passwd_file() {
+        let (dir, www) = (Path::new("/t/dovecot"), Path::new("/t/www"));
+        let conf = dovecot_conf(&setup(dir, www, None), None);
+        for line in [
+            "base_dir = /t/dovecot/run",
+            "log_path = /t/dovecot/log/dovecot.log",
+            "protocols = imap",
+            "disable_plaintext_auth = no",
+            "default_login_user = dovenull",
+            "mail_max_userip_connections = 500",
+            "args = /t/dovecot/passwd",
+            "mail_location = maildir:~/Maildir",
+            "port = 40123",
+        ] {
+            assert!(conf.contains(line), "{line} missing from:\n{conf}");
+        }
+        assert!(!conf.contains("chroot") && !conf.contains("process_limit"));
+        assert_eq!(conf.matches('{').count(), conf.matches('}').count());
+        let mut many = setup(dir, www, None);
+        many.max_connections = 200;
+        let rootless = dovecot_conf(&many, Some(("me", "us")));
+        assert!(
+            rootless.contains("default_internal_group = us"),
+            "{rootless}"
+        );
+        assert!(
+            rootless.contains("default_process_limit = 210"),
+            "{rootless}"
+        );
+        assert!(
+            rootless.contains("service anvil {\n  chroot =\n}"),
+            "{rootless}"
+        );
+        assert_eq!(rootless.matches('{').count(), rootless.matches('}').count());
+        assert_eq!(
+            dovecot_passwd(dir, 65534, 65534),
+            "testuser@example.com:{PLAIN}pw:65534:65534::/t/dovecot/mail/testuser@example.com::\n"
+        );
+    }
+
+    #[test]
+    fn stoa_serves_imap_from_its_mail_dir() {
+        let line = stoa_imap_args(Path::new("/t/s.toml"), Path::new("/t/mail"), &[]).join(" ");
+        assert_eq!(
+            line,
+            "serve --config /t/s.toml --mail-dir /t/mail --imap-listen 127.0.0.1:0"
+        );
+        assert!(STOA_IMAP_TOML.contains("allow_plain_passwords = true"));
+        assert!(STOA_IMAP_TOML.contains("max_sessions_per_user = 0"));
     }
 
     #[test]

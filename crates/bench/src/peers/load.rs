@@ -1,7 +1,8 @@
 //! The load of one measurement: a `stoa bench web` run of this binary (the
 //! `web99` workload), a `wrk` run against one file (`static`), or `h2load`
 //! over TLS and HTTP/2 (`h2`: a timed run, or batches of new connections for
-//! the handshake rate), each bounded in time, its figures read back.
+//! the handshake rate), or Dovecot's imaptest (`imap`), each bounded in time,
+//! its figures read back.
 
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -279,14 +280,109 @@ pub(crate) fn parse_h2load(text: &str) -> Option<Load> {
     seen.then_some(load)
 }
 
+/// An imaptest run in its stress mode: `imaptest host=127.0.0.1 port=P
+/// user=U pass=PW mbox=M clients=C secs=S`, its default command mix with
+/// state checking on.
+#[derive(Debug, Clone)]
+pub(crate) struct ImaptestRun<'a> {
+    /// The imaptest binary.
+    pub(crate) binary: &'a Path,
+    /// The server's loopback port.
+    pub(crate) port: u16,
+    /// The mbox its APPENDs take messages from.
+    pub(crate) mbox: &'a Path,
+    /// Its clients (every one the same user).
+    pub(crate) clients: u32,
+    /// Its duration.
+    pub(crate) duration: Duration,
+    /// The CPUs it runs on.
+    pub(crate) cpus: Option<&'a CpuList>,
+    /// Where its output goes.
+    pub(crate) log: &'a Path,
+}
+
+impl ImaptestRun<'_> {
+    /// imaptest's arguments.
+    pub(crate) fn args(&self) -> Vec<String> {
+        vec![
+            "host=127.0.0.1".to_owned(),
+            format!("port={}", self.port),
+            format!("user={}", super::config::IMAP_USER),
+            format!("pass={}", super::config::IMAP_PASSWORD),
+            format!("mbox={}", self.mbox.display()),
+            format!("clients={}", self.clients),
+            format!("secs={}", self.duration.as_secs()),
+        ]
+    }
+
+    /// Runs it and parses its output: the commands are its totals', the
+    /// errors its `Error` lines (plus one when it exits with failure).
+    pub(crate) fn run(&self) -> anyhow::Result<Load> {
+        let mut cmd = Command::new(self.binary);
+        cmd.args(self.args());
+        if let Some(dir) = self.log.parent() {
+            cmd.current_dir(dir);
+        }
+        let status = run_logged_status(cmd, self.cpus, self.log, self.duration + OVERRUN)?;
+        let text = std::fs::read_to_string(self.log)
+            .with_context(|| format!("cannot read {}", self.log.display()))?;
+        let mut load = parse_imaptest(&text, self.duration).with_context(|| {
+            format!(
+                "no Totals in {} (exit {status}): {}",
+                self.log.display(),
+                super::server::tail(self.log)
+            )
+        })?;
+        if !status.success() {
+            load.errors += 1;
+        }
+        Ok(load)
+    }
+}
+
+/// imaptest's output over `secs`: the line four below `Totals:` holds the
+/// commands of each kind (their sum are the operations); every line that
+/// starts with `Error` is an error. `None` without totals.
+pub(crate) fn parse_imaptest(text: &str, secs: Duration) -> Option<Load> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().rposition(|l| l.trim() == "Totals:")?;
+    let counts = lines.get(at + 4)?;
+    let ops = counts
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
+    Some(Load {
+        ops: ops as f64,
+        ops_per_sec: ops as f64 / secs.as_secs_f64().max(1e-9),
+        errors: lines.iter().filter(|l| l.starts_with("Error")).count() as u64,
+        conform_pct: None,
+        harness_share: None,
+    })
+}
+
 /// Runs `cmd` (on `cpus` when given) with its output to `log`, killed past
 /// `limit`; fails unless it exits with success.
 fn run_logged(
-    mut cmd: Command,
+    cmd: Command,
     cpus: Option<&CpuList>,
     log: &Path,
     limit: Duration,
 ) -> anyhow::Result<()> {
+    let status = run_logged_status(cmd, cpus, log, limit)?;
+    if !status.success() {
+        bail!("the load failed ({status}): {}", super::server::tail(log));
+    }
+    Ok(())
+}
+
+/// Runs `cmd` (on `cpus` when given) with its output to `log`, killed past
+/// `limit`; its exit status.
+fn run_logged_status(
+    mut cmd: Command,
+    cpus: Option<&CpuList>,
+    log: &Path,
+    limit: Duration,
+) -> anyhow::Result<ExitStatus> {
     let file =
         std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
     cmd.stdin(Stdio::null())
@@ -294,15 +390,7 @@ fn run_logged(
         .stderr(file);
     let child = start_pinned(cpus, || cmd.spawn())?
         .with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
-    let status = wait_bounded(child, limit)?;
-    if !status.success() {
-        bail!(
-            "{:?} failed ({status}): {}",
-            cmd.get_program(),
-            super::server::tail(log)
-        );
-    }
-    Ok(())
+    wait_bounded(child, limit).with_context(|| format!("{:?}", cmd.get_program()))
 }
 
 /// Waits for `child` until `limit`, then kills it.
@@ -358,6 +446,45 @@ Transfer/sec:     12.02MB
                    status codes: 5 2xx, 0 3xx, 2 4xx, 0 5xx\n";
         assert_eq!(parse_h2load(bad).expect("figures").errors, 5);
         assert!(parse_h2load("starting benchmark...\n").is_none());
+    }
+
+    /// The end of imaptest's reference stress run against Dovecot.
+    const IMAPTEST: &str = "  99   44   50   99   99  131   46   55   99   53   99   1/  5
+   8    2    2    2    2    2    2    3    3   10    0 ms/cmd avg
+
+Totals:
+Logi List Stat Sele Fetc Fet2 Stor Dele Expu Appe Logo
+100%  50%  50% 100% 100% 100%  50% 100% 100% 100% 100%
+                          30%                  5%
+ 985  485  519  985  982 1373  411  498  982  500  988
+";
+
+    #[test]
+    fn imaptest_totals_give_the_commands_and_error_lines_the_errors() {
+        let load = parse_imaptest(IMAPTEST, Duration::from_secs(10)).expect("totals");
+        assert_eq!(load.ops, 8708.0);
+        assert_eq!(load.ops_per_sec, 870.8);
+        assert_eq!(load.errors, 0);
+        let bad = format!("Error: user: FETCH BODY[] got too little data\n{IMAPTEST}Error: x\n");
+        let load = parse_imaptest(&bad, Duration::from_secs(10)).expect("totals");
+        assert_eq!(load.errors, 2);
+        assert!(parse_imaptest("Error: connect() failed\n", Duration::from_secs(1)).is_none());
+        let args = ImaptestRun {
+            binary: Path::new("/imaptest"),
+            port: 143,
+            mbox: Path::new("/t/small.mbox"),
+            clients: 10,
+            duration: Duration::from_secs(30),
+            cpus: None,
+            log: Path::new("/dev/null"),
+        }
+        .args()
+        .join(" ");
+        assert_eq!(
+            args,
+            "host=127.0.0.1 port=143 user=testuser@example.com pass=pw mbox=/t/small.mbox \
+             clients=10 secs=30"
+        );
     }
 
     #[test]

@@ -1,16 +1,16 @@
-//! `stoa bench peers`: Stoa and other servers (nginx) compared in interleaved
-//! rounds, the one home of what `bench/compare-*.sh` orchestrated.
+//! `stoa bench peers`: Stoa and other servers (nginx, Dovecot) compared in
+//! interleaved rounds, the one home of what `bench/compare-*.sh` orchestrated.
 //!
 //! Each peer is started from a configuration generated in a temporary
 //! directory, on a free loopback port, pinned to the server CPUs
-//! (`server::Running`); every round measures every row (a load, or a file
-//! and a connection mode) against every server, in an order that alternates
-//! from round to round (`results::round_order`), with the load pinned to the
-//! harness CPUs. A server's CPU is its whole process tree's (nginx's master and
-//! workers, stoa's CGI children), from `/proc` before and after the run
-//! (`proctree`), beside what the whole disks read and the CPU the machine
-//! spent on other work over the same run (`machine`). The workloads
-//! ([`Workload`]):
+//! (`server::Running`); every round measures every row (a load, a file and a
+//! connection mode, or an imaptest clients level) against every server, in an
+//! order that alternates from round to round (`results::round_order`), with
+//! the load pinned to the harness CPUs. A server's CPU is its whole process
+//! tree's (nginx's master and workers, stoa's CGI children, Dovecot's master
+//! and every child), from `/proc` before and after the run (`proctree`),
+//! beside what the whole disks read and the CPU the machine spent on other
+//! work over the same run (`machine`). The workloads ([`Workload`]):
 //!
 //! - `web99`: `stoa bench web --static-only` of this binary at each `--loads`
 //!   (paced SPECweb99-style connections over the same file set, read once
@@ -22,7 +22,15 @@
 //! - `h2`: both servers over TLS with HTTP/2 by ALPN (one self-signed ECDSA
 //!   P-256 pair generated into the temporary directory, access log off),
 //!   `h2load -c 100 -m 10` for 1 KiB and 10 KiB files, then batches of
-//!   `h2load -c 50 -n 50 -m 1` (full handshakes) for the connection rate.
+//!   `h2load -c 50 -n 50 -m 1` (full handshakes) for the connection rate;
+//! - `imap`: stoa's IMAP server (a temporary mail directory, one user with a
+//!   plain password) against Dovecot's imapd (a private instance in the
+//!   foreground, the same user in a passwd-file, Maildir), under Dovecot's
+//!   imaptest in its stress mode (its default command mix, state checking on,
+//!   `--clients` of one user appending from a small mbox) for `--run-time`
+//!   at each clients level; the figure is the server's CPU per IMAP command
+//!   (Dovecot's master and every child, reaped ones included), with the
+//!   commands per second and imaptest's `Error` lines.
 //!
 //! The result directory gets `README.md` (the command, the machine, the setup,
 //! how to read it), `summary.txt`, `raw.csv` and the peers' configurations;
@@ -47,7 +55,7 @@ use anyhow::{Context as _, bail};
 use crate::cpus::CpuList;
 use crate::proctree::{self, TreeTicks};
 use config::Setup;
-use load::{H2loadRun, Load, Web99Run, WrkRun};
+use load::{H2loadRun, ImaptestRun, Load, Web99Run, WrkRun};
 use results::Row;
 use server::{Running, Software};
 
@@ -73,6 +81,9 @@ pub enum Peer {
     StoaBase,
     /// nginx (`nginx` on the path or /usr/sbin/nginx), one worker.
     Nginx,
+    /// Dovecot's imapd (`dovecot` on the path or /usr/sbin/dovecot; the imap
+    /// workload).
+    Dovecot,
 }
 
 impl Peer {
@@ -81,6 +92,7 @@ impl Peer {
             Peer::Stoa => "stoa",
             Peer::StoaBase => "stoa-base",
             Peer::Nginx => "nginx",
+            Peer::Dovecot => "dovecot",
         }
     }
 }
@@ -96,6 +108,10 @@ pub enum Workload {
     /// TLS and HTTP/2: h2load on 1k and 10k files, and the full-handshake
     /// rate with ALPN h2.
     H2,
+    /// IMAP: Dovecot's imaptest (stress mode, its default command mix) at
+    /// each of --clients against stoa and Dovecot; the figure is the server's
+    /// CPU per IMAP command.
+    Imap,
 }
 
 impl Workload {
@@ -104,6 +120,7 @@ impl Workload {
             Workload::Web99 => "web99",
             Workload::Static => "static",
             Workload::H2 => "h2",
+            Workload::Imap => "imap",
         }
     }
 }
@@ -175,14 +192,15 @@ pub struct Args {
     #[arg(long, value_enum)]
     pub workload: Workload,
     /// The servers, in the first round's order (the order reverses every
-    /// round); the ratios' reference is nginx, else stoa-base, else the first.
+    /// round); the ratios' reference is nginx, else dovecot, else stoa-base,
+    /// else the first. The imap workload takes stoa, stoa-base and dovecot.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "nginx,stoa")]
     pub servers: Vec<Peer>,
     /// Rounds (at most 20).
     #[arg(long, default_value_t = 5)]
     pub rounds: u32,
-    /// Measurement time of each run (default 30s for web99, 5s for static,
-    /// 10s for h2; at most 10 minutes).
+    /// Measurement time of each run (default 30s for web99 and imap, 5s for
+    /// static, 10s for h2; at most 10 minutes).
     #[arg(long, value_parser = parse_secs)]
     pub run_time: Option<Duration>,
     /// web99: the loads, paced connections (`1600,3200`).
@@ -216,6 +234,15 @@ pub struct Args {
     /// static: wrk's threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
+    /// imap: imaptest's clients, all one user; several (`10,50`) make a row
+    /// each.
+    #[arg(long, default_value = "10,50")]
+    pub clients: Loads,
+    /// imap: the imaptest binary (default $STOA_IMAPTEST, else
+    /// /opt/imaptest/bin/imaptest, where scripts/test.sh builds it, else
+    /// `imaptest` on the path).
+    #[arg(long, value_name = "BINARY")]
+    pub imaptest: Option<PathBuf>,
     /// The stoa binary the `stoa` server runs (default: this one).
     #[arg(long, value_name = "BINARY")]
     pub stoa: Option<PathBuf>,
@@ -308,6 +335,8 @@ enum RowSpec {
     H2 { file: &'static str },
     /// Batches of new TLS connections with ALPN h2, one request each.
     Handshake,
+    /// imaptest with this many clients.
+    Imap { clients: u32 },
 }
 
 impl RowSpec {
@@ -334,6 +363,7 @@ impl RowSpec {
                 file.trim_end_matches(".bin")
             ),
             RowSpec::Handshake => "handshake-h2".to_owned(),
+            RowSpec::Imap { clients } => format!("imap-c{clients}"),
         }
     }
 
@@ -385,6 +415,12 @@ fn rows_of(args: &Args) -> Vec<RowSpec> {
             .map(|f| RowSpec::H2 { file: f.file() })
             .chain([RowSpec::Handshake])
             .collect(),
+        Workload::Imap => args
+            .clients
+            .0
+            .iter()
+            .map(|&clients| RowSpec::Imap { clients })
+            .collect(),
     }
 }
 
@@ -418,10 +454,20 @@ fn peers_of(args: &Args, exe: &Path) -> anyhow::Result<Vec<(&'static str, Softwa
                 };
                 Software::Stoa(exe, words(args.baseline_flags.as_deref()))
             }
+            Peer::Nginx if args.workload == Workload::Imap => {
+                bail!("--servers: nginx serves no IMAP (the imap workload: stoa,dovecot)")
+            }
             Peer::Nginx => Software::Nginx(
                 server::nginx_binary()
                     .context("nginx is not installed (apt-get install nginx-light)")?,
             ),
+            Peer::Dovecot if args.workload != Workload::Imap => {
+                bail!("--servers: dovecot is for the imap workload")
+            }
+            Peer::Dovecot => Software::Dovecot(server::dovecot_binary().context(
+                "Dovecot's imapd is not installed (/usr/sbin/dovecot and /usr/lib/dovecot/imap; \
+                 apt-get install dovecot-imapd)",
+            )?),
         };
         peers.push((peer.name(), software));
     }
@@ -451,6 +497,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Workload::Web99 => Duration::from_secs(30),
         Workload::Static => Duration::from_secs(5),
         Workload::H2 => Duration::from_secs(10),
+        Workload::Imap => Duration::from_secs(30),
     });
     if run_time > MAX_RUN_TIME {
         bail!("--run-time: at most {MAX_RUN_TIME:?}");
@@ -464,9 +511,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.workload == Workload::H2 && server::which("h2load").is_none() {
         bail!("the h2 workload needs h2load (apt-get install nghttp2-client)");
     }
-    if args.workload == Workload::H2 && args.profile_load.is_some() {
+    if args.workload != Workload::Web99 && args.profile_load.is_some() {
         bail!("--profile-load is for the web99 workload");
     }
+    let imaptest = match args.workload {
+        Workload::Imap => Some(server::imaptest_binary(args.imaptest.as_deref()).context(
+            "the imap workload needs Dovecot's imaptest (--imaptest BINARY, $STOA_IMAPTEST, or \
+             /opt/imaptest/bin/imaptest: scripts/test.sh builds it)",
+        )?),
+        _ => None,
+    };
     let exe = crate::stoa_exe(None)?;
     let peers = peers_of(args, &exe)?;
     let pinning = Pinning::of(args, crate::cpus::machine_cores())?;
@@ -480,6 +534,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .tempdir()
         .context("cannot create a temporary directory")?;
     let mut cmp = Comparison::prepare(args, &exe, tmp.path(), run_time, pinning)?;
+    cmp.imaptest = imaptest;
     for (name, software) in &peers {
         cmp.start(name, software)?;
     }
@@ -487,8 +542,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(load) = args.profile_load {
         cmp.profile(load)?;
     }
-    // The ratios' denominator: nginx, else the baseline, else the first.
-    let reference = ["nginx", "stoa-base"]
+    // The ratios' denominator: nginx, else dovecot, else the baseline, else
+    // the first.
+    let reference = ["nginx", "dovecot", "stoa-base"]
         .into_iter()
         .find(|r| peers.iter().any(|(n, _)| n == r))
         .unwrap_or(peers[0].0);
@@ -521,7 +577,15 @@ struct Comparison<'a> {
     background: machine::Background,
     /// The summary's profile section (`--profile-load`), else empty.
     profile: String,
+    /// imap: the imaptest binary.
+    imaptest: Option<PathBuf>,
+    /// imap: the mbox imaptest appends from.
+    mbox: PathBuf,
 }
+
+/// The imap workload's mbox: the eight small messages of imaptest's
+/// reference stress run (`shared/tools/imaptest/reference/small.mbox`).
+const IMAPTEST_MBOX: &str = include_str!("imaptest-small.mbox");
 
 impl<'a> Comparison<'a> {
     /// The open-file limit raised, the document root written.
@@ -543,12 +607,19 @@ impl<'a> Comparison<'a> {
                 .unwrap_or(1),
             Workload::Static => args.connections.0.iter().copied().max().unwrap_or(1),
             Workload::H2 => H2_CONNECTIONS,
+            Workload::Imap => args.clients.0.iter().copied().max().unwrap_or(1),
         };
         raise_nofile(u64::from(max_connections) * 2 + 1000)?;
         let docroot = tmp.join("www");
         match args.workload {
             Workload::Static | Workload::H2 => config::write_static_files(&docroot)?,
             Workload::Web99 => write_fileset(exe, max_connections, &docroot, &tmp.join("cgi-bin"))?,
+            Workload::Imap => {}
+        }
+        let mbox = tmp.join("imaptest.mbox");
+        if args.workload == Workload::Imap {
+            std::fs::write(&mbox, IMAPTEST_MBOX)
+                .with_context(|| format!("cannot write {}", mbox.display()))?;
         }
         let tls = match args.workload {
             Workload::H2 => Some(config::write_tls_pair(&tmp.join("tls"))?),
@@ -567,11 +638,14 @@ impl<'a> Comparison<'a> {
             rows: Vec::new(),
             background: machine::Background::default(),
             profile: String::new(),
+            imaptest: None,
+            mbox,
         })
     }
 
     fn start(&mut self, name: &str, software: &Software) -> anyhow::Result<()> {
         let dir = self.tmp.join(name);
+        let imap = self.args.workload == Workload::Imap;
         let log = self.tmp.join(format!("{name}-access.log"));
         let state = self.tmp.join(format!("{name}-state"));
         let cgi = self.tmp.join("cgi-bin");
@@ -580,10 +654,11 @@ impl<'a> Comparison<'a> {
             port: 0,
             docroot: &self.docroot,
             max_connections: self.max_connections,
-            // h2: access log off, as the old script's.
-            access_log: self.tls.is_none().then_some(log.as_path()),
+            // h2: access log off, as the old script's; imap: none.
+            access_log: (self.tls.is_none() && !imap).then_some(log.as_path()),
             root: rustix::process::geteuid().is_root(),
             tls: self.tls.as_ref().map(|(c, k)| (c.as_path(), k.as_path())),
+            imap,
         };
         let web99 =
             (self.args.workload == Workload::Web99).then_some((state.as_path(), cgi.as_path()));
@@ -889,6 +964,16 @@ impl<'a> Comparison<'a> {
                 log: &run_dir.with_extension("h2load"),
             }
             .handshakes(time),
+            RowSpec::Imap { clients } => ImaptestRun {
+                binary: self.imaptest.as_deref().context("no imaptest binary")?,
+                port: server.addr.port(),
+                mbox: &self.mbox,
+                clients,
+                duration: time,
+                cpus: self.pinning.harness.as_ref(),
+                log: &run_dir.with_extension("imaptest"),
+            }
+            .run(),
             RowSpec::Web99 { connections, mix } => {
                 let root = server.pid();
                 let archive = if self.args.no_archive {
@@ -924,7 +1009,11 @@ impl<'a> Comparison<'a> {
     /// `raw.csv`, `summary.txt`, the configurations and `README.md` in `out`;
     /// returns the summary.
     fn write(&self, args: &Args, out: &Path, reference: &str) -> anyhow::Result<String> {
-        let summary = results::summary(&self.rows, reference) + &self.profile;
+        let units = match args.workload {
+            Workload::Imap => results::PER_COMMAND,
+            _ => results::PER_OP,
+        };
+        let summary = results::summary(&self.rows, reference, &units) + &self.profile;
         let put = |name: &str, text: &str| {
             let path = out.join(name);
             std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))

@@ -40,11 +40,18 @@ pub(super) fn readme(p: &Parts<'_>) -> String {
         }
         md.push_str(&format!("- {k}: {v}\n"));
     }
-    for (name, cmd) in [
-        ("stoa revision", "git rev-parse --short HEAD"),
-        ("nginx", "nginx -v"),
-        ("wrk", "wrk -v"),
-    ] {
+    let versions: &[(&str, &str)] = match p.args.workload {
+        Workload::Imap => &[
+            ("stoa revision", "git rev-parse --short HEAD"),
+            ("dovecot", "dovecot --version"),
+        ],
+        _ => &[
+            ("stoa revision", "git rev-parse --short HEAD"),
+            ("nginx", "nginx -v"),
+            ("wrk", "wrk -v"),
+        ],
+    };
+    for &(name, cmd) in versions {
         md.push_str(&format!("- {name}: {}\n", version_of(cmd)));
     }
     md.push_str(&format!(
@@ -144,16 +151,43 @@ fn setup_lines(p: &Parts<'_>) -> String {
                  streams and h2load does not reconnect; stoa: its defaults. Access log off on both.\n",
             );
         }
+        Workload::Imap => {
+            s.push_str(&format!(
+                "- Load: Dovecot's imaptest in its stress mode, `imaptest host=127.0.0.1 port=P \
+                 user=testuser@example.com pass=pw mbox=M clients=C secs={t}` with C in {{{c}}} (a row \
+                 each): its default command mix (LOGIN, LIST, STATUS, SELECT, FETCH, STORE, EXPUNGE, \
+                 APPEND, LOGOUT …) with its state checking on, every client the same user, APPENDs \
+                 from the eight small messages of imaptest's reference mbox.\n\
+                 - Commands: the sum of imaptest's Totals line (every command it finished); cmds/s \
+                 that over {t} s. Errors: imaptest's lines that start with `Error` (plus one when it \
+                 exited with failure): a row with errors is not a clean figure.\n\
+                 - PLAIN passwords on both, Maildir with Dovecot's default fsync, one user. \
+                 stoa: `stoa serve` with one IMAP listener, its mail directory in the temporary \
+                 directory, the user added by `stoa user add --scheme plain`, \
+                 `[directory] allow_plain_passwords = true` and `[imap] max_sessions_per_user = 0`, \
+                 `max_connections_per_client = 0` (stoa.args); stoa makes every change durable \
+                 (fsync) before its OK. Dovecot: a private instance in the foreground (`dovecot -F \
+                 -c dovecot.conf`), imap only, plaintext auth without TLS, a passwd-file with a \
+                 `{{PLAIN}}` password, `mail_location = maildir:~/Maildir`, its defaults otherwise \
+                 (`mail_fsync = optimized`); as root its mail belongs to nobody (65534).\n\
+                 - Server CPU: Dovecot's master and all its children (imap-login, imap, auth, \
+                 anvil, log, config), reaped ones included; stoa's one process.\n",
+                t = p.run_time.as_secs(),
+                c = a.clients.0.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            ));
+        }
     }
     let log = match a.workload {
         Workload::H2 => "access log off",
         _ => "access log on (combined, to a file, truncated after each run)",
     };
-    s.push_str(&format!(
-        "- Servers: one worker each, on 127.0.0.1, the same document root, {log}, keep-alive timeout \
-         75 s. nginx: sendfile, tcp_nopush, open_file_cache (nginx.conf); stoa: stoa.args (`$TMP` is \
-         the temporary directory).\n",
-    ));
+    if a.workload != Workload::Imap {
+        s.push_str(&format!(
+            "- Servers: one worker each, on 127.0.0.1, the same document root, {log}, keep-alive \
+             timeout 75 s. nginx: sendfile, tcp_nopush, open_file_cache (nginx.conf); stoa: \
+             stoa.args (`$TMP` is the temporary directory).\n",
+        ));
+    }
     for (name, flags) in [("stoa", &a.stoa_flags), ("stoa-base", &a.baseline_flags)] {
         if let Some(flags) = flags {
             s.push_str(&format!(

@@ -9,6 +9,39 @@ pub(crate) const RAW_COLUMNS: &str = "round,row,server,ops_per_sec,errors,server
 server_kernel_pct,harness_cpu_pct,harness_bound,conform_pct,disk_sectors_read,other_cpu_pct,\
 cgi_cpu_us_per_op,commit_cpu_us_per_op,warm_disk_sectors,warm_secs";
 
+/// How the summary names an operation and scales its CPU per operation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Units {
+    /// The rate's column (`ops/s`).
+    pub(crate) rate: &'static str,
+    /// The CPU column (`CPU µs/op`).
+    pub(crate) cpu: &'static str,
+    /// One operation in words (`operation`).
+    pub(crate) op: &'static str,
+    /// raw.csv's µs per operation times this is the CPU column's figure.
+    pub(crate) scale: f64,
+    /// Its decimals.
+    pub(crate) decimals: usize,
+}
+
+/// A request or a web99 operation, CPU in µs.
+pub(crate) const PER_OP: Units = Units {
+    rate: "ops/s",
+    cpu: "CPU µs/op",
+    op: "operation",
+    scale: 1.0,
+    decimals: 2,
+};
+
+/// An IMAP command (imaptest's), CPU in ms.
+pub(crate) const PER_COMMAND: Units = Units {
+    rate: "cmds/s",
+    cpu: "CPU ms/cmd",
+    op: "command",
+    scale: 1e-3,
+    decimals: 3,
+};
+
 /// One measurement: one server, one row (a load or a file and mode), one round.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Row {
@@ -134,20 +167,21 @@ fn names(rows: &[Row], key: impl Fn(&Row) -> &str) -> Vec<String> {
 /// `summary.txt`: per row and server, the medians over the rounds; then each
 /// other server's per-round ratio to `reference` (ops/s, CPU per operation),
 /// and `stoa` to `stoa-base` when both ran.
-pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
+pub(crate) fn summary(rows: &[Row], reference: &str, units: &Units) -> String {
     let (row_names, servers) = (names(rows, |r| &r.row), names(rows, |r| &r.server));
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Medians over the rounds (server CPU: its process tree's user + system time per operation)\n"
+        "Medians over the rounds (server CPU: its process tree's user + system time per {})\n",
+        units.op
     );
     let _ = writeln!(
         out,
         "{:<20} {:<10} {:>10} {:>11} {:>9} {:>8} {:>10} {:>8} {:>7} {:>6}",
         "row",
         "server",
-        "ops/s",
-        "CPU µs/op",
+        units.rate,
+        units.cpu,
         "kernel %",
         "disk MB",
         "harness %",
@@ -174,7 +208,10 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
                 row,
                 server,
                 opt(m(&|r| Some(r.ops_per_sec)), 1),
-                opt(m(&|r| r.server_cpu_us_per_op), 2),
+                opt(
+                    m(&|r| r.server_cpu_us_per_op).map(|c| c * units.scale),
+                    units.decimals
+                ),
                 opt(m(&|r| r.server_kernel_pct), 1),
                 opt(m(&|r| r.disk_sectors.map(megabytes)), 1),
                 opt(m(&|r| Some(r.harness_cpu_pct)), 0),
@@ -186,8 +223,13 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
                 ("  of which CGI", m(&|r| r.cgi_cpu_us_per_op)),
                 ("  of which commits", m(&|r| r.commit_cpu_us_per_op)),
             ] {
-                if let Some(part) = part {
-                    let _ = writeln!(out, "{what:<20} {server:<10} {:>10} {part:>11.2}", "");
+                if let Some(part) = part.map(|p| p * units.scale) {
+                    let _ = writeln!(
+                        out,
+                        "{what:<20} {server:<10} {:>10} {part:>11.d$}",
+                        "",
+                        d = units.decimals
+                    );
                 }
             }
         }
@@ -203,7 +245,7 @@ pub(crate) fn summary(rows: &[Row], reference: &str) -> String {
         pairs.push(("stoa", "stoa-base"));
     }
     for (a, b) in pairs {
-        ratios(&mut out, rows, &row_names, a, b);
+        ratios(&mut out, rows, &row_names, a, b, units);
     }
     let warm: Vec<(u64, f64)> = rows.iter().filter_map(|r| r.warm).collect();
     if !warm.is_empty() {
@@ -241,12 +283,19 @@ fn megabytes(sectors: u64) -> f64 {
 }
 
 /// The per-round ratios `a` / `b` of each row.
-fn ratios(out: &mut String, rows: &[Row], row_names: &[String], a: &str, b: &str) {
+fn ratios(out: &mut String, rows: &[Row], row_names: &[String], a: &str, b: &str, units: &Units) {
     let _ = writeln!(
         out,
-        "\n{a} / {b}, per round: median [min, max] (ops/s above 1 and CPU below 1 favour {a})\n"
+        "\n{a} / {b}, per round: median [min, max] ({} above 1 and CPU below 1 favour {a})\n",
+        units.rate
     );
-    let _ = writeln!(out, "{:<20} {:>24} {:>24}", "row", "ops/s", "CPU per op");
+    let _ = writeln!(
+        out,
+        "{:<20} {:>24} {:>24}",
+        "row",
+        units.rate,
+        format!("CPU per {}", units.op)
+    );
     for row in row_names {
         let of = |server: &str, round: u32| {
             rows.iter()
@@ -338,7 +387,7 @@ mod tests {
             row(3, "nginx", 100.0, 10.0),
             row(3, "stoa", 90.0, 11.0),
         ];
-        let text = summary(&rows, "nginx");
+        let text = summary(&rows, "nginx", &PER_OP);
         assert!(text.contains("stoa / nginx, per round"), "{text}");
         // ops: 1.1, 1.2, 0.9; CPU: 0.9, 0.8, 1.1.
         assert!(text.contains("1.10 [0.90, 1.20]"), "{text}");
@@ -351,13 +400,39 @@ mod tests {
     }
 
     #[test]
+    fn imap_rows_give_cpu_in_ms_per_command_and_stoa_over_dovecot() {
+        let mut rows = Vec::new();
+        for (round, stoa, dovecot) in [(1, 100.0, 400.0), (2, 150.0, 300.0), (3, 120.0, 400.0)] {
+            for (server, cpu) in [("stoa", stoa), ("dovecot", dovecot)] {
+                let mut r = row(round, server, 1000.0, cpu);
+                r.row = "imap-c10".into();
+                rows.push(r);
+            }
+        }
+        let text = summary(&rows, "dovecot", &PER_COMMAND);
+        assert!(
+            text.contains("CPU ms/cmd") && text.contains("cmds/s"),
+            "{text}"
+        );
+        let stoa = text
+            .lines()
+            .find(|l| l.starts_with("imap-c10") && l.contains("stoa"))
+            .expect("stoa's line");
+        assert!(stoa.contains(" 0.120 "), "{stoa}");
+        assert!(text.contains("stoa / dovecot, per round"), "{text}");
+        // CPU: 0.25, 0.5 and 0.3.
+        assert!(text.contains("0.30 [0.25, 0.50]"), "{text}");
+        assert!(text.contains("CPU per command"), "{text}");
+    }
+
+    #[test]
     fn a_baseline_is_compared_with_stoa() {
         let rows = [
             row(1, "nginx", 100.0, 10.0),
             row(1, "stoa-base", 100.0, 10.0),
             row(1, "stoa", 105.0, 9.5),
         ];
-        let text = summary(&rows, "nginx");
+        let text = summary(&rows, "nginx", &PER_OP);
         assert!(text.contains("stoa / nginx"), "{text}");
         assert!(text.contains("stoa / stoa-base"), "{text}");
         assert!(!text.contains("stoa-base / nginx"), "{text}");
@@ -370,7 +445,7 @@ mod tests {
         mix.cgi_cpu_us_per_op = Some(12.5);
         mix.commit_cpu_us_per_op = Some(3.25);
         mix.warm = Some((4000, 1.5));
-        let text = summary(&[row(1, "nginx", 100.0, 10.0), mix], "nginx");
+        let text = summary(&[row(1, "nginx", 100.0, 10.0), mix], "nginx", &PER_OP);
         let lines: Vec<&str> = text.lines().collect();
         let at = lines
             .iter()
@@ -387,6 +462,6 @@ mod tests {
             text.contains("MB from the disks 2.05 [2.05, 2.05]"),
             "{text}"
         );
-        assert!(!summary(&[row(1, "nginx", 1.0, 1.0)], "nginx").contains("of which"));
+        assert!(!summary(&[row(1, "nginx", 1.0, 1.0)], "nginx", &PER_OP).contains("of which"));
     }
 }

@@ -30,6 +30,9 @@ pub(crate) enum Software {
     Stoa(PathBuf, Vec<String>),
     /// nginx, from `nginx` on the path or `/usr/sbin/nginx`.
     Nginx(PathBuf),
+    /// Dovecot's master (`dovecot` on the path or `/usr/sbin/dovecot`), in
+    /// the foreground, serving IMAP.
+    Dovecot(PathBuf),
 }
 
 /// A peer server that runs, stopped (with its tree) when dropped.
@@ -51,6 +54,31 @@ pub(crate) struct Running {
 /// neither exists.
 pub(crate) fn nginx_binary() -> Option<PathBuf> {
     which("nginx").or_else(|| Some(PathBuf::from("/usr/sbin/nginx")).filter(|p| p.is_file()))
+}
+
+/// Dovecot: `dovecot` on the path, else `/usr/sbin/dovecot`, provided its
+/// imapd (`/usr/lib/dovecot/imap`) is installed; `None` otherwise.
+pub(crate) fn dovecot_binary() -> Option<PathBuf> {
+    let master = which("dovecot")
+        .or_else(|| Some(PathBuf::from("/usr/sbin/dovecot")).filter(|p| p.is_file()))?;
+    Path::new("/usr/lib/dovecot/imap")
+        .is_file()
+        .then_some(master)
+}
+
+/// Dovecot's imaptest: `flag` (`--imaptest`), else `$STOA_IMAPTEST`, else
+/// `/opt/imaptest/bin/imaptest` (where scripts/test.sh builds it), else
+/// `imaptest` on the path; `None` when that is not a file.
+pub(crate) fn imaptest_binary(flag: Option<&Path>) -> Option<PathBuf> {
+    let named = flag
+        .map(Path::to_owned)
+        .or_else(|| std::env::var_os("STOA_IMAPTEST").map(PathBuf::from));
+    match named {
+        Some(path) => Some(path).filter(|p| p.is_file()),
+        None => Some(PathBuf::from("/opt/imaptest/bin/imaptest"))
+            .filter(|p| p.is_file())
+            .or_else(|| which("imaptest")),
+    }
 }
 
 /// A program on the path.
@@ -84,6 +112,7 @@ impl Running {
         let running = match software {
             Software::Stoa(exe, extra) => start_stoa(name, exe, extra, setup, web99, cpus),
             Software::Nginx(exe) => start_nginx(name, exe, setup, cpus),
+            Software::Dovecot(exe) => start_dovecot(name, exe, setup, cpus),
         }
         .with_context(|| format!("cannot start {name}"))?;
         eprintln!(
@@ -162,7 +191,16 @@ fn start_stoa(
     web99: Option<(&Path, &Path)>,
     cpus: Option<&CpuList>,
 ) -> anyhow::Result<Running> {
-    let args = config::stoa_args(setup, web99, extra);
+    let (args, toml) = if setup.imap {
+        let (toml, mail) = stoa_imap_user(exe, setup.dir)?;
+        let args = config::stoa_imap_args(&toml, &mail, extra);
+        (
+            args,
+            format!("\n# {}:\n{}", toml.display(), config::STOA_IMAP_TOML),
+        )
+    } else {
+        (config::stoa_args(setup, web99, extra), String::new())
+    };
     let mut command = Command::new(exe);
     command
         .args(&args)
@@ -180,6 +218,7 @@ fn start_stoa(
     // and sends the address of its "listening on http://" line (https:// with
     // TLS: the port the load goes to).
     let prefix = match setup.tls {
+        _ if setup.imap => "stoa: listening on imap://",
         Some(_) => "stoa: listening on https://",
         None => "stoa: listening on http://",
     };
@@ -194,7 +233,7 @@ fn start_stoa(
     let mut running = Running {
         name: name.to_owned(),
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        config: format!("stoa {}\n", args.join(" ")),
+        config: format!("stoa {}\n{toml}", args.join(" ")),
         access_log: setup.access_log.map(Path::to_owned),
         child,
     };
@@ -248,6 +287,130 @@ fn start_nginx(
     };
     wait_answers(&mut running, &setup.dir.join("error.log"))?;
     Ok(running)
+}
+
+/// The imap workload's stoa: [`config::STOA_IMAP_TOML`] written to `dir`, and
+/// [`config::IMAP_USER`] added with a plain password to the mail directory
+/// `dir/mail` by `exe user add`; returns the file's and the directory's paths.
+fn stoa_imap_user(exe: &Path, dir: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let (toml, mail) = (dir.join("stoa.toml"), dir.join("mail"));
+    std::fs::write(&toml, config::STOA_IMAP_TOML)
+        .with_context(|| format!("cannot write {}", toml.display()))?;
+    let log = dir.join("user-add.log");
+    let out =
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut child = Command::new(exe)
+        .args(["user", "add", "--scheme", "plain", "--password-stdin"])
+        .arg("--config")
+        .arg(&toml)
+        .arg("--mail-dir")
+        .arg(&mail)
+        .arg(config::IMAP_USER)
+        .stdin(Stdio::piped())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("cannot run {} user add", exe.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        writeln!(stdin, "{}", config::IMAP_PASSWORD).context("stoa user add: its input")?;
+    }
+    let status = super::load::wait_bounded(child, START_TIMEOUT)?;
+    if !status.success() {
+        bail!("stoa user add failed ({status}): {}", tail(&log));
+    }
+    Ok((toml, mail))
+}
+
+/// Dovecot in the foreground (`dovecot -F -c dovecot.conf`, so the master is
+/// the child and the root of the tree), its directories, passwd-file and mail
+/// directory made first: as root the mail belongs to
+/// [`config::DOVECOT_MAIL_ID`] and the directories on the way are readable
+/// by all (Dovecot's processes drop to other users).
+fn start_dovecot(
+    name: &str,
+    exe: &Path,
+    setup: &Setup<'_>,
+    cpus: Option<&CpuList>,
+) -> anyhow::Result<Running> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let port = free_port()?;
+    let setup = Setup {
+        port,
+        ..setup.clone()
+    };
+    let dir = setup.dir;
+    for sub in ["run", "state", "log", "mail"] {
+        let path = dir.join(sub);
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+    }
+    let (uid, gid, users) = if setup.root {
+        let open = std::fs::Permissions::from_mode(0o755);
+        for path in [dir, dir.parent().unwrap_or(dir)] {
+            std::fs::set_permissions(path, open.clone())
+                .with_context(|| format!("cannot open up {}", path.display()))?;
+        }
+        let mail = dir.join("mail");
+        let id = config::DOVECOT_MAIL_ID;
+        std::os::unix::fs::chown(&mail, Some(id), Some(id))
+            .with_context(|| format!("cannot give {} to {id}", mail.display()))?;
+        (id, id, None)
+    } else {
+        let (uid, gid) = (rustix::process::getuid(), rustix::process::getgid());
+        (uid.as_raw(), gid.as_raw(), Some(user_and_group()?))
+    };
+    let passwd = dir.join("passwd");
+    std::fs::write(&passwd, config::dovecot_passwd(dir, uid, gid))
+        .with_context(|| format!("cannot write {}", passwd.display()))?;
+    let conf = config::dovecot_conf(
+        &setup,
+        users.as_ref().map(|(u, g)| (u.as_str(), g.as_str())),
+    );
+    let conf_path = dir.join("dovecot.conf");
+    std::fs::write(&conf_path, &conf)
+        .with_context(|| format!("cannot write {}", conf_path.display()))?;
+    let stderr_path = dir.join("stderr.log");
+    let stderr = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("cannot create {}", stderr_path.display()))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("-F")
+        .arg("-c")
+        .arg(&conf_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    let child = start_pinned(cpus, || command.spawn())?
+        .with_context(|| format!("cannot run {}", exe.display()))?;
+    let mut running = Running {
+        name: name.to_owned(),
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        config: conf,
+        access_log: None,
+        child,
+    };
+    let log = dir.join("log/dovecot.log");
+    wait_answers(&mut running, &log)
+        .map_err(|e| anyhow::anyhow!("{e:#} {}", tail(&stderr_path)))?;
+    Ok(running)
+}
+
+/// This process's user and group names (`id -un`, `id -gn`), for a Dovecot
+/// that runs as them.
+fn user_and_group() -> anyhow::Result<(String, String)> {
+    let id = |flag: &str| -> anyhow::Result<String> {
+        let out = Command::new("id")
+            .arg(flag)
+            .stdin(Stdio::null())
+            .output()
+            .context("cannot run id")?;
+        let name = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !out.status.success() || name.is_empty() {
+            bail!("id {flag} gave no name");
+        }
+        Ok(name)
+    };
+    Ok((id("-un")?, id("-gn")?))
 }
 
 /// Until `running` accepts a TCP connection, or exits, or [`START_TIMEOUT`].

@@ -186,3 +186,16 @@ fn baseline_flags_compare_two_configurations_of_one_build() {
         ]
     );
 }
+
+#[test]
+fn imap_rows_are_the_clients_levels_against_stoa_and_dovecot_only() {
+    let a = args(&["--workload", "imap", "--servers", "stoa,dovecot"]);
+    assert_eq!(row_names(&a), ["imap-c10", "imap-c50"]);
+    let one = args(&["--workload", "imap", "--clients", "4"]);
+    assert_eq!(row_names(&one), ["imap-c4"]);
+    let nginx = args(&["--workload", "imap", "--servers", "nginx,stoa"]);
+    let e = peers_of(&nginx, Path::new("/stoa")).expect_err("nginx serves no IMAP");
+    assert!(e.to_string().contains("stoa,dovecot"), "{e}");
+    let web = args(&["--workload", "static", "--servers", "stoa,dovecot"]);
+    assert!(peers_of(&web, Path::new("/stoa")).is_err());
+}
