@@ -65,6 +65,9 @@ command -v h2load >/dev/null || missing+=(nghttp2-client)
 # (crates/stoa/tests/routing.rs starts its own `dovecot -F` in a temporary
 # directory).
 [ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
+# Dovecot's imapd, the peer of `stoa bench peers --workload imap`
+# (crates/stoa/tests/bench_peers.rs starts its own `dovecot -F`).
+[ -x /usr/lib/dovecot/imap ] || missing+=(dovecot-imapd)
 # nginx, the peer crates/stoa/tests/bench_peers.rs compares stoa with (it starts
 # its own from a generated nginx.conf on a free port).
 [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
