@@ -147,7 +147,7 @@ impl Conn {
         // The first login makes the folder list (INBOX and the special-use set).
         let store = Arc::clone(&self.shared.store);
         let mailbox = found.mailbox;
-        if let Err(e) = blocking(move || store.folder_list(mailbox)).await? {
+        if let Err(e) = blocking(&self.shared, move || store.folder_list(mailbox)).await? {
             tracing::error!(
                 "{peer}: {}: cannot read the folder list: {e}",
                 found.address

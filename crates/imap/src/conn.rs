@@ -433,7 +433,7 @@ impl Conn {
             return Ok(());
         };
         let store = Arc::clone(&self.shared.store);
-        let (mut selected, refreshed) = blocking(move || {
+        let (mut selected, refreshed) = blocking(&self.shared, move || {
             let mut selected = selected;
             let result = selected
                 .folder
@@ -737,12 +737,24 @@ pub(crate) fn flags_of(flags: &[String]) -> Vec<Flag> {
         .collect()
 }
 
-/// Runs `work` on a blocking thread; a panic there is an I/O error here (the
-/// connection ends).
+/// Runs `work` on a blocking thread, at most [`STORE_TASKS`] at once in the
+/// process; a panic there is an I/O error here (the connection ends).
 pub(crate) async fn blocking<T: Send + 'static>(
+    shared: &Shared,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> io::Result<T> {
+    let _permit = shared
+        .store_tasks
+        .acquire()
+        .await
+        .map_err(|_| io::Error::other("store tasks closed"))?;
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| io::Error::other(format!("store task failed: {e}")))
 }
+
+/// Store operations running at once, process-wide. Without a bound, ten thousand
+/// logins at once made tokio start hundreds of blocking threads (655 seen, 500 MB
+/// of stacks and allocator heaps); the store's work is short and disk-bound, and
+/// more threads than this only queue at the disk.
+pub(crate) const STORE_TASKS: usize = 32;

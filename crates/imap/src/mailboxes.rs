@@ -76,7 +76,7 @@ impl Conn {
     ) -> io::Result<T> {
         let store = Arc::clone(&self.shared.store);
         let mailbox = self.mailbox_id();
-        blocking(move || work(&store, mailbox)).await
+        blocking(&self.shared, move || work(&store, mailbox)).await
     }
 
     /// SELECT and EXAMINE (with CONDSTORE and QRESYNC).

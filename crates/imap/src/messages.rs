@@ -37,7 +37,7 @@ impl Conn {
             return Err(io::Error::other("no folder selected"));
         };
         let store = Arc::clone(&self.shared.store);
-        let (selected, result) = blocking(move || {
+        let (selected, result) = blocking(&self.shared, move || {
             let result = work(&mut selected, &store);
             (selected, result)
         })

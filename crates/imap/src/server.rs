@@ -102,6 +102,7 @@ impl Server {
             store,
             tls,
             watchers,
+            store_tasks: tokio::sync::Semaphore::new(crate::conn::STORE_TASKS),
         });
         Ok(Server {
             shared,

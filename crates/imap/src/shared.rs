@@ -25,6 +25,8 @@ pub(crate) struct Shared {
     pub(crate) clients: Arc<ClientCounts>,
     /// Logged-in sessions per mailbox, woken by the store's observer.
     pub(crate) watchers: Arc<Watchers>,
+    /// Permits for store work on blocking threads (`conn::blocking`).
+    pub(crate) store_tasks: tokio::sync::Semaphore,
 }
 
 impl Shared {
