@@ -48,3 +48,4 @@ mod watch;
 
 pub use config::Config;
 pub use server::{Error, Server};
+pub use watch::Sessions;

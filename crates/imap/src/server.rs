@@ -16,7 +16,7 @@ use stoa_netkit::throttle::Throttle;
 use crate::config::Config;
 use crate::conn::{self, Kind};
 use crate::shared::Shared;
-use crate::watch::Watchers;
+use crate::watch::Sessions;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -61,12 +61,15 @@ impl std::fmt::Debug for Server {
 impl Server {
     /// Loads the certificates and binds every listener. Passwords are checked in
     /// `directory`; mailboxes are read from `store`; failed logins are counted in
-    /// `throttle`, which other servers of the process may share.
+    /// `throttle`, which other servers of the process may share; sessions are
+    /// registered in `sessions` (one per store, kept across reloads; without it
+    /// the server makes its own).
     pub fn bind(
         config: Config,
         directory: Arc<dyn Directory>,
         store: Arc<MailStore>,
         throttle: Option<Arc<Throttle>>,
+        sessions: Option<Sessions>,
     ) -> Result<Server, Error> {
         let throttle =
             throttle.unwrap_or_else(|| Arc::new(Throttle::new(config.auth_throttle.clone())));
@@ -91,9 +94,7 @@ impl Server {
         let tls_addrs = listeners
             .bind_all(&config.tls_listen, &Kind::Tls)
             .map_err(listen_error)?;
-        let watchers = Arc::new(Watchers::default());
-        let woken = Arc::clone(&watchers);
-        store.set_observer(Arc::new(move |mailbox| woken.changed(mailbox)));
+        let watchers = sessions.unwrap_or_else(|| Sessions::new(&store)).0;
         let shared = Arc::new(Shared {
             throttle,
             clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),

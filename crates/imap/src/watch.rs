@@ -14,6 +14,23 @@ pub(crate) struct Watchers {
     users: Mutex<HashMap<MailboxId, User>>,
 }
 
+/// The IMAP sessions of a process, per mailbox: the per-user limit and IDLE's
+/// wake-up. One per mail store, kept across reloads, so that the sessions of the
+/// server a reload replaces are still woken and still counted.
+#[derive(Debug, Clone)]
+pub struct Sessions(pub(crate) Arc<Watchers>);
+
+impl Sessions {
+    /// The registry of `store`'s sessions, told of its changes (the store's
+    /// observer).
+    pub fn new(store: &stoa_mailstore::MailStore) -> Sessions {
+        let watchers = Arc::new(Watchers::default());
+        let woken = Arc::clone(&watchers);
+        store.set_observer(Arc::new(move |mailbox| woken.changed(mailbox)));
+        Sessions(watchers)
+    }
+}
+
 #[derive(Debug)]
 struct User {
     sessions: usize,

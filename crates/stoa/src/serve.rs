@@ -670,6 +670,10 @@ fn open_mail(
         directory,
         embedded,
         directory_config,
+        imap_sessions: match previous.and_then(|p| p.imap_sessions.get()) {
+            Some(sessions) => std::sync::OnceLock::from(sessions.clone()),
+            None => std::sync::OnceLock::new(),
+        },
         store,
         throttle,
         runner: previous.and_then(|p| p.runner.clone()),

@@ -359,3 +359,56 @@ From a@test Mon Dec  7 10:00:06 2026\n\
 From: a@test\nTo: b@test\nSubject: seven\n\nseven\n\n\
 From a@test Mon Dec  7 10:00:07 2026\n\
 From: a@test\nTo: b@test\nSubject: eight\n\neight\n";
+
+/// A reload keeps the IMAP sessions it does not end: one in IDLE before `stoa
+/// reload` is still told of a delivery at once afterwards (the session registry is
+/// kept across reloads, as the store and the throttle are; before, the new
+/// server took the store's wake-ups and the old sessions waited for their
+/// 30-second check).
+#[test]
+fn an_idle_session_is_still_woken_after_a_reload() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let config = config(tmp.path(), "idle_check = \"1h\"");
+    let pid_file = tmp.path().join("stoa.pid");
+    let server = ServerBuilder::mail(&mail)
+        .args([
+            "--config",
+            path_arg(&config),
+            "--pid-file",
+            path_arg(&pid_file),
+        ])
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--imap-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let (smtp, imap) = (server.smtp_addrs[0], server.imap_addrs[0]);
+    let mut c = LineConn::try_connect(imap, Duration::from_secs(10)).expect("connect");
+    let mut line = || c.line().expect("a line");
+    assert!(line().starts_with("* OK"));
+    drop(line);
+    c.expect("a LOGIN joe@example.test joe-secret", "a OK");
+    c.send_line("b SELECT INBOX");
+    while !c.line().expect("select").starts_with("b OK") {}
+    c.expect("c IDLE", "+ ");
+    let mut reload = Command::new(env!("CARGO_BIN_EXE_stoa"));
+    reload.arg("reload").arg("--pid-file").arg(&pid_file);
+    let done = stoa_testkit::run(&mut reload, b"", RUN_TIMEOUT);
+    assert!(done.status.success(), "stoa reload: {}", done.stderr);
+    let script = format!(
+        "import smtplib\ns = smtplib.SMTP('127.0.0.1', {}, timeout=10)\n\
+         s.sendmail('a@ext.test', ['{JOE}'], 'Subject: after\\r\\n\\r\\nhi\\r\\n')\ns.quit()\n",
+        smtp.port()
+    );
+    let (code, out, err) = python(&script);
+    assert_eq!(code, 0, "{out}{err}");
+    // Within the connection's 10-second read timeout, far under the hour's check.
+    let pushed = c.line().expect("an update");
+    assert_eq!(pushed, "* 1 EXISTS", "server:\n{}", server.stderr_text());
+    c.send_line("DONE");
+    while !c.line().expect("done").starts_with("c OK") {}
+}

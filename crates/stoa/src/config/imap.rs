@@ -86,11 +86,16 @@ impl Configured for Imap {
         let mut config = self.config;
         config.sockets = shared.sockets.clone();
         let parts = shared.mail()?;
+        let sessions = parts
+            .imap_sessions
+            .get_or_init(|| stoa_imap::Sessions::new(&parts.store))
+            .clone();
         let server = stoa_imap::Server::bind(
             config,
             parts.directory.clone(),
             parts.store.clone(),
             Some(Arc::clone(&parts.throttle)),
+            Some(sessions),
         )
         .context("cannot start the IMAP server")?;
         Ok(Box::new(server))

@@ -248,6 +248,9 @@ pub(crate) struct MailParts {
     /// Failed logins per client address, counted alike by every server that
     /// shares it (the configuration gave them the same settings).
     pub(crate) throttle: Arc<Throttle>,
+    /// The IMAP sessions of the store, made at IMAP's first bind and kept across
+    /// reloads (the replaced server's sessions stay counted and woken).
+    pub(crate) imap_sessions: std::sync::OnceLock<stoa_imap::Sessions>,
     /// The queue and its delivery thread, once SMTP has been configured: it
     /// outlives the SMTP servers (and stays when a reload leaves SMTP out, for
     /// the mail still queued).
