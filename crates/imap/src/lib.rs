@@ -22,8 +22,9 @@
 //! - `view.rs`: a session's numbering of its selected folder and the untagged
 //!   updates (EXPUNGE or VANISHED, EXISTS, FETCH FLAGS) that bring the client up to
 //!   date with the store.
-//! - `watch.rs`: the logged-in sessions per mailbox: the per-user limit, and the
-//!   wake-up the store's observer sends them.
+//! - [`Sessions`] (`watch.rs`): the logged-in sessions per mailbox: the per-user
+//!   limit, and the wake-up the store's observer sends them; one per store, which
+//!   the binary keeps across reloads.
 //! - [`config`]: the plain configuration structs.
 //!
 //! # What it does not do (yet)
