@@ -5,6 +5,8 @@
 //! back. FETCH answers in batches, so a `FETCH 1:* BODY[]` over a large folder
 //! never holds more than a batch of messages in memory.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::io;
 use std::sync::Arc;
 
@@ -552,16 +554,16 @@ fn write_fetch(
     });
     let content = if needs_content {
         match selected.folder.read_message(message.uid) {
-            Ok(bytes) => {
-                let structure = Structure::parse(&bytes);
-                Some((bytes, structure))
-            }
+            Ok(bytes) => Some(bytes),
             // Gone meanwhile (POP3, a crash's repair): nothing to say of it.
             Err(_) => return,
         }
     } else {
         None
     };
+    // Parsed at the first attribute that needs the MIME structure: `BODY[]` and
+    // `RFC822`, the retrievals, need only the bytes.
+    let structure = OnceCell::new();
     let mut fetch = FetchWriter::new(out, seq);
     let mut uid_written = false;
     let mut flags_written = false;
@@ -592,21 +594,22 @@ fn write_fetch(
             }
             _ => {}
         }
-        let Some((bytes, structure)) = &content else {
+        let Some(bytes) = &content else {
             continue;
         };
+        let structure = || structure.get_or_init(|| Structure::parse(bytes));
         let mut rendered = Vec::new();
         match attribute {
             FetchAttribute::Envelope => {
-                structure.write_envelope(&mut rendered);
+                structure().write_envelope(&mut rendered);
                 fetch.raw("ENVELOPE", &rendered);
             }
             FetchAttribute::Body => {
-                structure.write_body_structure(&mut rendered, false);
+                structure().write_body_structure(&mut rendered, false);
                 fetch.raw("BODY", &rendered);
             }
             FetchAttribute::BodyStructure => {
-                structure.write_body_structure(&mut rendered, true);
+                structure().write_body_structure(&mut rendered, true);
                 fetch.raw("BODYSTRUCTURE", &rendered);
             }
             FetchAttribute::Rfc822 => {
@@ -661,10 +664,17 @@ fn header_section() -> Section {
     }
 }
 
-/// The bytes of a section, or empty when the part does not exist.
-fn section_bytes(structure: &Structure, message: &[u8], section: &Section) -> Vec<u8> {
-    structure
+/// The bytes of a section, or empty when the part does not exist. The whole
+/// message (`BODY[]`) is the message itself: neither parsed nor copied.
+fn section_bytes<'m>(
+    structure: impl FnOnce() -> &'m Structure,
+    message: &'m [u8],
+    section: &Section,
+) -> Cow<'m, [u8]> {
+    if section.part.is_empty() && section.text == SectionText::Full {
+        return Cow::Borrowed(message);
+    }
+    structure()
         .section(message, section)
-        .map(|c| c.into_owned())
-        .unwrap_or_default()
+        .unwrap_or(Cow::Borrowed(&[]))
 }
