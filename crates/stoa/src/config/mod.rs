@@ -37,6 +37,7 @@ mod mail_limits;
 mod metrics;
 mod pop3;
 mod pop3_proxy;
+mod proxy;
 pub(crate) mod print;
 mod process;
 mod report;

@@ -784,7 +784,7 @@ fn pop3_proxy_table_flags_and_mistakes() {
         ["127.0.0.1:1110".parse().expect("addr")]
     );
     assert!(proxy.config.secure_networks.is_empty());
-    assert_eq!(proxy.proxy.backend_tls, stoa_pop3::BackendTls::Stls);
+    assert_eq!(proxy.proxy.backend_tls, stoa_pop3::BackendTls::StartTls);
     assert!(!proxy.proxy.forward_client);
     assert_eq!(proxy.proxy.reply_timeout, std::time::Duration::from_secs(5));
     assert_eq!(proxy.proxy.stores[0].pop3.as_deref(), Some("127.0.0.2:110"));
