@@ -46,18 +46,21 @@ pub struct Totals {
 /// to the client first (the upstream server's answer to the login, which the
 /// caller wrote there), then the client's unread bytes (commands pipelined behind
 /// the login) go up, then [`relay`]; at the end the upstream server's write side
-/// is shut.
+/// is shut, and what went through is logged for the client `peer`.
 pub async fn take_over(
     io: &mut LineIo,
     mut upstream: Stream,
     limits: Limits,
-) -> io::Result<Totals> {
+    peer: std::net::SocketAddr,
+) -> io::Result<()> {
     io.flush(limits.send).await?;
     let pending = io.unread().to_vec();
     io.consume(pending.len());
     let result = relay(io.stream_mut(), &pending, &mut upstream, limits).await;
     let _ = tokio::time::timeout(CLOSE_TIMEOUT, upstream.shutdown()).await;
-    result
+    let Totals { up, down } = result?;
+    tracing::debug!("{peer}: proxied session ended ({up} bytes up, {down} down)");
+    Ok(())
 }
 
 /// `reply` as it may go to a client: each byte that is not printable ASCII, CR

@@ -319,14 +319,7 @@ impl Conn {
             end: self.born + limits.session_timeout,
             send: limits.send_timeout,
         };
-        let totals = stoa_netkit::relay::take_over(&mut self.io, stream, relay_limits).await?;
-        tracing::debug!(
-            "{}: proxied session ended ({} bytes up, {} down)",
-            self.peer,
-            totals.up,
-            totals.down
-        );
-        Ok(())
+        stoa_netkit::relay::take_over(&mut self.io, stream, relay_limits, self.peer).await
     }
 
     /// The TLS handshake (STLS or POP3S), within the login timeout.
