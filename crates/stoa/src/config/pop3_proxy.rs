@@ -11,7 +11,8 @@ use anyhow::Context as _;
 use stoa_pop3::ProxyConfig;
 use toml::Table;
 
-use super::pop3::{COMMON_KEYS, Names, print_common, print_limits, read_common, validate};
+use super::mail::Names;
+use super::pop3::{COMMON_KEYS, print_common, print_limits, read_common, validate};
 use super::print::Doc;
 use super::service::{self, Configured, Finish, Implied, Service, Settled, Shared};
 use super::units::parse_addr;
@@ -94,6 +95,8 @@ const NAMES: Names = Names {
     p: P,
     plain: "POP3 proxy",
     tls: "POP3S proxy",
+    a: "a",
+    upgrade: "STLS",
     listen_flag: "--pop3-proxy-listen",
     tls_flag: "--pop3s-proxy-listen",
 };
