@@ -19,6 +19,9 @@
 //!   on the spot, the rest queued in line (first come, first served) for a bounded
 //!   number of blocking threads.
 //! - [`metrics`]: this process's cache hits and misses and LDAP failures.
+//! - [`store_hosts`]: the store hosts the POP3 and IMAP proxies send users to
+//!   (`[[mail_host]]`), the proxies' settings for that leg, and where a `mailHost`
+//!   serves each protocol.
 //! - [`address`]: how addresses and domains are normalised into directory keys.
 //!
 //! Errors that mean "ask again later" ([`Error::is_temporary`]: no LDAP server
@@ -51,6 +54,7 @@ pub mod ldap;
 pub mod metrics;
 pub mod password;
 pub mod scheme;
+pub mod store_hosts;
 pub mod verifier;
 
 use std::fmt;

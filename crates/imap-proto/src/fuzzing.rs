@@ -10,6 +10,42 @@ use crate::mailbox::decode_name;
 use crate::response::{self, Condition};
 use crate::state::{State, check};
 
+/// One server response line, as the client side reads it: parsed or refused, and
+/// what a parse returns lies within the line.
+pub fn reply_line(line: &[u8]) {
+    use crate::reply::{Reply, capability_data, literal_at_end, parse_line};
+    let within = |part: &[u8]| {
+        let (start, end) = (line.as_ptr() as usize, line.as_ptr() as usize + line.len());
+        let p = part.as_ptr() as usize;
+        assert!(part.is_empty() || (p >= start && p + part.len() <= end));
+    };
+    match parse_line(line) {
+        Ok(Reply::Status {
+            tag, code, text, ..
+        }) => {
+            within(text);
+            if let Some(tag) = tag {
+                within(tag.as_bytes());
+            }
+            if let Some(code) = code {
+                within(code.arguments);
+                for cap in code.capabilities().unwrap_or_default() {
+                    within(cap.as_bytes());
+                }
+            }
+        }
+        Ok(Reply::Continuation(text)) => within(text),
+        Ok(Reply::Data(data)) => {
+            within(data);
+            for cap in capability_data(data).unwrap_or_default() {
+                within(cap.as_bytes());
+            }
+        }
+        Err(_) => {}
+    }
+    let _ = literal_at_end(line);
+}
+
 /// Small limits, so that short inputs reach every limit check.
 fn limits(literal_minus: bool) -> Limits {
     Limits {
@@ -366,6 +402,21 @@ mod tests {
                 }
             }
             session(&data);
+        }
+    }
+
+    /// The command corpus's lines read as server replies too.
+    #[test]
+    fn reply_lines_of_the_corpus() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/corpus/imap_command"
+        );
+        for entry in std::fs::read_dir(dir).expect("the seed corpus is committed") {
+            let data = std::fs::read(entry.expect("entry").path()).expect("read");
+            for line in data.split(|&b| b == b'\n') {
+                super::reply_line(line.strip_suffix(b"\r").unwrap_or(line));
+            }
         }
     }
 

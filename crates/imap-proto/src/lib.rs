@@ -1,4 +1,4 @@
-//! Sans-IO IMAP, server side, for Stoa (IMAP4rev2, RFC 9051, serving IMAP4rev1
+//! Sans-IO IMAP for Stoa, the server's side and a client's reading of replies, (IMAP4rev2, RFC 9051, serving IMAP4rev1
 //! clients, RFC 3501, and the extensions Stoa advertises: LITERAL+/LITERAL-,
 //! SASL-IR, ENABLE, ID, NAMESPACE, IDLE, UNSELECT, UIDPLUS, MOVE, CONDSTORE/QRESYNC,
 //! LIST-EXTENDED, LIST-STATUS, SPECIAL-USE, ESEARCH, SEARCHRES, COMPRESS, STARTTLS,
@@ -34,6 +34,10 @@
 //! - [`section`]: [`Section`], the part of a message a `BODY[...]` fetch names.
 //! - [`string`]: how IMAP strings go on the wire (atom, quoted or literal), shared by
 //!   every response encoder, the message structure's included.
+//! - [`reply`]: the client side, one line of a server's response at a time
+//!   (status responses and their codes, the CAPABILITY list, continuations,
+//!   untagged data, a literal at the line's end), for the IMAP proxy and the load
+//!   generator.
 //! - [`Error`] and [`Rejection`]: why a command was refused, and the one mapping to
 //!   the answer (`tag BAD`, `tag NO [TOOBIG]`, `* BAD`, or `* BYE` then close).
 //!
@@ -48,7 +52,8 @@
 //! server's to refuse (`[BADCHARSET]`); MULTIAPPEND, CATENATE, the APPEND `UTF8`
 //! data item, NOTIFY, METADATA, QUOTA, ACL, SORT and THREAD are not parsed; the
 //! `MODSEQ` search key's entry name is kept but not interpreted. SASL mechanisms
-//! other than PLAIN are the server's. No client side.
+//! other than PLAIN are the server's. The client side reads lines, not whole
+//! responses: literals and the structure of untagged data are the caller's.
 
 pub mod command;
 pub mod date;
@@ -56,6 +61,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod mailbox;
+pub mod reply;
 pub mod response;
 pub mod section;
 pub mod sequence;

@@ -16,23 +16,35 @@ fn is_plain_quoted(b: u8) -> bool {
 /// CR or LF, a literal (`{N}CRLF` then the bytes) otherwise. `"` and `\` are
 /// escaped inside quotes. 8-bit text becomes a literal, which every client reads.
 pub fn write_string(out: &mut Vec<u8>, value: &[u8]) {
+    match quoted(value) {
+        Some(quoted) => out.extend_from_slice(&quoted),
+        None => write_literal(out, value),
+    }
+}
+
+/// `value` as a quoted string (`"` and `\` escaped), or `None` when only a
+/// literal can carry it (8-bit, CR, LF or NUL, or longer than 1 KiB). A client
+/// that sends no literals (the proxy's LOGIN, the load generator's) refuses
+/// what this refuses.
+pub fn quoted(value: &[u8]) -> Option<Vec<u8>> {
     const MAX_QUOTED: usize = 1024;
     let quotable = value.len() <= MAX_QUOTED
         && value
             .iter()
             .all(|&b| is_plain_quoted(b) || b == b'"' || b == b'\\');
-    if quotable {
-        out.push(b'"');
-        for &b in value {
-            if b == b'"' || b == b'\\' {
-                out.push(b'\\');
-            }
-            out.push(b);
-        }
-        out.push(b'"');
-    } else {
-        write_literal(out, value);
+    if !quotable {
+        return None;
     }
+    let mut out = Vec::with_capacity(value.len() + 2);
+    out.push(b'"');
+    for &b in value {
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
+    Some(out)
 }
 
 /// Writes `value` as a synchronizing literal: `{N}CRLF` then the bytes.

@@ -1,6 +1,7 @@
 //! LOGIN and AUTHENTICATE PLAIN: the TLS rule, the per-address throttle (shared
-//! with POP3 and SMTP AUTH), the password check through the directory, the
-//! per-user session limit, and the folder list made at first login.
+//! with POP3 and SMTP AUTH), the password check through the directory, then a
+//! store host's login (the per-user session limit, the folder list made at first
+//! login) or the proxy's (the session handed to the user's store host).
 //!
 //! Every way of getting the credentials wrong is the same
 //! `NO [AUTHENTICATIONFAILED]`, after the throttle's delay.
@@ -15,6 +16,8 @@ use stoa_imap_proto::state::State;
 use stoa_mail_proto::sasl;
 
 use crate::conn::{Conn, Flow, User, blocking};
+use crate::proxy;
+use crate::shared::Backend;
 
 impl Conn {
     /// `AUTHENTICATE mechanism [initial-response]`: PLAIN only.
@@ -79,6 +82,45 @@ impl Conn {
         }
     }
 
+    /// `ID` from a trusted proxy naming its client (`"x-originating-ip"`,
+    /// `"x-originating-port"`), once, before the login: the client's address is
+    /// the session's from now on (the per-address count, the throttle, the log),
+    /// and the connection counts as secure. From anyone else, or without the
+    /// fields, the ID is only answered. `Some(flow)` when the session must end
+    /// (the client's address has too many connections).
+    pub(crate) fn forward(&mut self, fields: Option<&[(String, Option<String>)]>) -> Option<Flow> {
+        if self.forwarded
+            || self.state.is_authenticated()
+            || !self.shared.is_trusted_proxy(self.peer.ip())
+        {
+            return None;
+        }
+        let value = |name: &str| {
+            let fields = fields?;
+            let (_, value) = fields.iter().find(|(k, _)| k.eq_ignore_ascii_case(name))?;
+            value.as_deref()
+        };
+        let ip: std::net::IpAddr = value("x-originating-ip")?.parse().ok()?;
+        let port = value("x-originating-port").and_then(|p| p.parse().ok());
+        let client = std::net::SocketAddr::new(ip, port.unwrap_or(0));
+        tracing::info!("{}: proxy for {client}", self.peer);
+        let slot = self.shared.clients.enter(ip);
+        self.peer = client;
+        self.forwarded = true;
+        if slot.over_limit() {
+            tracing::info!("{client}: too many connections from this address");
+            response::write_bye(
+                self.io.out(),
+                Some(&Code::Limit),
+                "Too many connections from your address",
+            );
+            return Some(Flow::Close);
+        }
+        // The count moves from the proxy's address to the client's.
+        self.slot = slot;
+        None
+    }
+
     /// `tag NO [code] text`; the session goes on.
     fn no(&mut self, tag: &str, code: &Code, text: &str) -> Flow {
         response::write_tagged(self.io.out(), tag, Condition::No, Some(code), text);
@@ -135,19 +177,26 @@ impl Conn {
                 return Ok(self.no(tag, &Code::Unavailable, "Try again later"));
             }
         };
+        let (store, watchers) = match &self.shared.backend {
+            Backend::Store { store, watchers } => (Arc::clone(store), Arc::clone(watchers)),
+            Backend::Proxy(proxy) => {
+                let proxy = Arc::clone(proxy);
+                return self.proxy_login(tag, &proxy, found, &password).await;
+            }
+        };
         if let Some(host) = &found.mail_host {
             tracing::warn!("{peer}: {username}: the mailbox is on {host}, not here");
             return Ok(self.no(tag, &Code::Unavailable, "Your mailbox is on another server"));
         }
         let limit = self.shared.config.limits.max_sessions_per_user;
-        let Some(watch) = self.shared.watchers.enter(found.mailbox, limit) else {
+        let Some(watch) = watchers.enter(found.mailbox, limit) else {
             tracing::info!("{peer}: {}: too many sessions", found.address);
             return Ok(self.no(tag, &Code::Limit, "Too many sessions for this user"));
         };
         // The first login makes the folder list (INBOX and the special-use set).
-        let store = Arc::clone(&self.shared.store);
         let mailbox = found.mailbox;
-        if let Err(e) = blocking(&self.shared, move || store.folder_list(mailbox)).await? {
+        let list_store = Arc::clone(&store);
+        if let Err(e) = blocking(&self.shared, move || list_store.folder_list(mailbox)).await? {
             tracing::error!(
                 "{peer}: {}: cannot read the folder list: {e}",
                 found.address
@@ -158,6 +207,7 @@ impl Conn {
         self.user = Some(User {
             address: found.address,
             mailbox,
+            store,
             watch,
         });
         self.state = State::Authenticated;
@@ -165,6 +215,37 @@ impl Conn {
         let text = format!("{command} completed");
         response::write_tagged(self.io.out(), tag, Condition::Ok, Some(&caps), &text);
         Ok(Flow::Continue)
+    }
+
+    /// The proxy's login: the password was right; the session goes to the user's
+    /// store host, or the client is told to try again later.
+    async fn proxy_login(
+        &mut self,
+        tag: &str,
+        proxy: &proxy::Proxy,
+        found: stoa_directory::User,
+        password: &str,
+    ) -> io::Result<Flow> {
+        let peer = self.peer;
+        let unavailable = "Your mail server is unavailable, try again later";
+        let Some(host) = found.mail_host.as_deref() else {
+            tracing::warn!(
+                "{peer}: {}: no mailHost, no store host to proxy to",
+                found.address
+            );
+            return Ok(self.no(tag, &Code::Unavailable, unavailable));
+        };
+        match proxy::login(proxy, host, &found.address, password, peer).await {
+            Ok(session) => {
+                tracing::info!("{peer}: {} logged in, proxied to {host}", found.address);
+                self.proxied = Some((tag.to_owned(), session));
+                Ok(Flow::Relay)
+            }
+            Err(why) => {
+                tracing::warn!("{peer}: {}: store host {host}: {why}", found.address);
+                Ok(self.no(tag, &Code::Unavailable, unavailable))
+            }
+        }
     }
 
     /// A refused login, answered after `delay`; the connection closes after too

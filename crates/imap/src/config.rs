@@ -28,6 +28,12 @@ pub struct Config {
     pub allow_plaintext_auth: bool,
     /// Clients on these networks may log in without TLS. Default loopback.
     pub secure_networks: Vec<IpNet>,
+    /// Proxies allowed to name their client (`ID ("x-originating-ip" …
+    /// "x-originating-port" …)`, Dovecot's convention) before the login: the
+    /// per-address count, the throttle and the log then use that address, and the
+    /// connection counts as secure for logins (a proxy sends the user's
+    /// password). Default none.
+    pub trusted_proxies: Vec<IpNet>,
     /// Worker threads, each with its own event loop and listeners.
     pub workers: usize,
     /// Where listening sockets come from (fresh binds, or the binary's pool).
@@ -51,6 +57,7 @@ impl Config {
             tls: Vec::new(),
             allow_plaintext_auth: false,
             secure_networks: loopback(),
+            trusted_proxies: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             sockets: stoa_netkit::listener::Pool::default(),
             limits: Limits::default(),

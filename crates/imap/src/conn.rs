@@ -31,7 +31,8 @@ use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
 use stoa_netkit::tls::Stream;
 
-use crate::shared::Shared;
+use crate::proxy::LoggedIn;
+use crate::shared::{Backend, Shared};
 use crate::view::View;
 use crate::watch::Watch;
 
@@ -62,6 +63,9 @@ pub(crate) enum Flow {
     Continue,
     /// Write out what is queued and close.
     Close,
+    /// The proxy logged the user in at a store host ([`Conn::proxied`]): relay
+    /// from now on.
+    Relay,
 }
 
 /// The extensions the client turned on with ENABLE (or SELECT's CONDSTORE).
@@ -77,6 +81,8 @@ pub(crate) struct Enabled {
 pub(crate) struct User {
     pub(crate) address: String,
     pub(crate) mailbox: MailboxId,
+    /// The store that holds the mailbox.
+    pub(crate) store: Arc<MailStore>,
     /// Its place among the user's sessions; wakes IDLE.
     pub(crate) watch: Watch,
 }
@@ -154,7 +160,7 @@ impl Selected {
 pub(crate) struct Conn {
     pub(crate) io: LineIo,
     pub(crate) peer: SocketAddr,
-    slot: ClientSlot,
+    pub(crate) slot: ClientSlot,
     pub(crate) shared: Arc<Shared>,
     pub(crate) reader: CommandReader,
     pub(crate) state: State,
@@ -167,6 +173,12 @@ pub(crate) struct Conn {
     commands: u64,
     bad_commands: u32,
     pub(crate) failed_logins: u32,
+    /// A trusted proxy named the client (`ID x-originating-ip`): `peer` is the
+    /// client, and the connection counts as secure.
+    pub(crate) forwarded: bool,
+    /// The proxy's session at the store host, with the client's login tag, from
+    /// the login to the relay.
+    pub(crate) proxied: Option<(String, LoggedIn)>,
     phase_start: Instant,
     pub(crate) shutdown: Shutdown,
 }
@@ -201,6 +213,8 @@ pub(crate) async fn serve(accepted: Accepted<Kind>, shared: Arc<Shared>, slot: C
         commands: 0,
         bad_commands: 0,
         failed_logins: 0,
+        forwarded: false,
+        proxied: None,
         phase_start: Instant::now(),
         shutdown,
     };
@@ -234,8 +248,10 @@ impl Conn {
         self.flush().await?;
         self.phase_start = Instant::now();
         loop {
-            if self.process().await? == Flow::Close {
-                return self.flush().await;
+            match self.process().await? {
+                Flow::Continue => {}
+                Flow::Close => return self.flush().await,
+                Flow::Relay => return self.relay().await,
             }
             self.flush().await?;
             match self.read().await? {
@@ -287,8 +303,8 @@ impl Conn {
                     self.phase_start = Instant::now();
                     let flow = self.execute(command).await?;
                     self.phase_start = Instant::now();
-                    if flow == Flow::Close {
-                        return Ok(Flow::Close);
+                    if flow != Flow::Continue {
+                        return Ok(flow);
                     }
                 }
             }
@@ -361,7 +377,10 @@ impl Conn {
                 self.state = State::Logout;
                 return Ok(Flow::Close);
             }
-            CommandKind::Id(_) => {
+            CommandKind::Id(fields) => {
+                if let Some(flow) = self.forward(fields.as_deref()) {
+                    return Ok(flow);
+                }
                 let fields = [
                     ("name", Some("Stoa")),
                     ("version", Some(env!("CARGO_PKG_VERSION"))),
@@ -432,7 +451,7 @@ impl Conn {
         let Some(selected) = self.selected.take() else {
             return Ok(());
         };
-        let store = Arc::clone(&self.shared.store);
+        let store = self.mail_store()?;
         let (mut selected, refreshed) = blocking(&self.shared, move || {
             let mut selected = selected;
             let result = selected
@@ -484,7 +503,15 @@ impl Conn {
         Ok(())
     }
 
-    /// The capabilities to advertise now.
+    /// The logged-in user's mail store.
+    pub(crate) fn mail_store(&self) -> io::Result<Arc<MailStore>> {
+        let user = self.user.as_ref();
+        user.map(|u| Arc::clone(&u.store))
+            .ok_or_else(|| io::Error::other("no mail store before the login"))
+    }
+
+    /// The capabilities to advertise now; a proxy's, only what it does before the
+    /// login (the store host's list comes with its login's `OK`).
     pub(crate) fn capabilities(&self) -> Vec<String> {
         let mut caps = vec!["IMAP4rev1", "IMAP4rev2"];
         let logged_in = self.state.is_authenticated();
@@ -497,6 +524,10 @@ impl Conn {
             } else {
                 caps.push("LOGINDISABLED");
             }
+        }
+        if let Backend::Proxy(_) = self.shared.backend {
+            caps.extend(["LITERAL+", "ID"]);
+            return caps.into_iter().map(str::to_owned).collect();
         }
         caps.extend([
             "LITERAL+",
@@ -526,7 +557,10 @@ impl Conn {
 
     /// Whether a password may be sent on this connection now.
     pub(crate) fn password_allowed(&self) -> bool {
-        self.tls || self.shared.config.allow_plaintext_auth || self.shared.is_secure(self.peer.ip())
+        self.tls
+            || self.forwarded
+            || self.shared.config.allow_plaintext_auth
+            || self.shared.is_secure(self.peer.ip())
     }
 
     /// STARTTLS: the OK, then the handshake; nothing read before it survives.

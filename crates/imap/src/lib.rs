@@ -25,13 +25,24 @@
 //! - [`Sessions`] (`watch.rs`): the logged-in sessions per mailbox: the per-user
 //!   limit, and the wake-up the store's observer sends them; one per store, which
 //!   the binary keeps across reloads.
+//! - [`proxy`]: the IMAP proxy role ([`Server::bind_proxy`]): the same
+//!   connection loop up to the login, then the user's store host (`mailHost`)
+//!   logged in for the user and the bytes relayed both ways.
 //! - [`config`]: the plain configuration structs.
+//!
+//! # The client's address, even behind a proxy
+//!
+//! A peer in [`Config::trusted_proxies`] may name its client before the login
+//! with Dovecot's `ID ("x-originating-ip" … "x-originating-port" …)`, once; the
+//! per-address count, the throttle and the log then use that address, and the
+//! connection counts as secure for the password rule. From anyone else those
+//! fields are ignored.
 //!
 //! # What it does not do (yet)
 //!
 //! No COMPRESS=DEFLATE, no BINARY, no \Recent (no message is ever recent), no
 //! cached message structure (ENVELOPE, BODYSTRUCTURE and header searches parse the
-//! message each time), no proxy role, no shared or public namespaces, no ACLs or
+//! message each time), no shared or public namespaces, no ACLs or
 //! quotas.
 
 mod auth;
@@ -41,6 +52,7 @@ mod idle;
 mod mailboxes;
 mod messages;
 mod pattern;
+pub mod proxy;
 mod search;
 mod server;
 mod shared;
@@ -48,5 +60,6 @@ mod view;
 mod watch;
 
 pub use config::Config;
+pub use proxy::{BackendTls, ProxyConfig, StoreHost};
 pub use server::{Error, Server};
 pub use watch::Sessions;

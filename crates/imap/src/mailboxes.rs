@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 use std::io;
-use std::sync::Arc;
 
 use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::command::{Append, List, Select, StatusItem};
@@ -74,7 +73,7 @@ impl Conn {
         &self,
         work: impl FnOnce(&MailStore, MailboxId) -> T + Send + 'static,
     ) -> io::Result<T> {
-        let store = Arc::clone(&self.shared.store);
+        let store = self.mail_store()?;
         let mailbox = self.mailbox_id();
         blocking(&self.shared, move || work(&store, mailbox)).await
     }

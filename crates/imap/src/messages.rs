@@ -8,7 +8,6 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::io;
-use std::sync::Arc;
 
 use stoa_imap_proto::command::Flag;
 use stoa_imap_proto::command::{Fetch, FetchAttribute, Search, SearchReturn, Store, StoreMode};
@@ -38,7 +37,7 @@ impl Conn {
         let Some(mut selected) = self.selected.take() else {
             return Err(io::Error::other("no folder selected"));
         };
-        let store = Arc::clone(&self.shared.store);
+        let store = self.mail_store()?;
         let (selected, result) = blocking(&self.shared, move || {
             let result = work(&mut selected, &store);
             (selected, result)

@@ -15,7 +15,8 @@ use stoa_netkit::throttle::Throttle;
 
 use crate::config::Config;
 use crate::conn::{self, Kind};
-use crate::shared::Shared;
+use crate::proxy::{Proxy, ProxyConfig, SetupError};
+use crate::shared::{Backend, Shared};
 use crate::watch::Sessions;
 
 /// Why the server could not start.
@@ -36,6 +37,9 @@ pub enum Error {
     /// An IMAPS listener was configured without certificates.
     #[error("IMAPS listener {0} without a certificate")]
     NoCertificate(SocketAddr),
+    /// The proxy's leg to the store hosts cannot be set up.
+    #[error("IMAP proxy: {0}")]
+    Proxy(#[from] SetupError),
     /// Worker threads or runtimes cannot be created.
     #[error("cannot start workers: {0}")]
     Workers(std::io::Error),
@@ -71,6 +75,36 @@ impl Server {
         throttle: Option<Arc<Throttle>>,
         sessions: Option<Sessions>,
     ) -> Result<Server, Error> {
+        let watchers = sessions.unwrap_or_else(|| Sessions::new(&store)).0;
+        let backend = Backend::Store { store, watchers };
+        Server::bind_backend(config, directory, backend, throttle)
+    }
+
+    /// An IMAP proxy on `config`'s listeners: logins are checked in `directory`
+    /// and handed to the user's store host (`mailHost`), found through `proxy`
+    /// (see [`crate::proxy`]); failed logins are counted in `throttle` (or one of
+    /// its own). The proxy parses only the commands before the login, so its
+    /// literals are bounded by the line limit, not the APPEND limit.
+    pub fn bind_proxy(
+        mut config: Config,
+        directory: Arc<dyn Directory>,
+        proxy: ProxyConfig,
+        throttle: Option<Arc<Throttle>>,
+    ) -> Result<Server, Error> {
+        let proxy = Proxy::new(proxy)?;
+        let command = &mut config.limits.command;
+        command.max_literal = command.max_literal.min(command.max_line as u64);
+        command.max_command = command.max_line.saturating_mul(2);
+        let backend = Backend::Proxy(Arc::new(proxy));
+        Server::bind_backend(config, directory, backend, throttle)
+    }
+
+    fn bind_backend(
+        config: Config,
+        directory: Arc<dyn Directory>,
+        backend: Backend,
+        throttle: Option<Arc<Throttle>>,
+    ) -> Result<Server, Error> {
         let throttle =
             throttle.unwrap_or_else(|| Arc::new(Throttle::new(config.auth_throttle.clone())));
         let tls = match config.tls.is_empty() {
@@ -94,15 +128,13 @@ impl Server {
         let tls_addrs = listeners
             .bind_all(&config.tls_listen, &Kind::Tls)
             .map_err(listen_error)?;
-        let watchers = sessions.unwrap_or_else(|| Sessions::new(&store)).0;
         let shared = Arc::new(Shared {
             throttle,
             clients: Arc::new(ClientCounts::new(config.limits.max_connections_per_client)),
             config,
             verifier: Verifier::new(directory),
-            store,
+            backend,
             tls,
-            watchers,
             store_tasks: tokio::sync::Semaphore::new(crate::conn::STORE_TASKS),
         });
         Ok(Server {
@@ -166,12 +198,19 @@ impl Handler for Shared {
 
 impl Service for Server {
     fn name(&self) -> &'static str {
-        "IMAP"
+        match self.shared.backend {
+            Backend::Store { .. } => "IMAP",
+            Backend::Proxy(_) => "IMAP proxy",
+        }
     }
 
     fn endpoints(&self) -> Vec<Endpoint> {
-        Endpoint::each("imap", &self.addrs)
-            .chain(Endpoint::each("imaps", &self.tls_addrs))
+        let (plain, tls) = match self.shared.backend {
+            Backend::Store { .. } => ("imap", "imaps"),
+            Backend::Proxy(_) => ("imap-proxy", "imaps-proxy"),
+        };
+        Endpoint::each(plain, &self.addrs)
+            .chain(Endpoint::each(tls, &self.tls_addrs))
             .collect()
     }
 

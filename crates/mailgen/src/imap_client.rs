@@ -32,12 +32,14 @@
 //! with at most [`MAX_LITERALS`] literals in one response and
 //! [`MAX_UNTAGGED`] untagged responses before a command's tagged one. Only what
 //! the checks need is parsed: the tagged status, `EXISTS`, a `FETCH`'s literal
-//! and `RFC822.SIZE`; everything else untagged is skipped. This is a load
-//! generator's reader, not an IMAP client library: `stoa-imap-proto` is the
-//! server's codec and has no client side.
+//! and `RFC822.SIZE`; everything else untagged is skipped. Each line is told
+//! apart (greeting, tagged status, untagged data, literal at its end) by
+//! `stoa_imap_proto::reply`, the client side the IMAP proxy reads with too; this
+//! is a load generator's conversation, not an IMAP client library.
 
 use std::time::Duration;
 
+use stoa_imap_proto::reply::{self, Reply, Status};
 use tokio::io::AsyncWriteExt;
 use tokio::time::{Instant, timeout};
 
@@ -88,9 +90,14 @@ impl Client {
     /// Reads the greeting, which must be `* OK`.
     async fn greeting(&mut self) -> Result<(), StepError> {
         let line = self.line.reader.line(MAX_LINE).await?;
-        let ok = line
-            .strip_prefix(b"* ")
-            .is_some_and(|rest| status_is(rest, b"OK"));
+        let ok = matches!(
+            reply::parse_line(line),
+            Ok(Reply::Status {
+                tag: None,
+                status: Status::Ok,
+                ..
+            })
+        );
         if ok {
             Ok(())
         } else {
@@ -114,14 +121,12 @@ impl Client {
             let literal = literal_at_end(rest)?;
             return Ok(Response::Untagged(rest.to_vec(), literal));
         }
-        let tagged = line
-            .strip_prefix(tag.as_bytes())
-            .and_then(|rest| rest.strip_prefix(b" "));
-        match tagged {
-            Some(rest) if status_is(rest, b"OK") => Ok(Response::Tagged(true, detail(line))),
-            Some(rest) if status_is(rest, b"NO") || status_is(rest, b"BAD") => {
-                Ok(Response::Tagged(false, detail(line)))
-            }
+        match reply::parse_line(line) {
+            Ok(Reply::Status {
+                tag: Some(t),
+                status,
+                ..
+            }) if t == tag => Ok(Response::Tagged(status == Status::Ok, detail(line))),
             _ => Err(StepError::protocol(detail(line))),
         }
     }
@@ -334,27 +339,12 @@ fn number_before(line: &[u8], word: &[u8]) -> Option<u32> {
 /// The literal a response line announces at its end (`{123}` or `{123+}`), if
 /// any; one longer than [`MAX_LITERAL`] is a protocol error.
 fn literal_at_end(line: &[u8]) -> Result<Option<u64>, StepError> {
-    let Some(inner) = line.strip_suffix(b"}") else {
-        return Ok(None);
-    };
-    let Some(open) = inner.iter().rposition(|&b| b == b'{') else {
-        return Ok(None);
-    };
-    let digits = &inner[open + 1..];
-    let digits = digits.strip_suffix(b"+").unwrap_or(digits);
-    if digits.is_empty() || digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
-        return Ok(None);
-    }
-    let n: u64 = std::str::from_utf8(digits)
-        .ok()
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(u64::MAX);
-    if n > MAX_LITERAL {
-        return Err(StepError::protocol(format!(
+    match reply::literal_at_end(line) {
+        Some(n) if n > MAX_LITERAL => Err(StepError::protocol(format!(
             "a literal of {n} octets, more than {MAX_LITERAL}"
-        )));
+        ))),
+        literal => Ok(literal),
     }
-    Ok(Some(n))
 }
 
 /// The sum of the `RFC822.SIZE` of a `n FETCH (RFC822.SIZE s)` line, if any.
@@ -375,24 +365,11 @@ fn rfc822_size(line: &[u8]) -> Option<u64> {
 /// non-ASCII) is refused rather than sent as a literal: the harness's
 /// accounts never need one.
 fn quoted(text: &str) -> Result<String, StepError> {
-    if text
-        .bytes()
-        .any(|b| matches!(b, b'\r' | b'\n' | 0) || !b.is_ascii())
-    {
-        return Err(StepError::protocol(
-            "a login or password IMAP cannot take as a quoted string",
-        ));
-    }
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    Ok(out)
+    stoa_imap_proto::string::quoted(text.as_bytes())
+        .and_then(|q| String::from_utf8(q).ok())
+        .ok_or_else(|| {
+            StepError::protocol("a login or password IMAP cannot take as a quoted string")
+        })
 }
 
 /// One check: connect and greeting ([`Function::PopConnect`], "IMAP

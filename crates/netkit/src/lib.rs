@@ -21,6 +21,10 @@
 //!   and the shutdown signal, sends within a timeout, and the TLS upgrade.
 //! - [`tls`]: rustls server configurations from PEM files: TLS 1.3/1.2, SNI among
 //!   several certificates, ALPN, session cache and rotating ticket keys.
+//! - [`upstream`]: a proxy's leg to its upstream server before the relay: connect
+//!   (plain or TLS), reply lines bounded in length and time, the TLS upgrade.
+//! - [`relay`]: a proxied session's bytes copied both ways until either side
+//!   closes or goes quiet (the POP3 and IMAP proxies').
 //! - [`throttle`]: failed logins per client address ([`throttle::Throttle`]), one
 //!   table the password-checking servers of a process share: the delay before each
 //!   refusal, and the refusal of an address that keeps failing.
@@ -32,9 +36,11 @@ pub mod limits;
 pub mod line;
 pub mod listener;
 pub mod metrics;
+pub mod relay;
 pub mod server;
 pub mod shutdown;
 pub mod signals;
 pub mod throttle;
 pub mod tls;
+pub mod upstream;
 pub mod worker;

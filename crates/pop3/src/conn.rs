@@ -31,7 +31,7 @@ use stoa_netkit::tls::Stream;
 use stoa_pop3_proto::{Action, Event, Phase, Response, ResponseCode, Session};
 
 use crate::login::Auth;
-use crate::proxy::{self, LoggedIn};
+use crate::proxy::LoggedIn;
 use crate::shared::Shared;
 
 /// Bytes read at a time. Commands are at most 255 octets (SASL lines 1 KiB), and
@@ -306,39 +306,20 @@ impl Conn {
     /// ways (what the client pipelined behind its login first).
     async fn relay(&mut self, session: LoggedIn) -> io::Result<()> {
         let LoggedIn {
-            mut stream,
+            stream,
             reply,
             after,
         } = session;
         let out = self.io.out();
-        out.extend(reply.iter().map(|&b| match b {
-            b' '..=b'~' | b'\r' | b'\n' => b,
-            _ => b'?',
-        }));
+        out.extend(stoa_netkit::relay::sanitized(&reply));
         out.extend_from_slice(&after);
-        self.flush().await?;
-        let pending = self.io.unread().to_vec();
-        self.io.consume(pending.len());
         let limits = &self.shared.config.limits;
-        let relay_limits = proxy::RelayLimits {
+        let relay_limits = stoa_netkit::relay::Limits {
             idle: limits.idle_timeout,
             end: self.born + limits.session_timeout,
             send: limits.send_timeout,
         };
-        let result = proxy::relay(self.io.stream_mut(), &pending, &mut stream, relay_limits).await;
-        let _ = tokio::time::timeout(
-            CLOSE_TIMEOUT,
-            tokio::io::AsyncWriteExt::shutdown(&mut stream),
-        )
-        .await;
-        let totals = result?;
-        tracing::debug!(
-            "{}: proxied session ended ({} bytes up, {} down)",
-            self.peer,
-            totals.up,
-            totals.down
-        );
-        Ok(())
+        stoa_netkit::relay::take_over(&mut self.io, stream, relay_limits, self.peer).await
     }
 
     /// The TLS handshake (STLS or POP3S), within the login timeout.

@@ -38,7 +38,7 @@ pub enum Error {
     #[error("POP3S listener {0} without a certificate")]
     NoCertificate(SocketAddr),
     /// The proxy's leg to the store hosts cannot be set up.
-    #[error(transparent)]
+    #[error("POP3 proxy: {0}")]
     Proxy(#[from] SetupError),
     /// Worker threads or runtimes cannot be created.
     #[error("cannot start workers: {0}")]

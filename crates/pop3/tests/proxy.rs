@@ -70,6 +70,7 @@ impl System {
         let store = |name: &str, addr: SocketAddr| StoreHost {
             name: name.into(),
             pop3: Some(addr.to_string()),
+            imap: None,
         };
         let proxy_config = ProxyConfig {
             stores: vec![
@@ -211,9 +212,9 @@ fn the_leg_to_the_store_host_can_be_stls_or_tls_and_is_verified() {
     let system = System::start();
     let store1 = &system.stores[0];
     for (tls, trusted) in [
-        (BackendTls::Stls, true),
+        (BackendTls::StartTls, true),
         (BackendTls::Tls, true),
-        (BackendTls::Stls, false),
+        (BackendTls::StartTls, false),
     ] {
         let mut config = store1.config();
         config.trusted_proxies = vec!["127.0.0.1/32".parse().expect("net")];
@@ -236,6 +237,7 @@ fn the_leg_to_the_store_host_can_be_stls_or_tls_and_is_verified() {
             stores: vec![StoreHost {
                 name: "localhost".into(),
                 pop3: Some(addr.to_string()),
+                imap: None,
             }],
             backend_tls: tls,
             backend_ca: vec![ca],

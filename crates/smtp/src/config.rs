@@ -111,6 +111,8 @@ pub struct MailHost {
     pub lmtp: Option<String>,
     /// Its POP3 server, `HOST:PORT`: kept for the POP3 proxy, unused by SMTP.
     pub pop3: Option<String>,
+    /// Its IMAP server, `HOST:PORT`: kept for the IMAP proxy, unused by SMTP.
+    pub imap: Option<String>,
 }
 
 /// Default drain time on SIGTERM: enough for a message being received at modem speed

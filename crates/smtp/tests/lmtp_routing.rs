@@ -192,6 +192,7 @@ fn per_recipient_replies_over_one_reused_connection() {
         name: "Store-B.example.test".into(),
         lmtp: Some(stub.addr.to_string()),
         pop3: None,
+        imap: None,
     }];
     let server = Running::start(&mail, config);
     let mut c = Client::ehlo(server.mx);
@@ -293,6 +294,7 @@ fn store_b_at(addr: SocketAddr) -> Vec<MailHost> {
         name: STORE_B.into(),
         lmtp: Some(addr.to_string()),
         pop3: None,
+        imap: None,
     }]
 }
 

@@ -661,6 +661,18 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub(crate) pop3s_proxy_listen: Vec<String>,
 
+    /// Address to listen on as an IMAP proxy (logins checked in the directory and
+    /// handed to the user's mailHost store host; STARTTLS with --tls-cert and
+    /// --tls-key); repeat for several. Replaces the file's imap_proxy.listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) imap_proxy_listen: Vec<String>,
+
+    /// Address to listen on as an IMAPS proxy (TLS from the first byte; needs
+    /// --tls-cert and --tls-key); repeat for several. Replaces the file's
+    /// imap_proxy.tls_listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub(crate) imaps_proxy_listen: Vec<String>,
+
     /// Address to listen on for LMTP (RFC 2033: a store host's delivery port for
     /// the MTA; no authentication, so loopback or a private network only); repeat
     /// for several. Replaces the file's lmtp.listen.

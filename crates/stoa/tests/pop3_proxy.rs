@@ -9,7 +9,7 @@
 mod common;
 
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use stoa_directory::ldap::scheme::ssha;
 use stoa_testkit::slapd::{ADMIN_DN, ADMIN_PASSWORD, BASE, user_entry};
 use stoa_testkit::{LineConn, Slapd, wait_until};
 
-use common::{Server, ServerBuilder, tls_pair};
+use common::{Server, ServerBuilder, ldap_directory, tls_pair, write_ldap_config};
 
 const STORE_A: &str = "store-a.stoa.test";
 const STORE_B: &str = "store-b.stoa.test";
@@ -32,34 +32,14 @@ fn user(uid: &str, mailbox: u64, host: &str) -> String {
     user_entry(uid, mailbox, host, &password, "")
 }
 
-/// `[directory]` over slapd; `this_host` for a store host.
-fn directory(url: &str, this_host: Option<&str>) -> String {
-    let this = this_host
-        .map(|h| format!("this_host = \"{h}\"\n"))
-        .unwrap_or_default();
-    format!(
-        "[directory]\nbackend = \"ldap\"\nurls = [\"{url}\"]\nbase = \"{BASE}\"\n\
-         bind_dn = \"{ADMIN_DN}\"\nbind_password_file = \"ldap.secret\"\n\
-         cache_ttl = \"1s\"\n{this}"
-    )
-}
-
-fn write_config(dir: &Path, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).expect("config dir");
-    std::fs::write(dir.join("ldap.secret"), format!("{ADMIN_PASSWORD}\n")).expect("secret");
-    let path = dir.join("stoa.toml");
-    std::fs::write(&path, text).expect("write the configuration");
-    path
-}
-
 /// A store host: POP3 on `pop3` (port 0 for any), LMTP, the proxy trusted.
 fn store_host(dir: &Path, name: &str, url: &str, pop3: &str) -> Server {
     let config = format!(
         "[lmtp]\nhostname = \"{name}\"\n\n[pop3]\ntrusted_proxies = [\"127.0.0.1/32\"]\n\
          max_connections_per_client = 0\n\n{}",
-        directory(url, Some(name))
+        ldap_directory(url, Some(name))
     );
-    let config = write_config(dir, &config);
+    let config = write_ldap_config(dir, &config);
     ServerBuilder::mail(&dir.join("mail"))
         .args(["--config".as_ref(), config.as_os_str()])
         .args(["--lmtp-listen", "127.0.0.1:0", "--pop3-listen", pop3])
@@ -172,12 +152,12 @@ fn the_proxy_routes_each_user_to_the_store_host_and_only_there() {
     let proxy_config = format!(
         "[pop3_proxy]\nhostname = \"mmp.stoa.test\"\nauth_failure_delay = \"50ms\"\n\
          auth_failure_max_delay = \"50ms\"\nmax_connections_per_client = 0\n\n{}\n{}{}{}",
-        directory(&url, None),
+        ldap_directory(&url, None),
         entry(STORE_A, a.pop3_addrs[0]),
         entry(STORE_B, b.pop3_addrs[0]),
         entry(STORE_DOWN, down),
     );
-    let config = write_config(&tmp.path().join("mmp"), &proxy_config);
+    let config = write_ldap_config(&tmp.path().join("mmp"), &proxy_config);
     let proxy = ServerBuilder::mail(&tmp.path().join("mmp/mail"))
         .args(["--config".as_ref(), config.as_os_str()])
         .args(["--pop3-proxy-listen", "127.0.0.1:0"])

@@ -11,6 +11,9 @@
 //! Loading reports every problem at once, one [`Error`] per problem, each naming the
 //! file and what is wrong with it, so a configuration check can print them all.
 //!
+//! [`client`] is the other side: [`connector`] builds the proxies' TLS client from
+//! CA files, [`client::handshake`] checks the upstream server's name.
+//!
 //! [`Stream`] is the mail servers' connection stream (plain, or TLS after an
 //! upgrade or from the start, through tokio-rustls); the web server drives
 //! `rustls::ServerConnection` on its socket itself.
@@ -27,8 +30,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert, ServerSessionMemoryCache};
 use rustls::sign::CertifiedKey;
 
+pub mod client;
 mod stream;
 
+pub use client::{ClientError, connector};
 pub use stream::Stream;
 
 /// Sessions kept by each listener's server-side cache (TLS 1.2 session IDs). An

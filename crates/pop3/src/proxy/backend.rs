@@ -5,14 +5,12 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use base64::Engine as _;
 use stoa_netkit::tls::Stream;
+use stoa_netkit::upstream::{Dial, Upstream, strip_crlf, unexpected};
 use stoa_pop3_proto::response::MAX_RESPONSE_LINE;
 use stoa_pop3_proto::{ResponseCode, Status, parse_status_line};
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 
 use super::{BackendTls, Proxy};
 
@@ -54,27 +52,25 @@ pub(crate) async fn login(
     let addr = proxy.address(host);
     let failed = |what: &str, e: io::Error| Refusal::Temporary(format!("{addr}: {what}: {e}"));
     let config = &proxy.config;
-    let connect = async {
-        let tcp = TcpStream::connect(&addr).await?;
-        let _ = tcp.set_nodelay(true);
-        let mut stream = Stream::Plain(tcp);
-        if config.backend_tls == BackendTls::Tls {
-            start_tls(proxy, host, &mut stream).await?;
-        }
-        Ok(stream)
+    let tls = match (config.backend_tls, &proxy.tls) {
+        (BackendTls::Tls, Some(connector)) => Some((connector, host)),
+        _ => None,
     };
-    let stream = within(config.connect_timeout, connect)
+    let dial = Dial {
+        addr: &addr,
+        tls,
+        connect_timeout: config.connect_timeout,
+        reply_timeout: config.reply_timeout,
+        max_line: MAX_RESPONSE_LINE,
+    };
+    let upstream = Upstream::connect(dial)
         .await
         .map_err(|e| failed("connect", e))?;
-    let mut leg = Leg {
-        stream,
-        buf: Vec::new(),
-        timeout: config.reply_timeout,
-    };
+    let mut leg = Leg { upstream };
     leg.expect_ok("greeting")
         .await
         .map_err(|e| failed("greeting", e))?;
-    if config.backend_tls == BackendTls::Stls {
+    if config.backend_tls == BackendTls::StartTls {
         leg.upgrade(proxy, host)
             .await
             .map_err(|e| failed("STLS", e))?;
@@ -98,17 +94,6 @@ pub(crate) async fn login(
     })
 }
 
-/// The TLS handshake with `host` (its `mailHost` name is what the certificate must
-/// name).
-async fn start_tls(proxy: &Proxy, host: &str, stream: &mut Stream) -> io::Result<()> {
-    let Some(connector) = &proxy.tls else {
-        return Err(io::Error::other("TLS without a TLS client"));
-    };
-    let name = rustls::pki_types::ServerName::try_from(host.trim_end_matches('.').to_owned())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    stream.start_tls_client(connector, name).await
-}
-
 /// How a login failed.
 enum LoginError {
     Io(io::Error),
@@ -122,12 +107,9 @@ impl From<io::Error> for LoginError {
     }
 }
 
-/// The conversation before the relay: the stream and what was read past the last
-/// reply.
+/// The POP3 conversation before the relay.
 struct Leg {
-    stream: Stream,
-    buf: Vec<u8>,
-    timeout: Duration,
+    upstream: Upstream,
 }
 
 impl Leg {
@@ -150,12 +132,14 @@ impl Leg {
     /// STLS and the handshake; nothing may follow the `+OK` in clear text.
     async fn upgrade(&mut self, proxy: &Proxy, host: &str) -> io::Result<()> {
         match self.command(b"STLS\r\n").await? {
-            (Status::Ok, _) if self.buf.is_empty() => {}
-            (Status::Ok, _) => return Err(io::Error::other("data after the STLS reply")),
+            (Status::Ok, _) => {}
             _ => return Err(io::Error::other("the store host refused STLS")),
         }
+        let Some(connector) = &proxy.tls else {
+            return Err(io::Error::other("TLS without a TLS client"));
+        };
         let timeout = proxy.config.connect_timeout;
-        within(timeout, start_tls(proxy, host, &mut self.stream)).await
+        self.upstream.start_tls(connector, host, timeout).await
     }
 
     /// AUTH PLAIN as `user`: the initial response on the command line when it fits
@@ -176,83 +160,25 @@ impl Leg {
             self.line().await?
         };
         match parse_status_line(strip_crlf(&reply)) {
-            Some((Status::Ok, _)) => Ok(LoggedIn {
-                stream: self.stream,
-                reply,
-                after: self.buf,
-            }),
+            Some((Status::Ok, _)) => {
+                let (stream, after) = self.upstream.into_parts();
+                Ok(LoggedIn {
+                    stream,
+                    reply,
+                    after,
+                })
+            }
             Some((Status::Err, code)) => Err(LoginError::Refused(code)),
             _ => Err(LoginError::Io(unexpected("login reply", &reply))),
         }
     }
 
     async fn send(&mut self, line: &[u8]) -> io::Result<()> {
-        self.stream.write_all_within(line, self.timeout).await
+        self.upstream.send(line).await
     }
 
     /// One reply line, CRLF included, within the timeout and 512 octets.
     async fn line(&mut self) -> io::Result<Vec<u8>> {
-        let timeout = self.timeout;
-        within(timeout, async {
-            loop {
-                if let Some(lf) = self.buf.iter().position(|&b| b == b'\n') {
-                    let rest = self.buf.split_off(lf + 1);
-                    return Ok(std::mem::replace(&mut self.buf, rest));
-                }
-                if self.buf.len() >= MAX_RESPONSE_LINE {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "reply line too long",
-                    ));
-                }
-                let mut chunk = [0u8; MAX_RESPONSE_LINE];
-                let room = MAX_RESPONSE_LINE - self.buf.len();
-                let n = self.stream.read(&mut chunk[..room]).await?;
-                if n == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the store host closed the connection",
-                    ));
-                }
-                self.buf.extend_from_slice(&chunk[..n]);
-            }
-        })
-        .await
-    }
-}
-
-/// `line` without its line end.
-fn strip_crlf(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
-}
-
-/// A reply that is not the one expected, quoted for the log (cut, printable).
-fn unexpected(what: &str, line: &[u8]) -> io::Error {
-    let text: String = strip_crlf(line)
-        .iter()
-        .take(80)
-        .map(|&b| {
-            if (b' '..=b'~').contains(&b) {
-                b as char
-            } else {
-                '?'
-            }
-        })
-        .collect();
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("unexpected {what}: {text:?}"),
-    )
-}
-
-/// `future` within `timeout`, a `TimedOut` error after it.
-async fn within<T>(
-    timeout: Duration,
-    future: impl std::future::Future<Output = io::Result<T>>,
-) -> io::Result<T> {
-    match tokio::time::timeout(timeout, future).await {
-        Ok(result) => result,
-        Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "timed out")),
+        self.upstream.line().await
     }
 }

@@ -272,6 +272,7 @@ mod tests {
             name: "Store-B.stoa.test.".into(),
             lmtp: Some("127.0.0.1:2401".into()),
             pop3: Some("127.0.0.1:1101".into()),
+            imap: None,
         }];
         let lmtp = Lmtp::new(&hosts, "mx.stoa.test", &QueueConfig::default());
         assert_eq!(lmtp.address("store-b.STOA.test"), "127.0.0.1:2401");

@@ -1,4 +1,4 @@
-//! What the SMTP and POP3 parts of the configuration share: both servers read
+//! What the SMTP, POP3 and IMAP parts of the configuration share: both servers read
 //! their mail directory and certificates from their table relative to the file,
 //! take `--tls-cert`/`--tls-key` and `--workers` the same way, and check their
 //! host name, workers and certificates alike. Each part keeps its own order of
@@ -96,4 +96,61 @@ pub(super) fn apply_shared_flags(
 /// order.
 pub(super) fn tls_errors(pairs: &[CertKeyFiles]) -> Vec<String> {
     pairs.iter().flat_map(cert_errors).collect()
+}
+
+/// How a mail server that takes passwords names itself and its flags in
+/// messages (`[pop3]`, `[imap]` and their proxies).
+pub(super) struct Names {
+    /// The key prefix, `pop3.`.
+    pub(super) p: &'static str,
+    /// The listeners in words, `POP3`.
+    pub(super) plain: &'static str,
+    /// `POP3S`.
+    pub(super) tls: &'static str,
+    /// The article before them, `a` (`an` for IMAP).
+    pub(super) a: &'static str,
+    /// The protocol's TLS upgrade, `STLS`.
+    pub(super) upgrade: &'static str,
+    /// `--pop3-listen`.
+    pub(super) listen_flag: &'static str,
+    /// `--pop3s-listen`.
+    pub(super) tls_flag: &'static str,
+}
+
+/// The listener checks of a server that takes passwords: a listener at all,
+/// certificates for a TLS one, and a warning for a plain one that cannot offer
+/// the upgrade.
+pub(super) fn check_listeners(
+    n: &Names,
+    (listen, tls_listen): (&[std::net::SocketAddr], &[std::net::SocketAddr]),
+    (certs, allow_plaintext): (&[CertKeyFiles], bool),
+    r: &mut Report,
+) {
+    let Names {
+        p,
+        plain,
+        tls,
+        a,
+        upgrade,
+        listen_flag,
+        tls_flag,
+    } = n;
+    if listen.is_empty() && tls_listen.is_empty() {
+        r.errors.push(format!(
+            "no {plain} listener: give {listen_flag} ADDR:PORT or {tls_flag} ADDR:PORT \
+             ({p}listen, {p}tls_listen)"
+        ));
+    }
+    if !tls_listen.is_empty() && certs.is_empty() {
+        r.errors.push(format!(
+            "{a} {tls} listener needs certificates: give --tls-cert FILE --tls-key FILE ({p}tls)"
+        ));
+    }
+    if !listen.is_empty() && certs.is_empty() && !allow_plaintext {
+        r.warnings.push(format!(
+            "{a} {plain} listener without --tls-cert/--tls-key ({p}tls) offers no {upgrade}, and \
+             without {p}allow_plaintext_auth it accepts no login off {}",
+            "the secure networks (loopback by default)"
+        ));
+    }
 }

@@ -1,6 +1,7 @@
 //! `[[mail_host]]`: the store hosts that users' `mailHost` values name, and where
 //! their servers listen. The MTA delivers to a listed host's `lmtp` address (any
-//! other host by its name on port 24); `pop3` is read and kept for the POP3 proxy.
+//! other host by its name on port 24); `pop3` and `imap` are read and kept for the
+//! POP3 and IMAP proxies.
 
 use stoa_smtp::config::MailHost;
 use toml::{Table, Value};
@@ -8,7 +9,7 @@ use toml::{Table, Value};
 use super::Report;
 
 /// The keys of one `[[mail_host]]` entry.
-const KEYS: &[&str] = &["name", "lmtp", "pop3"];
+const KEYS: &[&str] = &["name", "lmtp", "pop3", "imap"];
 
 /// Reads every `[[mail_host]]` entry of the file and checks them together.
 pub(super) fn read(file: &Table, r: &mut Report) -> Vec<MailHost> {
@@ -49,7 +50,7 @@ pub(super) fn read(file: &Table, r: &mut Report) -> Vec<MailHost> {
 fn read_entry(t: &Table, path: &str, r: &mut Report) -> Option<MailHost> {
     r.known_keys(t, path, KEYS);
     let name = r.string(t, path, "name");
-    let [lmtp, pop3] = ["lmtp", "pop3"].map(|key| {
+    let [lmtp, pop3, imap] = ["lmtp", "pop3", "imap"].map(|key| {
         let value = r.string(t, path, key)?;
         let ok = value
             .rsplit_once(':')
@@ -63,7 +64,12 @@ fn read_entry(t: &Table, path: &str, r: &mut Report) -> Option<MailHost> {
         ));
         return None;
     };
-    Some(MailHost { name, lmtp, pop3 })
+    Some(MailHost {
+        name,
+        lmtp,
+        pop3,
+        imap,
+    })
 }
 
 fn is_host_name(name: &str) -> bool {
@@ -90,7 +96,7 @@ mod tests {
     fn entries_are_read() {
         let (hosts, r) = read_text(
             "[[mail_host]]\nname = \"store-b.stoa.test\"\nlmtp = \"127.0.0.1:2401\"\n\
-             pop3 = \"127.0.0.1:1101\"\n[[mail_host]]\nname = \"store-c.stoa.test\"\n",
+             pop3 = \"127.0.0.1:1101\"\nimap = \"127.0.0.1:1431\"\n[[mail_host]]\nname = \"store-c.stoa.test\"\n",
         );
         assert!(r.errors.is_empty() && r.warnings.is_empty(), "{r:?}");
         assert_eq!(
@@ -100,11 +106,13 @@ mod tests {
                     name: "store-b.stoa.test".into(),
                     lmtp: Some("127.0.0.1:2401".into()),
                     pop3: Some("127.0.0.1:1101".into()),
+                    imap: Some("127.0.0.1:1431".into()),
                 },
                 MailHost {
                     name: "store-c.stoa.test".into(),
                     lmtp: None,
                     pop3: None,
+                    imap: None,
                 }
             ]
         );
@@ -113,7 +121,7 @@ mod tests {
     #[test]
     fn every_mistake_is_reported() {
         let (_, r) = read_text(
-            "[[mail_host]]\nname = \"a.test\"\nlmtp = \"nowhere\"\nport = 1\n\
+            "[[mail_host]]\nname = \"a.test\"\nlmtp = \"nowhere\"\nport = 1\nimap = \"x\"\n\
              [[mail_host]]\nname = \"A.test.\"\n[[mail_host]]\nlmtp = \"h:24\"\n",
         );
         for expected in [
@@ -121,6 +129,7 @@ mod tests {
             "mail_host[1].name \"A.test.\": listed twice",
             "mail_host[2].name: a host name is required",
             "mail_host[0].port: unknown key",
+            "mail_host[0].imap \"x\": expected HOST:PORT",
         ] {
             assert!(
                 r.errors.iter().any(|e| e.contains(expected)),

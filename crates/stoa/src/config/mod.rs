@@ -6,7 +6,8 @@
 //! Each server is one entry of [`SERVICES`], a `static` of data declared in its
 //! own file (`service.rs` says what an entry is): the web server (`web/`), SMTP
 //! (`smtp.rs`), POP3 (`pop3.rs`), the POP3 proxy (`pop3_proxy.rs`), LMTP
-//! (`lmtp.rs`), IMAP (`imap.rs`) and the metrics endpoint (`metrics.rs`). This file only
+//! (`lmtp.rs`), IMAP (`imap.rs`), the IMAP proxy (`imap_proxy.rs`; `proxy.rs` holds
+//! what the two proxies share) and the metrics endpoint (`metrics.rs`). This file only
 //! orchestrates: it reads the file, decides which servers run (a table or a
 //! flag of their own asks for one; the web server runs unless only mail was
 //! asked for; `--mail-dir` alone asks for SMTP), finishes each in the list's
@@ -30,6 +31,7 @@ use crate::cli::ServeArgs;
 mod auth_throttle;
 mod directory;
 mod imap;
+mod imap_proxy;
 mod lmtp;
 mod mail;
 mod mail_host;
@@ -39,6 +41,7 @@ mod pop3;
 mod pop3_proxy;
 pub(crate) mod print;
 mod process;
+mod proxy;
 mod report;
 mod service;
 mod smtp;
@@ -47,6 +50,10 @@ mod units;
 mod web;
 
 pub(crate) use directory::Directory;
+#[cfg(test)]
+pub(crate) use imap::Imap;
+#[cfg(test)]
+pub(crate) use imap_proxy::ImapProxy;
 #[cfg(test)]
 pub(crate) use metrics::Metrics;
 #[cfg(test)]
@@ -69,7 +76,7 @@ use service::{Finish, Implied, Read, Service, Settled};
 /// SMTP comes before the other mail servers, whose mail directory must be its
 /// own; and SMTP binds after the web server, so that a web server that does not
 /// bind stops a reload before SMTP's queue runner takes the new settings.
-static SERVICES: [&Service; 7] = [
+static SERVICES: [&Service; 8] = [
     &metrics::METRICS,
     &web::WEB,
     &smtp::SMTP,
@@ -77,6 +84,7 @@ static SERVICES: [&Service; 7] = [
     &pop3_proxy::POP3_PROXY,
     &lmtp::LMTP,
     &imap::IMAP,
+    &imap_proxy::IMAP_PROXY,
 ];
 
 /// The top-level keys of the file that are no server's: the parts the servers

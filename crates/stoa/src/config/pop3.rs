@@ -11,11 +11,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use toml::{Table, Value};
 
+use super::Report;
 use super::auth_throttle::{self, Given};
+use super::mail::{self, Names};
 use super::print::{Doc, addrs, duration, int, nets, path};
 use super::service::{self, Configured, Finish, Implied, Service, Settled, Shared};
 use super::units::{parse_addr, parse_net};
-use super::{Report, mail};
 
 /// POP3's entry in the list of servers.
 pub(super) static POP3: Service = Service {
@@ -241,31 +242,20 @@ fn mail_dir(
     }
 }
 
-/// How a POP3 role's messages name it and its flags.
-pub(super) struct Names {
-    /// The key prefix, `pop3.`.
-    pub(super) p: &'static str,
-    /// The listeners in words, `POP3`.
-    pub(super) plain: &'static str,
-    /// `POP3S`.
-    pub(super) tls: &'static str,
-    /// `--pop3-listen`.
-    pub(super) listen_flag: &'static str,
-    /// `--pop3s-listen`.
-    pub(super) tls_flag: &'static str,
-}
-
 /// The POP3 server's.
 const NAMES: Names = Names {
     p: P,
     plain: "POP3",
     tls: "POP3S",
+    a: "a",
+    upgrade: "STLS",
     listen_flag: "--pop3-listen",
     tls_flag: "--pop3s-listen",
 };
 
 pub(super) fn validate(c: &stoa_pop3::Config, n: &Names, r: &mut Report) {
-    check_listeners(c, n, r);
+    let certs = (&c.tls[..], c.allow_plaintext_auth);
+    mail::check_listeners(n, (&c.listen, &c.tls_listen), certs, r);
     let p = n.p;
     r.check_host_and_workers(p, &c.hostname, c.workers);
     let l = &c.limits;
@@ -300,34 +290,6 @@ pub(super) fn validate(c: &stoa_pop3::Config, n: &Names, r: &mut Report) {
 
 /// A listener at least, POP3S ones with certificates, and a warning for a
 /// plain listener that could accept no login.
-fn check_listeners(c: &stoa_pop3::Config, n: &Names, r: &mut Report) {
-    let Names {
-        p,
-        plain,
-        tls,
-        listen_flag,
-        tls_flag,
-    } = n;
-    if c.listen.is_empty() && c.tls_listen.is_empty() {
-        r.errors.push(format!(
-            "no {plain} listener: give {listen_flag} ADDR:PORT or {tls_flag} ADDR:PORT \
-             ({p}listen, {p}tls_listen)"
-        ));
-    }
-    if !c.tls_listen.is_empty() && c.tls.is_empty() {
-        r.errors.push(format!(
-            "a {tls} listener needs certificates: give --tls-cert FILE --tls-key FILE ({p}tls)"
-        ));
-    }
-    if !c.listen.is_empty() && c.tls.is_empty() && !c.allow_plaintext_auth {
-        r.warnings.push(format!(
-            "a {plain} listener without --tls-cert/--tls-key ({p}tls) offers no STLS, and \
-             without {p}allow_plaintext_auth it accepts no login off {}",
-            "the secure networks (loopback by default)"
-        ));
-    }
-}
-
 /// What `[pop3]` and `[pop3_proxy]` share before their own keys ([`read_common`]'s keys).
 pub(super) fn print_common(doc: &mut Doc, c: &stoa_pop3::Config) {
     doc.set("hostname", c.hostname.as_str());

@@ -8,15 +8,15 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use stoa_pop3::{BackendTls, ProxyConfig, StoreHost};
-use toml::{Table, Value};
+use stoa_pop3::ProxyConfig;
+use toml::Table;
 
-use super::auth_throttle;
-use super::pop3::{COMMON_KEYS, Names, print_common, print_limits, read_common, validate};
-use super::print::{Doc, duration, path};
+use super::mail::Names;
+use super::pop3::{COMMON_KEYS, print_common, print_limits, read_common, validate};
+use super::print::Doc;
 use super::service::{self, Configured, Finish, Implied, Service, Settled, Shared};
 use super::units::parse_addr;
-use super::{Directory, Report, mail};
+use super::{Report, auth_throttle, mail, proxy};
 
 /// The POP3 proxy's entry in the list of servers.
 pub(super) static POP3_PROXY: Service = Service {
@@ -41,16 +41,8 @@ impl Configured for Pop3Proxy {
         &POP3_PROXY
     }
 
-    /// Its mail directory, for the embedded directory: its own, else the mail
-    /// store's; one of them, or the LDAP directory, it must have.
     fn settle(&mut self, settled: &Settled<'_>, r: &mut Report) {
-        let other = settled.mail_dir.map(Path::to_path_buf);
-        self.mail_dir = self.mail_dir.take().or(other);
-        r.check(
-            self.mail_dir.is_some() || !matches!(settled.directory, Directory::Embedded(_)),
-            "the POP3 proxy needs a directory: [directory] backend = \"ldap\" (as a proxy \
-             has), or --mail-dir DIR for the embedded one",
-        );
+        proxy::settle(&mut self.mail_dir, "POP3 proxy", settled, r);
     }
 
     fn directory_home(&self) -> Option<&Path> {
@@ -59,19 +51,10 @@ impl Configured for Pop3Proxy {
 
     fn print(&self, doc: &mut Doc) {
         doc.table("pop3_proxy");
-        match &self.mail_dir {
-            Some(dir) => doc.set("mail_dir", path(dir)),
-            None => doc.comment("mail_dir: not set"),
-        }
+        proxy::print_mail_dir(doc, self.mail_dir.as_deref());
         print_common(doc, &self.config);
         print_limits(doc, &self.config);
-        let p = &self.proxy;
-        doc.set("backend_tls", p.backend_tls.name());
-        let cas: Vec<Value> = p.backend_ca.iter().map(|f| path(f)).collect();
-        doc.set("backend_ca", Value::Array(cas));
-        doc.set("backend_connect_timeout", duration(p.connect_timeout));
-        doc.set("backend_timeout", duration(p.reply_timeout));
-        doc.set("forward_client", p.forward_client);
+        proxy::print(doc, &self.proxy);
     }
 
     /// Beside a store host the proxy shares its directory; alone it opens its
@@ -86,13 +69,7 @@ impl Configured for Pop3Proxy {
             proxy,
         } = *self;
         config.sockets = shared.sockets.clone();
-        let directory = match shared.mail.as_deref() {
-            Some(parts) => parts.directory.clone(),
-            None => {
-                let mail_dir = mail_dir.unwrap_or_default();
-                shared.directory.clone().open(&mail_dir)?.0
-            }
-        };
+        let directory = proxy::directory(shared, mail_dir)?;
         let server = stoa_pop3::Server::bind_proxy(config, proxy, directory)
             .context("cannot start the POP3 proxy")?;
         Ok(Box::new(server))
@@ -118,18 +95,11 @@ const NAMES: Names = Names {
     p: P,
     plain: "POP3 proxy",
     tls: "POP3S proxy",
+    a: "a",
+    upgrade: "STLS",
     listen_flag: "--pop3-proxy-listen",
     tls_flag: "--pop3s-proxy-listen",
 };
-
-/// The keys only `[pop3_proxy]` has, besides `[pop3]`'s common ones.
-const OWN_KEYS: &[&str] = &[
-    "backend_tls",
-    "backend_ca",
-    "backend_connect_timeout",
-    "backend_timeout",
-    "forward_client",
-];
 
 /// The `[pop3_proxy]` table while it is being read.
 #[derive(Debug, Default)]
@@ -142,7 +112,7 @@ struct Draft {
 
 /// The `[pop3_proxy]` table, if present; `base` resolves relative paths.
 fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draft> {
-    let keys = [COMMON_KEYS, OWN_KEYS].concat();
+    let keys = [COMMON_KEYS, proxy::BACKEND_KEYS].concat();
     let (t, mail_dir) = r.mail_table(table, "pop3_proxy", &keys, base)?;
     let mut d = Draft {
         mail_dir,
@@ -150,32 +120,7 @@ fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draf
     };
     read_common(t, P, base, &mut d.config, r);
     d.auth = auth_throttle::read(t, P, r);
-    let p = &mut d.proxy;
-    if let Some(text) = r.string(t, P, "backend_tls") {
-        match BackendTls::from_name(&text) {
-            Some(mode) => p.backend_tls = mode,
-            None => r.errors.push(format!(
-                "{P}backend_tls {text:?}: expected \"none\", \"stls\" or \"tls\""
-            )),
-        }
-    }
-    p.backend_ca = r
-        .strings(t, P, "backend_ca")
-        .into_iter()
-        .map(|f| match base {
-            Some(base) if Path::new(&f).is_relative() => base.join(f),
-            _ => PathBuf::from(f),
-        })
-        .collect();
-    r.duration(t, P, "backend_connect_timeout", &mut p.connect_timeout);
-    r.duration(t, P, "backend_timeout", &mut p.reply_timeout);
-    match t.get("forward_client") {
-        None => {}
-        Some(Value::Boolean(b)) => p.forward_client = *b,
-        Some(other) => r.errors.push(format!(
-            "{P}forward_client: expected true or false, found {other}"
-        )),
-    }
+    proxy::read(t, P, base, &mut d.proxy, r);
     Some(d)
 }
 
@@ -199,27 +144,7 @@ fn finish(mut d: Draft, cx: &Finish<'_>, r: &mut Report) -> Pop3Proxy {
     );
     mail::apply_shared_flags(args, certs, &mut c.tls, &mut c.workers);
     validate(c, &NAMES, r);
-    let p = &mut d.proxy;
-    r.nonzero(
-        P,
-        &[
-            ("backend_connect_timeout", p.connect_timeout),
-            ("backend_timeout", p.reply_timeout),
-        ],
-    );
-    for file in &p.backend_ca {
-        r.check(
-            file.is_file(),
-            &format!("{P}backend_ca {}: no such file", file.display()),
-        );
-    }
-    p.stores = stores
-        .iter()
-        .map(|h| StoreHost {
-            name: h.name.clone(),
-            pop3: h.pop3.clone(),
-        })
-        .collect();
+    proxy::finish(P, &mut d.proxy, stores, r);
     Pop3Proxy {
         mail_dir: args.mail_dir.clone().or(d.mail_dir),
         config: d.config,

@@ -107,13 +107,14 @@ fn directory_section(doc: &mut Doc, directory: &Directory, loaded: &Loaded) {
 }
 
 /// `[[mail_host]]`: the store hosts of the SMTP server's routing and the POP3
-/// proxy.
+/// and IMAP proxies.
 fn mail_hosts(doc: &mut Doc, loaded: &Loaded) {
     for h in &loaded.mail_hosts {
         doc.array_table("mail_host");
         doc.set("name", h.name.as_str());
         doc.optional("lmtp", h.lmtp.as_deref());
         doc.optional("pop3", h.pop3.as_deref());
+        doc.optional("imap", h.imap.as_deref());
     }
 }
 

@@ -784,7 +784,7 @@ fn pop3_proxy_table_flags_and_mistakes() {
         ["127.0.0.1:1110".parse().expect("addr")]
     );
     assert!(proxy.config.secure_networks.is_empty());
-    assert_eq!(proxy.proxy.backend_tls, stoa_pop3::BackendTls::Stls);
+    assert_eq!(proxy.proxy.backend_tls, stoa_pop3::BackendTls::StartTls);
     assert!(!proxy.proxy.forward_client);
     assert_eq!(proxy.proxy.reply_timeout, std::time::Duration::from_secs(5));
     assert_eq!(proxy.proxy.stores[0].pop3.as_deref(), Some("127.0.0.2:110"));
@@ -819,6 +819,77 @@ fn pop3_proxy_table_flags_and_mistakes() {
     let loaded = load_all(None, args).expect("the flag alone, the embedded directory");
     assert!(!loaded.runs::<stoa_web::Config>() && !loaded.runs::<stoa_smtp::Config>());
     assert!(loaded.runs::<Pop3Proxy>());
+}
+
+#[test]
+fn imap_proxy_table_flags_and_mistakes() {
+    let file = "[imap_proxy]\nlisten = [\"127.0.0.1:1143\"]\nbackend_tls = \"starttls\"\n\
+                forward_client = false\nbackend_timeout = \"5s\"\nidle_timeout = \"45m\"\n\n\
+                [imap]\nmail_dir = \"/m\"\nlisten = [\"127.0.0.1:143\"]\n\
+                trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1\"]\n\n\
+                [[mail_host]]\nname = \"store1.test\"\nimap = \"127.0.0.2:143\"\n";
+    let mut loaded = load_all(Some(file), ServeArgs::default()).expect("valid");
+    let printed = effective(&loaded);
+    for line in [
+        "[imap_proxy]\nmail_dir = \"/m\"\n",
+        "backend_tls = \"starttls\"\n",
+        "forward_client = false\n",
+        "trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.1/32\"]\n",
+        "imap = \"127.0.0.2:143\"\n",
+    ] {
+        assert!(printed.contains(line), "{line}: {printed}");
+    }
+    let proxy = loaded.take::<ImapProxy>().expect("the proxy");
+    let listen: SocketAddr = "127.0.0.1:1143".parse().expect("addr");
+    assert_eq!(proxy.config.listen, [listen]);
+    assert_eq!(proxy.proxy.backend_tls, stoa_imap::BackendTls::StartTls);
+    assert!(!proxy.proxy.forward_client);
+    assert_eq!(proxy.proxy.reply_timeout, Duration::from_secs(5));
+    assert_eq!(
+        proxy.config.limits.idle_timeout,
+        Duration::from_secs(45 * 60)
+    );
+    assert_eq!(proxy.proxy.stores[0].imap.as_deref(), Some("127.0.0.2:143"));
+    assert_eq!(proxy.mail_dir.as_deref(), Some(Path::new("/m")));
+    let imap = loaded.take::<Imap>().expect("imap");
+    assert_eq!(imap.config.trusted_proxies.len(), 2);
+
+    // Alone with the embedded directory it has none; bad values; no listener; a
+    // key only [imap] has.
+    let file = "[imap_proxy]\nbackend_tls = \"maybe\"\nforward_client = 1\nappend_limit = 1\n";
+    let errors = load_all(Some(file), ServeArgs::default()).expect_err("invalid");
+    for needle in [
+        "imap_proxy.backend_tls \"maybe\": expected",
+        "imap_proxy.forward_client: expected true or false",
+        "no IMAP proxy listener: give --imap-proxy-listen ADDR:PORT",
+        "the IMAP proxy needs a directory",
+        "imap_proxy.append_limit",
+    ] {
+        assert!(
+            errors.iter().any(|e| e.contains(needle)),
+            "{needle}: {errors:?}"
+        );
+    }
+    let args = ServeArgs {
+        imaps_proxy_listen: vec!["127.0.0.1:0".into()],
+        mail_dir: Some("/m".into()),
+        ..ServeArgs::default()
+    };
+    let errors = load_all(None, args).expect_err("IMAPS without a certificate");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("an IMAPS proxy listener needs certificates")),
+        "{errors:?}"
+    );
+    let args = ServeArgs {
+        imap_proxy_listen: vec!["127.0.0.1:0".into()],
+        mail_dir: Some("/m".into()),
+        ..ServeArgs::default()
+    };
+    let loaded = load_all(None, args).expect("the flag alone, the embedded directory");
+    assert!(!loaded.runs::<stoa_web::Config>() && !loaded.runs::<Imap>());
+    assert!(loaded.runs::<ImapProxy>());
 }
 
 #[test]

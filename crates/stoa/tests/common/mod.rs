@@ -123,6 +123,10 @@ pub(crate) struct Server {
     pub(crate) imap_addrs: Vec<SocketAddr>,
     /// Every bound IMAPS address, in `--imaps-listen` order.
     pub(crate) imaps_addrs: Vec<SocketAddr>,
+    /// Every bound IMAP proxy address, in `--imap-proxy-listen` order.
+    pub(crate) imap_proxy_addrs: Vec<SocketAddr>,
+    /// Every bound IMAPS proxy address, in `--imaps-proxy-listen` order.
+    pub(crate) imaps_proxy_addrs: Vec<SocketAddr>,
 }
 
 /// How to start a server.
@@ -237,6 +241,8 @@ impl ServerBuilder {
                     "--pop3s-proxy-listen",
                     "--imap-listen",
                     "--imaps-listen",
+                    "--imap-proxy-listen",
+                    "--imaps-proxy-listen",
                 ]
                 .iter()
                 .any(|f| *a == *f)
@@ -280,6 +286,8 @@ impl ServerBuilder {
             pop3s_proxy_addrs: Vec::new(),
             imap_addrs: Vec::new(),
             imaps_addrs: Vec::new(),
+            imap_proxy_addrs: Vec::new(),
+            imaps_proxy_addrs: Vec::new(),
         };
         let ready = server.wait_for_stderr(READY_TIMEOUT, |lines| {
             lines.iter().filter(|l| parse_ready(l).is_some()).count() >= listens
@@ -315,6 +323,8 @@ impl ServerBuilder {
         server.pop3s_proxy_addrs = of("pop3s-proxy");
         server.imap_addrs = of("imap");
         server.imaps_addrs = of("imaps");
+        server.imap_proxy_addrs = of("imap-proxy");
+        server.imaps_proxy_addrs = of("imaps-proxy");
         server.addr = *server
             .addrs
             .iter()
@@ -328,6 +338,8 @@ impl ServerBuilder {
             .chain(&server.pop3s_proxy_addrs)
             .chain(&server.imap_addrs)
             .chain(&server.imaps_addrs)
+            .chain(&server.imap_proxy_addrs)
+            .chain(&server.imaps_proxy_addrs)
             .next()
             .expect("a readiness line was counted");
         server
@@ -349,6 +361,8 @@ fn parse_ready(line: &str) -> Option<(&'static str, SocketAddr)> {
         "pop3s-proxy",
         "imap",
         "imaps",
+        "imap-proxy",
+        "imaps-proxy",
     ]
     .into_iter()
     .find(|s| *s == scheme)?;
@@ -621,4 +635,30 @@ pub(crate) fn s_client(addr: SocketAddr, args: &[&str], input: &[u8]) -> (bool, 
         .join("\n");
     let status = status.unwrap_or_else(|| panic!("openssl s_client {args:?} hung:\n{output}"));
     (status.success(), output)
+}
+
+/// `[directory]` over a test slapd at `url` (the admin's password in
+/// `ldap.secret` beside the configuration, see [`write_ldap_config`]), with
+/// `this_host` for a store host.
+pub(crate) fn ldap_directory(url: &str, this_host: Option<&str>) -> String {
+    use stoa_testkit::slapd::{ADMIN_DN, BASE};
+    let this = this_host
+        .map(|h| format!("this_host = \"{h}\"\n"))
+        .unwrap_or_default();
+    format!(
+        "[directory]\nbackend = \"ldap\"\nurls = [\"{url}\"]\nbase = \"{BASE}\"\n\
+         bind_dn = \"{ADMIN_DN}\"\nbind_password_file = \"ldap.secret\"\n\
+         cache_ttl = \"1s\"\n{this}"
+    )
+}
+
+/// Writes `text` as `dir/stoa.toml`, with the test slapd's admin password in
+/// `dir/ldap.secret`; returns the configuration's path.
+pub(crate) fn write_ldap_config(dir: &Path, text: &str) -> PathBuf {
+    let secret = format!("{}\n", stoa_testkit::slapd::ADMIN_PASSWORD);
+    std::fs::create_dir_all(dir).expect("config dir");
+    std::fs::write(dir.join("ldap.secret"), secret).expect("secret");
+    let path = dir.join("stoa.toml");
+    std::fs::write(&path, text).expect("write the configuration");
+    path
 }
