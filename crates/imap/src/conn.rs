@@ -301,7 +301,17 @@ impl Conn {
                 }
                 Event::Command(command) => {
                     self.phase_start = Instant::now();
-                    let flow = self.execute(command).await?;
+                    let flow = match self.admit(&command) {
+                        Some(flow) => flow,
+                        // IDLE runs here rather than in `execute`, and `execute`'s
+                        // future is boxed: a session waiting in IDLE (or for its
+                        // next command) holds this loop's state, not the largest
+                        // command's (the task shrank by 0.7 KB, to 2.6 KB).
+                        None if matches!(command.kind, CommandKind::Idle) => {
+                            self.idle(&command.tag).await?
+                        }
+                        None => Box::pin(self.execute(command)).await?,
+                    };
                     self.phase_start = Instant::now();
                     if flow != Flow::Continue {
                         return Ok(flow);
@@ -328,8 +338,9 @@ impl Conn {
         false
     }
 
-    async fn execute(&mut self, command: Command) -> io::Result<Flow> {
-        let Command { tag, kind } = command;
+    /// Counts `command` and checks it against the state: `None` when it may run,
+    /// else how the loop goes on after the refusal written.
+    fn admit(&mut self, command: &Command) -> Option<Flow> {
         self.commands += 1;
         let max = self.shared.config.limits.max_commands;
         if max > 0 && self.commands > max {
@@ -338,16 +349,22 @@ impl Conn {
                 Some(&Code::Limit),
                 "Too many commands in one session",
             );
-            return Ok(Flow::Close);
+            return Some(Flow::Close);
         }
-        if let Err(text) = state::check(&kind, self.state) {
-            response::write_tagged(self.io.out(), &tag, Condition::Bad, None, text);
-            return Ok(if self.too_many_bad() {
+        if let Err(text) = state::check(&command.kind, self.state) {
+            response::write_tagged(self.io.out(), &command.tag, Condition::Bad, None, text);
+            return Some(if self.too_many_bad() {
                 Flow::Close
             } else {
                 Flow::Continue
             });
         }
+        None
+    }
+
+    /// Runs an admitted command (all but IDLE) and writes its answer.
+    async fn execute(&mut self, command: Command) -> io::Result<Flow> {
+        let Command { tag, kind } = command;
         let expunges_allowed = !matches!(
             &kind,
             CommandKind::Fetch(f) if !f.uid
@@ -420,7 +437,7 @@ impl Conn {
             CommandKind::Lsub { reference, pattern } => self.lsub(&reference, &pattern).await?,
             CommandKind::Status { mailbox, items } => self.status(&mailbox, &items).await?,
             CommandKind::Append(append) => self.append(append).await?,
-            CommandKind::Idle => return self.idle(&tag).await,
+            CommandKind::Idle => return Box::pin(self.idle(&tag)).await,
             CommandKind::Close => self.close(true).await?,
             CommandKind::Unselect => self.close(false).await?,
             CommandKind::Expunge => self.expunge(None).await?,
@@ -633,9 +650,13 @@ impl Conn {
     }
 
     /// Waits for input until the state's deadline or shutdown.
+    /// The buffers are given back while the session waits (see
+    /// [`LineIo::read_parked`]).
     pub(crate) async fn read(&mut self) -> io::Result<ReadEnd> {
         let deadline = self.phase_start + self.idle_limit();
-        self.io.read(deadline, Some(&mut self.shutdown)).await
+        self.io
+            .read_parked(deadline, Some(&mut self.shutdown))
+            .await
     }
 
     /// Writes the queued responses out.

@@ -28,13 +28,13 @@ impl Conn {
         };
         let limits = self.shared.config.limits.clone();
         let end = Instant::now() + limits.idle_command_timeout;
-        self.updates(true, &[]).await?;
+        Box::pin(self.updates(true, &[])).await?;
         response::write_continuation(self.io.out(), "idling");
         loop {
             let notified = changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.updates(true, &[]).await?;
+            Box::pin(self.updates(true, &[])).await?;
             self.flush().await?;
             let max = self.reader.limits().max_line;
             if let Line::Complete { result, consumed } = idle_done(self.io.unread(), max) {
@@ -57,7 +57,7 @@ impl Conn {
             }
             let check = tokio::time::sleep(limits.idle_check);
             tokio::select! {
-                read = self.io.read(end, Some(&mut self.shutdown)) => match read? {
+                read = self.io.read_parked(end, Some(&mut self.shutdown)) => match read? {
                     ReadEnd::Data => {}
                     ReadEnd::Eof => return Ok(Flow::Close),
                     ReadEnd::Timeout => {

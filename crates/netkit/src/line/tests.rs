@@ -193,3 +193,52 @@ fn tls_pair() -> (TlsAcceptor, tokio_rustls::TlsConnector) {
         tokio_rustls::TlsConnector::from(Arc::new(client)),
     )
 }
+
+#[tokio::test]
+async fn a_parked_wait_holds_no_buffer_and_loses_nothing() {
+    let (mut io, mut client) = pair(4096, 65536).await;
+    client.write_all(b"a NOOP\r\n").await.expect("write");
+    read_until(&mut io, 8).await;
+    io.consume(8);
+    io.out().extend_from_slice(b"a OK\r\n");
+    io.flush(FAR).await.expect("flush");
+    let soon = Instant::now() + Duration::from_millis(20);
+    assert_eq!(
+        io.read_parked(soon, None).await.expect("wait"),
+        ReadEnd::Timeout
+    );
+    assert_eq!(io.buf.capacity(), 0, "no read buffer while waiting");
+    assert_eq!(io.out.capacity(), 0, "no output queue while waiting");
+    client.write_all(b"DONE\r\n").await.expect("write");
+    assert_eq!(
+        io.read_parked(far(), None).await.expect("read"),
+        ReadEnd::Data
+    );
+    read_until(&mut io, 6).await;
+    assert_eq!(io.unread(), b"DONE\r\n");
+    // With bytes unread, nothing is given back and the read appends.
+    client.write_all(b"x").await.expect("write");
+    assert_eq!(
+        io.read_parked(far(), None).await.expect("read"),
+        ReadEnd::Data
+    );
+    assert_eq!(io.unread(), b"DONE\r\nx");
+}
+
+#[tokio::test]
+async fn a_buffer_grown_for_one_command_is_not_kept() {
+    let (mut io, mut client) = pair(4096, 1 << 20).await;
+    let big = vec![b'x'; 300 * 1024];
+    client.write_all(&big).await.expect("write");
+    read_until(&mut io, big.len()).await;
+    assert!(io.buf.capacity() >= big.len());
+    io.consume(big.len());
+    io.out().extend_from_slice(&big);
+    io.flush(FAR).await.expect("flush");
+    let mut sink = vec![0u8; big.len()];
+    client.read_exact(&mut sink).await.expect("read");
+    let soon = Instant::now() + Duration::from_millis(20);
+    assert_eq!(io.read(soon, None).await.expect("wait"), ReadEnd::Timeout);
+    assert!(io.buf.capacity() <= KEPT_CAPACITY, "{}", io.buf.capacity());
+    assert!(io.out.capacity() <= KEPT_CAPACITY, "{}", io.out.capacity());
+}
