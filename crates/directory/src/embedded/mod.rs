@@ -185,10 +185,12 @@ impl EmbeddedDirectory {
         let mut secret = [0u8; 16];
         getrandom::fill(&mut secret).map_err(|e| Error::Hashing(e.to_string()))?;
         let decoy: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let decoy_hash = scheme::hash(&decoy, options.scheme, &hash_cost(&options))?;
+        crate::password::release_spare_memory();
         Ok(EmbeddedDirectory {
             dir: dir.to_owned(),
             cache: VerifyCache::new(options.cache_capacity, options.cache_ttl)?,
-            decoy_hash: scheme::hash(&decoy, options.scheme, &hash_cost(&options))?,
+            decoy_hash,
             options,
             current: RwLock::new(Current {
                 snapshot: Arc::new(snapshot),

@@ -104,12 +104,14 @@ impl LdapDirectory {
         let mut secret = [0u8; 16];
         getrandom::fill(&mut secret).map_err(|e| Error::Hashing(e.to_string()))?;
         let decoy: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let decoy_hash = password::hash_password(&decoy, &PasswordCost::default())?;
+        password::release_spare_memory();
         Ok(LdapDirectory {
             pool: Pool::new(&options),
             users: TtlCache::new(options.cache_capacity, ttl, negative),
             domains: TtlCache::new(options.cache_capacity, ttl, negative),
             verified: VerifyCache::new(options.cache_capacity, ttl)?,
-            decoy_hash: password::hash_password(&decoy, &PasswordCost::default())?,
+            decoy_hash,
             this_host: options.this_host.as_deref().map(normalize_host),
             options,
         })
