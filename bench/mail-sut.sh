@@ -4,17 +4,19 @@
 #   bench/mail-sut.sh start --dir DIR --sink 127.0.0.1:PORT [--users 1000]
 #                     [--domain stoa.test] [--remote-domain remote.test]
 #                     [--password stoa-bench] [--smtp-port P1] [--pop3-port P2]
+#                     [--imap-port P3]
 #                     [--stoa PATH] [--passdb sqlite|passwd-file]
 #                     [--scheme argon2id|sha512-crypt|blf-crypt|ssha|plain]
 #   bench/mail-sut.sh stop --dir DIR
 #
 # start: a private Postfix (SMTP on 127.0.0.1:P1, virtual(8) delivery into
 # DIR/vmail/DOMAIN/userK/Maildir/, mail for REMOTE relayed to the sink) and a
-# private Dovecot (POP3 on 127.0.0.1:P2, same Maildirs, one hash of --scheme,
-# argon2id by default, for user1..userN@DOMAIN from a passwd-file, checked
-# through SQLite by default),
-# free ports unless given. Writes DIR/sut.env (SMTP_ADDR, POP3_ADDR, pids,
-# versions) and prints SMTP_ADDR=... and POP3_ADDR=... on standard output.
+# private Dovecot (POP3 on 127.0.0.1:P2 and IMAP on 127.0.0.1:P3, same Maildirs,
+# one hash of --scheme, argon2id by default, for user1..userN@DOMAIN from a
+# passwd-file, checked through SQLite by default),
+# free ports unless given. Writes DIR/sut.env (SMTP_ADDR, POP3_ADDR, IMAP_ADDR,
+# pids, versions) and prints SMTP_ADDR=..., POP3_ADDR=... and IMAP_ADDR=... on
+# standard output.
 # stop: stops both and leaves nothing running.
 # Run as root. Sourcing the file defines `mail_sut start|stop ...` (runs this
 # script) and `mail_sut_load DIR` (reads DIR/sut.env). See bench/README.md.
@@ -39,11 +41,13 @@ mail_sut_load() {
 # Marker that makes DIR ours: start refuses a non-empty directory without it.
 SUT_MARKER=".stoa-mail-sut"
 # Processes: smtpd is one per SMTP session (master.cf), every other Postfix service
-# up to default_process_limit; Dovecot runs one pop3 process per session.
+# up to default_process_limit; Dovecot runs one pop3 or imap process per session.
 SMTPD_LIMIT=1000
 PF_PROCESS_LIMIT=1000
 POP3_LIMIT=3000
 POP3_LOGIN_CLIENTS=1000
+IMAP_LIMIT=3000
+IMAP_LOGIN_CLIENTS=1000
 NOFILE=65536
 
 # This script's own usage, also when another script has sourced it.
@@ -58,6 +62,7 @@ sut_prerequisites() {
     ensure_commands python3:python3 timeout:coreutils awk:gawk runuser:util-linux
     ensure_postfix
     if [[ "$PASSDB" == sqlite ]]; then ensure_dovecot sqlite; else ensure_dovecot; fi
+    ensure_dovecot_imapd
     require_users postfix dovecot dovenull nobody
     getent group postdrop >/dev/null || die "group postdrop is missing (the postfix package creates it)"
 }
@@ -102,15 +107,16 @@ env_get() {
     (eval "$line" && printf '%s\n' "${!key}")
 }
 
-# Reads the first line a server sends on 127.0.0.1:PORT (SMTP 220 / POP3 +OK), then
-# sends QUIT. Bounded by a 10 s socket timeout.
+# Reads the first line a server sends on 127.0.0.1:PORT (SMTP 220 / POP3 +OK /
+# IMAP * OK), then says goodbye (QUIT, or with "imap" as the second argument
+# LOGOUT). Bounded by a 10 s socket timeout.
 probe_greeting() {
-    python3 - "$1" <<'EOF'
+    python3 - "$1" "${2:-}" <<'EOF'
 import socket, sys
 with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
     f = s.makefile("rb")
     line = f.readline().decode("latin-1").rstrip()
-    s.sendall(b"QUIT\r\n")
+    s.sendall(b"a LOGOUT\r\n" if sys.argv[2] == "imap" else b"QUIT\r\n")
     f.readline()
 print(line)
 EOF
@@ -262,9 +268,10 @@ start_failed() {
 # Options of start (globals DIR, USERS, DOMAIN, REMOTE, PASSWORD, SINK, ...), checked.
 sut_parse_start() {
     DIR="" USERS=1000 DOMAIN=stoa.test REMOTE=remote.test PASSWORD=stoa-bench SINK=""
-    SMTP_PORT="" POP3_PORT="" OPT_STOA="" PASSDB=sqlite SCHEME=argon2id
+    SMTP_PORT="" POP3_PORT="" IMAP_PORT="" OPT_STOA="" PASSDB=sqlite SCHEME=argon2id
     parse_args "--dir=DIR --users=USERS --domain=DOMAIN --remote-domain=REMOTE --password=PASSWORD --sink=SINK
-        --smtp-port=SMTP_PORT --pop3-port=POP3_PORT --stoa=OPT_STOA --passdb=PASSDB --scheme=SCHEME" "$@"
+        --smtp-port=SMTP_PORT --pop3-port=POP3_PORT --imap-port=IMAP_PORT --stoa=OPT_STOA --passdb=PASSDB
+        --scheme=SCHEME" "$@"
     SCHEME="${SCHEME,,}"
     DV_SCHEME="$(dovecot_scheme "$SCHEME")" || die "--scheme is argon2id, sha512-crypt, blf-crypt, ssha or plain"
     [[ -n "$DIR" ]] || die "start: --dir DIR is required"
@@ -311,14 +318,22 @@ sut_prepare_dir() {
     chmod 755 "$DIR"
 }
 
-# SMTP_PORT and POP3_PORT: as given (and free), or free ones.
+# SMTP_PORT, POP3_PORT and IMAP_PORT: as given (and free), or free ones.
 sut_choose_ports() {
     [[ -n "$SMTP_PORT" ]] && check_port_arg --smtp-port "$SMTP_PORT"
     [[ -n "$POP3_PORT" ]] && check_port_arg --pop3-port "$POP3_PORT"
+    [[ -n "$IMAP_PORT" ]] && check_port_arg --imap-port "$IMAP_PORT"
+    if [[ -n "$SMTP_PORT$POP3_PORT$IMAP_PORT" ]] &&
+        { [[ -n "$SMTP_PORT" && ("$SMTP_PORT" == "$POP3_PORT" || "$SMTP_PORT" == "$IMAP_PORT") ]] ||
+            [[ -n "$POP3_PORT" && "$POP3_PORT" == "$IMAP_PORT" ]]; }; then
+        die "--smtp-port, --pop3-port and --imap-port must differ"
+    fi
     SMTP_PORT="${SMTP_PORT:-$(free_port)}"
     POP3_PORT="${POP3_PORT:-$(free_port)}"
     while [[ "$POP3_PORT" == "$SMTP_PORT" ]]; do POP3_PORT="$(free_port)"; done
-    [[ "$SINK" != "127.0.0.1:$SMTP_PORT" && "$SINK" != "127.0.0.1:$POP3_PORT" ]] ||
+    IMAP_PORT="${IMAP_PORT:-$(free_port)}"
+    while [[ "$IMAP_PORT" == "$SMTP_PORT" || "$IMAP_PORT" == "$POP3_PORT" ]]; do IMAP_PORT="$(free_port)"; done
+    [[ "$SINK" != "127.0.0.1:$SMTP_PORT" && "$SINK" != "127.0.0.1:$POP3_PORT" && "$SINK" != "127.0.0.1:$IMAP_PORT" ]] ||
         die "--sink $SINK is one of the SUT's own ports"
 }
 
@@ -374,14 +389,15 @@ sut_write_users() {
     log "$USERS users written (Postfix map and Dovecot passwd-file) in $((SECONDS - t0)) s"
 }
 
-# DV_DIR/dovecot.conf: POP3 on 127.0.0.1:POP3_PORT over the same Maildirs.
+# DV_DIR/dovecot.conf: POP3 on 127.0.0.1:POP3_PORT and IMAP on 127.0.0.1:IMAP_PORT
+# over the same Maildirs.
 sut_write_dovecot() {
     # Dovecot's auth process serves the login processes and one userdb connection per
-    # pop3 process; anvil and stats see every process too.
-    local auth_clients=$((POP3_LIMIT + 1000))
+    # pop3 or imap process; anvil and stats see every process too.
+    local auth_clients=$((POP3_LIMIT + IMAP_LIMIT + 1000))
     {
-        dovecot_conf_head "Private Dovecot for bench/mail-sut.sh: the POP3 side of the mail SUT." \
-            "$DV_DIR" stoa-bench-mail-sut "$DV_LOG"
+        dovecot_conf_head "Private Dovecot for bench/mail-sut.sh: the POP3 and IMAP side of the mail SUT." \
+            "$DV_DIR" stoa-bench-mail-sut "$DV_LOG" "pop3 imap"
         cat <<EOF
 # The Maildirs Postfix's virtual(8) writes, as the same user (nobody).
 mail_location = maildir:$VMAIL/%d/%n/Maildir
@@ -389,7 +405,8 @@ first_valid_uid = $VMAIL_UID
 first_valid_gid = $VMAIL_GID
 default_internal_user = dovecot
 default_login_user = dovenull
-# mail_fsync at its default (optimized): POP3 only deletes and renames.
+# mail_fsync at its default (optimized): POP3 only deletes and renames; IMAP's
+# STORE \\Deleted and EXPUNGE rename and delete too (and write Dovecot's index).
 pop3_uidl_format = %g
 # Logins are USER userK@$DOMAIN, one argon2id hash per user in the passwd-file.
 $PASSDB_CONF
@@ -411,6 +428,13 @@ service pop3 {
   process_min_avail = $(nproc)
   process_limit = $POP3_LIMIT
 }
+# IMAP (stoa bench mail --access imap) sized like POP3: up to $IMAP_LIMIT sessions, an
+# imap process per session reused for up to 100, $(nproc) kept ready; imap-login in
+# high-performance mode ($IMAP_LOGIN_CLIENTS connections each).
+EOF
+        dovecot_conf_imap_login "$IMAP_PORT" "$(nproc)" "client_limit = $IMAP_LOGIN_CLIENTS"
+        dovecot_conf_imap "$IMAP_LIMIT" "$(nproc)" 100
+        cat <<EOF
 service auth {
   client_limit = $auth_clients
 }
@@ -429,12 +453,11 @@ service stats {
   client_limit = $auth_clients
 }
 EOF
-        dovecot_conf_no_imap
     } >"$DV_DIR/dovecot.conf"
 }
 
 # Starts Dovecot (it daemonizes: master.pid in base_dir) and waits for DV_PID to
-# listen on POP3_PORT.
+# listen on POP3_PORT and IMAP_PORT.
 sut_start_dovecot() {
     if ! "$DOVECOT_BIN" -c "$DV_DIR/dovecot.conf" >"$DIR/dovecot-start.log" 2>&1; then
         # The daemonized child may write the reason just after the parent has exited.
@@ -444,15 +467,18 @@ sut_start_dovecot() {
     DV_PID="$(read_pidfile "$DV_DIR/base/master.pid")"
     [[ "$DV_PID" =~ ^[0-9]+$ ]] || die "no Dovecot master pid in $DV_DIR/base/master.pid: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
     wait_port "$POP3_PORT" "$DV_PID" || die "dovecot did not listen on $POP3_PORT: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
+    wait_port "$IMAP_PORT" "$DV_PID" || die "dovecot did not listen on $IMAP_PORT: $(tail -n 5 "$DV_LOG" 2>/dev/null)"
 }
 
 # Both answer with their greeting, and what Dovecot logged at startup.
 sut_check_greetings() {
-    local smtp_banner pop3_banner
+    local smtp_banner pop3_banner imap_banner
     smtp_banner="$(probe_greeting "$SMTP_PORT")" || die "no SMTP greeting on 127.0.0.1:$SMTP_PORT"
     [[ "$smtp_banner" == 220* ]] || die "unexpected SMTP greeting: $smtp_banner"
     pop3_banner="$(probe_greeting "$POP3_PORT")" || die "no POP3 greeting on 127.0.0.1:$POP3_PORT"
     [[ "$pop3_banner" == +OK* ]] || die "unexpected POP3 greeting: $pop3_banner"
+    imap_banner="$(probe_greeting "$IMAP_PORT" imap)" || die "no IMAP greeting on 127.0.0.1:$IMAP_PORT"
+    [[ "$imap_banner" == "* OK"* ]] || die "unexpected IMAP greeting: $imap_banner"
     if grep -qiE 'warning|error|fatal' "$DV_LOG" 2>/dev/null; then
         log "dovecot logged at startup: $(grep -iE 'warning|error|fatal' "$DV_LOG" | tail -3)"
     fi
@@ -465,6 +491,7 @@ sut_write_env() {
     {
         printf '# Written by bench/mail-sut.sh start on %s\n' "$(date -Is)"
         printf '%s=%q\n' SMTP_ADDR "127.0.0.1:$SMTP_PORT" POP3_ADDR "127.0.0.1:$POP3_PORT" \
+            IMAP_ADDR "127.0.0.1:$IMAP_PORT" \
             SINK_ADDR "$SINK" DOMAIN "$DOMAIN" REMOTE_DOMAIN "$REMOTE" USERS "$USERS" \
             POSTFIX_PID "$PF_MASTER" DOVECOT_PID "$DV_PID" \
             POSTFIX_VERSION "$PF_VERSION" DOVECOT_VERSION "$DV_VERSION" \
@@ -505,8 +532,9 @@ mail_sut_start() {
     sut_write_env
     SUT_STARTED=1
     log "Postfix $PF_VERSION (master $PF_MASTER) on 127.0.0.1:$SMTP_PORT," \
-        "Dovecot $DV_VERSION (master $DV_PID) on 127.0.0.1:$POP3_PORT; $REMOTE relayed to $SINK"
-    printf 'SMTP_ADDR=127.0.0.1:%s\nPOP3_ADDR=127.0.0.1:%s\n' "$SMTP_PORT" "$POP3_PORT"
+        "Dovecot $DV_VERSION (master $DV_PID) on 127.0.0.1:$POP3_PORT (POP3) and 127.0.0.1:$IMAP_PORT (IMAP);" \
+        "$REMOTE relayed to $SINK"
+    printf 'SMTP_ADDR=127.0.0.1:%s\nPOP3_ADDR=127.0.0.1:%s\nIMAP_ADDR=127.0.0.1:%s\n' "$SMTP_PORT" "$POP3_PORT" "$IMAP_PORT"
 }
 
 # --- stop ------------------------------------------------------------------------------

@@ -51,6 +51,12 @@ ensure_dovecot() {
     stop_system_dovecot
 }
 
+# ensure_dovecot_imapd: Dovecot's imapd (dovecot-imapd) installed too.
+ensure_dovecot_imapd() {
+    [[ -x /usr/lib/dovecot/imap ]] || apt_install dovecot-imapd
+    [[ -x /usr/lib/dovecot/imap ]] || die "dovecot-imapd is not installed (no /usr/lib/dovecot/imap)"
+}
+
 # The system Dovecot (started by the package) must not run beside ours: stop it
 # (not disable it).
 stop_system_dovecot() {
@@ -265,12 +271,13 @@ stop_tree() {
 
 # --- Dovecot ------------------------------------------------------------------------------
 
-# dovecot_conf_head COMMENT DIR INSTANCE LOG: the start of a private, POP3-only
-# dovecot.conf (base and state directories under DIR, plaintext logins, no TLS).
+# dovecot_conf_head COMMENT DIR INSTANCE LOG [PROTOCOLS]: the start of a private
+# dovecot.conf serving PROTOCOLS ("pop3" unless given; "pop3 imap", "imap")
+# (base and state directories under DIR, plaintext logins, no TLS).
 dovecot_conf_head() {
     cat <<EOF
 # $1
-protocols = pop3
+protocols = ${5:-pop3}
 listen = 127.0.0.1
 base_dir = $2/base
 state_dir = $2/state
@@ -299,6 +306,50 @@ service pop3-login {
   service_count = 0
   process_min_avail = $2
   $3
+}
+EOF
+}
+
+# dovecot_conf_imap_login PORT MIN_AVAIL LIMIT_SETTING: the imap-login service on
+# 127.0.0.1:PORT (no imaps) in high-performance mode (service_count 0), MIN_AVAIL
+# processes kept ready, and LIMIT_SETTING (process_limit or client_limit). Without
+# TLS a login process hands the connection to an imap process and keeps nothing of
+# it.
+dovecot_conf_imap_login() {
+    cat <<EOF
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = $1
+  }
+  inet_listener imaps {
+    port = 0
+  }
+  service_count = 0
+  process_min_avail = $2
+  $3
+}
+EOF
+}
+
+# dovecot_conf_imap PROCESS_LIMIT MIN_AVAIL [SERVICE_COUNT]: the imap service (one
+# process per session, Dovecot's model: client_limit 1), up to PROCESS_LIMIT
+# processes, MIN_AVAIL kept ready, each serving SERVICE_COUNT sessions one after
+# the other (1 unless given, Dovecot's default; 0: no limit); INBOX as the one namespace's inbox (as bench peers's
+# Dovecot); no hibernation of IDLE sessions (imap_hibernate_timeout 0, Dovecot's
+# default, written out: a hibernated session would move to the imap-hibernate
+# process and its memory with it).
+dovecot_conf_imap() {
+    cat <<EOF
+namespace inbox {
+  inbox = yes
+}
+imap_hibernate_timeout = 0
+service imap {
+  client_limit = 1
+  service_count = ${3:-1}
+  process_min_avail = $2
+  process_limit = $1
 }
 EOF
 }
