@@ -420,6 +420,21 @@ fn on_a_terminal_the_password_is_asked_twice_without_echo() {
         "the password was echoed: {shown}"
     );
     assert!(stored(&mail, "ann@example.test").starts_with("{ARGON2ID}"));
+    // --no-password asks for nothing, and says what it made.
+    let (code, shown) = on_a_terminal(
+        &[
+            "user",
+            "add",
+            "bob@example.test",
+            "--no-password",
+            "--mail-dir",
+            arg(&mail),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert!(!shown.contains("Password"), "{shown}");
+    assert!(shown.contains("cannot log in"), "{shown}");
     // passwd asks the same way.
     let passwd = [
         "user",
