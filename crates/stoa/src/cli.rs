@@ -363,7 +363,8 @@ pub(crate) enum UserCommand {
     Del(UserDelArgs),
     /// List the users, one address per line.
     List(MailDirArgs),
-    /// Set a user's password (read from standard input).
+    /// Set a user's password (asked for twice on a terminal, or read from
+    /// standard input with --password-stdin).
     Passwd(UserPasswordArgs),
     /// Manage the local domains.
     #[command(subcommand)]
@@ -401,12 +402,21 @@ pub(crate) enum DomainCommand {
     List(MailDirArgs),
 }
 
-/// The mail directory of a `stoa user` command.
+/// The mail directory of a `stoa user` command, given or read from the
+/// configuration.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MailDirArgs {
-    /// The mail directory (the users are in DIR/directory).
+    /// The mail directory (the users are in DIR/directory). Default: the one
+    /// the configuration's mail servers use (`mail_dir` of [smtp], [pop3],
+    /// [imap] or [lmtp]).
     #[arg(long, value_name = "DIR")]
-    pub(crate) mail_dir: PathBuf,
+    pub(crate) mail_dir: Option<PathBuf>,
+    /// The configuration `stoa serve` reads: the mail directory when --mail-dir
+    /// is not given, and the `[directory]` password settings of add and passwd
+    /// (scheme, costs, allow_plain_passwords). Default: /etc/stoa/stoa.toml
+    /// when it exists (STOA_DEFAULT_CONFIG names another default, for tests).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// A user and the mail directory.
@@ -435,22 +445,23 @@ pub(crate) struct UserDelArgs {
 pub(crate) struct UserPasswordArgs {
     #[command(flatten)]
     pub(crate) user: UserArgs,
-    /// Read the password from the first line of standard input. Without it `add`
-    /// creates a user who receives mail but cannot log in.
+    /// Read the password from the first line of standard input. Without it, on
+    /// a terminal, the password is asked for twice without echo; otherwise `add`
+    /// creates a user who receives mail but cannot log in (and says so), and
+    /// `passwd` refuses.
     #[arg(long)]
     pub(crate) password_stdin: bool,
+    /// No password, and none asked for: `add` creates a user who receives mail
+    /// but cannot log in until `stoa user passwd`; `passwd` removes the
+    /// password, so the user can no longer log in.
+    #[arg(long, conflicts_with_all = ["password_stdin", "scheme"])]
+    pub(crate) no_password: bool,
     /// The password scheme of the hash: argon2id, sha512-crypt, blf-crypt, ssha
     /// or plain (any case; plain only where the configuration has
     /// allow_plain_passwords = true). Default: the configuration's
     /// `[directory] password_scheme`, else argon2id.
     #[arg(long, value_name = "SCHEME", value_parser = parse_scheme)]
     pub(crate) scheme: Option<Scheme>,
-    /// The configuration whose `[directory]` password settings apply (scheme,
-    /// costs, allow_plain_passwords; nothing else is read). Default:
-    /// /etc/stoa/stoa.toml when it exists (STOA_DEFAULT_CONFIG names another
-    /// default, for tests).
-    #[arg(long, value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
 }
 
 /// `stoa mailbox …`.

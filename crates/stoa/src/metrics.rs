@@ -349,7 +349,13 @@ fn web(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
         "Bytes of HTTP responses written, heads and bodies, before TLS",
         w.sent_bytes,
     )?;
-    counter(e, "stoa_cgi_runs", "CGI scripts started", w.cgi_runs)
+    counter(e, "stoa_cgi_runs", "CGI scripts started", w.cgi_runs)?;
+    counter(
+        e,
+        "stoa_log_reopen_failures",
+        "Access-log files that could not be reopened (SIGHUP after a rotation)",
+        w.log_reopen_failures,
+    )
 }
 
 fn net(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
@@ -587,6 +593,7 @@ mod tests {
             ("stoa_connections_open", "gauge"),
             ("stoa_tls_handshakes", "counter"),
             ("stoa_cgi_runs", "counter"),
+            ("stoa_log_reopen_failures", "counter"),
             ("stoa_smtp_sessions", "counter"),
             ("stoa_smtp_messages_accepted", "counter"),
             ("stoa_smtp_rejected", "counter"),

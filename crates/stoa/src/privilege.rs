@@ -239,6 +239,10 @@ pub(crate) struct Need {
     pub(crate) path: PathBuf,
     /// Whether the server writes there (else it only reads).
     pub(crate) write: bool,
+    /// Whether the server opens it again by name, creating it if it is gone (a
+    /// log reopened on SIGHUP after logrotate moved it): the user must be able
+    /// to create files in its directory.
+    pub(crate) reopened: bool,
 }
 
 impl Need {
@@ -248,6 +252,7 @@ impl Need {
             what,
             path: path.into(),
             write: false,
+            reopened: false,
         }
     }
 
@@ -258,6 +263,14 @@ impl Need {
             ..Need::read(what, path)
         }
     }
+
+    /// `what` at `path`, written, and created again by name after a rotation.
+    pub(crate) fn reopened(what: &'static str, path: impl Into<PathBuf>) -> Need {
+        Need {
+            reopened: true,
+            ..Need::write(what, path)
+        }
+    }
 }
 
 /// Checks, as the user now (the real ids are the user's, so `access(2)` answers
@@ -265,6 +278,9 @@ impl Need {
 /// missing its access is the error, with its owner, mode and the fix.
 pub(crate) fn check_access(needs: &[Need], t: &Target) -> anyhow::Result<()> {
     for need in needs {
+        if need.reopened {
+            check_creatable(need, t)?;
+        }
         let Ok(meta) = fs::metadata(&need.path) else {
             // Not there (yet): whoever creates it will report a failure with its path.
             continue;
@@ -295,6 +311,38 @@ pub(crate) fn check_access(needs: &[Need], t: &Target) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A file reopened by name (a log after logrotate moved it) can be created
+/// again by the user: its directory lets the user write and search it.
+/// Otherwise every reopen after a rotation would fail (the server appending to
+/// the rotated file), so the start is refused, naming the directory and the fix.
+fn check_creatable(need: &Need, t: &Target) -> anyhow::Result<()> {
+    let dir = match need.path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(meta) = fs::metadata(dir) else {
+        // Not there: opening the file fails first, naming it.
+        return Ok(());
+    };
+    if rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_ok() {
+        return Ok(());
+    }
+    bail!(
+        "user {} cannot create {} {} again in {} (owner {}:{}, mode {:04o}), as it must once \
+         log rotation has moved it away: give the directory to the user, e.g. chown {}:{} {}",
+        t.name,
+        need.what,
+        need.path.display(),
+        dir.display(),
+        meta.uid(),
+        meta.gid(),
+        meta.mode() & 0o7777,
+        t.name,
+        t.group,
+        dir.display()
+    );
 }
 
 #[cfg(test)]

@@ -5,51 +5,66 @@
 //! (`MAIL_DIR/store`); export and import move it out and in as a Maildir++ tree
 //! (Dovecot's layout, `stoa_mailstore::maildirpp`).
 //!
+//! The mail directory is `--mail-dir`, else the one `stoa serve` would use: that
+//! of the mail servers of the configuration (`--config`, else
+//! /etc/stoa/stoa.toml when it exists), read and checked as `stoa serve` reads
+//! it. A `--config` that does not exist is an error; so is a configuration whose
+//! users are in LDAP (they are managed there).
+//!
 //! Every change is saved atomically by the directory (and picked up by a running
 //! `stoa serve` within seconds). `add` makes the address's domain local if it is
-//! not yet, and says so. Passwords are read from standard input (`--password-stdin`,
-//! first line), never from the command line, where `ps` would show them. `add` and
-//! `passwd` hash them with `--scheme`, else the `[directory]` password_scheme of
-//! the configuration (`--config`, else /etc/stoa/stoa.toml when it exists), at its
-//! costs; plain text only with its allow_plain_passwords = true.
+//! not yet, and says so. Passwords are never taken from the command line, where
+//! `ps` would show them: on a terminal they are asked for twice without echo
+//! ([`ask_password`]); `--password-stdin` reads the first line of standard
+//! input. `add` and `passwd` hash them with `--scheme`, else the `[directory]`
+//! password_scheme of the configuration, at its costs; plain text only with its
+//! allow_plain_passwords = true.
 
-use std::io::{BufRead, Write};
-use std::path::Path;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use stoa_directory::{Directory, EmbeddedDirectory, Options};
 
 use crate::cli::{
-    AliasCommand, DomainCommand, ExportLdifArgs, MailboxCommand, MailboxImportArgs, UserArgs,
-    UserCommand, UserDelArgs, UserPasswordArgs,
+    AliasCommand, DomainCommand, ExportLdifArgs, MailDirArgs, MailboxCommand, MailboxImportArgs,
+    ServeArgs, UserArgs, UserCommand, UserDelArgs, UserPasswordArgs,
 };
 
 /// Runs one `stoa user` command.
 pub(crate) fn run(command: &UserCommand) -> anyhow::Result<()> {
     match command {
         UserCommand::Init(args) => {
-            let existed = args.mail_dir.join("directory").is_dir();
-            create(&args.mail_dir)?;
+            let mail_dir = mail_dir(args)?;
+            let existed = mail_dir.join("directory").is_dir();
+            create(&mail_dir)?;
             let what = if existed { "already has" } else { "now has" };
-            eprintln!("stoa: {} {what} a user directory", args.mail_dir.display());
+            eprintln!("stoa: {} {what} a user directory", mail_dir.display());
             Ok(())
         }
         UserCommand::Add(args) => add(args),
         UserCommand::Del(args) => del(args),
         UserCommand::List(args) => {
-            let mut users = open(&args.mail_dir)?.users();
+            let mut users = open(&mail_dir(args)?)?.users();
             users.sort_by(|a, b| a.address.cmp(&b.address));
             print_lines(users.iter().map(|u| u.address.as_str()))
         }
         UserCommand::Passwd(args) => {
-            if !args.password_stdin {
-                bail!("give the new password on standard input with --password-stdin");
-            }
             let options = hashing_options(args)?;
             let scheme = options.scheme;
-            let directory = open_with(&args.user.dir.mail_dir, options)?;
-            let password = read_password()?;
+            let directory = open_with(&mail_dir(&args.user.dir)?, options)?;
             let address = &args.user.address;
+            if args.no_password {
+                directory.set_password(address, None)?;
+                eprintln!("stoa: password of {address} removed: it can no longer log in");
+                return Ok(());
+            }
+            let Some(password) = password(args)? else {
+                bail!(
+                    "no password: give it on standard input with --password-stdin, or run \
+                     on a terminal to be asked for it"
+                );
+            };
             directory.set_password(address, Some(&password))?;
             eprintln!("stoa: password of {address} changed ({scheme})");
             Ok(())
@@ -74,7 +89,7 @@ fn export_ldif(args: &ExportLdifArgs) -> anyhow::Result<()> {
             args.base
         );
     }
-    let directory = open(&args.dir.mail_dir)?;
+    let directory = open(&mail_dir(&args.dir)?)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let summary = directory.write_ldif(&args.base, host.as_deref(), &mut out)?;
     out.flush()?;
@@ -91,7 +106,7 @@ fn export_ldif(args: &ExportLdifArgs) -> anyhow::Result<()> {
 /// `stoa user del`: removes the user, then says what became of its mail, or
 /// deletes it with `--purge`.
 fn del(args: &UserDelArgs) -> anyhow::Result<()> {
-    let dir = &args.user.dir.mail_dir;
+    let dir = &mail_dir(&args.user.dir)?;
     let user = open(dir)?.remove_user(&args.user.address)?;
     eprintln!("stoa: removed {} (mailbox {})", user.address, user.mailbox);
     let store_dir = dir.join("store");
@@ -138,7 +153,7 @@ fn messages(n: usize) -> String {
 /// `[directory]` password settings, `--scheme` over them. Plain text is refused
 /// here, before any password is read, unless the configuration allows it.
 fn hashing_options(args: &UserPasswordArgs) -> anyhow::Result<Options> {
-    let mut options = match crate::config::default_file_if_any(args.config.as_deref()) {
+    let mut options = match crate::config::default_file_if_any(args.user.dir.config.as_deref()) {
         None => Options::default(),
         Some(file) => {
             let (options, warnings) =
@@ -170,17 +185,18 @@ fn hashing_options(args: &UserPasswordArgs) -> anyhow::Result<Options> {
 }
 
 fn add(args: &UserPasswordArgs) -> anyhow::Result<()> {
-    if args.scheme.is_some() && !args.password_stdin {
+    let asks = args.password_stdin || std::io::stdin().is_terminal();
+    if args.scheme.is_some() && !asks {
         bail!("--scheme without --password-stdin: there is no password to hash");
     }
     let options = hashing_options(args)?;
     let scheme = options.scheme;
-    let password = if args.password_stdin {
-        Some(read_password()?)
-    } else {
-        None
+    let mail_dir = mail_dir(&args.user.dir)?;
+    let password = match args.no_password {
+        true => None,
+        false => password(args)?,
     };
-    let directory = create_with(&args.user.dir.mail_dir, options)?;
+    let directory = create_with(&mail_dir, options)?;
     let address = stoa_directory::address::normalize_address(&args.user.address)?;
     let domain = stoa_directory::address::domain_of(&address).to_owned();
     if !directory.is_local_domain(&domain)? {
@@ -208,17 +224,17 @@ fn alias(command: &AliasCommand) -> anyhow::Result<()> {
     match command {
         AliasCommand::Add(args) => {
             let targets: Vec<&str> = args.targets.iter().map(String::as_str).collect();
-            open(&args.dir.mail_dir)?.add_alias(&args.alias, &targets)?;
+            open(&mail_dir(&args.dir)?)?.add_alias(&args.alias, &targets)?;
             eprintln!("stoa: added alias {} -> {}", args.alias, targets.join(", "));
             Ok(())
         }
         AliasCommand::Del(args) => {
-            open(&args.dir.mail_dir)?.remove_alias(&args.address)?;
+            open(&mail_dir(&args.dir)?)?.remove_alias(&args.address)?;
             eprintln!("stoa: removed alias {}", args.address);
             Ok(())
         }
         AliasCommand::List(args) => {
-            let aliases = open(&args.mail_dir)?.aliases();
+            let aliases = open(&mail_dir(args)?)?.aliases();
             let lines: Vec<String> = aliases
                 .iter()
                 .map(|(alias, targets)| format!("{alias} {}", targets.join(" ")))
@@ -231,17 +247,17 @@ fn alias(command: &AliasCommand) -> anyhow::Result<()> {
 fn domain(command: &DomainCommand) -> anyhow::Result<()> {
     match command {
         DomainCommand::Add(args) => {
-            create(&args.dir.mail_dir)?.add_domain(&args.domain)?;
+            create(&mail_dir(&args.dir)?)?.add_domain(&args.domain)?;
             eprintln!("stoa: added local domain {}", args.domain);
             Ok(())
         }
         DomainCommand::Del(args) => {
-            open(&args.dir.mail_dir)?.remove_domain(&args.domain)?;
+            open(&mail_dir(&args.dir)?)?.remove_domain(&args.domain)?;
             eprintln!("stoa: removed local domain {}", args.domain);
             Ok(())
         }
         DomainCommand::List(args) => {
-            let mut domains = open(&args.mail_dir)?.domains();
+            let mut domains = open(&mail_dir(args)?)?.domains();
             domains.sort();
             print_lines(domains.iter().map(String::as_str))
         }
@@ -286,11 +302,12 @@ pub(crate) fn mailbox(command: &MailboxCommand) -> anyhow::Result<()> {
 
 /// `stoa mailbox import`: the store is created if the user has no mail yet.
 fn import(args: &MailboxImportArgs) -> anyhow::Result<()> {
-    let directory = open(&args.user.dir.mail_dir)?;
+    let mail_dir = mail_dir(&args.user.dir)?;
+    let directory = open(&mail_dir)?;
     let user = directory
         .lookup(&args.user.address)?
         .with_context(|| format!("no user {}", args.user.address))?;
-    let dir = args.user.dir.mail_dir.join("store");
+    let dir = mail_dir.join("store");
     let store = stoa_mailstore::MailStore::open(&dir, stoa_mailstore::Options::default())
         .with_context(|| format!("cannot open the mail store {}", dir.display()))?;
     let report = store
@@ -317,17 +334,61 @@ fn import(args: &MailboxImportArgs) -> anyhow::Result<()> {
 fn store_and_user(
     args: &UserArgs,
 ) -> anyhow::Result<(stoa_mailstore::MailStore, stoa_directory::User)> {
-    let directory = open(&args.dir.mail_dir)?;
+    let mail_dir = mail_dir(&args.dir)?;
+    let directory = open(&mail_dir)?;
     let user = directory
         .lookup(&args.address)?
         .with_context(|| format!("no user {}", args.address))?;
-    let dir = args.dir.mail_dir.join("store");
+    let dir = mail_dir.join("store");
     if !dir.is_dir() {
-        bail!("no mail store in {} yet", args.dir.mail_dir.display());
+        bail!("no mail store in {} yet", mail_dir.display());
     }
     let store = stoa_mailstore::MailStore::open(&dir, stoa_mailstore::Options::default())
         .with_context(|| format!("cannot open the mail store {}", dir.display()))?;
     Ok((store, user))
+}
+
+/// The mail directory `args` name: `--mail-dir`, else that of the mail servers
+/// of the configuration, loaded as `stoa serve` loads it (its errors printed).
+fn mail_dir(args: &MailDirArgs) -> anyhow::Result<PathBuf> {
+    if let Some(file) = &args.config
+        && !file.exists()
+    {
+        bail!("--config {}: no such file", file.display());
+    }
+    if let Some(dir) = &args.mail_dir {
+        return Ok(dir.clone());
+    }
+    let serve = crate::config::with_default_file(&ServeArgs {
+        config: args.config.clone(),
+        ..ServeArgs::default()
+    });
+    let Some(file) = serve.config.clone() else {
+        bail!(
+            "no mail directory: give --mail-dir DIR, or a configuration that names one \
+             (--config FILE; {} is read when it exists)",
+            crate::config::DEFAULT_CONFIG_FILE
+        );
+    };
+    let loaded = crate::check_config::load(&serve).map_err(|rejected| {
+        crate::check_config::refuse(rejected).context(format!(
+            "cannot read the mail directory from {}",
+            file.display()
+        ))
+    })?;
+    if let crate::config::Directory::Ldap(_) = loaded.directory {
+        bail!(
+            "the users of {} are in LDAP ([directory] backend = \"ldap\"): manage them there \
+             (or give --mail-dir for an embedded directory)",
+            file.display()
+        );
+    }
+    loaded.mail_dir.with_context(|| {
+        format!(
+            "{} runs no mail server, so it names no mail directory: give --mail-dir DIR",
+            file.display()
+        )
+    })
 }
 
 /// The embedded directory of `mail_dir`, created if needed (`stoa user init`,
@@ -362,6 +423,49 @@ fn open_with(mail_dir: &Path, options: Options) -> anyhow::Result<EmbeddedDirect
         );
     }
     create_with(mail_dir, options)
+}
+
+/// The password of `add` or `passwd`: the first line of standard input with
+/// `--password-stdin`; else, on a terminal, asked for twice; else none.
+fn password(args: &UserPasswordArgs) -> anyhow::Result<Option<String>> {
+    if args.password_stdin {
+        return read_password().map(Some);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let first = ask_password("Password: ")?;
+    let again = ask_password("Password again: ")?;
+    if first != again {
+        bail!("the two passwords differ: nothing changed");
+    }
+    Ok(Some(first))
+}
+
+/// Asks for a password on the terminal that standard input is, its echo off
+/// while it is typed (and restored after, whatever happens).
+fn ask_password(prompt: &str) -> anyhow::Result<String> {
+    use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+    let stdin = std::io::stdin();
+    let saved = tcgetattr(&stdin).context("cannot read the terminal's settings")?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    // Echo off before the prompt shows, and what was typed ahead kept: an
+    // answer typed as soon as the prompt appears is read, never echoed.
+    tcsetattr(&stdin, OptionalActions::Now, &quiet).context("cannot turn the echo off")?;
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    let restored = tcsetattr(&stdin, OptionalActions::Now, &saved);
+    read.context("cannot read the password from the terminal")?;
+    restored.context("cannot turn the echo back on")?;
+    let password = line.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        bail!("empty password: nothing changed");
+    }
+    Ok(password.to_owned())
 }
 
 /// The first line of standard input, without its line end.

@@ -30,6 +30,12 @@ defence, 1 otherwise:
                       every 0.5 s, about 10 s in all, past the server's
                       keep-alive timeout (the test sets 1 s): every stream
                       ends whole, the connection kept while bytes move.
+  zero_window FILE    eight connections that set SETTINGS_INITIAL_WINDOW_SIZE
+                      to 0, each asking 128 times for FILE (/big.bin, a file
+                      of the docroot, 32-64 KiB): once every answer's HEADERS
+                      came, the server's memory (PID's VmRSS) has grown by less
+                      than 16 MiB and another connection is answered 200; then
+                      the windows open and every stream gets FILE whole.
   ping_flood          100,000 PINGs without reading a byte, then
   settings_flood      100,000 SETTINGS likewise: the server's memory (PID's
                       VmRSS) grows by less than 32 MiB, and a second
@@ -384,6 +390,80 @@ def slow_window(host, port, _pid, streams=8, size=40_000):
     return len(ended) == streams and all(n == size for n in got.values())
 
 
+def zero_window(host, port, pid, path, conns=8, streams=128):
+    from hpack import Decoder
+
+    expected = open(path, "rb").read()
+    before = rss_kib(pid)
+    clients = []
+    for _ in range(conns):
+        conn = socket.create_connection((host, port), timeout=10)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2"])
+        conn = ctx.wrap_socket(conn, server_hostname="localhost")
+        shut = SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+        enc = Encoder()
+        ids = [1 + 2 * i for i in range(streams)]
+        conn.sendall(
+            PREFACE + shut.serialize() + b"".join(request(enc, i, "/big.bin") for i in ids)
+        )
+        clients.append((conn, Frames(conn), Decoder(), {i: None for i in ids}))
+    # Every answer's head comes (HEADERS are not flow-controlled): by then the
+    # server has done what it does with the bodies.
+    deadline = time.monotonic() + 20
+    for conn, frames, dec, status in clients:
+        while None in status.values() and time.monotonic() < deadline:
+            frame = frames.next(deadline - time.monotonic())
+            if frame is None:
+                break
+            if isinstance(frame, HeadersFrame) and frame.stream_id in status:
+                status[frame.stream_id] = status_of(frame, dec)
+            elif isinstance(frame, (GoAwayFrame, RstStreamFrame)):
+                print(f"zero_window: {type(frame).__name__} {frame.error_code}")
+                return False
+            elif isinstance(frame, DataFrame) and frame.data:
+                print(f"zero_window: DATA on stream {frame.stream_id} with a shut window")
+                return False
+    heads = sum(1 for _, _, _, st in clients for s in st.values() if s == 200)
+    grown = rss_kib(pid) - before
+    other = connect(host, port)
+    other.sendall(request(Encoder(), 1))
+    other_status = first_status(Frames(other), Decoder())
+    other.close()
+    # The windows open: every body must come whole.
+    whole = 0
+    for conn, frames, _, status in clients:
+        conn.sendall(
+            SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 1 << 20}).serialize()
+            + WindowUpdateFrame(0, window_increment=(1 << 31) - 1 - 65535).serialize()
+        )
+        got = {i: b"" for i in status}
+        ended = set()
+        deadline = time.monotonic() + 30
+        while len(ended) < len(got) and time.monotonic() < deadline:
+            frame = frames.next(deadline - time.monotonic())
+            if frame is None:
+                break
+            if isinstance(frame, DataFrame) and frame.stream_id in got:
+                got[frame.stream_id] += frame.data
+                if "END_STREAM" in frame.flags:
+                    ended.add(frame.stream_id)
+            elif isinstance(frame, (GoAwayFrame, RstStreamFrame)) and frame.error_code != 0:
+                print(f"zero_window: {type(frame).__name__} {frame.error_code}")
+                break
+        whole += sum(1 for i in ended if got[i] == expected)
+        conn.close()
+    total = conns * streams
+    print(
+        f"zero_window: {conns} connections x {streams} streams of {len(expected)} bytes; "
+        f"{heads} heads 200; server RSS grew {grown} KiB with the windows shut; "
+        f"another connection got {other_status}; {whole}/{total} bodies whole once opened"
+    )
+    return heads == total and grown < 16 * 1024 and other_status == 200 and whole == total
+
+
 VECTORS = {
     "rapid_reset": rapid_reset,
     "reset_running": reset_running,
@@ -394,6 +474,7 @@ VECTORS = {
     "ping_flood": ping_flood,
     "settings_flood": settings_flood,
     "slow_window": slow_window,
+    "zero_window": zero_window,
 }
 
 if __name__ == "__main__":

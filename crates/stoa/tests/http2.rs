@@ -459,3 +459,17 @@ fn a_ping_flood_stalls_only_its_connection() {
 fn a_settings_flood_stalls_only_its_connection() {
     attack("settings_flood");
 }
+
+/// Clients that never open their window (SETTINGS_INITIAL_WINDOW_SIZE 0) get
+/// no file read into memory for them: eight connections of 128 streams each for
+/// a 60 KiB file (above the file cache's in-memory size) grow the server by
+/// less than 16 MiB (they grew it by 64 MB when each answer was read whole
+/// ahead of the window), and once the windows open every body comes whole.
+#[test]
+fn clients_that_never_open_their_window_pin_no_bodies() {
+    let site = Site::new();
+    let body: Vec<u8> = (0..60 * 1024u32).map(|i| (i % 251) as u8).collect();
+    site.write("big.bin", &body);
+    let file = site.root().join("big.bin");
+    attack_with("zero_window", &site, &[], &[path_str(&file)]);
+}

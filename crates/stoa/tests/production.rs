@@ -154,7 +154,12 @@ fn serve_as_nobody_after_binding_a_low_port() {
     let mail = site.outside("mail");
     add_user(&mail, JOE, "joe-secret");
     chown_tree(&mail, NOBODY);
-    let log = site.outside("access.log");
+    // The log's directory is nobody's: the log is created there again after a
+    // rotation (see `log_rotation_after_the_switch_of_user`).
+    let logs = site.outside("logs");
+    fs::create_dir(&logs).expect("mkdir logs");
+    chown_tree(&logs, NOBODY);
+    let log = logs.join("access.log");
     let state = site.outside("state/web99");
     let low = free_low_port();
     let low_addr = format!("127.0.0.1:{low}");
@@ -231,6 +236,134 @@ fn serve_as_nobody_after_binding_a_low_port() {
         "{}",
         server.stderr_text()
     );
+}
+
+/// Log rotation under `user =` (issue 56, item 13). A log in a directory the
+/// user cannot create files in could never be reopened after logrotate moved
+/// it, so the start is refused, naming the directory and the fix. In the
+/// user's own directory, a rotation then SIGHUP gets the next line into a new
+/// file; and a reopen that fails all the same (the directory taken back by
+/// root meanwhile) is an error-log line and counts in
+/// `stoa_log_reopen_failures_total`, the lines going on to the rotated file.
+#[test]
+fn log_rotation_after_the_switch_of_user() {
+    if !is_root() {
+        eprintln!("skipped: switching users needs root (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    fs::set_permissions(site.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let beside = site.outside("access.log");
+    let (status, stderr) = run_stoa(
+        &[
+            "serve",
+            "--user",
+            "nobody",
+            "--docroot",
+            path_arg(site.root()),
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            path_arg(&beside),
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let want = format!(
+        "user nobody cannot create the access log (reopened on SIGHUP) {} again in {} \
+         (owner 0:0, mode 0755), as it must once log rotation has moved it away: give the \
+         directory to the user, e.g. chown nobody:nogroup {}",
+        beside.display(),
+        site.dir.path().display(),
+        site.dir.path().display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(!stderr.contains("listening on http"), "{stderr}");
+
+    let logs = site.outside("logs");
+    fs::create_dir(&logs).expect("mkdir logs");
+    chown_tree(&logs, NOBODY);
+    let log = logs.join("access.log");
+    let config = site.outside("stoa.toml");
+    fs::write(&config, "[metrics]\nlisten = \"127.0.0.1:0\"\n").expect("write the configuration");
+    let server = ServerBuilder::new(site.root())
+        .args(["--user", "nobody", "--config", path_arg(&config)])
+        .args(["--access-log", path_arg(&log)])
+        .start();
+    let get = |tag: &str| {
+        let request =
+            format!("GET /hello.txt?{tag} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        assert_eq!(raw_request(server.addr, request.as_bytes()).status, 200);
+    };
+    let logged = |path: &Path, tag: &str| {
+        fs::read_to_string(path).is_ok_and(|t| t.contains(&format!("/hello.txt?{tag} ")))
+    };
+    get("one");
+    assert!(
+        wait_until(RUN_TIMEOUT, || logged(&log, "one")),
+        "the first line"
+    );
+    let rotated = logs.join("access.log.1");
+    fs::rename(&log, &rotated).expect("rotate");
+    server.signal(Signal::HUP);
+    let reloaded = |n: usize| {
+        move |lines: &[String]| {
+            (lines.iter())
+                .filter(|l| l.contains("reload: the new configuration is in service"))
+                .count()
+                >= n
+        }
+    };
+    assert!(
+        server.wait_for_stderr(RUN_TIMEOUT, reloaded(1)),
+        "{}",
+        server.stderr_text()
+    );
+    get("two");
+    assert!(
+        wait_until(RUN_TIMEOUT, || logged(&log, "two")),
+        "the line after the rotation is in the new file; stderr:\n{}",
+        server.stderr_text()
+    );
+    assert!(!logged(&rotated, "two"));
+    assert_eq!(reopen_failures(&server), 0);
+
+    // The directory taken back by root: the reopen fails, loudly.
+    chown_tree(&logs, 0);
+    let rotated = logs.join("access.log.2");
+    fs::rename(&log, &rotated).expect("rotate");
+    server.signal(Signal::HUP);
+    assert!(
+        server.wait_for_stderr(RUN_TIMEOUT, |lines| lines
+            .iter()
+            .any(|l| l.contains("ERROR cannot reopen the access log")
+                && l.contains("Permission denied"))),
+        "{}",
+        server.stderr_text()
+    );
+    assert_eq!(reopen_failures(&server), 1);
+    get("three");
+    assert!(wait_until(RUN_TIMEOUT, || logged(&rotated, "three")));
+    assert!(!log.exists());
+}
+
+/// `stoa_log_reopen_failures_total` of the server's metrics listener.
+fn reopen_failures(server: &common::Server) -> u64 {
+    let addr = (server.stderr_lines().iter())
+        .find_map(|l| {
+            let (scheme, addr) = stoa_testkit::listening_on(l.strip_prefix("stoa: ")?)?;
+            (scheme == "metrics").then_some(addr)
+        })
+        .expect("the metrics listener");
+    let r = raw_request(
+        addr,
+        b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    (text.lines())
+        .find_map(|l| l.strip_prefix("stoa_log_reopen_failures_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no stoa_log_reopen_failures_total in\n{text}"))
 }
 
 /// A mail directory the user cannot write (root's, from a `stoa user add` run as

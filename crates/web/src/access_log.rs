@@ -7,7 +7,9 @@
 //! partial ones) are handed to the target's writer over a bounded channel. The
 //! writer owns the file, so SIGHUP's reopen never races a write. When the channel
 //! is full the batch is dropped and counted instead of stalling the event loop (the
-//! count is reported in the error log).
+//! count is reported in the error log). A reopen that fails is an error-log line
+//! and counts in `stoa_log_reopen_failures_total`; the lines go on to the file
+//! open before.
 //!
 //! Every byte taken from the request is escaped: bytes below 0x20, from 0x7f, `"`
 //! and `\` become `\xHH`, as nginx does, so a request cannot split or forge lines.
@@ -210,7 +212,14 @@ fn write_loop(mut out: Output, rx: &Receiver<Message>, spare: &Mutex<Vec<Vec<u8>
                 if let Output::File(f, path) = &mut out {
                     match open(path) {
                         Ok(new) => *f = new,
-                        Err(e) => tracing::error!("cannot reopen {}: {e}", path.display()),
+                        Err(e) => {
+                            crate::metrics::count_log_reopen_failure();
+                            tracing::error!(
+                                "cannot reopen the access log {}: {e}; its lines still go to \
+                                 the file open before (the rotated one, after logrotate)",
+                                path.display()
+                            );
+                        }
                     }
                 }
             }

@@ -166,6 +166,15 @@ pub(crate) fn count_cgi_run() {
     with_shard(|shard| bump(&shard.cgi_runs, 1));
 }
 
+/// Access-log files that could not be reopened (SIGHUP after a rotation): rare,
+/// so one counter for the process, not sharded.
+static LOG_REOPEN_FAILURES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one access-log file that could not be reopened.
+pub(crate) fn count_log_reopen_failure() {
+    LOG_REOPEN_FAILURES.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The web counters of this process, summed over the threads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
@@ -175,6 +184,9 @@ pub struct Snapshot {
     pub sent_bytes: u64,
     /// CGI scripts started.
     pub cgi_runs: u64,
+    /// Access-log files that could not be reopened: lines go on to the file
+    /// open before (the rotated one).
+    pub log_reopen_failures: u64,
 }
 
 /// This process's web counters: every shard summed. The non-zero request
@@ -192,6 +204,7 @@ pub fn snapshot() -> Snapshot {
         out.sent_bytes += shard.sent_bytes.load(Ordering::Relaxed);
         out.cgi_runs += shard.cgi_runs.load(Ordering::Relaxed);
     }
+    out.log_reopen_failures = LOG_REOPEN_FAILURES.load(Ordering::Relaxed);
     for (m, row) in requests.iter().enumerate() {
         for (s, &n) in row.iter().enumerate() {
             if n > 0 {

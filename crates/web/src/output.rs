@@ -83,6 +83,16 @@ pub(crate) enum Chunk {
     },
 }
 
+impl Chunk {
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::File { len, .. } => *len as usize,
+        }
+    }
+}
+
 /// A file to send with `sendfile`.
 pub(crate) struct FileSlice<'a> {
     pub(crate) fd: &'a Arc<File>,

@@ -19,10 +19,12 @@
 //! answer is ready at once and at most [`SEND_BUFFER`] long (a file, a cached
 //! page, an error) is answered on that task ([`stream::start`]): its frames join
 //! h2's queue and leave with those of the other streams read in the same batch,
-//! in one flush. Any other stream (a request body to gather, a CGI script or a
-//! dynamic answer to wait for, a large file) becomes a task of its own on the
-//! same worker ([`stream::serve`]), so a script or a client slow to read holds
-//! only its stream.
+//! in one flush; only as much of its body as the client's window takes at once
+//! is read and queued, never more. Any other stream (a request body to gather, a
+//! CGI script or a dynamic answer to wait for, a large file, the rest of an
+//! answer the window did not take) becomes a task of its own on the same worker
+//! ([`stream::serve`]), so a script or a client slow to read holds only its
+//! stream, and a file not yet sent stays an open descriptor.
 //!
 //! # Limits
 //!
@@ -54,7 +56,7 @@
 //! - a connection with no stream open for `limits.keepalive_timeout` (the first
 //!   stream: within `limits.head_timeout` of the accept) gets GOAWAY and is
 //!   closed; a stream task whose client stops reading is reset after
-//!   `limits.send_timeout` without a window update. Answers queued whole on the
+//!   `limits.send_timeout` without a window update. Answers queued on the
 //!   connection's task keep it open while the socket keeps taking bytes; once
 //!   it has taken none for `limits.send_timeout`, the keep-alive timeout runs.
 

@@ -74,19 +74,29 @@ pub(super) async fn send(
     Ok(())
 }
 
-/// Queues the single response on `out` with h2 whole, whatever the client's
-/// window: h2 holds what the window does not take yet. For small bodies only
-/// (a stream counts against the connection's stream limit until its bytes
-/// leave, which bounds what is held).
-pub(super) fn send_now(out: &mut Output, respond: &mut SendResponse<Bytes>) -> Result<(), Failed> {
+/// Queues the single response on `out` with h2 as far as the client's window
+/// has room for it now, without waiting. Returns the stream when some of the
+/// body is left: the caller sends the rest under flow control ([`send_body`]).
+/// Nothing is read or copied ahead of the window, so a client that never opens
+/// it holds no body in the server's memory (a file stays an open descriptor).
+pub(super) fn send_now(
+    out: &mut Output,
+    respond: &mut SendResponse<Bytes>,
+) -> Result<Option<SendStream<Bytes>>, Failed> {
     let (response, body_len) = take_head(out)?;
     let mut send = respond.send_response(response, body_len == 0)?;
     while let Some(chunk) = out.peek(MAX_CHUNK) {
-        let data = read(chunk)?;
-        out.advance(data.len() as u64);
+        let want = chunk.len();
+        send.reserve_capacity(want);
+        let room = send.capacity().min(want);
+        if room == 0 {
+            return Ok(Some(send));
+        }
+        let data = read(chunk, room)?;
+        out.advance(room as u64);
         send.send_data(data, out.is_done())?;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The response of the head at `out`'s cursor, which is advanced past it, and
@@ -106,12 +116,12 @@ fn take_head(out: &mut Output) -> Result<(http::Response<()>, u64), Failed> {
     Ok((translate(&head).map_err(Failed::Local)?, body_len))
 }
 
-/// The bytes of `chunk`, a file's read from it.
-fn read(chunk: Chunk) -> Result<Bytes, Failed> {
+/// The first `len` bytes of `chunk` (a file's read from it).
+fn read(chunk: Chunk, len: usize) -> Result<Bytes, Failed> {
     match chunk {
-        Chunk::Bytes(b) => Ok(b),
-        Chunk::File { fd, offset, len } => {
-            let mut buf = vec![0; len as usize];
+        Chunk::Bytes(b) => Ok(b.slice(..len)),
+        Chunk::File { fd, offset, .. } => {
+            let mut buf = vec![0; len];
             fd.read_exact_at(&mut buf, offset).map_err(Failed::Local)?;
             Ok(Bytes::from(buf))
         }
@@ -151,16 +161,13 @@ fn translate(head: &Bytes) -> io::Result<http::Response<()>> {
 
 /// Sends the body at `out`'s cursor: each chunk once the client's window has
 /// room for it, the last one ending the stream.
-async fn send_body(
+pub(super) async fn send_body(
     out: &mut Output,
     send: &mut SendStream<Bytes>,
     send_timeout: Duration,
 ) -> Result<(), Failed> {
     while let Some(chunk) = out.peek(MAX_CHUNK) {
-        let want = match &chunk {
-            Chunk::Bytes(b) => b.len(),
-            Chunk::File { len, .. } => *len as usize,
-        };
+        let want = chunk.len();
         send.reserve_capacity(want);
         let room = loop {
             let capacity = poll_fn(|cx| send.poll_capacity(cx));
@@ -172,14 +179,7 @@ async fn send_body(
                 Ok(Some(Ok(n))) => break n.min(want),
             }
         };
-        let data = match chunk {
-            Chunk::Bytes(b) => b.slice(..room),
-            Chunk::File { fd, offset, .. } => read(Chunk::File {
-                fd,
-                offset,
-                len: room as u64,
-            })?,
-        };
+        let data = read(chunk, room)?;
         out.advance(room as u64);
         send.send_data(data, out.is_done())?;
     }

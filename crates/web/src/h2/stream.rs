@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use h2::server::SendResponse;
-use h2::{Reason, RecvStream};
+use h2::{Reason, RecvStream, SendStream};
 use stoa_http_proto::request::header_storage;
 use stoa_http_proto::{Status, parse_request};
 
@@ -30,6 +30,12 @@ pub(super) enum Rest {
         out: Output,
         waiting: Option<Waiting>,
     },
+    /// Answered, its head and as much of its body sent as the client's window
+    /// took at once; the rest waits for the window.
+    Sending {
+        send: SendStream<Bytes>,
+        out: Output,
+    },
 }
 
 /// The largest response body the connection's task queues at once: what h2
@@ -40,7 +46,9 @@ const AT_ONCE: u64 = super::SEND_BUFFER as u64;
 /// whose answer is ready and small (a file, a cached page, an error) is answered
 /// and logged here, with no task of its own: its frames join h2's send queue and
 /// leave with the next flush, together with those of the other streams read in
-/// the same batch. The rest is returned, for [`serve`] to finish.
+/// the same batch. The rest is returned, for [`serve`] to finish: among them an
+/// answer the client's window does not take whole at once, whose bytes wait
+/// unread (a file stays a descriptor) instead of in h2's queue.
 pub(super) fn start(
     request: http::Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
@@ -75,7 +83,11 @@ pub(super) fn start(
                 waiting: None,
             });
         }
-        Ok(None) => response::send_now(&mut out, &mut respond).map_err(|e| failed(e, &mut respond)),
+        Ok(None) => match response::send_now(&mut out, &mut respond) {
+            Ok(None) => Ok(()),
+            Ok(Some(send)) => return Some(Rest::Sending { send, out }),
+            Err(e) => Err(failed(e, |r| respond.send_reset(r))),
+        },
         Err(why) => {
             respond.send_reset(Reason::INTERNAL_ERROR);
             Err(Ended::Other(why.into()))
@@ -84,8 +96,7 @@ pub(super) fn start(
     if let Err(e) = ended {
         tracing::debug!("{}: HTTP/2 stream: {e}", link.client.peer);
     }
-    crate::conn::log_written(shared, &mut out, link.client.peer.ip(), Instant::now());
-    local::with(shared, |l| l.give_output(out));
+    done(link, out);
     None
 }
 
@@ -101,14 +112,14 @@ pub(super) async fn serve(rest: Rest, link: Arc<Link>) {
             waiting,
         } => {
             let ended = finish(&mut respond, &mut out, waiting, &link).await;
-            crate::conn::log_written(
-                &link.shared,
-                &mut out,
-                link.client.peer.ip(),
-                Instant::now(),
-            );
-            local::with(&link.shared, |l| l.give_output(out));
+            done(&link, out);
             ended
+        }
+        Rest::Sending { mut send, mut out } => {
+            let send_timeout = link.shared.config.limits.send_timeout;
+            let sent = response::send_body(&mut out, &mut send, send_timeout).await;
+            done(&link, out);
+            sent.map_err(|e| failed(e, |r| send.send_reset(r)))
         }
     };
     if let Err(e) = &ended {
@@ -118,6 +129,17 @@ pub(super) async fn serve(rest: Rest, link: Arc<Link>) {
         tracing::debug!("{}: HTTP/2 stream: {e}", link.client.peer);
     }
     drop(busy);
+}
+
+/// Logs the answer on `out` as far as it was sent, and gives `out` back.
+fn done(link: &Link, mut out: Output) {
+    crate::conn::log_written(
+        &link.shared,
+        &mut out,
+        link.client.peer.ip(),
+        Instant::now(),
+    );
+    local::with(&link.shared, |l| l.give_output(out));
 }
 
 /// Counts the stream as running (the connection's idle timer) and in flight (the
@@ -248,20 +270,20 @@ async fn finish(
     let send_timeout = shared.config.limits.send_timeout;
     match response::send(out, respond, send_timeout).await {
         Ok(()) => Ok(()),
-        Err(e) => Err(failed(e, respond)),
+        Err(e) => Err(failed(e, |r| respond.send_reset(r))),
     }
 }
 
-/// Resets the stream as `e` requires, and says why it ended.
-fn failed(e: Failed, respond: &mut SendResponse<Bytes>) -> Ended {
+/// Resets the stream (with `reset`) as `e` requires, and says why it ended.
+fn failed(e: Failed, reset: impl FnOnce(Reason)) -> Ended {
     match e {
         Failed::H2(e) => Ended::H2(e),
         Failed::Stalled => {
-            respond.send_reset(Reason::CANCEL);
+            reset(Reason::CANCEL);
             Ended::Other("the client's window stayed shut".into())
         }
         Failed::Local(e) => {
-            respond.send_reset(Reason::INTERNAL_ERROR);
+            reset(Reason::INTERNAL_ERROR);
             Ended::Other(e.to_string())
         }
     }

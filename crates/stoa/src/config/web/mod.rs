@@ -138,7 +138,7 @@ impl Configured for stoa_web::Config {
             if let AccessLogTarget::File(log) = self.access_log_of(&site)
                 && !managed.contains(log)
             {
-                needs.push(Need::write("the access log (reopened on SIGHUP)", log));
+                needs.push(Need::reopened("the access log (reopened on SIGHUP)", log));
                 managed.push(log.clone());
             }
         }
