@@ -407,8 +407,8 @@ pub(crate) enum DomainCommand {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MailDirArgs {
     /// The mail directory (the users are in DIR/directory). Default: the one
-    /// the configuration's mail servers use (`mail_dir` of [smtp], [pop3],
-    /// [imap] or [lmtp]).
+    /// the configuration's mail servers use (`mail_dir` of `[smtp]`, `[pop3]`,
+    /// `[imap]` or `[lmtp]`).
     #[arg(long, value_name = "DIR")]
     pub(crate) mail_dir: Option<PathBuf>,
     /// The configuration `stoa serve` reads: the mail directory when --mail-dir
