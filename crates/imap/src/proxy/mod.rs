@@ -33,7 +33,7 @@
 //! A store host that cannot be reached, refuses the login or answers out of turn
 //! gives the client `tag NO [UNAVAILABLE]`, and the connection to it is closed;
 //! the client's session stays usable, to try again. Every store-host reply is
-//! bounded in length ([`backend::MAX_REPLY_LINE`]), in number and in time.
+//! bounded in length (`backend::MAX_REPLY_LINE`), in number and in time.
 
 mod backend;
 
