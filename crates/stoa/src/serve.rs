@@ -45,6 +45,10 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     // A server spends long stretches idle holding memory it has freed (parked
     // connections, finished sessions): let the allocator give it back at once.
     stoa_alloc::purge_freed_memory_at_once();
+    // Nor keep it in huge pages, resident whole for a few live objects.
+    if let Err(e) = stoa_alloc::no_transparent_huge_pages() {
+        tracing::warn!("cannot turn transparent huge pages off: {e}");
+    }
     // An invalid configuration is refused with its warnings beside its errors.
     let loaded = crate::check_config::load(args).map_err(crate::check_config::refuse)?;
     for w in &loaded.warnings {
