@@ -25,7 +25,10 @@ use stoa_imap_proto::command::Line;
 use stoa_imap_proto::response::{self, Code, Condition, FetchWriter};
 use stoa_imap_proto::state::{self, State};
 use stoa_imap_proto::{Command, CommandKind, CommandReader, Event};
-use stoa_mailstore::{Folder, IndexedMessage, MailStore, MailboxId, StoreError};
+use stoa_mailstore::{
+    Folder, FolderInfo, IndexState, IndexedMessage, MailStore, MailboxId, ReleasedFolder,
+    StoreError,
+};
 use stoa_netkit::line::{LineIo, ReadEnd};
 use stoa_netkit::server::{Accepted, ClientSlot};
 use stoa_netkit::shutdown::Shutdown;
@@ -87,9 +90,80 @@ pub(crate) struct User {
     pub(crate) watch: Watch,
 }
 
+/// The selected folder: open, or released while the session waits in IDLE (it
+/// then holds no descriptor but its socket), and still released after a failed
+/// reacquire (the folder was deleted meanwhile): the session keeps its state and
+/// what needs the folder's files fails with `NO`.
+pub(crate) enum SelectedFolder {
+    Open(Folder),
+    Released(ReleasedFolder),
+}
+
+impl SelectedFolder {
+    /// The folder's state as of the last refresh.
+    pub(crate) fn state(&self) -> &IndexState {
+        match self {
+            SelectedFolder::Open(folder) => folder.state(),
+            SelectedFolder::Released(folder) => folder.state(),
+        }
+    }
+
+    /// The folder.
+    pub(crate) fn info(&self) -> &FolderInfo {
+        match self {
+            SelectedFolder::Open(folder) => folder.info(),
+            SelectedFolder::Released(folder) => folder.info(),
+        }
+    }
+
+    /// The open folder; a released one (one whose reacquire failed) is
+    /// [`StoreError::NoSuchFolder`].
+    pub(crate) fn open(&mut self) -> Result<&mut Folder, StoreError> {
+        match self {
+            SelectedFolder::Open(folder) => Ok(folder),
+            SelectedFolder::Released(folder) => {
+                Err(StoreError::NoSuchFolder(folder.info().name.clone()))
+            }
+        }
+    }
+
+    /// The open folder, to read (see [`SelectedFolder::open`]).
+    pub(crate) fn get(&self) -> Result<&Folder, StoreError> {
+        match self {
+            SelectedFolder::Open(folder) => Ok(folder),
+            SelectedFolder::Released(folder) => {
+                Err(StoreError::NoSuchFolder(folder.info().name.clone()))
+            }
+        }
+    }
+
+    /// Gives the folder's descriptors back.
+    pub(crate) fn release(self) -> SelectedFolder {
+        match self {
+            SelectedFolder::Open(folder) => SelectedFolder::Released(folder.release()),
+            released => released,
+        }
+    }
+
+    /// Takes the folder's descriptors back, if it was released (nothing to do, and
+    /// no system call, when it is open).
+    pub(crate) fn reacquire(self) -> (SelectedFolder, Result<(), StoreError>) {
+        match self {
+            SelectedFolder::Released(folder) => match folder.reacquire() {
+                Ok(folder) => (SelectedFolder::Open(folder), Ok(())),
+                Err(failed) => {
+                    let (folder, error) = *failed;
+                    (SelectedFolder::Released(folder), Err(error))
+                }
+            },
+            open => (open, Ok(())),
+        }
+    }
+}
+
 /// The selected folder and the client's numbering of it.
 pub(crate) struct Selected {
-    pub(crate) folder: Folder,
+    pub(crate) folder: SelectedFolder,
     pub(crate) view: View,
     pub(crate) read_only: bool,
     /// The messages that are `\Recent` for this session (IMAP4rev1).
@@ -123,7 +197,7 @@ impl Selected {
                 .collect();
             self.recent.extend(uids);
         } else {
-            self.recent.extend(self.folder.claim_recent(store)?);
+            self.recent.extend(self.folder.open()?.claim_recent(store)?);
         }
         Ok(())
     }
@@ -471,9 +545,10 @@ impl Conn {
         let store = self.mail_store()?;
         let (mut selected, refreshed) = blocking(&self.shared, move || {
             let mut selected = selected;
-            let result = selected
-                .folder
-                .refresh(&store)
+            let reacquired;
+            (selected.folder, reacquired) = selected.folder.reacquire();
+            let result = reacquired
+                .and_then(|()| selected.folder.open()?.refresh(&store))
                 .and_then(|()| selected.take_recent(&store));
             (selected, result)
         })

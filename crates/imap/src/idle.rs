@@ -3,6 +3,13 @@
 //! once (the store's observer), changes by other processes are seen at the next
 //! periodic check. IDLE is bounded by `idle_command_timeout`, after which the
 //! session ends with `* BYE` (clients re-issue IDLE every 29 minutes).
+//!
+//! While it waits, the session's folder is released (its directory and log
+//! closed): ten thousand sessions in IDLE hold ten thousand descriptors, not
+//! thirty. Each wake reopens it for the refresh and releases it again; a folder
+//! deleted meanwhile stays released, and the session goes on with what it knew, as
+//! after any failed refresh (the error is logged; commands that need the files
+//! answer `NO [NONEXISTENT]`).
 
 use std::io;
 use std::sync::Arc;
@@ -54,6 +61,13 @@ impl Conn {
                     }
                 }
                 return Ok(Flow::Continue);
+            }
+            // While it waits, the session holds its socket only: the folder's
+            // directory and log go back, and the refresh at the wake (`updates`)
+            // takes them again; DONE finds the folder open for the next command.
+            if let Some(mut selected) = self.selected.take() {
+                selected.folder = selected.folder.release();
+                self.selected = Some(selected);
             }
             let check = tokio::time::sleep(limits.idle_check);
             tokio::select! {

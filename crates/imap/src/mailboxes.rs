@@ -13,7 +13,7 @@ use stoa_mailstore::{
     DELIMITER, Folder, FolderList, IndexState, MailStore, MailboxId, SpecialUse, StoreError,
 };
 
-use crate::conn::{Conn, Done, Selected, blocking, decode_lenient};
+use crate::conn::{Conn, Done, Selected, SelectedFolder, blocking, decode_lenient};
 use crate::pattern::matches;
 use crate::view::View;
 
@@ -104,7 +104,7 @@ impl Conn {
                 let folder = open_named(store, mailbox, &name)?;
                 let view = View::new(folder.state());
                 let mut selected = Selected {
-                    folder,
+                    folder: SelectedFolder::Open(folder),
                     view,
                     read_only,
                     recent: Default::default(),

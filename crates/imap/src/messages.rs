@@ -38,7 +38,14 @@ impl Conn {
             return Err(io::Error::other("no folder selected"));
         };
         let store = self.mail_store()?;
+        let peer = self.peer;
         let (selected, result) = blocking(&self.shared, move || {
+            // Released only when a reacquire in IDLE failed: try again.
+            let reacquired;
+            (selected.folder, reacquired) = selected.folder.reacquire();
+            if let Err(e) = reacquired {
+                tracing::error!("{peer}: cannot reopen the selected folder: {e}");
+            }
             let result = work(&mut selected, &store);
             (selected, result)
         })
@@ -151,6 +158,7 @@ impl Conn {
                 .with_selected(move |selected, store| {
                     selected
                         .folder
+                        .open()?
                         .store_flags(store, &unseen, FlagOp::Add, &seen, None)
                 })
                 .await?;
@@ -241,7 +249,10 @@ impl Conn {
         let since = store.unchanged_since;
         let outcome = self
             .with_selected(move |selected, s| {
-                selected.folder.store_flags(s, &uids, op, &flags, since)
+                selected
+                    .folder
+                    .open()?
+                    .store_flags(s, &uids, op, &flags, since)
             })
             .await?;
         let outcome = match outcome {
@@ -328,7 +339,7 @@ impl Conn {
                     let Some(message) = selected.folder.state().get(uid) else {
                         continue;
                     };
-                    if matcher.matches(&selected.folder, seq, message) {
+                    if matcher.matches(selected.folder.get().ok(), seq, message) {
                         found.push((seq, uid, message.modseq));
                     }
                 }
@@ -434,7 +445,8 @@ impl Conn {
         let copied = self
             .with_selected(move |selected, store| {
                 let mut target = open_named(store, mailbox, &name)?;
-                let pairs = selected.folder.copy_to(store, &uids, &mut target, remove)?;
+                let source = selected.folder.open()?;
+                let pairs = source.copy_to(store, &uids, &mut target, remove)?;
                 Ok::<_, StoreError>((target.state().uid_validity, pairs))
             })
             .await?;
@@ -478,7 +490,9 @@ impl Conn {
             None => None,
         };
         let expunged = self
-            .with_selected(move |selected, store| selected.folder.expunge(store, only.as_deref()))
+            .with_selected(move |selected, store| {
+                selected.folder.open()?.expunge(store, only.as_deref())
+            })
             .await?;
         Ok(match expunged {
             Ok(_) => Done::ok("EXPUNGE completed"),
@@ -490,7 +504,7 @@ impl Conn {
     pub(crate) async fn close(&mut self, expunge: bool) -> io::Result<Done> {
         if expunge && !self.read_only() {
             let expunged = self
-                .with_selected(move |selected, store| selected.folder.expunge(store, None))
+                .with_selected(move |selected, store| selected.folder.open()?.expunge(store, None))
                 .await?;
             if let Err(e) = expunged {
                 return Ok(Done::store_error(self.peer, "close", &e));
@@ -552,7 +566,11 @@ fn write_fetch(
         )
     });
     let content = if needs_content {
-        match selected.folder.read_message(message.uid) {
+        match selected
+            .folder
+            .get()
+            .and_then(|f| f.read_message(message.uid))
+        {
             Ok(bytes) => Some(bytes),
             // Gone meanwhile (POP3, a crash's repair): nothing to say of it.
             Err(_) => return,

@@ -26,7 +26,8 @@ pub(crate) struct Matcher {
 
 /// One message's content, read at the first criterion that needs it.
 struct Content<'a> {
-    folder: &'a Folder,
+    /// `None`: the folder is released (deleted meanwhile): no content matches.
+    folder: Option<&'a Folder>,
     uid: u32,
     loaded: OnceCell<Option<(Vec<u8>, Structure)>>,
 }
@@ -35,7 +36,7 @@ impl Content<'_> {
     fn get(&self) -> Option<&(Vec<u8>, Structure)> {
         self.loaded
             .get_or_init(|| {
-                let bytes = self.folder.read_message(self.uid).ok()?;
+                let bytes = self.folder?.read_message(self.uid).ok()?;
                 let structure = Structure::parse(&bytes);
                 Some((bytes, structure))
             })
@@ -83,7 +84,12 @@ impl Matcher {
     }
 
     /// Whether message `message`, numbered `seq`, matches.
-    pub(crate) fn matches(&self, folder: &Folder, seq: u32, message: &IndexedMessage) -> bool {
+    pub(crate) fn matches(
+        &self,
+        folder: Option<&Folder>,
+        seq: u32,
+        message: &IndexedMessage,
+    ) -> bool {
         let content = Content {
             folder,
             uid: message.uid,

@@ -12,6 +12,16 @@
 //! changed gives it a UID. A message that disappears from the directory (POP3's
 //! DELE, a delete by hand) is expunged by the next refresh in the same way.
 //!
+//! # Descriptors
+//!
+//! An open [`Folder`] holds two descriptors, its directory (message files are
+//! opened, linked and unlinked relative to it) and its log (read, appended and
+//! locked). A session that only waits gives them back with [`Folder::release`]:
+//! the [`ReleasedFolder`] keeps the state and where it stopped in the log, and
+//! [`ReleasedFolder::reacquire`] reopens both (reading the log whole if it was
+//! compacted meanwhile: another inode or birth time, or no birth time kept), so ten thousand sessions in IMAP IDLE hold one
+//! descriptor each, their socket, not three. An open folder pays nothing for this.
+//!
 //! # Crash safety
 //!
 //! Files are removed before their expunge is logged, so a crash in between leaves a
@@ -29,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, Timespec, Timestamps};
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, StatxFlags, Timespec, Timestamps};
 use stoa_directory::MailboxId;
 
 use crate::MailStore;
@@ -85,6 +95,28 @@ pub struct Folder {
     offset: u64,
     state: IndexState,
     /// The directory's change time at the last scan.
+    scanned: Option<(i64, i64)>,
+    file_mode: u32,
+}
+
+/// A [`Folder`] without its two descriptors (the directory and the log), kept
+/// by a session that waits (IMAP IDLE) so that it holds no file: its paths, the
+/// replayed state, the log offset and the log's inode stay, and
+/// [`ReleasedFolder::reacquire`] opens it again where it left off. Only the
+/// state can be read meanwhile: whatever needs the files needs a [`Folder`].
+#[derive(Debug)]
+pub struct ReleasedFolder {
+    mailbox: MailboxId,
+    info: FolderInfo,
+    dir: PathBuf,
+    index_path: PathBuf,
+    inode: u64,
+    /// The log's birth time, where the file system keeps one: with no descriptor
+    /// held on it, the log's inode number may be freed by a compaction and given to
+    /// the next log, so the number alone cannot tell them apart.
+    born: Option<(i64, u32)>,
+    offset: u64,
+    state: IndexState,
     scanned: Option<(i64, i64)>,
     file_mode: u32,
 }
@@ -177,6 +209,36 @@ impl Folder {
     /// The state as of the last refresh or change.
     pub fn state(&self) -> &IndexState {
         &self.state
+    }
+
+    /// Closes the folder's directory and log, keeping everything else (see
+    /// [`ReleasedFolder`]).
+    pub fn release(self) -> ReleasedFolder {
+        let Folder {
+            mailbox,
+            info,
+            dir,
+            dir_fd: _,
+            index_path,
+            index,
+            inode,
+            offset,
+            state,
+            scanned,
+            file_mode,
+        } = self;
+        ReleasedFolder {
+            mailbox,
+            info,
+            dir,
+            index_path,
+            inode,
+            born: birth_time(&index),
+            offset,
+            state,
+            scanned,
+            file_mode,
+        }
     }
 
     /// Catches up with the log, then, if the directory changed since the last look,
@@ -708,6 +770,96 @@ impl Folder {
             .map_err(|e| StoreError::io("stat", &self.dir, e.into()))?;
         Ok((stat.st_mtime, stat.st_mtime_nsec as i64))
     }
+}
+
+impl ReleasedFolder {
+    /// The folder.
+    pub fn info(&self) -> &FolderInfo {
+        &self.info
+    }
+
+    /// The mailbox it belongs to.
+    pub fn mailbox(&self) -> MailboxId {
+        self.mailbox
+    }
+
+    /// The state as of the release (or the last refresh before it).
+    pub fn state(&self) -> &IndexState {
+        &self.state
+    }
+
+    /// Opens the directory and the log again. A log replaced meanwhile (compacted
+    /// by another session) is read whole, as [`Folder::refresh`] would; otherwise
+    /// nothing is read: the next refresh reads on from the offset. A folder deleted
+    /// meanwhile is [`StoreError::NoSuchFolder`]. On failure the released folder
+    /// comes back unchanged, to try again later.
+    pub fn reacquire(self) -> Result<Folder, Box<(ReleasedFolder, StoreError)>> {
+        let (dir_fd, index, inode) = match self.open_files() {
+            Ok(files) => files,
+            Err(e) => return Err(Box::new((self, e))),
+        };
+        let same_log =
+            inode == self.inode && self.born.is_some() && birth_time(&index) == self.born;
+        let ReleasedFolder {
+            mailbox,
+            info,
+            dir,
+            index_path,
+            inode: _,
+            born,
+            offset,
+            state,
+            scanned,
+            file_mode,
+        } = self;
+        let mut folder = Folder {
+            mailbox,
+            info,
+            dir,
+            dir_fd,
+            index_path,
+            index,
+            inode,
+            offset,
+            state,
+            scanned,
+            file_mode,
+        };
+        if !same_log && let Err(e) = folder.reload() {
+            // `reload` changed nothing: the old identity makes the next try read
+            // the new log whole again.
+            let mut released = folder.release();
+            released.born = born;
+            return Err(Box::new((released, e)));
+        }
+        Ok(folder)
+    }
+
+    /// The directory, the log and the log's inode.
+    fn open_files(&self) -> Result<(OwnedFd, File, u64)> {
+        let gone = || StoreError::NoSuchFolder(self.info.name.clone());
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let dir_fd = match rustix::fs::open(&self.dir, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Err(gone()),
+            Err(e) => return Err(StoreError::io("open", &self.dir, e.into())),
+        };
+        match open_index(&self.index_path, self.file_mode) {
+            Ok((index, inode)) => Ok((dir_fd, index, inode)),
+            // The directory went between the two opens.
+            Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                Err(gone())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A file's birth time (`statx`), if the file system keeps one.
+fn birth_time(file: &File) -> Option<(i64, u32)> {
+    let stat = rustix::fs::statx(file, "", AtFlags::EMPTY_PATH, StatxFlags::BTIME).ok()?;
+    (stat.stx_mask & StatxFlags::BTIME.bits() != 0)
+        .then_some((stat.stx_btime.tv_sec, stat.stx_btime.tv_nsec))
 }
 
 /// Opens (creating if needed, with its header) a folder's log; returns it and its

@@ -311,3 +311,86 @@ fn observer_hears_deliveries_and_changes() {
         .expect("store");
     assert_eq!(heard.load(Ordering::Relaxed), after_open + 1);
 }
+
+#[test]
+fn a_released_folder_reacquired_sees_appends_and_flag_changes() {
+    let (_dir, store) = store();
+    store.deliver(&message(0), &[ID]).expect("deliver");
+    let mut other = open(&store, "INBOX");
+    let waiting = open(&store, "INBOX").release();
+    assert_eq!(waiting.state().uid_next, 2);
+    store.deliver(&message(1), &[ID]).expect("deliver");
+    other.refresh(&store).expect("refresh");
+    other
+        .store_flags(&store, &[1], FlagOp::Add, &flags(&["\\Seen"]), None)
+        .expect("store");
+    other
+        .append(&store, &message(2), &flags(&["$Y"]), None)
+        .expect("append");
+    let mut back = waiting.reacquire().expect("reacquire");
+    back.refresh(&store).expect("refresh");
+    assert_eq!(uids(&back), [1, 2, 3]);
+    assert_eq!(back.state().get(1).expect("uid 1").flags, ["\\Seen"]);
+    assert_eq!(back.state().get(3).expect("uid 3").flags, ["$Y"]);
+    assert_eq!(back.state().highest_modseq, other.state().highest_modseq);
+    assert_eq!(back.read_message(2).expect("read"), message(1));
+    back.store_flags(&store, &[2], FlagOp::Add, &flags(&["$Z"]), None)
+        .expect("store after reacquire");
+    other.refresh(&store).expect("refresh");
+    assert_eq!(other.state().get(2).expect("uid 2").flags, ["$Z"]);
+}
+
+#[test]
+fn a_released_folder_follows_a_compaction() {
+    let (_dir, store) = store();
+    for n in 0..3 {
+        store.deliver(&message(n), &[ID]).expect("deliver");
+    }
+    let mut a = open(&store, "INBOX");
+    let waiting = open(&store, "INBOX").release();
+    for round in 0..2000 {
+        let op = if round % 2 == 0 {
+            FlagOp::Add
+        } else {
+            FlagOp::Remove
+        };
+        a.store_flags(&store, &[1, 2, 3], op, &flags(&["\\Seen"]), None)
+            .expect("store");
+    }
+    a.store_flags(&store, &[3], FlagOp::Add, &flags(&["$Last"]), None)
+        .expect("store");
+    // Compacted, several times: the freed inode number may be the new log's.
+    let size = fs::metadata(store.mailbox_path(ID).join(".index"))
+        .expect("stat")
+        .len();
+    assert!(size < 64 * 1024 + 4096, "log is {size} bytes");
+    let mut back = waiting.reacquire().expect("reacquire");
+    assert_eq!(back.state().highest_modseq, a.state().highest_modseq);
+    assert_eq!(back.state().get(3).expect("uid 3").flags, ["$Last"]);
+    back.refresh(&store).expect("refresh");
+    assert_eq!(uids(&back), [1, 2, 3]);
+    back.store_flags(&store, &[2], FlagOp::Add, &flags(&["$X"]), None)
+        .expect("store after compaction");
+    a.refresh(&store).expect("refresh");
+    assert_eq!(a.state().get(2).expect("uid").flags, ["$X"]);
+}
+
+#[test]
+fn a_released_folder_deleted_meanwhile_is_no_such_folder() {
+    let (_dir, store) = store();
+    store.create_folder(ID, "Work", None).expect("create");
+    let mut work = open(&store, "Work");
+    work.append(&store, &message(0), &[], None).expect("append");
+    let waiting = work.release();
+    store.delete_folder(ID, "Work").expect("delete");
+    let (waiting, error) = *waiting.reacquire().expect_err("reacquire a deleted folder");
+    assert!(
+        matches!(&error, StoreError::NoSuchFolder(name) if name == "Work"),
+        "{error}"
+    );
+    // Nothing of the session's state is lost, and it can try again.
+    assert_eq!(waiting.info().name, "Work");
+    assert_eq!(waiting.state().messages().count(), 1);
+    let (_, again) = *waiting.reacquire().expect_err("still deleted");
+    assert!(matches!(again, StoreError::NoSuchFolder(_)), "{again}");
+}

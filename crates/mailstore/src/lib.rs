@@ -129,7 +129,7 @@ pub use stoa_directory::MailboxId;
 
 pub use error::{Result, StoreError};
 pub use export::ExportReport;
-pub use folder::{FlagOp, Folder, StoreOutcome};
+pub use folder::{FlagOp, Folder, ReleasedFolder, StoreOutcome};
 pub use folders::{
     DELIMITER, FolderInfo, FolderList, MAX_FOLDER_NAME, MAX_FOLDERS, SpecialUse, canonical,
 };

@@ -410,3 +410,201 @@ fn an_idle_session_is_still_woken_after_a_reload() {
     c.send_line("DONE");
     while !c.line().expect("done").starts_with("c OK") {}
 }
+
+/// Sessions in IDLE hold one descriptor each, their socket: the selected
+/// folder's directory and log are closed while they wait and reopened at each
+/// wake (issue 52: ten thousand sessions in IDLE within a process's open-file
+/// limit). A delivery still wakes every one of them, and after DONE the folder is
+/// open again for the next command.
+#[test]
+fn idle_sessions_hold_only_their_socket() {
+    const SESSIONS: usize = 50;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let config = config(
+        tmp.path(),
+        "idle_check = \"1h\"\nmax_sessions_per_user = 0\nmax_connections_per_client = 0",
+    );
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
+        .args([
+            "--smtp-listen",
+            "127.0.0.1:0",
+            "--imap-listen",
+            "127.0.0.1:0",
+        ])
+        .start();
+    let (smtp, imap) = (server.smtp_addrs[0], server.imap_addrs[0]);
+    let send = |subject: &str| {
+        let script = format!(
+            "import smtplib\ns = smtplib.SMTP('127.0.0.1', {}, timeout=10)\n\
+             s.sendmail('a@ext.test', ['{JOE}'], 'Subject: {subject}\\r\\n\\r\\nhi\\r\\n')\n\
+             s.quit()\n",
+            smtp.port()
+        );
+        let (code, out, err) = python(&script);
+        assert_eq!(code, 0, "{out}{err}");
+    };
+    send("first");
+    let fd_dir = format!("/proc/{}/fd", server.pid());
+    let fds = || {
+        std::fs::read_dir(&fd_dir)
+            .expect("the server's fds")
+            .count()
+    };
+    let before = fds();
+
+    let mut sessions = Vec::with_capacity(SESSIONS);
+    for _ in 0..SESSIONS {
+        let mut c = LineConn::try_connect(imap, Duration::from_secs(10)).expect("connect");
+        assert!(c.line().expect("greeting").starts_with("* OK"));
+        c.expect("a LOGIN joe@example.test joe-secret", "a OK");
+        c.send_line("b SELECT INBOX");
+        while !c.line().expect("select").starts_with("b OK") {}
+        c.expect("c IDLE", "+ ");
+        sessions.push(c);
+    }
+    // About one descriptor per session (some slack for the server's own), not
+    // three. The folder is released just after the `+`: poll.
+    let one_each = before + SESSIONS + SESSIONS / 2;
+    let held = stoa_testkit::wait_until(Duration::from_secs(10), || fds() <= one_each);
+    assert!(
+        held,
+        "{SESSIONS} sessions in IDLE: {} descriptors, {before} before",
+        fds()
+    );
+
+    // A delivery wakes them all, each reopening its folder for the news.
+    send("second");
+    for c in &mut sessions {
+        loop {
+            let line = c.line().expect("an update");
+            if line == "* 2 EXISTS" {
+                break;
+            }
+            assert!(line.starts_with("* "), "{line}");
+        }
+    }
+    let held = stoa_testkit::wait_until(Duration::from_secs(10), || fds() <= one_each);
+    assert!(held, "after the wake: {} descriptors", fds());
+
+    // DONE leaves the folder open: the message's file is read.
+    for c in &mut sessions {
+        c.send_line("DONE");
+        while !c.line().expect("done").starts_with("c OK") {}
+        c.send_line("d FETCH 2 (BODY.PEEK[HEADER.FIELDS (SUBJECT)])");
+        let mut subject = false;
+        loop {
+            let line = c.line().expect("fetch");
+            subject |= line == "Subject: second";
+            if line.starts_with("d ") {
+                assert!(line.starts_with("d OK"), "{line}");
+                break;
+            }
+        }
+        assert!(subject, "FETCH after DONE read the message");
+    }
+    assert!(
+        fds() >= before + 2 * SESSIONS,
+        "after DONE the folders are open again: {} descriptors",
+        fds()
+    );
+    assert!(
+        !server.stderr_text().contains("ERROR"),
+        "{}",
+        server.stderr_text()
+    );
+}
+
+/// A folder deleted by another session while one waits in IDLE on it: the
+/// reopen at the wake fails, which is logged; the session keeps what it knew
+/// (FETCH of flags answers), a change is `NO [NONEXISTENT]`, and it can go on
+/// to another folder.
+#[test]
+fn an_idle_session_on_a_deleted_folder_goes_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mail = tmp.path().join("mail");
+    add_user(&mail, JOE, "joe-secret");
+    let config = config(tmp.path(), "idle_check = \"1h\"\nmax_sessions_per_user = 0");
+    let server = ServerBuilder::mail(&mail)
+        .args(["--config", path_arg(&config)])
+        .args(["--imap-listen", "127.0.0.1:0"])
+        .start();
+    let imap = server.imap_addrs[0];
+    let login = || {
+        let mut c = LineConn::try_connect(imap, Duration::from_secs(10)).expect("connect");
+        assert!(c.line().expect("greeting").starts_with("* OK"));
+        c.expect("a LOGIN joe@example.test joe-secret", "a OK");
+        c
+    };
+    let until = |c: &mut LineConn, tag: &str| -> Vec<String> {
+        let mut lines = Vec::new();
+        loop {
+            let line = c.line().expect("an answer");
+            let end = line.starts_with(&format!("{tag} "));
+            lines.push(line);
+            if end {
+                return lines;
+            }
+        }
+    };
+    let mut other = login();
+    other.expect("b CREATE Work", "b OK");
+    other.send_line("c APPEND Work {20}");
+    assert!(other.line().expect("continuation").starts_with("+"));
+    // The message, then the CRLF that ends the APPEND command.
+    other.send(b"Subject: w\r\n\r\nwork\r\n\r\n");
+    assert!(
+        until(&mut other, "c")
+            .last()
+            .expect("c")
+            .starts_with("c OK")
+    );
+
+    let mut idle = login();
+    idle.send_line("b SELECT Work");
+    until(&mut idle, "b");
+    idle.expect("c IDLE", "+ ");
+    other.expect("d DELETE Work", "d OK");
+    // A change in the mailbox wakes the idle session.
+    other.send_line("e APPEND INBOX {20}");
+    assert!(other.line().expect("continuation").starts_with("+"));
+    // The message and the command's CRLF.
+    other.send(b"Subject: i\r\n\r\ninbx\r\n\r\n");
+    assert!(
+        until(&mut other, "e")
+            .last()
+            .expect("e")
+            .starts_with("e OK")
+    );
+    let logged = server.wait_for_stderr(Duration::from_secs(10), |lines| {
+        lines
+            .iter()
+            .any(|l| l.contains("cannot refresh the folder"))
+    });
+    assert!(logged, "{}", server.stderr_text());
+
+    idle.send_line("DONE");
+    assert!(until(&mut idle, "c").last().expect("c").starts_with("c OK"));
+    idle.send_line("d FETCH 1 (FLAGS)");
+    let fetched = until(&mut idle, "d");
+    assert!(fetched[0].starts_with("* 1 FETCH (FLAGS"), "{fetched:?}");
+    assert!(
+        fetched.last().expect("d").starts_with("d OK"),
+        "{fetched:?}"
+    );
+    idle.send_line("e STORE 1 +FLAGS (\\Seen)");
+    let stored = until(&mut idle, "e");
+    assert!(
+        stored.last().expect("e").starts_with("e NO [NONEXISTENT]"),
+        "{stored:?}"
+    );
+    idle.send_line("f SELECT INBOX");
+    let selected = until(&mut idle, "f");
+    assert!(selected.contains(&"* 1 EXISTS".to_owned()), "{selected:?}");
+    assert!(
+        selected.last().expect("f").starts_with("f OK"),
+        "{selected:?}"
+    );
+}
