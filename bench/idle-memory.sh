@@ -11,7 +11,7 @@
 # opens the connections, makes one request on each and measures. Results go to
 # bench-results/<date>-<host>-idle-memory/.
 #
-# imap (N 10000, or less when the open-file limit is below 3N + 200, see below): stoa (`stoa serve --imap-listen`, one process) against Dovecot's
+# imap (N 10000, or less when the open-file limit is below N + 800, see below): stoa (`stoa serve --imap-listen`, one process) against Dovecot's
 # imapd (a private instance: one imap process per session), each fresh for every
 # run, interleaved over the rounds, over --users K users (userK@idle.test, plain
 # passwords) whose INBOX holds --messages M messages (the same on both, appended
@@ -19,8 +19,9 @@
 # IDLE; the N sessions are spread over the K users. Measured: stoa's process;
 # Dovecot's master and every process below it (Pss summed over them is the fair
 # figure). Results go to bench-results/<date>-<host>-idle-memory-imap/. stoa holds
-# three descriptors per session in IDLE (the socket, the mailbox's directory and
-# its index), so N sessions need 3N + 200 open files; without --connections N is
+# one descriptor per session in IDLE (the socket: the folder's directory and index
+# are released while it waits), so N sessions need about N + 800 open files (the
+# sessions being opened hold three); without --connections N is
 # 10000 if the hard limit (`ulimit -Hn`) allows it, else the most (a multiple of
 # 500) it does; with --connections above it the run goes ahead and says when the
 # limit stopped it.
@@ -58,34 +59,38 @@ IMAP_MAIL_ID=65534
 # the mailbox's directory and its index, measured at 300 sessions: 923
 # descriptors against 23 before), each Dovecot imap process its own few (its log,
 # anvil and stats services one per process).
-STOA_FDS_PER_SESSION=3
+STOA_FDS_PER_SESSION=1
+# Beyond those: listeners, logs, and the folder's two descriptors of each session
+# being opened (idle-memory.py opens 256 at a time; the folder is released once the
+# session is in IDLE).
+STOA_FDS_EXTRA=800
 
 # imap_default_conns: CONNS when not given (10000 if the open-file limit holds
-# stoa's 3N + 200, else the most in steps of 500 it does), and FD_NOTE, what the
+# stoa's N + 800, else the most in steps of 500 it does), and FD_NOTE, what the
 # limit allows, for the log and the README. Dies when not even the client fits.
 imap_default_conns() {
     local nofile most
     nofile="$(ulimit -n)"
     [[ "$nofile" == unlimited ]] && nofile=1048576
-    most=$(((nofile - 200) / STOA_FDS_PER_SESSION / 500 * 500))
+    most=$(((nofile - STOA_FDS_EXTRA) / STOA_FDS_PER_SESSION / 500 * 500))
     if [[ -z "$CONNS_GIVEN" ]]; then
         CONNS=10000
         if ((most < CONNS)); then
             ((most >= 500)) || die "open-file limit $nofile is too low for even 500 IMAP sessions (raise ulimit -Hn)"
             CONNS="$most"
             log "!!! open-file limit $nofile (hard $(ulimit -Hn)): stoa needs $STOA_FDS_PER_SESSION per session, so" \
-                "$CONNS sessions instead of 10000 (10000 need $((10000 * STOA_FDS_PER_SESSION + 200)); raise ulimit -Hn)"
+                "$CONNS sessions instead of 10000 (10000 need $((10000 * STOA_FDS_PER_SESSION + STOA_FDS_EXTRA)); raise ulimit -Hn)"
         fi
     fi
     ((nofile >= CONNS + 200)) ||
         die "open-file limit $nofile (hard $(ulimit -Hn)) is too low for $CONNS sessions: the client alone needs $((CONNS + 200))"
     FD_NOTE="open-file limit $nofile (hard $(ulimit -Hn)); stoa needs ~$STOA_FDS_PER_SESSION per session in IDLE,"
-    FD_NOTE+=" $((CONNS * STOA_FDS_PER_SESSION + 200)) for $CONNS"
-    if ((CONNS * STOA_FDS_PER_SESSION + 200 > nofile)); then
+    FD_NOTE+=" $((CONNS * STOA_FDS_PER_SESSION + STOA_FDS_EXTRA)) for $CONNS"
+    if ((CONNS * STOA_FDS_PER_SESSION + STOA_FDS_EXTRA > nofile)); then
         FD_NOTE+=": **above the limit**, stoa's runs may fail for want of descriptors (see the status below)"
         log "!!! $FD_NOTE"
     elif [[ -z "$CONNS_GIVEN" && "$CONNS" != 10000 ]]; then
-        FD_NOTE+=" (the default 10000 would need $((10000 * STOA_FDS_PER_SESSION + 200)): lowered to $CONNS)"
+        FD_NOTE+=" (the default 10000 would need $((10000 * STOA_FDS_PER_SESSION + STOA_FDS_EXTRA)): lowered to $CONNS)"
     fi
 }
 
