@@ -39,9 +39,9 @@ use crate::shared::{Backend, Shared};
 use crate::view::View;
 use crate::watch::Watch;
 
-/// Bytes read at a time, and what an idle connection's read buffer holds: 4 KiB, as
-/// POP3's, so that ten thousand sessions in IDLE cost 40 MB of buffers, not 160
-/// (an APPEND's literal grows the buffer as it arrives, up to the command limit).
+/// Bytes read at a time: 4 KiB, as POP3's (an APPEND's literal grows the buffer as
+/// it arrives, up to the command limit). A session waiting for input holds no
+/// buffer at all ([`LineIo::read_parked`]).
 const READ_CHUNK: usize = 4 * 1024;
 
 /// How long the close of the write side may take once the session is over.
