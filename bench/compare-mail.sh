@@ -23,8 +23,8 @@
 # the search and re-runs the 100 % level at MPM (a knee an earlier run found, or a
 # level below it) --reruns times, 3 unless given; --only runs one of the two
 # systems (with --knee: the re-runs of one system's knee). --run-time sets
-# each level's measurement window (the quick profile's 60 s holds 59 delivery
-# probes, the least the Delivery Time row is judged on, only above ~1,900 msgs/min),
+# each level's measurement window (the quick profile's 180 s holds 59 delivery
+# probes at 1 %, the least the Delivery Time row is judged on, only from ~1,050 msgs/min),
 # --warmup the load before it (the quick profile's 10 s; the kit's is 300 s, and a
 # server that caches password checks, as stoa does, starts each fresh re-run cold).
 # Before every harness run the disk is settled (sync, no I/O in flight; the README's

@@ -106,6 +106,42 @@ fn mail(r: &Value) -> Figures {
     }
 }
 
+/// The load a run offered, in words, from its stored JSON: web, the
+/// connections asked for (or a `--find-max` search) and the measurement
+/// window; mail, the claimed rate and its levels (or a search over the
+/// store's accounts) and the window. Runs of one configuration must offer one
+/// load, or `stoa bench compare` would average different experiments. A
+/// record without a key shows `?` for it.
+pub(crate) fn load(kind: Kind, r: &Value) -> String {
+    let number = |v: &Value| {
+        v.as_f64()
+            .map_or_else(|| "?".to_owned(), |n| format!("{n}"))
+    };
+    let searched = |v: &Value| v.as_array().is_some_and(|a| !a.is_empty());
+    match kind {
+        Kind::Web => {
+            let what = if searched(&r["find_max"]) {
+                "--find-max".to_owned()
+            } else {
+                format!("{} connections", number(&r["requested_connections"]))
+            };
+            format!("{what}, measured {} s", number(&r["profile"]["run_s"]))
+        }
+        Kind::Mail => {
+            let what = if searched(&r["find_max"]["trials"]) {
+                format!("--find-max over {} accounts", number(&r["users"]))
+            } else {
+                let levels: Vec<String> = r["levels"]
+                    .as_array()
+                    .map(|ls| ls.iter().map(|l| number(&l["load_percent"])).collect())
+                    .unwrap_or_default();
+                format!("{} msgs/min at {} %", number(&r["mpm"]), levels.join(", "))
+            };
+            format!("{what}, measured {} s", number(&r["phases"]["run_secs"]))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -157,5 +193,28 @@ mod tests {
         let mut old = r.clone();
         old["levels"][1]["server_processes"] = Value::Null;
         assert_eq!(Figures::of(Kind::Mail, &old).server_cpu, None);
+    }
+
+    #[test]
+    fn the_load_names_what_a_run_offered() {
+        let web = json!({"requested_connections": 100, "profile": {"run_s": 60}, "find_max": []});
+        assert_eq!(load(Kind::Web, &web), "100 connections, measured 60 s");
+        let search = json!({"requested_connections": 8, "profile": {"run_s": 60},
+                            "find_max": [{"connections": 8}]});
+        assert_eq!(load(Kind::Web, &search), "--find-max, measured 60 s");
+        let mail = json!({"mpm": 20.0, "phases": {"run_secs": 180.0},
+                          "levels": [{"load_percent": 80}, {"load_percent": 100}],
+                          "find_max": {"trials": []}});
+        assert_eq!(
+            load(Kind::Mail, &mail),
+            "20 msgs/min at 80, 100 %, measured 180 s"
+        );
+        let search = json!({"mpm": 2400.0, "users": 30000, "phases": {"run_secs": 300.0},
+                            "find_max": {"trials": [{"mpm": 150.0}]}});
+        assert_eq!(
+            load(Kind::Mail, &search),
+            "--find-max over 30000 accounts, measured 300 s"
+        );
+        assert_eq!(load(Kind::Web, &json!({})), "? connections, measured ? s");
     }
 }

@@ -137,6 +137,11 @@ impl Record {
     pub(crate) fn figures(&self) -> Figures {
         Figures::of(self.kind, &self.result)
     }
+
+    /// The load the run offered, in words ([`figures::load`]).
+    pub(crate) fn load(&self) -> String {
+        figures::load(self.kind, &self.result)
+    }
 }
 
 /// `$XDG_DATA_HOME/stoa/results`, else `~/.local/share/stoa/results`, else

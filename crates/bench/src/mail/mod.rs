@@ -53,13 +53,21 @@ const STANDARD: Phases = Phases {
     cooldown: Duration::from_secs(900),
 };
 
-/// Short phases for the README and CI.
+/// Short phases for a first run: measured long enough that, with the probe
+/// share the quick profile raises ([`quick_probe_share`]), every level of the
+/// default run (20 msgs/min) has the probes its Delivery Time row needs, so
+/// the run ends with a verdict. About 3.5 min per level.
 const QUICK: Phases = Phases {
     profile: "quick",
     warmup: Duration::from_secs(10),
-    run: Duration::from_secs(60),
+    run: Duration::from_secs(180),
     cooldown: Duration::from_secs(20),
 };
+
+/// Delivery probes the quick profile plans for its lowest level: the 59 a
+/// Delivery Time row needs (`qos::MIN_DELIVERY_PROBES`) with room for chance
+/// (Poisson with mean 80: fewer than 59 in under 1 % of levels).
+const QUICK_PROBES: f64 = 80.0;
 
 /// The rate of the built-in run when neither --rate nor --users is given.
 const DEFAULT_RATE: f64 = 20.0;
@@ -77,7 +85,7 @@ const CHOICES: [&str; 11] = [
     "Error rate = sessions that ended in an error (SMTP and POP connect errors, protocol errors and timeouts) / all sessions (SMTP and POP Sessions + Disconnects), the formula that gives the published Sun page's 0.00 %, 0.00 % and 2.52 % from its own counters; the delivery probes' polls are not in it. An error is an unexpected reply, no reply within the reply timeout, or the server closing the connection (a connect error before the greeting, a protocol error after it). A connect error is not an attempt of the SMTP/POP Connect rows (on the Sun page POP Connect's attempts are the connections made: POP Quit + POP Disconnect), so those rows judge the greetings of the connections made.",
     "Deliberate disconnects, modelled on the published Sun page's counters (the white paper never mentions them): 1.00 % of SMTP sessions (probes excepted) send half the message after DATA's 354 and hang up without the final dot; each RETR is, with 0.27 %, where the POP session hangs up, right after RETR's +OK (52 %) or after the body, before DELE (48 %), so nothing is deleted. They count as SMTP/POP Disconnect, not as Session and not as errors; as on that page, the broken-off transfer counts as a Response Time attempt that did not pass and the dropped message's remote recipients count in Remote Message Delivery, which caps those rows near 99 %.",
     "Remote Message Delivery counts recipients (as the published row equals \"SMTP To Remote\"); a recipient counts if the sink received it within its level's measurement window plus the 60 s delivery limit (not later in the cool-down or drain); the level waits for that time when its cool-down is shorter, unless all remote mail has arrived.",
-    "Delivery probes are 1 % of SMTP sessions at every rate (the white paper's share; --probe-share overrides, and the report says so). The Delivery Time row is judged only on 59 probes or more: with fewer, even 100 % cannot tell a server that delivers 95 % in time from a perfect one (0.95^59 < 5 %), so the row and its level are reported as \"too few probes to judge\", neither passed nor failed; no msgs/min is established on such a level, and --find-max carries on past it (only a failing row stops the search) but counts only fully judged trials as passing.",
+    "Delivery probes are 1 % of SMTP sessions at every rate in the standard profile (the white paper's share); the quick profile, its phases unchanged and without --find-max, raises the share (to a whole percent, at most 100 %) so that its lowest level expects 80 probes, as its minutes-long levels would otherwise have one or two; --probe-share overrides both, and the report lists any share but 1 % as a deviation. The Delivery Time row is judged only on 59 probes or more: with fewer, even 100 % cannot tell a server that delivers 95 % in time from a perfect one (0.95^59 < 5 %), so the row and its level are reported as \"too few probes to judge\", neither passed nor failed; no msgs/min is established on such a level, and --find-max carries on past it (only a failing row stops the search) but counts only fully judged trials as passing.",
     "Delivery time runs from the start of the probe's SMTP session (sent at full speed) until a POP poll (every 1 s, TOP of each message) finds it; a probe not found after 120 s, or still polling when its level ends, is not delivered. Probed mailboxes are kept from other POP sessions.",
     "Message sizes are the table's point sizes with 1 KB = 1,024 bytes; SMTP uses HELO; every account has the same password.",
     "Modem sessions (90 % of user SMTP and POP sessions) send and receive at 6,000 B/s throughout; remote-MTA sessions run at full speed.",
@@ -291,13 +299,47 @@ fn resolve(text: &str, flag: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("{flag} {text}: the name has no address"))
 }
 
-/// The probe share: `--probe-share`, else the white paper's 1 % at every rate.
-/// It is not raised at small rates (it was, to one probe per 10 s: up to 16 %
-/// of SMTP sessions became full-speed probes, which shifted the modem share);
-/// a small run's Delivery Time row is reported as "too few probes to judge"
-/// instead (`qos::MIN_DELIVERY_PROBES`).
-fn probe_share(args: &Options) -> f64 {
-    args.probe_share.unwrap_or(PROBE_SHARE)
+/// The probe share: `--probe-share`; else, for levels run with the quick
+/// profile's phases unchanged, its raised share ([`quick_probe_share`]), so
+/// that a first run ends with a verdict; else the white paper's 1 % at every
+/// rate (the standard profile, changed phases and `--find-max`, whose trials'
+/// rates are not known in advance: a level with too few probes reports its
+/// Delivery Time row as "too few probes to judge", `qos::MIN_DELIVERY_PROBES`).
+/// A share other than 1 % is a listed deviation.
+fn probe_share(args: &Options, s: &Settings) -> f64 {
+    if let Some(p) = args.probe_share {
+        return p;
+    }
+    if s.phases.profile != QUICK.profile || args.find_max {
+        return PROBE_SHARE;
+    }
+    let lowest = args
+        .levels
+        .iter()
+        .min()
+        .map_or(1.0, |&l| f64::from(l) / 100.0);
+    quick_probe_share(s.rate, lowest, s.phases.run)
+}
+
+/// The delivery probes a level at `load` × `rate` msgs/min, measured for
+/// `run` with `share` of its SMTP sessions probed, expects (`mail2001.md` §1.3:
+/// user and remote-MTA sessions both carry probes).
+fn expected_probes(rate: f64, load: f64, run: Duration, share: f64) -> f64 {
+    Rates::at_load(rate, load).smtp_total() * run.as_secs_f64() * share
+}
+
+/// The quick profile's probe share: enough for [`QUICK_PROBES`] expected
+/// probes at the lowest load, rounded up to a whole percent, never below the
+/// white paper's 1 % nor above every SMTP session. At the default 20 msgs/min
+/// and 180 s that is 88 %: nearly all SMTP sessions then run at full speed to
+/// a probe mailbox (as its first recipient), which the report lists. Below
+/// about 18 msgs/min even 100 % cannot reach 80 probes in 180 s.
+fn quick_probe_share(rate: f64, load: f64, run: Duration) -> f64 {
+    let sessions = expected_probes(rate, load, run, 1.0);
+    if sessions <= 0.0 {
+        return 1.0;
+    }
+    ((QUICK_PROBES / sessions * 100.0).ceil() / 100.0).clamp(PROBE_SHARE, 1.0)
 }
 
 async fn run_async(args: &Options) -> anyhow::Result<()> {
@@ -513,7 +555,7 @@ fn workload(args: &Options, s: &Settings, smtp: SocketAddr, read_addr: SocketAdd
         retry_pool: s.retry_pool,
         password: args.password.clone(),
         reply_timeout: s.reply_timeout,
-        probe_share: probe_share(args),
+        probe_share: probe_share(args, s),
         seed: s.seed,
         run_id: (s.seed as u32) ^ ((s.seed >> 32) as u32) ^ 0x5eed_0001,
     }

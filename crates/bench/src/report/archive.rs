@@ -83,6 +83,33 @@ fn values(g: &Group<'_>, pick: Pick) -> Vec<f64> {
     g.runs.iter().filter_map(|r| pick(&r.figures())).collect()
 }
 
+/// Refuses a label whose runs offered different loads (another
+/// `--connections` or `--run-time`, web; another rate, levels or
+/// `--run-time`, mail): a column's mean and interval treat its runs as
+/// repeats of one experiment, and splitting them into made-up columns would
+/// hide that the label was given to two. The error names the two runs, so
+/// the caller can pick runs by ID or store them under separate labels.
+fn same_load(g: &Group<'_>) -> anyhow::Result<()> {
+    let Some((first, rest)) = g.runs.split_first() else {
+        return Ok(());
+    };
+    let want = first.load();
+    for r in rest {
+        let got = r.load();
+        if got != want {
+            bail!(
+                "label {:?} holds runs of different loads: {} ({want}) and {} ({got}); a \
+                 configuration's runs must repeat one load: name the runs to compare by ID \
+                 (`stoa bench results` lists them) or store each load under its own --label",
+                g.label,
+                first.id,
+                r.id
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `stoa bench compare`: `records` grouped by label, in the order given.
 pub(crate) fn compare(records: &[Record]) -> anyhow::Result<String> {
     let Some(first) = records.first() else {
@@ -107,6 +134,9 @@ pub(crate) fn compare(records: &[Record]) -> anyhow::Result<String> {
                 runs: vec![r],
             }),
         }
+    }
+    for g in &groups {
+        same_load(g)?;
     }
     let notice = match kind {
         Kind::Web => super::web::NOTICE,
@@ -356,5 +386,48 @@ mod tests {
         assert!(page.contains("2,982"), "{page}");
         assert!(page.contains("junk.json: bad"), "{page}");
         assert!(results("/tmp/r", &[], &[]).contains("No runs stored yet"));
+    }
+
+    /// Issue 56, item 18: runs of another --connections or --run-time under
+    /// one label were averaged into one column.
+    #[test]
+    fn a_label_with_runs_of_different_loads_is_refused() {
+        let with = |id: &str, label: &str, connections: u32, run_s: u32| {
+            let mut r = run(id, label, 2982.0, "1");
+            r.result["requested_connections"] = json!(connections);
+            r.result["profile"] = json!({"run_s": run_s});
+            r
+        };
+        let same = [
+            with("01", "A", 100, 60),
+            with("02", "A", 100, 60),
+            with("03", "B", 200, 60),
+        ];
+        assert!(
+            compare(&same).is_ok(),
+            "one load per label; labels may differ"
+        );
+        for odd in [with("02", "A", 200, 60), with("02", "A", 100, 300)] {
+            let err = compare(&[with("01", "A", 100, 60), odd])
+                .expect_err("two loads under one label")
+                .to_string();
+            assert!(err.contains("label \"A\" holds runs of different loads: 01 (100 connections, measured 60 s) and 02 ("), "{err}");
+            assert!(err.contains("--label"), "{err}");
+        }
+        let mail = |id: &str, mpm: f64| {
+            let mut r = run(id, "M", 1.0, "1");
+            r.kind = Kind::Mail;
+            r.result = json!({"mpm": mpm, "phases": {"run_secs": 180.0},
+                              "levels": [{"load_percent": 100}], "find_max": {"trials": []}});
+            r
+        };
+        let err = compare(&[mail("01", 20.0), mail("02", 40.0)])
+            .expect_err("two rates under one label")
+            .to_string();
+        assert!(
+            err.contains("20 msgs/min at 100 %, measured 180 s"),
+            "{err}"
+        );
+        assert!(compare(&[mail("01", 20.0), mail("02", 20.0)]).is_ok());
     }
 }

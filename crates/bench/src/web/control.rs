@@ -194,7 +194,16 @@ fn reset_request(targets: &Targets, p: &ResetParams) -> Vec<u8> {
     command_request(targets, &command)
 }
 
+/// What a run against a server without the dynamic API is told: the Reset is
+/// the first dynamic request, and a plain file server answers it 404 (or 405,
+/// 501 for a method or script it does not know).
+pub(crate) const NO_DYNAMIC_API: &str = "the server has no SPECweb99 dynamic API: use \
+     --static-only (and `stoa fileset` to create the file set)";
+
 fn check_reset(reply: &Reply) -> anyhow::Result<()> {
+    if matches!(reply.status, 404 | 405 | 501) {
+        bail!("command/Reset answered {}: {NO_DYNAMIC_API}", reply.status);
+    }
     if reply.status != 200 {
         bail!(
             "command/Reset answered {}: {}",

@@ -79,7 +79,7 @@ fn run_outcome(run: &MailRun) -> Option<Outcome> {
 }
 
 /// The mark of a cell whose row is not judged, and its footnote.
-const NOT_JUDGED_MARK: &str = "†";
+pub(crate) const NOT_JUDGED_MARK: &str = "†";
 
 /// "1 probe", "3 probes".
 fn probes(n: u64) -> String {
@@ -264,7 +264,7 @@ fn int(n: u64) -> String {
 }
 
 /// A percentage with two decimals ("96.00%").
-fn pct(p: f64) -> String {
+pub(crate) fn pct(p: f64) -> String {
     format!("{}%", num(p, 2))
 }
 
@@ -542,7 +542,7 @@ fn summary(doc: &mut Document, run: &MailRun, charts: bool) {
 }
 
 /// The footnote of a row marked not judged.
-fn not_judged_footnote() -> String {
+pub(crate) fn not_judged_footnote() -> String {
     format!(
         "{NOT_JUDGED_MARK} too few probes to judge: Delivery Time needs at least {} probes (with fewer, \
          even 100 % cannot tell a server that delivers only 95 % in time from a perfect one); \

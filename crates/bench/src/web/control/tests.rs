@@ -144,6 +144,44 @@ fn validation_sends_what_the_manager_sent() {
     assert!(sent[4].contains("Cookie: my_cookie=user_id=10001&last_ad=20"));
 }
 
+/// Issue 56, item 18: a server without the dynamic API (nginx, `stoa serve`
+/// without `--web99`) answers the Reset with its 404 page; the error must say
+/// what to do instead, not show that page.
+#[test]
+fn a_server_without_the_dynamic_api_is_told_to_use_static_only() {
+    let v = Validation {
+        maxload: 10,
+        dirs: 1,
+        static_only: false,
+        file: 0,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let err = runtime
+        .block_on(validate_by(
+            |_req| async {
+                Ok(Reply {
+                    status: 404,
+                    headers: Vec::new(),
+                    body: b"<html><body><h1>404 Not Found</h1></body></html>".to_vec(),
+                })
+            },
+            &targets("/web99"),
+            &v,
+        ))
+        .expect_err("no dynamic API");
+    let text = format!("{err:#}");
+    assert!(
+        text.contains(
+            "the server has no SPECweb99 dynamic API: use --static-only (and `stoa fileset` \
+             to create the file set)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("<html>"), "{text}");
+}
+
 /// The manager draws the file number as `int(rand(8))`: 0–7, never 8.
 #[test]
 fn the_validation_file_is_one_of_the_first_eight() {
