@@ -97,26 +97,47 @@ impl Requests {
     }
 
     /// Waits for a flush request and takes it (removes the file). Cancel-safe.
+    /// Every message spooled makes events in the queue directory: only one
+    /// naming the request (or a lost event) makes it look.
     pub(crate) async fn flush(&mut self) {
         let Some(watch) = &self.watch else {
             return std::future::pending().await;
         };
+        let mut look = true;
         loop {
-            match std::fs::remove_file(self.dir.join(FLUSH_REQUEST)) {
-                Ok(()) => return,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    tracing::warn!("queue: cannot take the flush request: {e}");
+            if look {
+                match std::fs::remove_file(self.dir.join(FLUSH_REQUEST)) {
+                    Ok(()) => return,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        tracing::warn!("queue: cannot take the flush request: {e}");
+                    }
                 }
             }
             let Ok(mut ready) = watch.readable().await else {
                 return std::future::pending().await;
             };
-            let mut buf = [0u8; 4096];
-            while matches!(rustix::io::read(watch.get_ref(), &mut buf), Ok(n) if n > 0) {}
+            look = names_request(watch.get_ref());
             ready.clear_ready();
         }
     }
+}
+
+/// Reads every pending event of `watch`: whether one names the request, or
+/// events were lost.
+fn names_request(watch: &OwnedFd) -> bool {
+    use rustix::fs::inotify::{ReadFlags, Reader};
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut events = Reader::new(watch, &mut buf);
+    let mut named = false;
+    // Until EAGAIN: drained.
+    while let Ok(event) = events.next() {
+        named |= event.events().contains(ReadFlags::QUEUE_OVERFLOW)
+            || event
+                .file_name()
+                .is_some_and(|name| name.to_bytes() == FLUSH_REQUEST.as_bytes());
+    }
+    named
 }
 
 /// The runner lock: refused (logged by the caller) when another delivery thread
