@@ -79,7 +79,7 @@ pub(crate) fn rfc5322_date(when: SystemTime) -> String {
 
 /// (year, month 1–12, day 1–31) of a day count since 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

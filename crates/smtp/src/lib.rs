@@ -25,7 +25,8 @@
 //!   `Received:` field at DATA, the durable commit at the end of the message
 //!   (`250` or `451 4.3.0`), password checks at AUTH (on blocking threads).
 //! - [`queue`]: the queue directory: message and envelope files, the order of
-//!   writes and fsyncs, crash recovery.
+//!   writes and fsyncs, crash recovery; the per-message lock, and what the
+//!   operator's `stoa queue` commands do (`queue::admin`, `queue::control`).
 //! - [`delivery`]: the scheduler, the routing of each user by its `mailHost`,
 //!   [`LocalDelivery`] with [`StoreDelivery`] (the `stoa-mailstore` store), the
 //!   LMTP client to other store hosts (a small per-host connection pool), the

@@ -32,6 +32,10 @@ pub(crate) enum Command {
     /// Manage the mail users and local domains of a mail directory.
     #[command(subcommand)]
     User(UserCommand),
+    /// Look into the mail queue and act on it, as Postfix's `postqueue -p/-f` and
+    /// `postsuper -d/-h/-H` do; safe while `stoa serve` delivers from it.
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// Look into users' mailboxes in the mail store, or move one out or in as a
     /// Maildir++ tree (Dovecot's layout).
     #[command(subcommand)]
@@ -350,6 +354,74 @@ pub(crate) struct FilesetArgs {
     pub(crate) cgi_dir: Option<PathBuf>,
 }
 
+/// `stoa queue …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueCommand {
+    /// List the queued messages: id (`!` after it when on hold), size, arrival
+    /// (UTC), sender, then the attempts so far and the next one, and each
+    /// recipient still to deliver with its last error. Reads the queue without
+    /// locking it: a message arriving or leaving meanwhile is left out.
+    List(QueueListArgs),
+    /// Ask the running server to try every queued message now (held ones
+    /// excepted). Fails when no server delivers from the queue.
+    Flush(QueueDirArgs),
+    /// Remove messages from the queue, without a bounce. A message being
+    /// delivered is waited for (up to 30 s): once the command succeeds, it is
+    /// never attempted again.
+    Delete(QueueDeleteArgs),
+    /// Put messages on hold: not attempted until released (an attempt in flight
+    /// is waited for, up to 30 s). The queue lifetime keeps counting from
+    /// arrival, as Postfix's does.
+    Hold(QueueIdsArgs),
+    /// Release held messages: they are attempted at their next retry (within the
+    /// minimal backoff) or at the next `stoa queue flush`.
+    Release(QueueIdsArgs),
+}
+
+/// The queue of a `stoa queue` command: that of the mail directory.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct QueueDirArgs {
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+}
+
+/// `stoa queue list`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct QueueListArgs {
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+    /// One JSON array of messages (times in Unix seconds), for scripts.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `stoa queue hold` and `release`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct QueueIdsArgs {
+    /// Queue ids, as `stoa queue list` shows them.
+    #[arg(value_name = "ID", required = true)]
+    pub(crate) ids: Vec<String>,
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+}
+
+/// `stoa queue delete`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct QueueDeleteArgs {
+    /// Queue ids, as `stoa queue list` shows them.
+    #[arg(
+        value_name = "ID",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub(crate) ids: Vec<String>,
+    /// Every message queued when the command starts.
+    #[arg(long)]
+    pub(crate) all: bool,
+    #[command(flatten)]
+    pub(crate) dir: MailDirArgs,
+}
+
 /// `stoa user …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum UserCommand {
@@ -406,7 +478,8 @@ pub(crate) enum DomainCommand {
 /// configuration.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct MailDirArgs {
-    /// The mail directory (the users are in DIR/directory). Default: the one
+    /// The mail directory (the users are in DIR/directory, the queue in
+    /// DIR/queue). Default: the one
     /// the configuration's mail servers use (`mail_dir` of `[smtp]`, `[pop3]`,
     /// `[imap]` or `[lmtp]`).
     #[arg(long, value_name = "DIR")]

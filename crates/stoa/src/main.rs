@@ -23,6 +23,7 @@ mod fileset;
 mod man;
 mod metrics;
 mod privilege;
+mod queue;
 mod serve;
 mod user;
 mod web99_cgi;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         cli::Command::Reload(args) => serve::signal_reload(&args.pid_file),
         cli::Command::User(command) => user::run(command),
         cli::Command::Mailbox(command) => user::mailbox(command),
+        cli::Command::Queue(command) => queue::run(command),
         cli::Command::Fileset(args) => fileset::run(args),
         cli::Command::Compress(args) => compress::run(args),
         cli::Command::Web99Cgi => web99_cgi::run(),

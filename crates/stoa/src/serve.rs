@@ -223,24 +223,30 @@ pub(crate) fn signal_reload(pid_file: &Path) -> anyhow::Result<()> {
 /// An inotify watch on the pid file's directory, where the outcome file is renamed
 /// into place; `None` if it cannot be set (the caller then does not wait).
 fn watch_outcome(pid_file: &Path) -> Option<std::os::fd::OwnedFd> {
-    use rustix::fs::inotify;
+    use rustix::fs::inotify::WatchFlags;
     let dir = pid_file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    watch_dir(dir, WatchFlags::MOVED_TO | WatchFlags::CLOSE_WRITE)
+}
+
+/// An inotify watch on `dir` for the events of `flags` (how a command waits for
+/// the server's answer: `stoa reload`, `stoa queue flush`); `None` if it cannot
+/// be set.
+pub(crate) fn watch_dir(
+    dir: &Path,
+    flags: rustix::fs::inotify::WatchFlags,
+) -> Option<std::os::fd::OwnedFd> {
+    use rustix::fs::inotify;
     let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
-    inotify::add_watch(
-        &fd,
-        dir,
-        inotify::WatchFlags::MOVED_TO | inotify::WatchFlags::CLOSE_WRITE,
-    )
-    .ok()?;
+    inotify::add_watch(&fd, dir, flags).ok()?;
     Some(fd)
 }
 
 /// Waits until the watched directory changes or `left` passes, then drains the
 /// events.
-fn wait_for_change(watch: &std::os::fd::OwnedFd, left: std::time::Duration) {
+pub(crate) fn wait_for_change(watch: &std::os::fd::OwnedFd, left: std::time::Duration) {
     use rustix::event::{PollFd, PollFlags, poll};
     let timeout = rustix::time::Timespec {
         tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),

@@ -348,16 +348,33 @@ fn store_and_user(
     Ok((store, user))
 }
 
-/// The mail directory `args` name: `--mail-dir`, else that of the mail servers
-/// of the configuration, loaded as `stoa serve` loads it (its errors printed).
+/// The mail directory `args` name, whose users this command manages (so not
+/// one whose users are in LDAP).
 fn mail_dir(args: &MailDirArgs) -> anyhow::Result<PathBuf> {
+    let (dir, read) = configured_mail_dir(args)?;
+    if let Some((file, crate::config::Directory::Ldap(_))) = read {
+        bail!(
+            "the users of {} are in LDAP ([directory] backend = \"ldap\"): manage them there \
+             (or give --mail-dir for an embedded directory)",
+            file.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// The mail directory `args` name: `--mail-dir`, else that of the mail servers
+/// of the configuration, loaded as `stoa serve` loads it (its errors printed),
+/// with the configuration file and its directory settings when it was read.
+pub(crate) fn configured_mail_dir(
+    args: &MailDirArgs,
+) -> anyhow::Result<(PathBuf, Option<(PathBuf, crate::config::Directory)>)> {
     if let Some(file) = &args.config
         && !file.exists()
     {
         bail!("--config {}: no such file", file.display());
     }
     if let Some(dir) = &args.mail_dir {
-        return Ok(dir.clone());
+        return Ok((dir.clone(), None));
     }
     let serve = crate::config::with_default_file(&ServeArgs {
         config: args.config.clone(),
@@ -376,19 +393,13 @@ fn mail_dir(args: &MailDirArgs) -> anyhow::Result<PathBuf> {
             file.display()
         ))
     })?;
-    if let crate::config::Directory::Ldap(_) = loaded.directory {
-        bail!(
-            "the users of {} are in LDAP ([directory] backend = \"ldap\"): manage them there \
-             (or give --mail-dir for an embedded directory)",
-            file.display()
-        );
-    }
-    loaded.mail_dir.with_context(|| {
+    let dir = loaded.mail_dir.with_context(|| {
         format!(
             "{} runs no mail server, so it names no mail directory: give --mail-dir DIR",
             file.display()
         )
-    })
+    })?;
+    Ok((dir, Some((file, loaded.directory))))
 }
 
 /// The embedded directory of `mail_dir`, created if needed (`stoa user init`,

@@ -89,7 +89,7 @@ fn kill_9(server: &mut Server) {
     assert!(!status.success(), "killed, not exited: {status:?}");
 }
 
-/// File names in `DIR/queue`.
+/// File names in `DIR/queue`, but its control files (`.runner`, `.flush`).
 fn queue_files(dir: &Path) -> Vec<String> {
     match std::fs::read_dir(dir.join("queue")) {
         Ok(entries) => entries
@@ -99,6 +99,7 @@ fn queue_files(dir: &Path) -> Vec<String> {
                     .to_string_lossy()
                     .into_owned()
             })
+            .filter(|name| !name.starts_with('.'))
             .collect(),
         Err(_) => Vec::new(),
     }

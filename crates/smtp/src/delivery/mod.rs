@@ -41,7 +41,7 @@ pub mod relay;
 mod wire;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::io;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -51,6 +51,7 @@ use stoa_netkit::shutdown::Shutdown;
 use tokio::sync::mpsc;
 
 use crate::config::QueueConfig;
+use crate::queue::control::Requests;
 use crate::queue::{Envelope, Queue, Recipient, RecipientState, Route, envelope, unix_now};
 pub use lmtp::DEFAULT_LMTP_PORT;
 pub use local::{DeliveryError, LocalDelivery, StoreDelivery};
@@ -75,9 +76,50 @@ pub(crate) struct Deliverer {
 /// The timer heap: (due, sequence, id), earliest first.
 type Timers = BinaryHeap<Reverse<(Instant, u64, String)>>;
 
+/// When each queued message is due: a timer heap in which a message has one live
+/// entry, the one of its latest [`Schedule::push`] (older ones are skipped), so a
+/// flush can move every message to now without attempting any twice.
+#[derive(Default)]
+struct Schedule {
+    timers: Timers,
+    seq: u64,
+    latest: HashMap<String, u64>,
+}
+
+impl Schedule {
+    /// Schedules `id` at `at`, replacing its earlier time.
+    fn push(&mut self, at: Instant, id: String) {
+        self.seq += 1;
+        self.latest.insert(id.clone(), self.seq);
+        self.timers.push(Reverse((at, self.seq, id)));
+    }
+
+    /// The earliest live due time.
+    fn next_due(&mut self) -> Option<Instant> {
+        while let Some(Reverse((due, seq, id))) = self.timers.peek() {
+            if self.latest.get(id) == Some(seq) {
+                return Some(*due);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    /// The earliest message due by `now`, taken off the schedule.
+    fn pop_due(&mut self, now: Instant) -> Option<String> {
+        if self.next_due()? > now {
+            return None;
+        }
+        let Reverse((_, _, id)) = self.timers.pop()?;
+        self.latest.remove(&id);
+        Some(id)
+    }
+}
+
 /// Runs the scheduler until `shutdown`, then waits up to the settings' grace for
 /// the attempts in flight. Messages not finished stay queued for the next start.
-/// Each attempt takes the settings of `current` as they are when it starts.
+/// Each attempt takes the settings of `current` as they are when it starts. A
+/// flush request ([`crate::queue::control`]) makes every queued message due now.
 pub(crate) async fn run(
     current: Arc<crate::runner::Current>,
     notify: Notifier,
@@ -87,17 +129,13 @@ pub(crate) async fn run(
 ) {
     // The settings of the moment: a reload replaces them between attempts.
     let settings = || Arc::clone(&current.read().unwrap_or_else(PoisonError::into_inner));
-    let mut timers = Timers::new();
-    let mut seq = 0u64;
-    let mut push = |timers: &mut Timers, at: Instant, id: String| {
-        seq += 1;
-        timers.push(Reverse((at, seq, id)));
-    };
+    let mut requests = Requests::open(settings().queue.dir());
+    let mut schedule = Schedule::default();
     let start = Instant::now();
     let now_secs = unix_now();
     for envelope in recovered {
         let wait = Duration::from_secs(envelope.next_try.saturating_sub(now_secs));
-        push(&mut timers, start + wait, envelope.id);
+        schedule.push(start + wait, envelope.id);
     }
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<(String, Option<Duration>)>();
     let mut in_flight = HashSet::new();
@@ -106,13 +144,7 @@ pub(crate) async fn run(
         let max = deliverer.config.max_deliveries.max(1);
         let now = Instant::now();
         while in_flight.len() < max {
-            let Some(Reverse((due, _, _))) = timers.peek() else {
-                break;
-            };
-            if *due > now {
-                break;
-            }
-            let Some(Reverse((_, _, id))) = timers.pop() else {
+            let Some(id) = schedule.pop_due(now) else {
                 break;
             };
             if !in_flight.insert(id.clone()) {
@@ -124,17 +156,28 @@ pub(crate) async fn run(
                 let _ = done.send((id, next));
             });
         }
-        let next_due = timers
-            .peek()
-            .filter(|_| in_flight.len() < max)
-            .map(|Reverse((due, _, _))| *due);
+        let next_due = schedule.next_due().filter(|_| in_flight.len() < max);
         tokio::select! {
             _ = shutdown.wait() => break,
-            Some(id) = incoming.recv() => push(&mut timers, Instant::now(), id),
+            Some(id) = incoming.recv() => schedule.push(Instant::now(), id),
             Some((id, next)) = done_rx.recv() => {
                 in_flight.remove(&id);
                 if let Some(delay) = next {
-                    push(&mut timers, Instant::now() + delay, id);
+                    schedule.push(Instant::now() + delay, id);
+                }
+            }
+            () = requests.flush() => {
+                let queue = Arc::clone(&deliverer.queue);
+                match blocking(move || queue.ids()).await.and_then(|r| r) {
+                    Ok(ids) => {
+                        tracing::info!("queue: flush requested: {} messages due now", ids.len());
+                        let now = Instant::now();
+                        // One in flight is rescheduled when it ends.
+                        for id in ids.into_iter().filter(|id| !in_flight.contains(id)) {
+                            schedule.push(now, id);
+                        }
+                    }
+                    Err(e) => tracing::error!("queue: flush requested, cannot list the queue: {e}"),
                 }
             }
             _ = sleep_until(next_due) => {}
@@ -166,18 +209,51 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         .map_err(|e| io::Error::other(format!("delivery task failed: {e}")))
 }
 
-/// One delivery attempt of message `id`; returns when to try again, if ever.
+/// What an attempt finds once it has tried to take the message's lock.
+enum Locked {
+    /// Someone else holds the lock: an operator's command.
+    Busy,
+    /// The message is on hold.
+    Held,
+    /// The lock, the envelope and the message.
+    Loaded(crate::queue::MessageLock, Envelope, Vec<u8>),
+}
+
+/// How soon a message locked by an operator's command is tried again.
+const OPERATOR_WAIT: Duration = Duration::from_secs(1);
+
+/// One delivery attempt of message `id`; returns when to try again, if ever (a
+/// held message is looked at again after the minimal backoff).
 async fn attempt(d: &Arc<Deliverer>, id: &str, notify: &Notifier) -> Option<Duration> {
     let retry = Some(d.config.min_backoff);
     let (queue, key) = (Arc::clone(&d.queue), id.to_owned());
+    // The message's lock, held to the end of the attempt (the queue's module docs).
     let loaded = blocking(move || {
-        Ok::<_, io::Error>((queue.read_envelope(&key)?, queue.read_message(&key)?))
+        let Some(lock) = queue.try_lock(&key)? else {
+            return Ok(Locked::Busy);
+        };
+        if queue.is_held(&key) {
+            return Ok(Locked::Held);
+        }
+        let envelope = queue.read_envelope(&key)?;
+        Ok::<_, io::Error>(Locked::Loaded(lock, envelope, queue.read_message(&key)?))
     })
     .await
     .and_then(|r| r);
-    let (mut envelope, message) = match loaded {
-        Ok(loaded) => loaded,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+    let (_lock, mut envelope, message) = match loaded {
+        Ok(Locked::Loaded(lock, envelope, message)) => (lock, envelope, message),
+        Ok(Locked::Busy) => {
+            tracing::debug!("queue {id}: locked by an operator's command, retrying soon");
+            return Some(OPERATOR_WAIT);
+        }
+        Ok(Locked::Held) => {
+            tracing::info!("queue {id}: on hold, not attempted");
+            return retry;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            crate::metrics::leave_queue(id);
+            return None;
+        }
         Err(e) => {
             tracing::error!("queue {id}: cannot read: {e}");
             return retry;
@@ -577,6 +653,24 @@ mod tests {
             route(Err(down)),
             Destination::Failed(Outcome::Temporary(s, _)) if s == "4.4.3"
         ));
+    }
+
+    #[test]
+    fn a_message_rescheduled_is_due_once() {
+        let mut schedule = Schedule::default();
+        let now = Instant::now();
+        schedule.push(now + Duration::from_secs(300), "A".into());
+        schedule.push(now + Duration::from_secs(60), "B".into());
+        assert_eq!(schedule.pop_due(now), None);
+        // A flush: both due now, their old times forgotten.
+        schedule.push(now, "A".into());
+        schedule.push(now, "B".into());
+        let mut due = Vec::new();
+        while let Some(id) = schedule.pop_due(now + Duration::from_secs(400)) {
+            due.push(id);
+        }
+        assert_eq!(due, ["A", "B"]);
+        assert_eq!(schedule.next_due(), None);
     }
 
     #[test]

@@ -28,11 +28,22 @@
 //! every other envelope is loaded and scheduled. Unreadable envelopes are set
 //! aside the same way and logged, never deleted.
 //!
+//! # Beside the server: the operator's commands
+//!
+//! Every delivery attempt holds an exclusive `flock` on the message's `ID.msg`
+//! ([`Queue::try_lock`]) from before it reads the envelope until the envelope is
+//! saved or removed; `stoa queue delete | hold | release` take the same lock
+//! ([`admin`]), so none of them cuts an attempt in half. A held message has an
+//! empty `ID.hold` marker. `stoa queue flush` reaches the delivery thread through
+//! the [`control`] files `.runner` and `.flush`.
+//!
 //! # Permissions
 //!
 //! Queued mail is private: the directory is created `0700` and every file
 //! `0600` ([`DIR_MODE`], [`FILE_MODE`]), whatever the umask.
 
+pub mod admin;
+pub mod control;
 pub mod envelope;
 
 use std::fs::{File, OpenOptions};
@@ -82,6 +93,12 @@ pub struct Queue {
     dir: PathBuf,
 }
 
+/// A queued message's lock ([`Queue::try_lock`]), released when dropped.
+#[derive(Debug)]
+pub struct MessageLock {
+    _file: File,
+}
+
 /// A message being received into the queue.
 #[derive(Debug)]
 pub struct Spool {
@@ -103,6 +120,14 @@ impl Queue {
         Ok(Queue {
             dir: dir.to_owned(),
         })
+    }
+
+    /// The queue directory `dir` as it is, created or not (the operator's
+    /// commands, which must not create a queue where none was).
+    pub fn at(dir: &Path) -> Queue {
+        Queue {
+            dir: dir.to_owned(),
+        }
     }
 
     /// The directory.
@@ -234,17 +259,38 @@ impl Queue {
         Envelope::from_bytes(&bytes).map_err(io::Error::other)
     }
 
-    /// Removes a finished message: envelope first, then the message. Blocks.
+    /// Removes a finished message: envelope first, then the message (and a hold
+    /// marker). Blocks.
     pub fn remove(&self, id: &str) -> io::Result<()> {
         crash_point!("deliver::before_queue_remove");
         std::fs::remove_file(self.path(id, "env"))?;
-        match std::fs::remove_file(self.path(id, "msg")) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+        for ext in ["msg", "hold"] {
+            match std::fs::remove_file(self.path(id, ext)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
         crate::metrics::leave_queue(id);
         self.sync_dir()
+    }
+
+    /// Takes message `id`'s lock (an exclusive `flock` on `ID.msg`) if nobody
+    /// holds it: `None` when someone does (an attempt, or an operator's command).
+    /// Whoever holds it may change or remove the message's files; read the
+    /// envelope after taking it. `NotFound` when the message is gone. Blocks.
+    pub fn try_lock(&self, id: &str) -> io::Result<Option<MessageLock>> {
+        let file = File::open(self.path(id, "msg"))?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(MessageLock { _file: file })),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether message `id` is on hold (its `ID.hold` marker exists). Blocks.
+    pub fn is_held(&self, id: &str) -> bool {
+        self.path(id, "hold").exists()
     }
 
     /// Cleans up after a crash and returns every queued envelope (see the module
@@ -267,6 +313,11 @@ impl Queue {
             } else if let Some(id) = name.strip_suffix(".msg") {
                 if !names.iter().any(|n| n == &format!("{id}.env")) {
                     tracing::info!("queue: removing {name}, which has no envelope");
+                    std::fs::remove_file(self.dir.join(name))?;
+                    changed = true;
+                }
+            } else if let Some(id) = name.strip_suffix(".hold") {
+                if !names.iter().any(|n| n == &format!("{id}.env")) {
                     std::fs::remove_file(self.dir.join(name))?;
                     changed = true;
                 }

@@ -109,3 +109,96 @@ fn queued_mail_is_private() {
         assert_eq!(mode(&queue.dir().join(&name)), 0o600, "{name}");
     }
 }
+
+/// A queued message `id` (envelope and message file), as a commit leaves it.
+fn queued(queue: &Queue) -> String {
+    let mut spool = queue.create_spool().expect("spool");
+    let id = spool.id().to_owned();
+    spool.write(b"Subject: x\r\n\r\nbody\r\n");
+    queue.commit(spool, &envelope(&id)).expect("commit");
+    id
+}
+
+#[test]
+fn operator_commands_list_hold_release_delete() {
+    use std::time::Duration;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queue = Queue::open(&tmp.path().join("q")).expect("open");
+    assert!(
+        Queue::at(&tmp.path().join("none"))
+            .list()
+            .expect("list")
+            .is_empty()
+    );
+    let (a, b) = (queued(&queue), queued(&queue));
+    let listed = queue.list().expect("list");
+    assert_eq!(listed.len(), 2);
+    assert_eq!((listed[0].size, listed[0].held), (20, false));
+    assert_eq!(listed[0].recipients.len(), 1);
+
+    // A message whose file went (being removed) is left out, not an error.
+    std::fs::remove_file(queue.dir().join(format!("{b}.msg"))).expect("rm");
+    assert_eq!(queue.list().expect("list").len(), 1);
+
+    let wait = Duration::from_millis(50);
+    queue.hold(&a, wait).expect("hold");
+    assert!(queue.is_held(&a) && queue.list().expect("list")[0].held);
+    queue.release(&a, wait).expect("release");
+    assert!(matches!(
+        queue.release(&a, wait),
+        Err(admin::AdminError::NotHeld(_))
+    ));
+
+    // An attempt holds the lock: the commands wait, then give up.
+    let lock = queue.try_lock(&a).expect("lock").expect("free");
+    assert!(queue.try_lock(&a).expect("lock").is_none());
+    assert!(matches!(
+        queue.delete(&a, wait),
+        Err(admin::AdminError::Busy { .. })
+    ));
+    drop(lock);
+    queue.hold(&a, wait).expect("hold");
+    queue.delete(&a, wait).expect("delete");
+    assert!(
+        files(queue.dir()).iter().all(|f| !f.starts_with(&a)),
+        "{:?}",
+        files(queue.dir())
+    );
+    assert!(matches!(
+        queue.delete(&a, wait),
+        Err(admin::AdminError::NotQueued(_))
+    ));
+}
+
+#[test]
+fn queue_ids_are_checked() {
+    assert_eq!(
+        admin::parse_id("662121095cf8609210000").expect("an id"),
+        "662121095CF8609210000"
+    );
+    for bad in [
+        "",
+        "../x",
+        "662121095CF860921000",
+        "662121095CF8609210000.env",
+        "G62121095CF8609210000",
+    ] {
+        assert!(admin::parse_id(bad).is_err(), "{bad}");
+    }
+    assert_eq!(admin::utc_time(1_767_225_600), "2026-01-01 00:00:00");
+}
+
+#[test]
+fn runner_lock_says_whether_a_server_delivers() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queue = Queue::open(&tmp.path().join("q")).expect("open");
+    assert!(!control::runner_alive(queue.dir()).expect("check"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let requests = runtime.block_on(async { control::Requests::open(queue.dir()) });
+    assert!(control::runner_alive(queue.dir()).expect("check"));
+    drop(requests);
+    assert!(!control::runner_alive(queue.dir()).expect("check"));
+}

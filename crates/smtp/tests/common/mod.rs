@@ -125,11 +125,13 @@ impl MailDir {
         self.delivered(address)
     }
 
-    /// Names of the files in the queue directory.
+    /// Names of the files in the queue directory, but its control files
+    /// (`.runner`, `.flush`: `stoa_smtp::queue::control`).
     pub(crate) fn queue_files(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.queue())
             .map(|d| {
                 d.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                    .filter(|name| !name.starts_with('.'))
                     .collect()
             })
             .unwrap_or_default();
