@@ -2,7 +2,7 @@
 //! a running server to try every message now, and knows whether one runs.
 //!
 //! - `.runner`: the delivery thread holds an exclusive `flock` on it while it
-//!   runs ([`Requests::open`]); [`runner_alive`] tries a shared one. A lock, not
+//!   runs (`Requests::open`); [`runner_alive`] tries a shared one. A lock, not
 //!   a process id, so a stale file never names a server that is gone, and a
 //!   reload (whose new servers keep the same delivery thread) changes nothing.
 //! - `.flush`: a request. The command creates it; the delivery thread, woken by
