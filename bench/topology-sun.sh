@@ -451,7 +451,7 @@ harness_rc fill "$FILL_TIMEOUT" "${FILL_ARGS[@]}"
 # then fails. The measurement starts with the MTA's queue empty; a fill whose
 # check failed is checked once more then (the journal says every mailbox is done,
 # so nothing is sent twice).
-queue_left() { find "$BENCH_TMP/mta/queue" -type f 2>/dev/null | wc -l; }
+queue_left() { find "$BENCH_TMP/mta/queue" -type f ! -name '.*' 2>/dev/null | wc -l; }
 while (($(queue_left) > 0)); do
     ((SECONDS - t0 < FILL_TIMEOUT)) || die "the MTA's queue still holds $(queue_left) files after ${FILL_TIMEOUT}s"
     sleep 0.5
