@@ -1,12 +1,17 @@
 //! The store hosts a proxy sends its users to (the POP3 and IMAP proxies'): the
 //! `[[mail_host]]` entries ([`StoreHost`]), how the proxy's leg to them is
 //! protected ([`BackendTls`]), the proxy's settings ([`ProxyConfig`]), and where
-//! a user's `mailHost` listens for one protocol ([`Routes`]). Names only: the
-//! connections are the proxies'.
+//! a user's `mailHost` listens for one protocol ([`Routes`]), and the two
+//! together at run time with the TLS client ([`Backends`]): connecting, and a
+//! TLS upgrade. The conversation on the connection is each proxy's own.
 
 use std::collections::HashMap;
+use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use stoa_netkit::tls::ClientError;
+use stoa_netkit::upstream::{Dial, Upstream};
 
 use crate::normalize_host;
 
@@ -153,6 +158,78 @@ impl Routes {
             Some(addr) => addr.clone(),
             None => format!("{host}:{}", self.default_port),
         }
+    }
+}
+
+/// A proxy's way to its store hosts for one protocol: the settings, the routes
+/// and, when the leg is protected, the TLS client (its CA files loaded once).
+pub struct Backends {
+    config: ProxyConfig,
+    routes: Routes,
+    tls: Option<tokio_rustls::TlsConnector>,
+}
+
+impl std::fmt::Debug for Backends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backends")
+            .field("config", &self.config)
+            .field("routes", &self.routes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backends {
+    /// The store hosts of `config` for `protocol`; fails when the CA files for a
+    /// protected leg cannot be used.
+    pub fn new(config: ProxyConfig, protocol: Protocol) -> Result<Backends, ClientError> {
+        let tls = (config.backend_tls != BackendTls::None)
+            .then(|| stoa_netkit::tls::connector(&config.backend_ca))
+            .transpose()?;
+        let routes = Routes::new(&config.stores, protocol, config.backend_tls);
+        Ok(Backends {
+            config,
+            routes,
+            tls,
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.config
+    }
+
+    /// Where `host` (a `mailHost` value) listens (see [`Routes::address`]).
+    pub fn address(&self, host: &str) -> String {
+        self.routes.address(host)
+    }
+
+    /// Connects to `addr`, `host`'s address, with TLS from the first byte when
+    /// the leg is [`BackendTls::Tls`] (the certificate must name `host`); reply
+    /// lines are limited to `max_line` octets.
+    pub async fn connect(&self, addr: &str, host: &str, max_line: usize) -> io::Result<Upstream> {
+        let tls = match (self.config.backend_tls, &self.tls) {
+            (BackendTls::Tls, Some(connector)) => Some((connector, host)),
+            _ => None,
+        };
+        Upstream::connect(Dial {
+            addr,
+            tls,
+            connect_timeout: self.config.connect_timeout,
+            reply_timeout: self.config.reply_timeout,
+            max_line,
+        })
+        .await
+    }
+
+    /// The TLS handshake with `host` after the protocol's upgrade command
+    /// (STARTTLS, STLS) was accepted.
+    pub async fn start_tls(&self, upstream: &mut Upstream, host: &str) -> io::Result<()> {
+        let Some(connector) = &self.tls else {
+            return Err(io::Error::other("TLS without a TLS client"));
+        };
+        upstream
+            .start_tls(connector, host, self.config.connect_timeout)
+            .await
     }
 }
 

@@ -91,7 +91,7 @@ impl Server {
         proxy: ProxyConfig,
         throttle: Option<Arc<Throttle>>,
     ) -> Result<Server, Error> {
-        let proxy = Proxy::new(proxy)?;
+        let proxy = Proxy::new(proxy, stoa_directory::store_hosts::Protocol::Imap)?;
         let command = &mut config.limits.command;
         command.max_literal = command.max_literal.min(command.max_line as u64);
         command.max_command = command.max_line.saturating_mul(2);

@@ -99,7 +99,7 @@ impl Server {
         directory: Arc<dyn Directory>,
     ) -> Result<Server, Error> {
         let throttle = Arc::new(Throttle::new(config.auth_throttle.clone()));
-        let proxy = Proxy::new(proxy)?;
+        let proxy = Proxy::new(proxy, stoa_directory::store_hosts::Protocol::Pop3)?;
         Server::bind_backend(config, directory, Backend::Proxy(Arc::new(proxy)), throttle)
     }
 

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use base64::Engine as _;
 use stoa_imap_proto::reply::{self, Reply, Status, has_capability};
 use stoa_netkit::tls::Stream;
-use stoa_netkit::upstream::{Dial, Upstream, printable, strip_crlf, unexpected};
+use stoa_netkit::upstream::{Upstream, printable, strip_crlf, unexpected};
 
 use super::{BackendTls, Proxy};
 
@@ -43,21 +43,11 @@ pub(crate) async fn login(
     password: &str,
     client: SocketAddr,
 ) -> Result<LoggedIn, String> {
-    let addr = proxy.routes.address(host);
+    let addr = proxy.address(host);
     let failed = |what: &str, e: io::Error| format!("{addr}: {what}: {e}");
-    let config = &proxy.config;
-    let tls = match (config.backend_tls, &proxy.tls) {
-        (BackendTls::Tls, Some(connector)) => Some((connector, host)),
-        _ => None,
-    };
-    let dial = Dial {
-        addr: &addr,
-        tls,
-        connect_timeout: config.connect_timeout,
-        reply_timeout: config.reply_timeout,
-        max_line: MAX_REPLY_LINE,
-    };
-    let upstream = Upstream::connect(dial)
+    let config = proxy.config();
+    let upstream = proxy
+        .connect(&addr, host, MAX_REPLY_LINE)
         .await
         .map_err(|e| failed("connect", e))?;
     let mut leg = Leg { upstream, next: 0 };
@@ -131,11 +121,7 @@ impl Leg {
             (Status::Ok, _) => {}
             (_, line) => return Err(unexpected("STARTTLS reply", &line)),
         }
-        let Some(connector) = &proxy.tls else {
-            return Err(io::Error::other("TLS without a TLS client"));
-        };
-        let timeout = proxy.config.connect_timeout;
-        self.upstream.start_tls(connector, host, timeout).await
+        proxy.start_tls(&mut self.upstream, host).await
     }
 
     /// `CAPABILITY`: the list of its untagged reply.
@@ -326,7 +312,7 @@ mod tests {
             reply_timeout: std::time::Duration::from_secs(5),
             ..ProxyConfig::default()
         };
-        let proxy = Proxy::new(config).expect("proxy");
+        let proxy = Proxy::new(config, stoa_directory::store_hosts::Protocol::Imap).expect("proxy");
         let client: SocketAddr = "192.0.2.7:4321".parse().expect("addr");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

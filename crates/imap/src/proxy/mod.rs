@@ -37,35 +37,15 @@
 
 mod backend;
 
-use stoa_directory::store_hosts::{Protocol, Routes};
-
 pub use stoa_directory::store_hosts::{BackendTls, ProxyConfig, StoreHost};
 /// Why the proxy cannot start: its TLS client for the store hosts.
 pub use stoa_netkit::tls::ClientError as SetupError;
 
 pub(crate) use backend::{LoggedIn, login};
 
-/// The proxy at run time: the routes and the TLS client.
-pub(crate) struct Proxy {
-    config: ProxyConfig,
-    routes: Routes,
-    tls: Option<tokio_rustls::TlsConnector>,
-}
-
-impl Proxy {
-    /// The proxy of `config`, its CA files loaded.
-    pub(crate) fn new(config: ProxyConfig) -> Result<Proxy, SetupError> {
-        let tls = (config.backend_tls != BackendTls::None)
-            .then(|| stoa_netkit::tls::connector(&config.backend_ca))
-            .transpose()?;
-        let routes = Routes::new(&config.stores, Protocol::Imap, config.backend_tls);
-        Ok(Proxy {
-            config,
-            routes,
-            tls,
-        })
-    }
-}
+/// The proxy at run time: the routes to the store hosts' IMAP servers and the
+/// TLS client.
+pub(crate) type Proxy = stoa_directory::store_hosts::Backends;
 
 impl crate::conn::Conn {
     /// The proxied session: the store host's `OK` under the client's login tag,

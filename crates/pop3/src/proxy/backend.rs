@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use base64::Engine as _;
 use stoa_netkit::tls::Stream;
-use stoa_netkit::upstream::{Dial, Upstream, strip_crlf, unexpected};
+use stoa_netkit::upstream::{Upstream, strip_crlf, unexpected};
 use stoa_pop3_proto::response::MAX_RESPONSE_LINE;
 use stoa_pop3_proto::{ResponseCode, Status, parse_status_line};
 
@@ -51,19 +51,9 @@ pub(crate) async fn login(
 ) -> Result<LoggedIn, Refusal> {
     let addr = proxy.address(host);
     let failed = |what: &str, e: io::Error| Refusal::Temporary(format!("{addr}: {what}: {e}"));
-    let config = &proxy.config;
-    let tls = match (config.backend_tls, &proxy.tls) {
-        (BackendTls::Tls, Some(connector)) => Some((connector, host)),
-        _ => None,
-    };
-    let dial = Dial {
-        addr: &addr,
-        tls,
-        connect_timeout: config.connect_timeout,
-        reply_timeout: config.reply_timeout,
-        max_line: MAX_RESPONSE_LINE,
-    };
-    let upstream = Upstream::connect(dial)
+    let config = proxy.config();
+    let upstream = proxy
+        .connect(&addr, host, MAX_RESPONSE_LINE)
         .await
         .map_err(|e| failed("connect", e))?;
     let mut leg = Leg { upstream };
@@ -135,11 +125,7 @@ impl Leg {
             (Status::Ok, _) => {}
             _ => return Err(io::Error::other("the store host refused STLS")),
         }
-        let Some(connector) = &proxy.tls else {
-            return Err(io::Error::other("TLS without a TLS client"));
-        };
-        let timeout = proxy.config.connect_timeout;
-        self.upstream.start_tls(connector, host, timeout).await
+        proxy.start_tls(&mut self.upstream, host).await
     }
 
     /// AUTH PLAIN as `user`: the initial response on the command line when it fits

@@ -32,8 +32,6 @@
 
 mod backend;
 
-use stoa_directory::store_hosts::{Protocol, Routes};
-
 pub use stoa_directory::store_hosts::{BackendTls, ProxyConfig, StoreHost};
 /// Why the proxy cannot start: its TLS client for the store hosts.
 pub use stoa_netkit::tls::ClientError as SetupError;
@@ -46,33 +44,6 @@ pub const DEFAULT_POP3_PORT: u16 = 110;
 /// (RFC 8314).
 pub const DEFAULT_POP3S_PORT: u16 = 995;
 
-/// The proxy at run time: the routes and the TLS client.
-pub(crate) struct Proxy {
-    config: ProxyConfig,
-    routes: Routes,
-    tls: Option<tokio_rustls::TlsConnector>,
-}
-
-impl Proxy {
-    /// The proxy of `config`, its CA files loaded.
-    pub(crate) fn new(config: ProxyConfig) -> Result<Proxy, SetupError> {
-        let routes = Routes::new(&config.stores, Protocol::Pop3, config.backend_tls);
-        let tls = match config.backend_tls {
-            BackendTls::None => None,
-            BackendTls::StartTls | BackendTls::Tls => {
-                Some(stoa_netkit::tls::connector(&config.backend_ca)?)
-            }
-        };
-        Ok(Proxy {
-            config,
-            routes,
-            tls,
-        })
-    }
-
-    /// Where `host`'s POP3 server listens: its entry, or the name on the default
-    /// port.
-    pub(crate) fn address(&self, host: &str) -> String {
-        self.routes.address(host)
-    }
-}
+/// The proxy at run time: the routes to the store hosts' POP3 servers and the
+/// TLS client.
+pub(crate) type Proxy = stoa_directory::store_hosts::Backends;
