@@ -7,6 +7,7 @@
 //! It also holds the refusal `stoa serve` gives an invalid configuration, so both
 //! show the warnings beside the errors.
 
+use std::cell::RefCell;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -60,13 +61,38 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The configuration as `stoa serve` loads it.
+/// The configuration as `stoa serve` loads it; each error and warning about a
+/// key of the file has the file and line of that key in front.
 pub(crate) fn load(args: &ServeArgs) -> Result<Loaded, Rejected> {
-    config::load_all(
-        args,
-        |p: &Path| std::fs::read_to_string(p),
-        &config::default_web99_state(),
-    )
+    // The file's text as it was read, for the lines (not read twice: it could
+    // have changed in between).
+    let file = RefCell::new(None);
+    let read = |p: &Path| {
+        let text = std::fs::read_to_string(p);
+        if args.config.as_deref() == Some(p)
+            && let Ok(text) = &text
+        {
+            *file.borrow_mut() = Some(text.clone());
+        }
+        text
+    };
+    let loaded = config::load_all(args, read, &config::default_web99_state());
+    let located = |messages: &mut [String]| {
+        if let (Some(path), Some(text)) = (&args.config, &*file.borrow()) {
+            config::locate::messages(path, text, messages);
+        }
+    };
+    match loaded {
+        Ok(mut loaded) => {
+            located(&mut loaded.warnings);
+            Ok(loaded)
+        }
+        Err(mut rejected) => {
+            located(&mut rejected.errors);
+            located(&mut rejected.warnings);
+            Err(rejected)
+        }
+    }
 }
 
 /// Prints the warnings, then the errors (the reason last, next to the summary

@@ -112,22 +112,27 @@ fn every_error_and_warning_is_reported_with_status_2() {
         out.is_empty(),
         "nothing is printed for an invalid file: {out}"
     );
+    // Issue 56: an error about a key of the file names its file and line.
+    let at = |line: usize| format!("stoa: error: {}:{line}: ", file.display());
     let expected = [
-        "stoa: error: web.workrs: unknown key (did you mean web.workers?)",
-        "stoa: error: document root",
-        "stoa: error: web.limits.max_headers: must be 1 to",
-        "stoa: error: no mail directory",
-        "stoa: invalid configuration (4 errors)",
+        format!(
+            "{}web.workrs: unknown key (did you mean web.workers?)",
+            at(3)
+        ),
+        "stoa: error: document root".to_owned(),
+        format!("{}web.limits.max_headers: must be 1 to", at(5)),
+        "stoa: error: no mail directory".to_owned(),
+        "stoa: invalid configuration (4 errors)".to_owned(),
     ];
-    for line in expected {
-        assert!(err.contains(line), "{line:?} missing in:\n{err}");
+    for line in &expected {
+        assert!(err.contains(line.as_str()), "{line:?} missing in:\n{err}");
     }
     // `stoa serve` refuses it the same way.
     let (status, serve_err) = run_stoa(&["serve", "--config", arg(&file)], RUN_TIMEOUT);
     assert_eq!(status.code(), Some(2), "{serve_err}");
-    for line in expected {
+    for line in &expected {
         assert!(
-            serve_err.contains(line),
+            serve_err.contains(line.as_str()),
             "{line:?} missing in:\n{serve_err}"
         );
     }

@@ -33,6 +33,7 @@ mod directory;
 mod imap;
 mod imap_proxy;
 mod lmtp;
+pub(crate) mod locate;
 mod mail;
 mod mail_host;
 mod mail_limits;
@@ -170,9 +171,7 @@ pub(crate) fn embedded_options(
     read: impl Fn(&Path) -> std::io::Result<String>,
 ) -> Result<(stoa_directory::Options, Vec<String>), Vec<String>> {
     let text = read(path).map_err(|e| vec![format!("{}: {e}", path.display())])?;
-    let table = text
-        .parse::<Table>()
-        .map_err(|e| vec![format!("{}: {}", path.display(), e.to_string().trim_end())])?;
+    let table = parse(path, &text)?;
     let mut report = Report::default();
     let draft = directory::read_table(&table, path.parent(), &mut report);
     let options = match draft {
@@ -326,6 +325,17 @@ struct FileParts {
     unreadable: bool,
 }
 
+/// The file at `path`, whose text is `text`, as a table; or every syntax error
+/// in it, each with its line and column.
+fn parse(path: &Path, text: &str) -> Result<Table, Vec<String>> {
+    let errors = locate::syntax_errors(path, text);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    text.parse::<Table>()
+        .map_err(|e| vec![format!("{}: {}", path.display(), e.to_string().trim_end())])
+}
+
 /// Reads the configuration file at `path` (its `text`, or why it could not be
 /// read): each server's part, and the shared tables.
 fn read_config(
@@ -335,12 +345,11 @@ fn read_config(
     r: &mut Report,
 ) -> FileParts {
     let mut file = FileParts::default();
-    let table = match text.map(|text| text.parse::<Table>()) {
+    let table = match text.map(|text| parse(path, &text)) {
         Ok(Ok(table)) => table,
-        Ok(Err(e)) => {
+        Ok(Err(errors)) => {
             file.unreadable = true;
-            r.errors
-                .push(format!("{}: {}", path.display(), e.to_string().trim_end()));
+            r.errors.extend(errors);
             return file;
         }
         Err(e) => {

@@ -214,7 +214,7 @@ fn syntax_errors_and_missing_files_are_errors() {
         .expect_err("invalid");
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        errors[0].starts_with("/etc/stoa/stoa.toml: TOML parse error at line 1"),
+        errors[0].starts_with("/etc/stoa/stoa.toml:1:5: unclosed table"),
         "{errors:?}"
     );
     let args = ServeArgs {
