@@ -38,9 +38,55 @@ pub(crate) struct Txn {
     /// The accepted RCPT addresses, as given.
     pub(crate) accepted: Vec<String>,
     pub(crate) spool: Option<Spool>,
+    /// A submitted message's header section, held back until it is whole so
+    /// that a missing `Date:` or `Message-ID:` can be added in front of it.
+    pub(crate) held: Option<Held>,
+}
+
+/// The start of a message from an authenticated client (a submission, RFC 6409
+/// §8), not yet spooled: its header section, up to [`MAX_HELD`] bytes.
+#[derive(Debug)]
+pub(crate) struct Held {
+    bytes: Vec<u8>,
+    /// The server's name, for the `Message-ID:` it adds.
+    hostname: String,
+}
+
+/// The most of a header section held back: past it (a header section that
+/// long is not a client's), the message is spooled as it came.
+const MAX_HELD: usize = 64 * 1024;
+
+impl Held {
+    pub(crate) fn new(hostname: &str) -> Held {
+        Held {
+            bytes: Vec::new(),
+            hostname: hostname.to_owned(),
+        }
+    }
 }
 
 impl Txn {
+    /// Spools the held header section, after the `Date:` and `Message-ID:`
+    /// fields it lacks when it is `whole` (a longer one is spooled as it came:
+    /// its fields past the held part are unknown).
+    pub(crate) fn release_header(&mut self, whole: bool) {
+        let (Some(held), Some(spool)) = (self.held.take(), &mut self.spool) else {
+            return;
+        };
+        if whole {
+            let header = crate::headers::header_section(&held.bytes);
+            if !crate::headers::has_field(header, b"date") {
+                let date = crate::headers::rfc5322_date(std::time::SystemTime::now());
+                spool.write(format!("Date: {date}\r\n").as_bytes());
+            }
+            if !crate::headers::has_field(header, b"message-id") {
+                let id = format!("Message-ID: <{}@{}>\r\n", spool.id(), held.hostname);
+                spool.write(id.as_bytes());
+            }
+        }
+        spool.write(&held.bytes);
+    }
+
     /// Adds a recipient unless the same one is already there.
     pub(crate) fn add(&mut self, recipient: Recipient) {
         let dup = self
@@ -83,6 +129,16 @@ impl Policy for Shared {
     }
 
     fn message_data(txn: &mut Txn, data: &[u8]) {
+        if let Some(held) = &mut txn.held {
+            let from = held.bytes.len().saturating_sub(3);
+            held.bytes.extend_from_slice(data);
+            let whole = held.bytes.starts_with(b"\r\n")
+                || memchr::memmem::find(&held.bytes[from..], b"\r\n\r\n").is_some();
+            if whole || held.bytes.len() >= MAX_HELD {
+                txn.release_header(whole);
+            }
+            return;
+        }
         if let Some(spool) = &mut txn.spool {
             spool.write(data);
         }

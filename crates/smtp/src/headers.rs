@@ -121,19 +121,30 @@ pub(crate) fn return_path(sender: &str) -> String {
     format!("Return-Path: <{sender}>\r\n")
 }
 
+/// Whether `line` starts a header field named `name` (lowercase, without the
+/// colon; blanks before the colon allowed, as RFC 5322's obsolete syntax does).
+fn is_named(line: &[u8], name: &[u8]) -> bool {
+    line.len() > name.len()
+        && line[..name.len()].eq_ignore_ascii_case(name)
+        && line[name.len()..]
+            .iter()
+            .find(|&&b| b != b' ' && b != b'\t')
+            == Some(&b':')
+}
+
+/// Whether the header section `header` has a field named `name` (lowercase,
+/// without the colon).
+pub(crate) fn has_field(header: &[u8], name: &[u8]) -> bool {
+    header
+        .split(|&b| b == b'\n')
+        .any(|line| is_named(line, name))
+}
+
 /// `message` without the header fields named `name` (lowercase, without the
 /// colon), continuation lines included; `None` when it has none (no copy).
 pub(crate) fn without_field(message: &[u8], name: &[u8]) -> Option<Vec<u8>> {
     let header = header_section(message);
-    let is_named = |line: &[u8]| {
-        line.len() > name.len()
-            && line[..name.len()].eq_ignore_ascii_case(name)
-            && line[name.len()..]
-                .iter()
-                .find(|&&b| b != b' ' && b != b'\t')
-                == Some(&b':')
-    };
-    if !header.split(|&b| b == b'\n').any(is_named) {
+    if !has_field(header, name) {
         return None;
     }
     let mut out = Vec::with_capacity(message.len());
@@ -147,7 +158,7 @@ pub(crate) fn without_field(message: &[u8], name: &[u8]) -> Option<Vec<u8>> {
         }
         let continuation = matches!(line.first(), Some(b' ' | b'\t'));
         if !continuation {
-            dropping = is_named(line);
+            dropping = is_named(line, name);
         }
         if !dropping {
             out.extend_from_slice(line);
@@ -204,6 +215,15 @@ mod tests {
             rfc5322_date(at(1_767_225_600 + 3661)),
             "Thu, 01 Jan 2026 01:01:01 +0000"
         );
+    }
+
+    #[test]
+    fn fields_are_found_by_name_in_any_case() {
+        let header = b"From: a\r\nmessage-ID : <x@y>\r\nSubject: Date: no\r\n\r\n";
+        assert!(has_field(header, b"message-id"));
+        assert!(has_field(header, b"from"));
+        assert!(!has_field(header, b"date"));
+        assert!(!has_field(b"Dates: x\r\n\r\n", b"date"));
     }
 
     #[test]

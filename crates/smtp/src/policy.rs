@@ -23,7 +23,7 @@ use stoa_smtp_proto::address::Domain;
 use stoa_smtp_proto::session::Credentials;
 use stoa_smtp_proto::{Decision, EnhancedStatus, ForwardPath, Reply, ReversePath};
 
-use crate::conn::{Conn, Txn};
+use crate::conn::{Conn, Held, Txn};
 use crate::headers;
 use crate::metrics::{self, Reject};
 use crate::queue::{Envelope, Recipient, Route, envelope, unix_now};
@@ -224,12 +224,19 @@ impl Conn {
         );
         spool.write(field.as_bytes());
         self.txn.spool = Some(spool);
+        // RFC 6409 §8.2-8.3: a submission server adds the `Date:` and
+        // `Message-ID:` a client left out.
+        if self.session.authenticated_user().is_some() {
+            self.txn.held = Some(Held::new(&self.session.config().hostname));
+        }
         self.data_started = std::time::Instant::now();
         Decision::Accept
     }
 
     /// The end of the message: check the hop count, make it durable, then `250`.
     pub(crate) async fn on_end(&mut self) -> Decision {
+        // A message that ended inside its header section (no body).
+        self.txn.release_header(true);
         let Some(spool) = self.txn.spool.take() else {
             return reject(Reject::Temporary, Reply::local_error());
         };

@@ -447,18 +447,47 @@ except smtplib.SMTPAuthenticationError as e:
     print("bad login", e.smtp_code)
 s.login("joe@example.test", "joe-secret")
 s.sendmail("joe@example.test", ["ann@example.test"], "Subject: submitted\r\n\r\nhi Ann\r\n")
+s.sendmail("joe@example.test", ["ann@example.test"],
+    "Date: Mon, 7 Dec 2026 10:00:00 +0000\r\nmessage-id: <own@client.test>\r\n"
+    "Subject: dated\r\n\r\nDate: in the body\r\n")
 s.quit()
 "#
     );
     let (code, out, err) = python(&script);
     assert_eq!(code, 0, "smtplib failed: {out}{err}");
     assert!(out.contains("bad login 535"), "{out}");
-    let got = wait_delivered(tmp.path(), 2, 1);
-    assert!(got[0].contains("with ESMTPSA id"), "{}", got[0]);
+    let got = wait_delivered(tmp.path(), 2, 2);
+    let find = |subject: &str| {
+        let found = got.iter().find(|m| m.contains(subject));
+        found.unwrap_or_else(|| panic!("no {subject:?} in {got:?}"))
+    };
+    let submitted = find("Subject: submitted");
+    assert!(submitted.contains("with ESMTPSA id"), "{submitted}");
     assert!(
-        got[0].ends_with("Subject: submitted\r\n\r\nhi Ann\r\n"),
-        "{}",
-        got[0]
+        submitted.ends_with("Subject: submitted\r\n\r\nhi Ann\r\n"),
+        "{submitted}"
+    );
+    // Issue 56 (RFC 6409 §8): the submission server adds the Date and the
+    // Message-ID the client left out, and only those.
+    let header = &submitted[..submitted.find("\r\n\r\n").expect("a header")];
+    assert_eq!(header.matches("\r\nDate: ").count(), 1, "{header}");
+    assert_eq!(header.matches("\r\nMessage-ID: <").count(), 1, "{header}");
+    let id = header
+        .split("\r\n")
+        .find(|l| l.starts_with("Message-ID: <"));
+    let id = id.expect("a Message-ID");
+    assert!(id.ends_with('>') && id.contains('@'), "{id}");
+    let dated = find("Subject: dated");
+    let header = &dated[..dated.find("\r\n\r\n").expect("a header")];
+    assert_eq!(
+        header.to_ascii_lowercase().matches("\r\ndate: ").count(),
+        1,
+        "{header}"
+    );
+    assert_eq!(
+        header.to_ascii_lowercase().matches("message-id: ").count(),
+        1,
+        "{header}"
     );
     drop(server);
 }
