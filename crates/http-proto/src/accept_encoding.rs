@@ -137,7 +137,7 @@ fn coding(token: &[u8]) -> Option<Coding> {
 /// The weight of an item from its parameters: its `q`, 1000 without one, `None`
 /// when `q` is not a qvalue (`0`, `0.5`, `1.000`: at most three decimals, at
 /// most 1).
-fn weight<'a>(params: impl Iterator<Item = &'a [u8]>) -> Option<u16> {
+pub(crate) fn weight<'a>(params: impl Iterator<Item = &'a [u8]>) -> Option<u16> {
     for param in params {
         let param = trim(param);
         let Some(value) = param

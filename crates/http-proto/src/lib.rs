@@ -23,11 +23,13 @@
 //!   that never climbs above `/`).
 //! - [`precondition`]: `Range`, `If-None-Match` and `If-Modified-Since` evaluation.
 //! - [`accept_encoding`]: `Accept-Encoding` weights and the best coding on offer.
+//! - [`accept`]: the weight an `Accept` list gives a media type.
 //!
 //! # What it does not do
 //!
 //! No I/O, no timeouts (the caller owns the clock), no routing, no file access.
 
+pub mod accept;
 pub mod accept_encoding;
 pub mod chunked;
 pub mod date;

@@ -73,6 +73,45 @@ pub fn handshakes() -> Handshakes {
     }
 }
 
+/// A histogram of durations at one moment, as a library hands it to the binary
+/// (which encodes it): the web server's request times, the queue's delivery
+/// times.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// `(upper bound in seconds, observations over the previous bound and at or
+    /// under this one)`: per bucket, not cumulative; the last bound is `+Inf`.
+    pub buckets: Vec<(f64, u64)>,
+    /// Seconds, summed.
+    pub sum: f64,
+    /// Observations.
+    pub count: u64,
+}
+
+impl Histogram {
+    /// The histogram of per-bucket `counts` over `bounds` (seconds), then
+    /// `+Inf` (so `counts` has one more entry than `bounds`), whose
+    /// observations sum to `sum_micros` microseconds.
+    pub fn from_counts(bounds: &[f64], counts: &[u64], sum_micros: u64) -> Histogram {
+        let bounds = bounds.iter().copied().chain([f64::INFINITY]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(counts.iter().copied()).collect();
+        Histogram {
+            count: buckets.iter().map(|b| b.1).sum(),
+            sum: std::time::Duration::from_micros(sum_micros).as_secs_f64(),
+            buckets,
+        }
+    }
+}
+
+/// The bucket of an observation of `secs` among `bounds` (ascending upper
+/// bounds, in seconds): the first bound it is at or under, `bounds.len()`
+/// (`+Inf`) past the last.
+pub fn bucket_of(bounds: &[f64], secs: f64) -> usize {
+    bounds
+        .iter()
+        .position(|&bound| secs <= bound)
+        .unwrap_or(bounds.len())
+}
+
 /// One worker's connection semaphore: its server's name and its size.
 struct Limit {
     server: &'static str,

@@ -168,11 +168,7 @@ pub(crate) fn count_delivered(id: &str) {
     let took = SystemTime::now()
         .duration_since(arrival)
         .unwrap_or_default();
-    let secs = took.as_secs_f64();
-    let bucket = DELIVERY_BUCKETS
-        .iter()
-        .position(|&bound| secs <= bound)
-        .unwrap_or(DELIVERY_BUCKETS.len());
+    let bucket = stoa_netkit::metrics::bucket_of(&DELIVERY_BUCKETS, took.as_secs_f64());
     add(&COUNTERS.delivery_buckets[bucket]);
     let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
     COUNTERS
@@ -209,16 +205,7 @@ pub(crate) fn leave_queue(id: &str) {
 
 /// The delivery-time histogram: counts per bucket of [`DELIVERY_BUCKETS`] (then
 /// `+Inf`), their sum in seconds and their count.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Histogram {
-    /// `(upper bound, deliveries over the previous bound and at or under this
-    /// one)`: per bucket, not cumulative; the last bound is `+Inf`.
-    pub buckets: Vec<(f64, u64)>,
-    /// Seconds, summed.
-    pub sum: f64,
-    /// Deliveries observed.
-    pub count: u64,
-}
+pub use stoa_netkit::metrics::Histogram;
 
 /// This process's mail counters at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -260,13 +247,8 @@ pub fn snapshot() -> Snapshot {
     let queue_oldest = oldest
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .unwrap_or_default();
-    let mut buckets = Vec::with_capacity(DELIVERY_BUCKETS.len() + 1);
-    let mut total = 0;
-    let bounds = DELIVERY_BUCKETS.iter().copied().chain([f64::INFINITY]);
-    for (bound, n) in bounds.zip(&c.delivery_buckets) {
-        total += read(n);
-        buckets.push((bound, read(n)));
-    }
+    let counts: Vec<u64> = c.delivery_buckets.iter().map(read).collect();
+    let delivery = Histogram::from_counts(&DELIVERY_BUCKETS, &counts, read(&c.delivery_micros));
     Snapshot {
         smtp_sessions: read(&c.sessions[Dialect::Smtp as usize]),
         lmtp_sessions: read(&c.sessions[Dialect::Lmtp as usize]),
@@ -281,11 +263,7 @@ pub fn snapshot() -> Snapshot {
         delivered: read(&c.delivered),
         queue_length,
         queue_oldest,
-        delivery: Histogram {
-            buckets,
-            sum: Duration::from_micros(read(&c.delivery_micros)).as_secs_f64(),
-            count: total,
-        },
+        delivery,
     }
 }
 

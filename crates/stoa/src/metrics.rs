@@ -1,5 +1,13 @@
-//! `[metrics]`: this process's counters in the OpenMetrics text format (which
-//! Prometheus scrapes), at `GET /metrics` on their own listener.
+//! `[metrics]`: this process's counters at `GET /metrics` on their own
+//! listener, in the OpenMetrics text format to a client that asks for it in
+//! `Accept` (Prometheus does), else in Prometheus's classic text format (version
+//! 0.0.4: what `curl`, older scrapers and most other tools read), as Prometheus's
+//! own client libraries choose.
+//!
+//! Besides the libraries' counters it gives `process_*` (CPU time, memory,
+//! descriptors, threads, start time, read from `/proc` by `procfs`, the names
+//! Prometheus's client libraries use) and `stoa_build_info` (version, revision,
+//! compiler).
 //!
 //! The counters live in the libraries, as plain process-wide atomics
 //! (`stoa_web::metrics`, `stoa_smtp::metrics`, `stoa_pop3::metrics`,
@@ -14,8 +22,8 @@
 //! and counts in `stoa_connections_open` as `metrics`. Its HTTP is the least
 //! that works: one request per connection, its head read up to [`MAX_HEAD`]
 //! bytes within [`HEAD_TIMEOUT`] and parsed by `stoa_http_proto::parse_request`
-//! (as strictly as the web server's), `GET /metrics` answered `200`, any other
-//! path `404`, any other method `405`, a head the parser refuses with the status
+//! (as strictly as the web server's), `GET /metrics` answered `200` (`HEAD` with
+//! the same head and no body), any other path `404`, any other method `405`, a head the parser refuses with the status
 //! it names (`400`, `431`, ...), the answer written within [`SEND_TIMEOUT`],
 //! then the connection closes. A scrape still being answered at shutdown is
 //! dropped.
@@ -76,7 +84,9 @@ const MAX_CONNECTIONS: usize = 1024;
 /// with its first bytes, so a silent one holds no slot.
 const DEFER_ACCEPT: Duration = stoa_web::config::DEFER_ACCEPT_PERIOD;
 /// The content type of the OpenMetrics text `prometheus-client` writes.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of Prometheus's classic text format.
+const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The bound metrics listener.
 pub(crate) struct Server {
@@ -210,15 +220,24 @@ async fn respond_to(
     routed: Result<Route, stoa_http_proto::Error>,
 ) -> io::Result<()> {
     match routed {
-        Ok(Route::Metrics) => {
-            let body = encode();
-            respond(stream, 200, CONTENT_TYPE, body.as_bytes()).await
+        Ok(Route::Metrics { format, head_only }) => {
+            let text = encode();
+            let (content_type, body) = match format {
+                Format::OpenMetrics => (OPENMETRICS, text),
+                Format::Classic => (CLASSIC, classic(&text)),
+            };
+            let answer = Answer {
+                status: 200,
+                content_type,
+                head_only,
+            };
+            answer.send(stream, body.as_bytes()).await
         }
-        Ok(Route::NotFound) => respond(stream, 404, "text/plain", b"not found\n").await,
-        Ok(Route::NotAllowed) => respond(stream, 405, "text/plain", b"GET only\n").await,
+        Ok(Route::NotFound) => Answer::text(404).send(stream, b"not found\n").await,
+        Ok(Route::NotAllowed) => Answer::text(405).send(stream, b"GET or HEAD only\n").await,
         Err(e) => {
             let body = format!("{e}\n");
-            respond(stream, e.status(), "text/plain", body.as_bytes()).await
+            Answer::text(e.status()).send(stream, body.as_bytes()).await
         }
     }
 }
@@ -226,9 +245,36 @@ async fn respond_to(
 /// What a request asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Route {
-    Metrics,
+    Metrics { format: Format, head_only: bool },
     NotFound,
     NotAllowed,
+}
+
+/// The text format of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    OpenMetrics,
+    Classic,
+}
+
+impl Format {
+    /// OpenMetrics when `Accept` names it (not through `*/*`) with a weight
+    /// above zero and at least `text/plain`'s; else the classic format, as
+    /// Prometheus's client libraries negotiate.
+    fn of(head: &RequestHead<'_, '_>) -> Format {
+        use stoa_http_proto::accept::{Range, weight_of};
+        let accept = || {
+            (head.headers.iter())
+                .filter(|h| h.name.eq_ignore_ascii_case("accept"))
+                .map(|h| h.value)
+        };
+        let openmetrics = weight_of(accept(), "application/openmetrics-text");
+        let plain = weight_of(accept(), "text/plain").map_or(0, |(q, _)| q);
+        match openmetrics {
+            Some((q, Range::Exact)) if q > 0 && q >= plain => Format::OpenMetrics,
+            _ => Format::Classic,
+        }
+    }
 }
 
 /// What the request head at the start of `buf` asks for: `None` while it is
@@ -243,34 +289,92 @@ fn route(buf: &[u8]) -> Result<Option<Route>, stoa_http_proto::Error> {
 
 /// The method and the path of the target; the query is ignored.
 fn route_of(head: &RequestHead<'_, '_>) -> Route {
-    if head.method != Method::Get {
-        return Route::NotAllowed;
-    }
+    let head_only = match head.method {
+        Method::Get => false,
+        Method::Head => true,
+        _ => return Route::NotAllowed,
+    };
     let path = head.target.split(|&b| b == b'?').next().unwrap_or_default();
     if path == b"/metrics" {
-        Route::Metrics
+        Route::Metrics {
+            format: Format::of(head),
+            head_only,
+        }
     } else {
         Route::NotFound
     }
 }
 
-async fn respond(
-    stream: &mut TcpStream,
+/// The head of an answer.
+struct Answer {
     status: u16,
-    content_type: &str,
-    body: &[u8],
-) -> io::Result<()> {
-    let mut head = Vec::with_capacity(160);
-    let mut writer = HeadWriter::new(&mut head, status)
-        .header("Content-Type", content_type.as_bytes())
-        .content_length(body.len() as u64);
-    if status == 405 {
-        writer = writer.header("Allow", b"GET");
+    content_type: &'static str,
+    /// A `HEAD` request: the head that `GET` gets, without the body.
+    head_only: bool,
+}
+
+impl Answer {
+    /// A plain-text error page.
+    fn text(status: u16) -> Answer {
+        Answer {
+            status,
+            content_type: "text/plain",
+            head_only: false,
+        }
     }
-    writer.header("Connection", b"close").finish();
-    stream.write_all(&head).await?;
-    stream.write_all(body).await?;
-    stream.shutdown().await
+
+    /// Writes the head and `body`, then closes the sending side.
+    async fn send(self, stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+        let mut head = Vec::with_capacity(160);
+        let mut writer = HeadWriter::new(&mut head, self.status)
+            .header("Content-Type", self.content_type.as_bytes())
+            .content_length(body.len() as u64);
+        if self.status == 405 {
+            writer = writer.header("Allow", b"GET, HEAD");
+        }
+        writer.header("Connection", b"close").finish();
+        stream.write_all(&head).await?;
+        if !self.head_only {
+            stream.write_all(body).await?;
+        }
+        stream.shutdown().await
+    }
+}
+
+/// The OpenMetrics text `open` in Prometheus's classic text format (0.0.4):
+/// counters' `HELP` and `TYPE` name the `_total` series, and the `# UNIT` and
+/// `# EOF` lines, which the classic format lacks, go. Samples, label escapes,
+/// `+Inf` and histograms read the same in both.
+fn classic(open: &str) -> String {
+    let mut out = String::with_capacity(open.len());
+    // A family's `HELP` comes before its `TYPE`, which says whether to rename.
+    let mut help: Option<&str> = None;
+    for line in open.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "gauge" | "histogram" | "summary" => (name.to_owned(), kind),
+                "info" => (format!("{name}_info"), "gauge"),
+                _ => (name.to_owned(), "untyped"),
+            };
+            if let Some(text) = help.take().and_then(|h| h.split_once(' ')).map(|h| h.1) {
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The OpenMetrics text of every counter now.
@@ -293,12 +397,19 @@ impl prometheus_client::collector::Collector for Collector {
         net(&mut encoder)?;
         smtp(&mut encoder)?;
         pop3(&mut encoder)?;
-        directory(&mut encoder)
+        directory(&mut encoder)?;
+        process(&mut encoder)?;
+        build_info(&mut encoder)
     }
 }
 
 /// One counter without labels.
 fn counter(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: u64) -> std::fmt::Result {
+    ConstCounter::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Counter)?)
+}
+
+/// One counter of seconds (or other fractions) without labels.
+fn counter_f64(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: f64) -> std::fmt::Result {
     ConstCounter::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Counter)?)
 }
 
@@ -326,7 +437,7 @@ fn family<L: AsRef<[(&'static str, String)]>>(
 }
 
 fn web(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
-    use stoa_web::metrics::{METHODS, code_label};
+    use stoa_web::metrics::{CLASSES, METHODS, code_label};
     let w = stoa_web::metrics::snapshot();
     family(
         e,
@@ -343,6 +454,33 @@ fn web(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
             (labels, n)
         }),
     )?;
+    family(
+        e,
+        (
+            "stoa_http_site_responses",
+            "HTTP responses sent, by site (its first name; `_` for none) and status class",
+            MetricType::Counter,
+        ),
+        w.sites.iter().flat_map(|site| {
+            (CLASSES.iter().zip(site.classes)).map(|(class, n)| {
+                let labels = [("site", site.label.clone()), ("code", (*class).to_owned())];
+                (labels, n)
+            })
+        }),
+    )?;
+    let mut durations = e.encode_descriptor(
+        "stoa_http_request_duration_seconds",
+        "Time from a request's dispatch to its answer's last byte written, by site",
+        None,
+        MetricType::Histogram,
+    )?;
+    for site in &w.sites {
+        let labels = [("site", site.label.clone())];
+        let h = &site.duration;
+        durations
+            .encode_family(&labels)?
+            .encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)?;
+    }
     counter(
         e,
         "stoa_http_sent_bytes",
@@ -462,7 +600,7 @@ fn histogram(
     e: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    h: &stoa_smtp::metrics::Histogram,
+    h: &stoa_netkit::metrics::Histogram,
 ) -> std::fmt::Result {
     let mut metric = e.encode_descriptor(name, help, None, MetricType::Histogram)?;
     metric.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)
@@ -516,20 +654,120 @@ fn directory(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
     )
 }
 
+/// `process_*`, as Prometheus's client libraries name them, from `/proc`;
+/// left out when `/proc` cannot be read (a scrape still answers).
+fn process(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    let Ok(me) = procfs::process::Process::myself() else {
+        return Ok(());
+    };
+    if let Ok(stat) = me.stat() {
+        let ticks = procfs::ticks_per_second() as f64;
+        let cpu = (stat.utime + stat.stime) as f64 / ticks;
+        counter_f64(
+            e,
+            "process_cpu_seconds",
+            "User and system CPU time spent, in seconds",
+            cpu,
+        )?;
+        let rss = stat.rss.saturating_mul(procfs::page_size());
+        gauge(
+            e,
+            "process_resident_memory_bytes",
+            "Resident memory size, in bytes",
+            rss as f64,
+        )?;
+        gauge(
+            e,
+            "process_virtual_memory_bytes",
+            "Virtual memory size, in bytes",
+            stat.vsize as f64,
+        )?;
+        gauge(
+            e,
+            "process_threads",
+            "Threads of the process",
+            stat.num_threads as f64,
+        )?;
+        if let Ok(boot) = procfs::boot_time_secs() {
+            let start = boot as f64 + stat.starttime as f64 / ticks;
+            gauge(
+                e,
+                "process_start_time_seconds",
+                "Start time of the process since the Unix epoch, in seconds",
+                start,
+            )?;
+        }
+    }
+    if let Ok(open) = me.fd_count() {
+        gauge(e, "process_open_fds", "Open file descriptors", open as f64)?;
+    }
+    if let Ok(limits) = me.limits()
+        && let procfs::process::LimitValue::Value(max) = limits.max_open_files.soft_limit
+    {
+        gauge(
+            e,
+            "process_max_fds",
+            "The limit on open file descriptors",
+            max as f64,
+        )?;
+    }
+    Ok(())
+}
+
+/// `stoa_build_info`: 1, labelled with what the binary was built from.
+fn build_info(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    let labels = [
+        ("version", env!("CARGO_PKG_VERSION").to_owned()),
+        ("revision", env!("STOA_REVISION").to_owned()),
+        ("rustc", env!("STOA_RUSTC").to_owned()),
+    ];
+    family(
+        e,
+        (
+            "stoa_build_info",
+            "1, labelled with the version, the git revision (`unknown` when built outside a checkout) and the compiler of this binary",
+            MetricType::Gauge,
+        ),
+        [(labels, 1)],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn routes_are_get_metrics_only() {
+    fn routes_are_get_or_head_of_metrics_only() {
         let status = |head: &[u8]| route(head).map_err(|e| e.status());
         let host = "Host: 127.0.0.1:9100\r\n";
         let get = |target: &str| format!("GET {target} HTTP/1.1\r\n{host}\r\n");
-        assert_eq!(status(get("/metrics").as_bytes()), Ok(Some(Route::Metrics)));
-        assert_eq!(
-            status(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"),
-            Ok(Some(Route::Metrics))
+        let classic = |head_only| {
+            Ok(Some(Route::Metrics {
+                format: Format::Classic,
+                head_only,
+            }))
+        };
+        assert_eq!(status(get("/metrics").as_bytes()), classic(false));
+        assert_eq!(status(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"), classic(false));
+        assert_eq!(status(b"HEAD /metrics HTTP/1.0\r\n\r\n"), classic(true));
+        let prometheus = format!(
+            "GET /metrics HTTP/1.1\r\n{host}Accept: application/openmetrics-text;version=1.0.0,\
+             text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\r\n"
         );
+        let openmetrics = Ok(Some(Route::Metrics {
+            format: Format::OpenMetrics,
+            head_only: false,
+        }));
+        assert_eq!(status(prometheus.as_bytes()), openmetrics);
+        for accept in [
+            "*/*",
+            "text/plain",
+            "application/openmetrics-text;q=0",
+            "application/openmetrics-text;q=0.4, text/plain;q=0.5",
+        ] {
+            let head = format!("GET /metrics HTTP/1.1\r\n{host}Accept: {accept}\r\n\r\n");
+            assert_eq!(status(head.as_bytes()), classic(false), "{accept}");
+        }
         assert_eq!(status(get("/").as_bytes()), Ok(Some(Route::NotFound)));
         let post = format!("POST /metrics HTTP/1.1\r\n{host}Content-Length: 0\r\n\r\n");
         assert_eq!(status(post.as_bytes()), Ok(Some(Route::NotAllowed)));
@@ -551,6 +789,33 @@ mod tests {
         assert_eq!(status(long.as_bytes()), Err(431));
     }
 
+    #[test]
+    fn the_classic_text_names_counters_by_their_samples_and_has_no_eof() {
+        let open = "# HELP stoa_cgi_runs CGI scripts started.\n\
+            # TYPE stoa_cgi_runs counter\n\
+            stoa_cgi_runs_total 3\n\
+            # HELP q Messages in the queue now.\n\
+            # TYPE q gauge\n\
+            # UNIT q messages\n\
+            q 2\n\
+            # HELP h test.\n\
+            # TYPE h histogram\n\
+            h_bucket{le=\"+Inf\"} 5\n\
+            # EOF\n";
+        assert_eq!(
+            classic(open),
+            "# HELP stoa_cgi_runs_total CGI scripts started.\n\
+             # TYPE stoa_cgi_runs_total counter\n\
+             stoa_cgi_runs_total 3\n\
+             # HELP q Messages in the queue now.\n\
+             # TYPE q gauge\n\
+             q 2\n\
+             # HELP h test.\n\
+             # TYPE h histogram\n\
+             h_bucket{le=\"+Inf\"} 5\n"
+        );
+    }
+
     /// Encodes `h` alone.
     #[derive(Debug)]
     struct One(stoa_smtp::metrics::Histogram);
@@ -563,7 +828,7 @@ mod tests {
 
     #[test]
     fn histogram_buckets_are_cumulative_and_end_at_the_count() {
-        let h = stoa_smtp::metrics::Histogram {
+        let h = stoa_netkit::metrics::Histogram {
             buckets: vec![(0.1, 2), (1.0, 0), (f64::INFINITY, 3)],
             sum: 9.5,
             count: 5,
@@ -608,6 +873,14 @@ mod tests {
             ("stoa_pop3_retrievals", "counter"),
             ("stoa_directory_cache", "counter"),
             ("stoa_ldap_errors", "counter"),
+            ("stoa_http_site_responses", "counter"),
+            ("stoa_http_request_duration_seconds", "histogram"),
+            ("process_cpu_seconds", "counter"),
+            ("process_resident_memory_bytes", "gauge"),
+            ("process_open_fds", "gauge"),
+            ("process_max_fds", "gauge"),
+            ("process_start_time_seconds", "gauge"),
+            ("stoa_build_info", "gauge"),
         ] {
             assert!(
                 text.contains(&format!("# TYPE {name} {kind}\n")),

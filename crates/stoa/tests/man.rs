@@ -41,8 +41,9 @@ fn a_page_per_command_that_renders() {
     ] {
         assert!(pages.iter().any(|p| p == page), "{page} missing: {pages:?}");
     }
+    // The configuration file's page goes to man5 beside man1.
     assert!(
-        err.contains(&format!("wrote {} manual pages", pages.len())),
+        err.contains(&format!("wrote {} manual pages", pages.len() + 1)),
         "{err}"
     );
     for page in &pages {
@@ -62,6 +63,23 @@ fn a_page_per_command_that_renders() {
         serve.contains("/etc/stoa/stoa.toml"),
         "the default file is documented"
     );
+    // Issue 56: SIGNALS, FILES and EXAMPLES, and stoa.toml(5).
+    for section in ["SIGNALS", "FILES", "EXAMPLES", "SEE ALSO"] {
+        assert!(
+            serve.contains(&format!(".SH \"{section}\"\n"))
+                || serve.contains(&format!(".SH {section}\n")),
+            "stoa-serve.1 lacks {section}"
+        );
+    }
+    let stoa = std::fs::read_to_string(dir.join("stoa.1")).expect("read");
+    assert!(stoa.contains(".SH FILES\n"), "stoa.1 lacks FILES");
+    let config = tmp.path().join("man5/stoa.toml.5");
+    let text = std::fs::read_to_string(&config).expect("stoa.toml.5 in man5");
+    assert!(text.contains(".TH STOA.TOML 5 "), "{text}");
+    for needle in [".SH [[SITE]]\n", "hide_dotfiles", ".SH [METRICS]\n"] {
+        assert!(text.contains(needle), "stoa.toml.5 lacks {needle}");
+    }
+    render(&config, "stoa.toml");
 }
 
 /// Renders `page` with groff (warnings are errors) and with `man -l`, those

@@ -43,7 +43,7 @@ fn run(program: &str, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
 
 /// What the script does, given the web, SMTP, POP3 and metrics ports: traffic,
 /// then the scrape, parsed twice, the counts asserted.
-const SCRIPT: &str = r#"
+const SCRIPT: &str = r##"
 import http.client, poplib, smtplib, sys, time, urllib.request
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
 from prometheus_client.parser import text_string_to_metric_families as prometheus
@@ -66,11 +66,24 @@ s = smtplib.SMTP("127.0.0.1", smtp, timeout=10)
 s.sendmail("alice@ext.test", [joe], "Subject: hi\r\n\r\nHello Joe\r\n")
 s.quit()
 
-def scrape():
-    with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=10) as r:
+# What Prometheus sends: OpenMetrics first.
+PROMETHEUS_ACCEPT = ("application/openmetrics-text;version=1.0.0,"
+    "application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+
+def scrape(accept=PROMETHEUS_ACCEPT, method="GET"):
+    headers = {"Accept": accept} if accept else {}
+    req = urllib.request.Request(f"http://127.0.0.1:{metrics}/metrics", headers=headers, method=method)
+    with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status == 200
-        assert r.headers["Content-Type"].startswith("application/openmetrics-text"), r.headers
-        return r.read().decode()
+        kind = r.headers["Content-Type"]
+        if accept == PROMETHEUS_ACCEPT:
+            assert kind.startswith("application/openmetrics-text"), r.headers
+        else:
+            assert kind.startswith("text/plain; version=0.0.4"), r.headers
+        body = r.read().decode()
+        if method == "HEAD":
+            assert body == "" and int(r.headers["Content-Length"]) > 0, r.headers
+        return body
 
 def samples(text):
     # The strict parser of the format served: it fails on anything malformed.
@@ -125,6 +138,15 @@ expect = [
     ("stoa_ldap_errors_total", {}, "counter", lambda v: v == 0),
     ("stoa_connections_open", {"service": "pop3"}, "gauge", lambda v: v == 0),
     ("stoa_tls_handshakes_total", {"result": "failed"}, "counter", lambda v: v == 0),
+    ("stoa_http_site_responses_total", {"site": "_", "code": "2xx"}, "counter", lambda v: v >= 1),
+    ("stoa_http_site_responses_total", {"site": "_", "code": "4xx"}, "counter", lambda v: v >= 1),
+    ("stoa_http_request_duration_seconds_count", {"site": "_"}, "histogram", lambda v: v >= 2),
+    ("stoa_http_request_duration_seconds_bucket", {"site": "_", "le": "+Inf"}, "histogram", lambda v: v >= 2),
+    ("process_cpu_seconds_total", {}, "counter", lambda v: v > 0),
+    ("process_resident_memory_bytes", {}, "gauge", lambda v: v > 1_000_000),
+    ("process_open_fds", {}, "gauge", lambda v: v >= 5),
+    ("process_max_fds", {}, "gauge", lambda v: v >= 64),
+    ("process_start_time_seconds", {}, "gauge", lambda v: time.time() - 600 < v <= time.time()),
 ]
 problems = []
 for name, labels, kind, ok in expect:
@@ -136,23 +158,36 @@ for name, labels, kind, ok in expect:
     if typ != kind or not ok(v):
         problems.append(f"{name}{labels} = {v} ({typ})")
 
-# The Prometheus text parser reads the same values (it types OpenMetrics'
-# counters as untyped `_total` families, but the samples are the same).
+build = [k for k in found if k[0] == "stoa_build_info"]
+if len(build) != 1 or dict(build[0][1]).get("version") is None or found[build[0]][1] != 1:
+    problems.append(f"stoa_build_info: {build}")
+
+# Without OpenMetrics in Accept (curl, older scrapers): the classic text, typed
+# as the OpenMetrics families are, with the same values (counters still moving
+# between the two scrapes are only compared for not going back).
 plain = {}
-for family in prometheus(text):
+classic = scrape(accept=None)
+assert "# EOF" not in classic
+for family in prometheus(classic):
     for s in family.samples:
-        plain[(s.name, tuple(sorted(s.labels.items())))] = s.value
-for (name, labels), (_, v) in found.items():
-    if name.endswith("_created"):
-        continue
-    if plain.get((name, labels)) != v:
-        problems.append(f"the Prometheus text parser read {name}{dict(labels)} as {plain.get((name, labels))}, not {v}")
+        plain[(s.name, tuple(sorted(s.labels.items())))] = (family.type, s.value)
+moving = ("process_", "stoa_http_", "stoa_connections_open", "stoa_tls_")
+for (name, labels), (typ, v) in found.items():
+    got = plain.get((name, labels))
+    if got is None:
+        problems.append(f"the classic text lacks {name}{dict(labels)}")
+    elif got[0] != typ:
+        problems.append(f"the classic text types {name} {got[0]}, not {typ}")
+    elif got[1] != v and not (name.startswith(moving) and got[1] >= v):
+        problems.append(f"the classic text has {name}{dict(labels)} = {got[1]}, not {v}")
+assert scrape(accept="text/plain", method="HEAD") == ""
+assert scrape(method="HEAD") == ""
 
 if problems:
     print(text)
     sys.exit("\n".join(problems))
 print("ok", len(found), "samples")
-"#;
+"##;
 
 #[test]
 fn a_scrape_counts_http_smtp_and_pop3_traffic() {

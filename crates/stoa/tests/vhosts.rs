@@ -656,3 +656,58 @@ fn a_reload_adds_a_site() {
     assert_eq!(body_for(&sites, "a.test", "/"), (200, "site a\n".into()));
     let _ = curl(&["--version"]);
 }
+
+/// Issue 56: dotfiles are served on direct request by default, as nginx does;
+/// `hide_dotfiles` answers them 404, server-wide or per site, `/.well-known/`
+/// aside. The metrics count each site's answers under its own label.
+#[test]
+fn hide_dotfiles_per_site_and_responses_counted_per_site() {
+    let sites = Sites::new();
+    let d = sites.dir.path();
+    let write = |rel: &str, body: &[u8]| stoa_testkit::write_file(&d.join(rel), body);
+    write("a/.env", b"SECRET=a\n");
+    write("b/.env", b"SECRET=b\n");
+    write("b/.well-known/security.txt", b"Contact: mailto:x@b.test\n");
+    // The default: served.
+    {
+        let _server = sites.start(&[]);
+        assert_eq!(
+            body_for(&sites, "b.test", "/.env"),
+            (200, "SECRET=b\n".to_owned())
+        );
+    }
+    let metrics = free_addr();
+    sites.write_config_with(
+        "hide_dotfiles = true",
+        "hide_dotfiles = false",
+        &format!("[metrics]\nlisten = \"{metrics}\"\n"),
+    );
+    let _server = sites.start(&[]);
+    assert_eq!(
+        body_for(&sites, "b.test", "/.env"),
+        (404, "404 Not Found\n".to_owned())
+    );
+    assert_eq!(body_for(&sites, "b.test", "/list/.hidden").0, 404);
+    assert_eq!(body_for(&sites, "b.test", "/%2eenv").0, 404);
+    assert_eq!(
+        body_for(&sites, "b.test", "/.well-known/security.txt"),
+        (200, "Contact: mailto:x@b.test\n".to_owned())
+    );
+    // Site a.test keeps serving them.
+    assert_eq!(
+        body_for(&sites, "a.test", "/.env"),
+        (200, "SECRET=a\n".to_owned())
+    );
+    let scrape = fetch(&format!("http://{metrics}/metrics"), &[]);
+    assert_eq!(scrape.code, 200);
+    let text = String::from_utf8_lossy(&scrape.body);
+    for line in [
+        "stoa_http_site_responses_total{site=\"a.test\",code=\"2xx\"} 1\n",
+        "stoa_http_site_responses_total{site=\"b.test\",code=\"2xx\"} 1\n",
+        "stoa_http_site_responses_total{site=\"b.test\",code=\"4xx\"} 3\n",
+        "stoa_http_site_responses_total{site=\"*.w.test\",code=\"2xx\"} 0\n",
+        "stoa_http_request_duration_seconds_count{site=\"b.test\"} 4\n",
+    ] {
+        assert!(text.contains(line), "no {line:?} in:\n{text}");
+    }
+}

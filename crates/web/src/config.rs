@@ -47,6 +47,12 @@ pub struct Config {
     /// first bytes (request or TLS hello) have arrived, so its first read never
     /// comes up empty ([`DEFER_ACCEPT_PERIOD`]).
     pub defer_accept: bool,
+    /// Paths with a segment starting with a dot (`/.git/config`, `/.env`),
+    /// `/.well-known/` aside, are answered 404 on every site that does not say
+    /// otherwise ([`SiteConfig::hide_dotfiles`]). Off by default: they are
+    /// served like any file, as nginx and Apache serve them (directory
+    /// listings never show them).
+    pub hide_dotfiles: bool,
     /// The SPECweb99 dynamic API, when enabled.
     pub web99: Option<Web99Config>,
     /// CGI scripts, when any directory is mounted. With [`Config::sites`], its
@@ -93,6 +99,8 @@ pub struct SiteConfig {
     /// A directory without `index.html` is answered with a listing of its
     /// entries instead of 403.
     pub autoindex: bool,
+    /// This site's [`Config::hide_dotfiles`]; `None`: the server's.
+    pub hide_dotfiles: Option<bool>,
 }
 
 impl SiteConfig {
@@ -108,6 +116,7 @@ impl SiteConfig {
             cgi: Vec::new(),
             error_pages: Vec::new(),
             autoindex: false,
+            hide_dotfiles: None,
         }
     }
 }
@@ -226,6 +235,7 @@ impl Config {
             compression: CompressionConfig::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             http2: true,
+            hide_dotfiles: false,
             defer_accept: true,
             web99: None,
             cgi: None,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::access_log::LogText;
-use crate::metrics::Method;
+use crate::metrics::Tally;
 
 /// Most iovecs per `sendmsg` (Linux allows 1024; hyper uses 64 too).
 pub(crate) const MAX_IOVECS: usize = 64;
@@ -59,8 +59,8 @@ impl Segment {
 pub(crate) struct Queued {
     /// Status code sent.
     pub(crate) status: u16,
-    /// The request's method, as counted.
-    pub(crate) method: Method,
+    /// The request's method and site, and when its answer began, as counted.
+    pub(crate) tally: Tally,
     /// Bytes of head.
     pub(crate) head_len: u64,
     /// Bytes of body.
@@ -134,7 +134,7 @@ impl Output {
     /// Queues a response: its head (a range of the head buffer), then `body`.
     pub(crate) fn push(
         &mut self,
-        (status, method): (u16, Method),
+        (status, tally): (u16, Tally),
         head: Range<usize>,
         body: Body,
         log: Option<LogText>,
@@ -147,7 +147,7 @@ impl Output {
         };
         self.queued.push(Queued {
             status,
-            method,
+            tally,
             head_len,
             body_len,
             log,
@@ -403,6 +403,15 @@ pub(crate) enum Body {
 mod tests {
     use super::*;
 
+    /// A GET of the first site, begun now.
+    fn tally() -> Tally {
+        Tally {
+            method: crate::metrics::Method::Get,
+            site: 0,
+            started: std::time::Instant::now(),
+        }
+    }
+
     fn iov_bytes(out: &Output) -> (Vec<u8>, bool) {
         let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
         let (n, file_next) = out.fill_iovecs(&mut iov);
@@ -420,7 +429,7 @@ mod tests {
             out.heads_mut().extend_from_slice(b"HEAD|");
             let head = start..out.heads_mut().len();
             out.push(
-                (200, Method::Get),
+                (200, tally()),
                 head,
                 Body::Bytes(Bytes::copy_from_slice(body)),
                 None,
@@ -454,7 +463,7 @@ mod tests {
             },
             Body::Bytes(Bytes::from_static(b">")),
         ]);
-        out.push((200, Method::Get), 0..5, body, None);
+        out.push((200, tally()), 0..5, body, None);
         let mut scratch = [0u8; 4];
         let mut batch = |out: &Output, budget| {
             let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
@@ -484,7 +493,7 @@ mod tests {
         };
         out.reset();
         out.push(
-            (200, Method::Get),
+            (200, tally()),
             0..0,
             Body::Parts(vec![
                 file(0),
@@ -506,7 +515,7 @@ mod tests {
             out.heads_mut().extend_from_slice(b"12345");
             let head = start..out.heads_mut().len();
             out.push(
-                (200, Method::Get),
+                (200, tally()),
                 head,
                 Body::Bytes(Bytes::from_static(b"abcdefghij")),
                 None,

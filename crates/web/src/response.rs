@@ -10,7 +10,7 @@ use stoa_http_proto::Version;
 use stoa_http_proto::response::HeadWriter;
 
 use crate::access_log::LogText;
-use crate::metrics::Method;
+use crate::metrics::Tally;
 use crate::output::{Body, Output};
 
 /// The server's name and version, as in `Server` and the dynamic API's
@@ -32,8 +32,8 @@ pub(crate) struct Reply<'a> {
     pub(crate) version: Version,
     /// HEAD: send the head only.
     pub(crate) head_only: bool,
-    /// The request's method, as counted.
-    pub(crate) method: Method,
+    /// The request's method and site, and when its answer began, as counted.
+    pub(crate) tally: Tally,
     /// The request's access-log text and the log it goes to.
     pub(crate) log: Option<LogText>,
 }
@@ -47,7 +47,7 @@ impl Reply<'_> {
             keep_alive: self.keep_alive,
             version: self.version,
             head_only: self.head_only,
-            method: self.method,
+            tally: self.tally,
             log: self.log,
         }
     }
@@ -59,7 +59,7 @@ impl Reply<'_> {
             keep_alive: self.keep_alive,
             version: self.version,
             head_only: self.head_only,
-            method: self.method,
+            tally: self.tally,
             log: self.log,
         }
     }
@@ -88,7 +88,7 @@ impl Reply<'_> {
     pub(crate) fn send(&self, out: &mut Output, status: u16, head_start: usize, body: Body) {
         let body = if self.head_only { Body::Empty } else { body };
         let head = head_start..out.heads_mut().len();
-        out.push((status, self.method), head, body, self.log.clone());
+        out.push((status, self.tally), head, body, self.log.clone());
     }
 
     /// Queues a small generated response: `status`, extra header lines (CRLF-ended),
@@ -123,7 +123,7 @@ impl Reply<'_> {
         let head = start..body_start;
         heads.extend_from_slice(text.as_bytes());
         let body = Body::Heads(body_start..heads.len());
-        out.push((status, self.method), head, body, self.log.clone());
+        out.push((status, self.tally), head, body, self.log.clone());
     }
 }
 

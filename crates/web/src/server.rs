@@ -461,6 +461,7 @@ fn open_site(
     error_pages.sort();
     Ok(VirtualHost {
         index,
+        metrics_site: crate::metrics::site_slot(site.names.first().map_or("_", String::as_str)),
         log,
         docroot,
         docroot_path: site.docroot.clone(),
@@ -468,6 +469,7 @@ fn open_site(
         cgi: site.cgi.clone(),
         error_pages: error_pages.into_boxed_slice(),
         autoindex: site.autoindex,
+        hide_dotfiles: site.hide_dotfiles.unwrap_or(config.hide_dotfiles),
     })
 }
 

@@ -61,6 +61,7 @@ impl Shared {
 
         let site = VirtualHost {
             index: 0,
+            metrics_site: crate::metrics::site_slot("_"),
             log: None,
             docroot: rustix::fs::open(".", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
                 .expect("open the current directory"),
@@ -69,6 +70,7 @@ impl Shared {
             cgi: Vec::new(),
             error_pages: Box::new([]),
             autoindex: false,
+            hide_dotfiles: false,
         };
         Shared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),

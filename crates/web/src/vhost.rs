@@ -101,6 +101,8 @@ fn normalise(name: &[u8]) -> Vec<u8> {
 pub(crate) struct VirtualHost {
     /// The site's index: its share of the file cache.
     pub(crate) index: usize,
+    /// The site's counting slot ([`crate::metrics::site_slot`]).
+    pub(crate) metrics_site: u16,
     /// Which of the server's access logs this site's lines go to, an index into
     /// `Shared::logs`; `None`: the site does not log.
     pub(crate) log: Option<usize>,
@@ -115,6 +117,8 @@ pub(crate) struct VirtualHost {
     /// Status → page path, sorted by status.
     pub(crate) error_pages: Box<[(u16, Box<[u8]>)]>,
     pub(crate) autoindex: bool,
+    /// Paths with a dot segment (`/.git/…`) but `/.well-known/` are 404.
+    pub(crate) hide_dotfiles: bool,
 }
 
 impl VirtualHost {

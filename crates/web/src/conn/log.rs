@@ -17,8 +17,8 @@ use crate::shared::Shared;
 /// queue; `now` (the batch's time) decides whether a log buffer is old enough
 /// to hand over.
 pub(crate) fn log_written(shared: &Shared, out: &mut Output, ip: std::net::IpAddr, now: Instant) {
-    let responses = out.queued().iter().map(|q| (q.method, q.status));
-    metrics::count_batch(responses, out.written());
+    let responses = out.queued().iter().map(|q| (q.tally, q.status));
+    metrics::count_batch(responses, out.written(), now);
     if shared.logs.is_empty() {
         out.reset();
         return;

@@ -469,7 +469,13 @@ impl Conn {
     /// Queues an error answer for the unparsable head at `buf[pos..]`; the
     /// connection closes after it.
     fn reject_with(&mut self, site: Site<'_>, date: &[u8], status: u16) {
-        dispatch::refuse_head(&mut self.out, site, date, &self.buf[self.pos..], status);
+        dispatch::refuse_head(
+            &mut self.out,
+            (site, self.clock),
+            date,
+            &self.buf[self.pos..],
+            status,
+        );
         self.pos = self.buf.len();
     }
 

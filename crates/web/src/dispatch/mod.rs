@@ -484,15 +484,25 @@ fn reply<'d>(head: &RequestHead<'_, '_>, keep_alive: bool, cx: &mut Cx<'d>) -> R
         keep_alive,
         version: head.version,
         head_only: head.method == Method::Head,
-        method: metrics::Method::of(head.method),
+        tally: metrics::Tally {
+            method: metrics::Method::of(head.method),
+            site: cx.site.host.metrics_site,
+            started: cx.now,
+        },
         log,
     }
 }
 
 /// Queues the closing error answer `status` to a head that could not be parsed,
 /// `raw` (its first line is what the access log shows). Shared by HTTP/1
-/// connections and HTTP/2 streams.
-pub(crate) fn refuse_head(out: &mut Output, site: Site<'_>, date: &[u8], raw: &[u8], status: u16) {
+/// connections and HTTP/2 streams; `now` is when the head was read.
+pub(crate) fn refuse_head(
+    out: &mut Output,
+    (site, now): (Site<'_>, Instant),
+    date: &[u8],
+    raw: &[u8],
+    status: u16,
+) {
     let log = capture_log(out, site, |text, format| {
         access_log::capture_raw(text, raw, format);
     });
@@ -501,7 +511,11 @@ pub(crate) fn refuse_head(out: &mut Output, site: Site<'_>, date: &[u8], raw: &[
         keep_alive: false,
         version: stoa_http_proto::Version::Http11,
         head_only: false,
-        method: metrics::Method::Other,
+        tally: metrics::Tally {
+            method: metrics::Method::Other,
+            site: site.host.metrics_site,
+            started: now,
+        },
         log,
     };
     reply.status_page(out, status, b"");

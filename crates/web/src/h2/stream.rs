@@ -320,7 +320,13 @@ fn handle(input: &[u8], out: &mut Output, link: &Link) -> Result<Option<Waiting>
             Ok(Status::Partial) => return Err("a translated head was incomplete"),
             Err(e) => {
                 // Too long a target, too many fields, …: the HTTP/1 answer.
-                dispatch::refuse_head(out, site, local.date.http(), input, e.status());
+                dispatch::refuse_head(
+                    out,
+                    (site, Instant::now()),
+                    local.date.http(),
+                    input,
+                    e.status(),
+                );
                 return Ok(None);
             }
         };

@@ -49,6 +49,9 @@ pub(crate) fn serve(
     files: &mut Files<'_>,
 ) -> u16 {
     let site = files.site;
+    if site.hide_dotfiles && is_dotfile(&target.path) {
+        return status(reply, out, files, 404);
+    }
     let entry = (files.cache).lookup(site.index, &site.docroot, &target.path, files.now);
     match &entry.kind {
         Kind::File(info) if !(head.accept_encoding && files.encoder.applies(info)) => {
@@ -87,6 +90,17 @@ pub(crate) fn serve(
         Kind::NoIndex => status(reply, out, files, 403),
         Kind::Unavailable => status(reply, out, files, 503),
     }
+}
+
+/// Whether the decoded `path` has a segment starting with a dot, other than a
+/// leading `/.well-known` (RFC 8615: ACME challenges, `security.txt`).
+fn is_dotfile(path: &[u8]) -> bool {
+    const WELL_KNOWN: &[u8] = b"/.well-known";
+    let checked = match path.strip_prefix(WELL_KNOWN) {
+        Some(rest) if rest.is_empty() || rest[0] == b'/' => rest,
+        _ => path,
+    };
+    memchr::memmem::find(checked, b"/.").is_some()
 }
 
 /// Answers `code` with the site's error page for it, or the built-in page.
@@ -305,6 +319,38 @@ pub(crate) fn encode_path(out: &mut Vec<u8>, path: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dot_segments_but_well_known_are_dotfiles() {
+        for hidden in [
+            &b"/.env"[..],
+            b"/.git/config",
+            b"/a/.htpasswd",
+            b"/a/b/.c/d",
+            b"/.well-knownx/a",
+            b"/x/.well-known/a",
+        ] {
+            assert!(
+                super::is_dotfile(hidden),
+                "{}",
+                String::from_utf8_lossy(hidden)
+            );
+        }
+        for shown in [
+            &b"/"[..],
+            b"/index.html",
+            b"/a.b/c.d",
+            b"/.well-known",
+            b"/.well-known/acme-challenge/x",
+            b"/a/b.",
+        ] {
+            assert!(
+                !super::is_dotfile(shown),
+                "{}",
+                String::from_utf8_lossy(shown)
+            );
+        }
+    }
+
     #[test]
     fn location_encoding() {
         let mut out = Vec::new();

@@ -444,9 +444,9 @@ fn send_page(
     ]);
     let head = start..head_end;
     if reply.head_only {
-        out.push((200, reply.method), head, Body::Empty, reply.log.clone());
+        out.push((200, reply.tally), head, Body::Empty, reply.log.clone());
     } else {
-        out.push((200, reply.method), head, body, reply.log.clone());
+        out.push((200, reply.tally), head, body, reply.log.clone());
     }
 }
 

@@ -31,6 +31,7 @@ pub(super) fn sections(doc: &mut Doc, web: &stoa_web::Config) {
     doc.set("shutdown_grace", duration(web.shutdown_grace));
     doc.set("http2", web.http2);
     doc.set("defer_accept", web.defer_accept);
+    doc.set("hide_dotfiles", web.hide_dotfiles);
 
     let l = &web.limits;
     doc.table("web.limits");
@@ -141,6 +142,10 @@ fn site_section(doc: &mut Doc, site: &stoa_web::config::SiteConfig) {
     }
     doc.set("error_pages", Value::Table(pages));
     doc.set("autoindex", site.autoindex);
+    match site.hide_dotfiles {
+        Some(hide) => doc.set("hide_dotfiles", hide),
+        None => doc.comment("hide_dotfiles: the server's ([web] hide_dotfiles)"),
+    }
 }
 
 /// An access log as its key takes it: a file, `-` or `off`.

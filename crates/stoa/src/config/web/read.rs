@@ -23,6 +23,7 @@ const WEB_KEYS: &[&str] = &[
     "shutdown_grace",
     "http2",
     "defer_accept",
+    "hide_dotfiles",
     "limits",
     "cache",
     "compression",
@@ -47,6 +48,7 @@ pub(super) fn read_web(
     r.duration(t, P, "shutdown_grace", &mut web.shutdown_grace);
     r.boolean_into(t, P, "http2", &mut web.http2);
     r.boolean_into(t, P, "defer_accept", &mut web.defer_accept);
+    r.boolean_into(t, P, "hide_dotfiles", &mut web.hide_dotfiles);
     if let Some(limits) = r.table(t, P, "limits") {
         read_limits(limits, &mut web.limits, r);
     }

@@ -3,7 +3,8 @@
 //! `[web]` keeps what the server shares (listeners, workers, limits, cache, the
 //! log format, and the access log of sites without their own); each site
 //! carries what differs per host name: `names`, `default`, `docroot`,
-//! `access_log`, `tls`, `web99`, `cgi`, `error_pages`, `autoindex`.
+//! `access_log`, `tls`, `web99`, `cgi`, `error_pages`, `autoindex`,
+//! `hide_dotfiles`.
 //! Without `[[site]]`, `[web] docroot` (or `--docroot`) is the one implicit
 //! site, exactly as before sites existed. Both at once is an error rather than
 //! a guess: a `[web] docroot` beside sites could be a forgotten line or meant as
@@ -27,6 +28,7 @@ const SITE_KEYS: &[&str] = &[
     "cgi",
     "error_pages",
     "autoindex",
+    "hide_dotfiles",
 ];
 
 /// Reads every `[[site]]`, its relative paths taken from `base` (the
@@ -68,6 +70,11 @@ fn read_site(t: &Table, p: &str, base: Option<&Path>, r: &mut Report) -> Option<
     r.boolean_into(t, p, "default", &mut site.default);
     r.boolean_into(t, p, "web99", &mut site.web99);
     r.boolean_into(t, p, "autoindex", &mut site.autoindex);
+    if t.contains_key("hide_dotfiles") {
+        let mut hide = false;
+        r.boolean_into(t, p, "hide_dotfiles", &mut hide);
+        site.hide_dotfiles = Some(hide);
+    }
     // As `[web] access_log`; a file is relative to the configuration file, as
     // the docroot is.
     r.parsed(
