@@ -54,6 +54,9 @@ pub struct Config {
     /// (Postfix's `reject_sender_login_mismatch`). Default `true`. The null sender
     /// is allowed.
     pub sender_login_match: bool,
+    /// Local deliveries write `Delivered-To:` with each recipient's address;
+    /// a message for several users is then stored once per user.
+    pub delivered_to: bool,
     /// Delays and refusals of failed AUTH, per client address. Unused when the
     /// server is bound with a throttle it shares ([`crate::Server::bind_with_throttle`]):
     /// that one's settings apply.
@@ -80,6 +83,7 @@ impl Config {
             limits: Limits::default(),
             queue: QueueConfig::default(),
             sender_login_match: true,
+            delivered_to: false,
             auth_throttle: AuthThrottle::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }

@@ -140,6 +140,15 @@ pub(crate) fn has_field(header: &[u8], name: &[u8]) -> bool {
         .any(|line| is_named(line, name))
 }
 
+/// The `Delivered-To:` field of a final delivery to `address`, with anything
+/// that could end the field replaced.
+pub(crate) fn delivered_to(address: &str) -> String {
+    let address: String = (address.chars())
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .collect();
+    format!("Delivered-To: {address}\r\n")
+}
+
 /// `message` without the header fields named `name` (lowercase, without the
 /// colon), continuation lines included; `None` when it has none (no copy).
 pub(crate) fn without_field(message: &[u8], name: &[u8]) -> Option<Vec<u8>> {

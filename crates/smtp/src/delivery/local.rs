@@ -39,6 +39,8 @@ pub trait LocalDelivery: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct StoreDelivery {
     store: Arc<stoa_mailstore::MailStore>,
+    /// Each recipient's copy starts with `Delivered-To:` its address.
+    delivered_to: bool,
 }
 
 impl StoreDelivery {
@@ -51,7 +53,19 @@ impl StoreDelivery {
     /// Delivers into `store`, which other servers of the process (POP3) share: one
     /// store per process, so that its mailbox creation is serialised in one place.
     pub fn new(store: Arc<stoa_mailstore::MailStore>) -> StoreDelivery {
-        StoreDelivery { store }
+        StoreDelivery {
+            store,
+            delivered_to: false,
+        }
+    }
+
+    /// Writes `Delivered-To:` with each recipient's address after
+    /// `Return-Path:`, as Postfix's local(8) and virtual(8) do. It differs per
+    /// recipient, so a message for several users is stored once per user
+    /// instead of once for all (`[smtp] delivered_to`, off by default).
+    pub fn with_delivered_to(mut self, on: bool) -> StoreDelivery {
+        self.delivered_to = on;
+        self
     }
 
     /// The store, for readers (POP3, export, tests).
@@ -62,19 +76,38 @@ impl StoreDelivery {
 
 impl LocalDelivery for StoreDelivery {
     /// The final delivery writes `Return-Path:` with the envelope sender (RFC
-    /// 5321 §4.4), replacing any the message carried. `Delivered-To:` is not
-    /// written: it would differ per recipient and end the single stored copy.
+    /// 5321 §4.4), replacing any the message carried, and `Delivered-To:` when
+    /// asked ([`StoreDelivery::with_delivered_to`]).
     fn deliver(&self, sender: &str, message: &[u8], to: &[User]) -> Vec<Result<(), DeliveryError>> {
-        let ids: Vec<_> = to.iter().map(|u| u.mailbox).collect();
         let return_path = crate::headers::return_path(sender);
         let stripped = crate::headers::without_field(message, b"return-path");
         let message = stripped.as_deref().unwrap_or(message);
-        // One copy for all: the store links it into every mailbox or, on an
-        // error, into none, so every user shares the outcome.
-        let outcome = match self
-            .store
-            .deliver_with(return_path.as_bytes(), message, &ids)
-        {
+        if self.delivered_to {
+            return (to.iter())
+                .map(|user| {
+                    let head = format!(
+                        "{return_path}{}",
+                        crate::headers::delivered_to(&user.address)
+                    );
+                    self.store_once(head.as_bytes(), message, &[user.mailbox])
+                })
+                .collect();
+        }
+        let ids: Vec<_> = to.iter().map(|u| u.mailbox).collect();
+        vec![self.store_once(return_path.as_bytes(), message, &ids); to.len()]
+    }
+}
+
+impl StoreDelivery {
+    /// Stores `head` then `message` once, linked into every mailbox of `ids`
+    /// or, on an error, into none, so they all share the outcome.
+    fn store_once(
+        &self,
+        head: &[u8],
+        message: &[u8],
+        ids: &[stoa_directory::MailboxId],
+    ) -> Result<(), DeliveryError> {
+        match self.store.deliver_with(head, message, ids) {
             Ok(_) => Ok(()),
             Err(e) => {
                 tracing::warn!("local delivery to {} mailboxes failed: {e}", ids.len());
@@ -82,8 +115,7 @@ impl LocalDelivery for StoreDelivery {
                     "cannot store the message: {e}"
                 )))
             }
-        };
-        vec![outcome; to.len()]
+        }
     }
 }
 
@@ -113,6 +145,27 @@ mod tests {
                 session.read(0).expect("read"),
                 b"Return-Path: <ann@ext.test>\r\nSubject: hi\r\n\r\nbody\r\n"
             );
+        }
+    }
+
+    #[test]
+    fn delivered_to_names_each_recipient_in_its_own_copy() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = StoreDelivery::open(&tmp.path().join("store"))
+            .expect("open")
+            .with_delivered_to(true);
+        let users = [1, 2].map(|n| User {
+            address: format!("u{n}@x"),
+            mailbox: MailboxId(n),
+            mail_host: None,
+        });
+        let results = store.deliver("", b"Subject: hi\r\n\r\nbody\r\n", &users);
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        for (n, user) in [1, 2].iter().zip(&users) {
+            let session = store.store().open_mailbox(user.mailbox).expect("mailbox");
+            let expected =
+                format!("Return-Path: <>\r\nDelivered-To: u{n}@x\r\nSubject: hi\r\n\r\nbody\r\n");
+            assert_eq!(session.read(0).expect("read"), expected.as_bytes());
         }
     }
 }

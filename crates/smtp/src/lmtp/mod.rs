@@ -82,6 +82,9 @@ pub struct Config {
     pub limits: Limits,
     /// How long SIGTERM waits for messages being received.
     pub shutdown_grace: Duration,
+    /// Deliveries write `Delivered-To:` with each recipient's address; a
+    /// message for several users is then stored once per user.
+    pub delivered_to: bool,
 }
 
 impl Default for Config {
@@ -97,6 +100,7 @@ impl Default for Config {
                 ..Limits::default()
             },
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            delivered_to: false,
         }
     }
 }

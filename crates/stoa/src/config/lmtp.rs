@@ -48,6 +48,7 @@ impl Configured for Lmtp {
         doc.set("listen", addrs(&c.listen));
         doc.set("hostname", c.hostname.as_str());
         doc.set("workers", int(c.workers));
+        doc.set("delivered_to", c.delivered_to);
         mail_limits::print(doc, &c.limits);
         doc.set("shutdown_grace", duration(c.shutdown_grace));
     }
@@ -59,7 +60,10 @@ impl Configured for Lmtp {
         let mut config = self.config;
         config.sockets = shared.sockets.clone();
         let parts = shared.mail()?;
-        let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+        let local = Arc::new(
+            stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store))
+                .with_delivered_to(config.delivered_to),
+        );
         let server = stoa_smtp::lmtp::Server::bind(config, parts.directory.clone(), local)
             .context("cannot start the LMTP server")?;
         Ok(Box::new(server))
@@ -91,6 +95,7 @@ const KEYS: &[&str] = &[
     "hostname",
     "listen",
     "workers",
+    "delivered_to",
     "shutdown_grace",
 ];
 
@@ -106,6 +111,7 @@ fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draf
     r.string_into(t, P, "hostname", &mut c.hostname);
     c.listen = r.parsed_list(t, P, "listen", parse_addr);
     r.integer_into(t, P, "workers", &mut c.workers);
+    r.boolean_into(t, P, "delivered_to", &mut c.delivered_to);
     r.smtp_limits(t, P, &mut c.limits);
     r.duration(t, P, "shutdown_grace", &mut c.shutdown_grace);
     Some(d)

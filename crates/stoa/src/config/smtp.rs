@@ -64,6 +64,7 @@ impl Configured for stoa_smtp::Config {
         doc.set("trusted_networks", nets(&c.trusted_networks));
         doc.optional("relay_host", c.relay_host.as_deref());
         doc.set("sender_login_match", c.sender_login_match);
+        doc.set("delivered_to", c.delivered_to);
         doc.set("workers", int(c.workers));
         mail_limits::print(doc, &c.limits);
         let q = &c.queue;
@@ -92,7 +93,10 @@ impl Configured for stoa_smtp::Config {
         self.sockets = shared.sockets.clone();
         let config = *self;
         let parts = shared.mail()?;
-        let local = Arc::new(stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store)));
+        let local = Arc::new(
+            stoa_smtp::StoreDelivery::new(Arc::clone(&parts.store))
+                .with_delivered_to(config.delivered_to),
+        );
         let runner = match &parts.runner {
             Some(runner) => {
                 runner
@@ -143,6 +147,7 @@ const KEYS: &[&str] = &[
     "trusted_networks",
     "relay_host",
     "sender_login_match",
+    "delivered_to",
     "workers",
     "min_backoff",
     "max_backoff",
@@ -175,6 +180,7 @@ fn read_table(table: &Table, base: Option<&Path>, r: &mut Report) -> Option<Draf
     c.trusted_networks = r.parsed_list(t, P, "trusted_networks", parse_net);
     c.relay_host = r.string(t, P, "relay_host");
     r.boolean_into(t, P, "sender_login_match", &mut c.sender_login_match);
+    r.boolean_into(t, P, "delivered_to", &mut c.delivered_to);
     r.integer_into(t, P, "workers", &mut c.workers);
     read_limits(t, c, r);
     d.auth = auth_throttle::read(t, P, r);
