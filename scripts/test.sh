@@ -41,6 +41,9 @@ declare -A needs=(
   # The load of crates/stoa/tests/bench_peers.rs (`stoa bench peers --workload
   # static`), which without it is skipped.
   [wrk]=wrk
+  # The ACME test CA of crates/acme/tests/pebble.rs (pebble and pebble-challtestsrv),
+  # which without it is skipped.
+  [pebble]=pebble
 )
 missing=()
 for cmd in "${!needs[@]}"; do
