@@ -98,6 +98,17 @@ pub enum Error {
         /// The problems the authorizations report, if the CA said.
         problems: String,
     },
+    /// The stored account belongs to another CA than the configured one. Not
+    /// replaced on its own: a new account would overwrite the old key (and an
+    /// account re-created in a loop runs into the CA's rate limits). Remove
+    /// `account.json` to register with the new CA.
+    #[error("the stored ACME account is at {stored}, not at {configured}")]
+    AccountElsewhere {
+        /// The stored account's directory URL.
+        stored: String,
+        /// The configured directory URL.
+        configured: String,
+    },
     /// The certificate's key or CSR could not be made.
     #[error("certificate request: {0}")]
     Csr(#[from] rcgen::Error),
@@ -138,6 +149,16 @@ async fn account(config: &Config, store: &Store) -> Result<Account, Error> {
         tokio::task::spawn_blocking(move || store.load_account()).await??
     };
     if let Some(credentials) = stored {
+        // The credentials are opaque, but serialize their directory URL.
+        let stored = serde_json::to_value(&credentials)
+            .ok()
+            .and_then(|v| v.get("directory")?.as_str().map(str::to_owned));
+        if let Some(stored) = stored.filter(|s| *s != config.directory_url) {
+            return Err(Error::AccountElsewhere {
+                stored,
+                configured: config.directory_url.clone(),
+            });
+        }
         debug!(dir = %store.dir().display(), "ACME account loaded");
         return Ok(builder(config)?.from_credentials(credentials).await?);
     }

@@ -342,6 +342,22 @@ async fn obtain_from_pebble() {
         new_accounts
     );
 
+    // The stored account is at this pebble: another directory URL is refused,
+    // not silently replaced by a new account.
+    let mut elsewhere = acme_config.clone();
+    elsewhere.directory_url = format!("https://{acme}/other-dir");
+    let err = stoa_acme::obtain(&elsewhere, &store, &http01)
+        .await
+        .expect_err("an account at another CA must not be used");
+    assert!(
+        matches!(err, stoa_acme::Error::AccountElsewhere { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("state/account.json")).expect("account"),
+        account_json
+    );
+
     // A wrong answer: pebble's validation fails, obtain says so, and no
     // certificate files appear.
     garbage.store(true, Ordering::SeqCst);
