@@ -28,7 +28,8 @@
 //! 5. The store host's tagged `OK` (with its `[CAPABILITY …]`) goes to the client
 //!    under the client's tag, and [`stoa_netkit::relay`] copies bytes both ways
 //!    (commands the client pipelined behind its login first), until either side
-//!    closes or nothing moves for the autologout time.
+//!    closes or nothing moves for the autologout time (or the IDLE limit, when
+//!    longer: the relay cannot tell an IDLE from silence).
 //!
 //! A store host that cannot be reached, refuses the login or answers out of turn
 //! gives the client `tag NO [UNAVAILABLE]`, and the connection to it is closed;
@@ -50,7 +51,8 @@ pub(crate) type Proxy = stoa_directory::store_hosts::Backends;
 impl crate::conn::Conn {
     /// The proxied session: the store host's `OK` under the client's login tag,
     /// then bytes both ways (what the client pipelined behind its login first),
-    /// with the autologout time as the relay's idle limit.
+    /// with the longer of the autologout time and the IDLE limit as the relay's
+    /// idle limit.
     pub(crate) async fn relay(&mut self) -> std::io::Result<()> {
         let Some((tag, session)) = self.proxied.take() else {
             return Ok(());
@@ -67,7 +69,10 @@ impl crate::conn::Conn {
         let limits = &self.shared.config.limits;
         let now = std::time::Instant::now();
         let relay_limits = stoa_netkit::relay::Limits {
-            idle: limits.idle_timeout,
+            // The relay cannot tell an IDLE from silence: the longer of the
+            // autologout and the IDLE limit, so that it never ends a session
+            // in IDLE the store host keeps (whose own timers still apply).
+            idle: limits.idle_timeout.max(limits.idle_command_timeout),
             // No cap on a session's length: an IMAP client may stay for days,
             // re-issuing IDLE; silence still ends it.
             end: now.checked_add(SESSION_CAP).unwrap_or(now),
