@@ -108,8 +108,14 @@ pub(crate) fn header_section(message: &[u8]) -> &[u8] {
 /// sender, `<>` for the null sender, with anything that could end the field
 /// replaced.
 pub(crate) fn return_path(sender: &str) -> String {
-    let sender: String = sender
-        .chars()
+    format!("Return-Path: <{}>\r\n", address_text(sender))
+}
+
+/// `address` as a trace field writes it: every byte that could end the field
+/// or the angle brackets around it (a blank, a control, `<`, `>`, non-ASCII)
+/// replaced by `?`.
+fn address_text(address: &str) -> String {
+    (address.chars())
         .map(|c| {
             if c.is_ascii_graphic() && c != '<' && c != '>' {
                 c
@@ -117,8 +123,7 @@ pub(crate) fn return_path(sender: &str) -> String {
                 '?'
             }
         })
-        .collect();
-    format!("Return-Path: <{sender}>\r\n")
+        .collect()
 }
 
 /// Whether `line` starts a header field named `name` (lowercase, without the
@@ -143,10 +148,7 @@ pub(crate) fn has_field(header: &[u8], name: &[u8]) -> bool {
 /// The `Delivered-To:` field of a final delivery to `address`, with anything
 /// that could end the field replaced.
 pub(crate) fn delivered_to(address: &str) -> String {
-    let address: String = (address.chars())
-        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-        .collect();
-    format!("Delivered-To: {address}\r\n")
+    format!("Delivered-To: {}\r\n", address_text(address))
 }
 
 /// `message` without the header fields named `name` (lowercase, without the

@@ -49,36 +49,45 @@ fn write_pages(cmd: clap::Command, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         written.extend(write_pages(sub.clone(), dir)?);
     }
+    let subcommands = cmd.has_subcommands();
     let man = clap_mangen::Man::new(cmd);
     let filename = man.get_filename();
-    let name = filename.trim_end_matches(".1");
     let file = dir.join(&filename);
-    let mut page = Vec::new();
-    let rendered = match name {
-        // The command and its server: the sections clap knows, then ours.
-        "stoa" | "stoa-serve" => {
-            let extra = if name == "stoa" { "" } else { SERVE_EXTRA };
-            (man.render_title(&mut page))
-                .and_then(|()| man.render_name_section(&mut page))
-                .and_then(|()| man.render_synopsis_section(&mut page))
-                .and_then(|()| man.render_description_section(&mut page))
-                .and_then(|()| man.render_options_section(&mut page))
-                .and_then(|()| {
-                    if name == "stoa" {
-                        man.render_subcommands_section(&mut page)
-                    } else {
-                        Ok(())
-                    }
-                })
-                .map(|()| page.extend(sections(&format!("{extra}{COMMON_EXTRA}")).as_bytes()))
-                .and_then(|()| man.render_version_section(&mut page))
-        }
-        _ => man.render(&mut page),
+    // The command and its server get our sections after clap's.
+    let extra = match filename.trim_end_matches(".1") {
+        "stoa" => Some(COMMON_EXTRA.to_owned()),
+        "stoa-serve" => Some(format!("{SERVE_EXTRA}{COMMON_EXTRA}")),
+        _ => None,
     };
-    rendered.with_context(|| format!("cannot render {}", file.display()))?;
+    let mut page = Vec::new();
+    match extra {
+        Some(extra) => render_with(&man, subcommands, &extra, &mut page),
+        None => man.render(&mut page),
+    }
+    .with_context(|| format!("cannot render {}", file.display()))?;
     std::fs::write(&file, page).with_context(|| format!("cannot write {}", file.display()))?;
     written.push(file);
     Ok(written)
+}
+
+/// clap's sections of `man` (SUBCOMMANDS when it has `subcommands`), then
+/// `extra` (Markdown, [`sections`]), then VERSION.
+fn render_with(
+    man: &clap_mangen::Man,
+    subcommands: bool,
+    extra: &str,
+    page: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    man.render_title(page)?;
+    man.render_name_section(page)?;
+    man.render_synopsis_section(page)?;
+    man.render_description_section(page)?;
+    man.render_options_section(page)?;
+    if subcommands {
+        man.render_subcommands_section(page)?;
+    }
+    page.extend(sections(extra).as_bytes());
+    man.render_version_section(page)
 }
 
 /// SIGNALS and EXAMPLES of `stoa serve`, in the Markdown [`sections`] reads.
@@ -116,13 +125,10 @@ const NO_ARGS: [&str; 0] = [];
 
 /// `stoa.toml(5)`: `docs/configuration.md` in roff.
 fn config_page() -> String {
-    let date = "";
     let source = format!("stoa {}", env!("CARGO_PKG_VERSION"));
     let mut page = Roff::new();
-    page.control(
-        "TH",
-        ["STOA.TOML", "5", date, source.as_str(), "File Formats"],
-    );
+    // Title, section, date (none), source, manual.
+    page.control("TH", ["STOA.TOML", "5", "", &source, "File Formats"]);
     page.control("SH", ["NAME"]);
     page.text([roman("stoa.toml - the configuration file of stoa serve")]);
     let mut text = page.render();

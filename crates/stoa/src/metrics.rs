@@ -42,7 +42,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeMetric as _, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -403,13 +405,13 @@ impl prometheus_client::collector::Collector for Collector {
     }
 }
 
-/// One counter without labels.
-fn counter(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: u64) -> std::fmt::Result {
-    ConstCounter::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Counter)?)
-}
-
-/// One counter of seconds (or other fractions) without labels.
-fn counter_f64(e: &mut DescriptorEncoder<'_>, name: &str, help: &str, v: f64) -> std::fmt::Result {
+/// One counter without labels: a count (`u64`) or seconds (`f64`).
+fn counter<N: EncodeCounterValue>(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    v: N,
+) -> std::fmt::Result {
     ConstCounter::new(v).encode(e.encode_descriptor(name, help, None, MetricType::Counter)?)
 }
 
@@ -468,19 +470,12 @@ fn web(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
             })
         }),
     )?;
-    let mut durations = e.encode_descriptor(
+    histograms(
+        e,
         "stoa_http_request_duration_seconds",
         "Time from a request's dispatch to its answer's last byte written, by site",
-        None,
-        MetricType::Histogram,
+        (w.sites.iter()).map(|site| ([("site", site.label.clone())], &site.duration)),
     )?;
-    for site in &w.sites {
-        let labels = [("site", site.label.clone())];
-        let h = &site.duration;
-        durations
-            .encode_family(&labels)?
-            .encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)?;
-    }
     counter(
         e,
         "stoa_http_sent_bytes",
@@ -606,6 +601,22 @@ fn histogram(
     metric.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)
 }
 
+/// A family of histograms, one per label set, as [`histogram`].
+fn histograms<'h, L: AsRef<[(&'static str, String)]>>(
+    e: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, &'h stoa_netkit::metrics::Histogram)>,
+) -> std::fmt::Result {
+    let mut family = e.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, h) in rows {
+        let labels = labels.as_ref();
+        (family.encode_family(&labels)?)
+            .encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)?;
+    }
+    Ok(())
+}
+
 fn pop3(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
     let p = stoa_pop3::metrics::snapshot();
     family(
@@ -663,7 +674,7 @@ fn process(e: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
     if let Ok(stat) = me.stat() {
         let ticks = procfs::ticks_per_second() as f64;
         let cpu = (stat.utime + stat.stime) as f64 / ticks;
-        counter_f64(
+        counter(
             e,
             "process_cpu_seconds",
             "User and system CPU time spent, in seconds",

@@ -108,9 +108,15 @@ const DURATION_BOUNDS_US: [u64; 12] = [
 
 /// The bounds of the request-duration buckets in seconds, as the histogram is
 /// labelled (`DURATION_BOUNDS_US`, in microseconds, is what is compared).
-pub const DURATION_BUCKETS: [f64; 12] = [
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
+pub const DURATION_BUCKETS: [f64; DURATION_BOUNDS_US.len()] = {
+    let mut secs = [0.0; DURATION_BOUNDS_US.len()];
+    let mut i = 0;
+    while i < secs.len() {
+        secs[i] = DURATION_BOUNDS_US[i] as f64 / 1e6;
+        i += 1;
+    }
+    secs
+};
 
 /// The labels of the sites counted on their own, by slot: a site keeps its
 /// slot across reloads (the same label, the same slot), so its counts carry on.

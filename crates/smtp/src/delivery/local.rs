@@ -72,6 +72,25 @@ impl StoreDelivery {
     pub fn store(&self) -> &stoa_mailstore::MailStore {
         &self.store
     }
+
+    /// Stores `head` then `message` once, linked into every mailbox of `ids`
+    /// or, on an error, into none, so they all share the outcome.
+    fn store_once(
+        &self,
+        head: &[u8],
+        message: &[u8],
+        ids: &[stoa_directory::MailboxId],
+    ) -> Result<(), DeliveryError> {
+        match self.store.deliver_with(head, message, ids) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::warn!("local delivery to {} mailboxes failed: {e}", ids.len());
+                Err(DeliveryError::Temporary(format!(
+                    "cannot store the message: {e}"
+                )))
+            }
+        }
+    }
 }
 
 impl LocalDelivery for StoreDelivery {
@@ -95,27 +114,6 @@ impl LocalDelivery for StoreDelivery {
         }
         let ids: Vec<_> = to.iter().map(|u| u.mailbox).collect();
         vec![self.store_once(return_path.as_bytes(), message, &ids); to.len()]
-    }
-}
-
-impl StoreDelivery {
-    /// Stores `head` then `message` once, linked into every mailbox of `ids`
-    /// or, on an error, into none, so they all share the outcome.
-    fn store_once(
-        &self,
-        head: &[u8],
-        message: &[u8],
-        ids: &[stoa_directory::MailboxId],
-    ) -> Result<(), DeliveryError> {
-        match self.store.deliver_with(head, message, ids) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                tracing::warn!("local delivery to {} mailboxes failed: {e}", ids.len());
-                Err(DeliveryError::Temporary(format!(
-                    "cannot store the message: {e}"
-                )))
-            }
-        }
     }
 }
 

@@ -33,6 +33,9 @@ pub(crate) fn syntax_errors(path: &Path, text: &str) -> Vec<String> {
 /// Puts the file and line in front of each of `messages` that names a key of
 /// `text` (the file at `path`, already known to be TOML).
 pub(crate) fn messages(path: &Path, text: &str, messages: &mut [String]) {
+    if messages.is_empty() {
+        return;
+    }
     let Ok(doc) = DeTable::parse(text) else {
         return;
     };

@@ -328,12 +328,15 @@ struct FileParts {
 /// The file at `path`, whose text is `text`, as a table; or every syntax error
 /// in it, each with its line and column.
 fn parse(path: &Path, text: &str) -> Result<Table, Vec<String>> {
-    let errors = locate::syntax_errors(path, text);
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    text.parse::<Table>()
-        .map_err(|e| vec![format!("{}: {}", path.display(), e.to_string().trim_end())])
+    text.parse::<Table>().map_err(|e| {
+        // Parsed again only when it is not TOML, for every error, not the first.
+        let errors = locate::syntax_errors(path, text);
+        if errors.is_empty() {
+            vec![format!("{}: {}", path.display(), e.to_string().trim_end())]
+        } else {
+            errors
+        }
+    })
 }
 
 /// Reads the configuration file at `path` (its `text`, or why it could not be
